@@ -1,0 +1,470 @@
+/*
+ * cdt.h - libcdt: complex datatypes for sending language objects between processes.
+ *
+ * This header is the whole core API. Read it top to bottom:
+ *   1. conventions, status codes, cdt_strerror()
+ *   2. types: predefined, derived (MPI-4.1 constructors), queries, commit, free
+ *   3. custom types (user callbacks: state, query, pack, unpack, memory regions)
+ *   4. operations: resumable pack / unpack of (buf, count, type) at any byte offset
+ *   5. iov extraction and copy between two layouts
+ *   6. frames: one message = header + packed bytes + out-of-band regions (docs/FORMAT.md)
+ * The UCX transport has its own header, cdt_ucx.h.
+ *
+ * Conventions (apply to every function unless it says otherwise):
+ *  - Functions return CDT_SUCCESS (0) or a negative status code; cdt_strerror() names it.
+ *  - Output parameters are written only on success.
+ *  - A status returned by a user callback that is not CDT_SUCCESS stops the operation and is
+ *    returned to the caller unchanged. Callbacks should return codes <= CDT_ERR_USER_BASE so
+ *    they cannot be mistaken for library codes.
+ *  - Counts, sizes, offsets and displacements are 64-bit signed (cdt_count).
+ *  - Functions that free accept NULL and do nothing.
+ *  - Nothing is thread-safe on the same handle unless stated; distinct handles may be used
+ *    concurrently. Committed types may be shared by any number of threads and operations.
+ */
+#ifndef CDT_H
+#define CDT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(CDT_STATIC_DEFINE)
+#define CDT_API
+#elif defined(_WIN32)
+#ifdef CDT_BUILDING
+#define CDT_API __declspec(dllexport)
+#else
+#define CDT_API __declspec(dllimport)
+#endif
+#else
+#define CDT_API __attribute__((visibility("default")))
+#endif
+
+#define CDT_VERSION_MAJOR 0
+#define CDT_VERSION_MINOR 1
+#define CDT_VERSION_PATCH 0
+#define CDT_VERSION_NUMBER (CDT_VERSION_MAJOR * 10000 + CDT_VERSION_MINOR * 100 + CDT_VERSION_PATCH)
+
+/*! cdt_version_number() : @return CDT_VERSION_NUMBER of the library actually linked. */
+CDT_API unsigned cdt_version_number(void);
+
+/* ------------------------------------------------------------------------------------------
+ * 1. Status codes
+ * ---------------------------------------------------------------------------------------- */
+
+/* X(name, value, message). Values are stable ABI: never renumber, only append. */
+#define CDT_STATUS_MAP(X)                                                                          \
+    X(CDT_SUCCESS, 0, "success")                                                                   \
+    X(CDT_INPROGRESS, 1, "operation in progress")                                                  \
+    X(CDT_ERR_INVALID_ARG, -1, "invalid argument")                                                 \
+    X(CDT_ERR_NO_MEMORY, -2, "out of memory")                                                      \
+    X(CDT_ERR_OVERFLOW, -3, "count, size or displacement overflows 64 bits")                       \
+    X(CDT_ERR_NOT_COMMITTED, -4, "datatype is not committed")                                      \
+    X(CDT_ERR_UNSUPPORTED, -5, "operation not supported for this datatype")                        \
+    X(CDT_ERR_ORDER, -6, "call out of order for this operation")                                   \
+    X(CDT_ERR_TRUNCATED, -7, "data does not fit the destination")                                  \
+    X(CDT_ERR_CALLBACK, -8, "a custom datatype callback broke its contract")                       \
+    X(CDT_ERR_FRAME_MAGIC, -9, "not a libcdt frame (bad magic)")                                   \
+    X(CDT_ERR_FRAME_VERSION, -10, "unsupported frame version or flags")                            \
+    X(CDT_ERR_FRAME_MALFORMED, -11, "malformed frame")                                             \
+    X(CDT_ERR_FRAME_TRUNCATED, -12, "frame is truncated")                                          \
+    X(CDT_ERR_FRAME_MISMATCH, -13, "frame does not match the receiving datatype")                  \
+    X(CDT_ERR_BYTE_ORDER, -14, "frame was written with another byte order")                        \
+    X(CDT_ERR_INCOMPLETE, -15, "not all bytes of the operation were delivered")                    \
+    X(CDT_ERR_TRANSPORT, -20, "transport error")                                                   \
+    X(CDT_ERR_PEER, -21, "peer unreachable or gone")                                               \
+    X(CDT_ERR_CANCELED, -22, "request canceled")                                                   \
+    X(CDT_ERR_TIMEOUT, -23, "timed out")                                                           \
+    X(CDT_ERR_BUSY, -24, "resource busy")
+
+enum cdt_status {
+#define CDT_STATUS_ENUM_(name, value, msg) name = (value),
+    CDT_STATUS_MAP(CDT_STATUS_ENUM_)
+#undef CDT_STATUS_ENUM_
+        CDT_ERR_USER_BASE = -1000 /* callbacks: return codes at or below this */
+};
+
+/*! cdt_strerror() : @return a static English message for `status` (never NULL). Unknown codes,
+ *  such as a callback's own, give "unknown or user-defined error". */
+CDT_API const char *cdt_strerror(int status);
+/*! cdt_err_name() : @return the status' constant name ("CDT_ERR_INVALID_ARG"), or "CDT_ERR_USER". */
+CDT_API const char *cdt_err_name(int status);
+
+/* ------------------------------------------------------------------------------------------
+ * 2. Types
+ * ---------------------------------------------------------------------------------------- */
+
+typedef int64_t cdt_count;
+
+/* Opaque, reference-counted datatype handle. */
+typedef struct cdt_type_s *cdt_type;
+
+/* A contiguous piece of memory. Same layout as struct iovec / ucp_dt_iov_t on LP64 systems. */
+typedef struct cdt_iov {
+    void *base;
+    cdt_count len;
+} cdt_iov;
+
+/* Predefined element kinds. Values are stable ABI (they also appear in frames, docs/FORMAT.md). */
+typedef enum cdt_kind {
+    CDT_KIND_BYTE = 1,
+    CDT_KIND_CHAR = 2,
+    CDT_KIND_INT8 = 3,
+    CDT_KIND_INT16 = 4,
+    CDT_KIND_INT32 = 5,
+    CDT_KIND_INT64 = 6,
+    CDT_KIND_UINT8 = 7,
+    CDT_KIND_UINT16 = 8,
+    CDT_KIND_UINT32 = 9,
+    CDT_KIND_UINT64 = 10,
+    CDT_KIND_FLOAT = 11,          /* IEEE-754 binary32 */
+    CDT_KIND_DOUBLE = 12,         /* IEEE-754 binary64 */
+    CDT_KIND_COMPLEX_FLOAT = 13,  /* two binary32 */
+    CDT_KIND_COMPLEX_DOUBLE = 14, /* two binary64 */
+    CDT_KIND_BOOL = 15,           /* one byte, 0 or 1 */
+    CDT_KIND_COUNT_ = 16,         /* number of kinds + 1; not a kind */
+    CDT_KIND_MIXED = 0            /* returned for types that mix kinds */
+} cdt_kind;
+
+/*! cdt_type_predefined() : the committed predefined type of `kind`, or NULL for an invalid kind.
+ *  Predefined types are never freed; cdt_type_free() on one is CDT_ERR_INVALID_ARG. */
+CDT_API cdt_type cdt_type_predefined(cdt_kind kind);
+
+#define CDT_BYTE cdt_type_predefined(CDT_KIND_BYTE)
+#define CDT_CHAR cdt_type_predefined(CDT_KIND_CHAR)
+#define CDT_INT8 cdt_type_predefined(CDT_KIND_INT8)
+#define CDT_INT16 cdt_type_predefined(CDT_KIND_INT16)
+#define CDT_INT32 cdt_type_predefined(CDT_KIND_INT32)
+#define CDT_INT64 cdt_type_predefined(CDT_KIND_INT64)
+#define CDT_UINT8 cdt_type_predefined(CDT_KIND_UINT8)
+#define CDT_UINT16 cdt_type_predefined(CDT_KIND_UINT16)
+#define CDT_UINT32 cdt_type_predefined(CDT_KIND_UINT32)
+#define CDT_UINT64 cdt_type_predefined(CDT_KIND_UINT64)
+#define CDT_FLOAT cdt_type_predefined(CDT_KIND_FLOAT)
+#define CDT_DOUBLE cdt_type_predefined(CDT_KIND_DOUBLE)
+#define CDT_COMPLEX_FLOAT cdt_type_predefined(CDT_KIND_COMPLEX_FLOAT)
+#define CDT_COMPLEX_DOUBLE cdt_type_predefined(CDT_KIND_COMPLEX_DOUBLE)
+#define CDT_BOOL cdt_type_predefined(CDT_KIND_BOOL)
+
+/*! cdt_kind_size() : size in bytes of one element of `kind`, 0 for an invalid kind. */
+CDT_API cdt_count cdt_kind_size(cdt_kind kind);
+/*! cdt_kind_name() : "int32", "double", ...; "invalid" for an invalid kind. */
+CDT_API const char *cdt_kind_name(cdt_kind kind);
+
+/* Pass as `buf` when a type's displacements are absolute addresses (MPI_BOTTOM). */
+#define CDT_BOTTOM ((void *)0)
+
+/* Subarray storage order. */
+#define CDT_ORDER_C 0
+#define CDT_ORDER_FORTRAN 1
+
+/* Derived constructors, MPI-4.1 semantics with 64-bit counts. Each creates a new, uncommitted
+ * type holding a reference to `oldtype` (the caller may free `oldtype` right away).
+ * Errors: CDT_ERR_INVALID_ARG (negative count or blocklength, NULL array with count > 0, NULL
+ * output, custom type as oldtype, bad order/ndims), CDT_ERR_OVERFLOW (size, extent or a
+ * displacement out of 64-bit range), CDT_ERR_NO_MEMORY. */
+CDT_API int cdt_type_contiguous(cdt_count count, cdt_type oldtype, cdt_type *newtype);
+/* stride in units of oldtype's extent; may be negative. */
+CDT_API int cdt_type_vector(cdt_count count, cdt_count blocklength, cdt_count stride,
+                            cdt_type oldtype, cdt_type *newtype);
+/* stride in bytes; may be negative. */
+CDT_API int cdt_type_hvector(cdt_count count, cdt_count blocklength, cdt_count stride_bytes,
+                             cdt_type oldtype, cdt_type *newtype);
+/* displacements in units of oldtype's extent. */
+CDT_API int cdt_type_indexed(cdt_count count, const cdt_count blocklengths[],
+                             const cdt_count displacements[], cdt_type oldtype, cdt_type *newtype);
+/* displacements in bytes. */
+CDT_API int cdt_type_hindexed(cdt_count count, const cdt_count blocklengths[],
+                              const cdt_count byte_displacements[], cdt_type oldtype,
+                              cdt_type *newtype);
+CDT_API int cdt_type_indexed_block(cdt_count count, cdt_count blocklength,
+                                   const cdt_count displacements[], cdt_type oldtype,
+                                   cdt_type *newtype);
+CDT_API int cdt_type_hindexed_block(cdt_count count, cdt_count blocklength,
+                                    const cdt_count byte_displacements[], cdt_type oldtype,
+                                    cdt_type *newtype);
+/* displacements in bytes; types[i] may differ. */
+CDT_API int cdt_type_struct(cdt_count count, const cdt_count blocklengths[],
+                            const cdt_count byte_displacements[], const cdt_type types[],
+                            cdt_type *newtype);
+/* order: CDT_ORDER_C or CDT_ORDER_FORTRAN; 1 <= ndims <= 32. */
+CDT_API int cdt_type_subarray(int ndims, const cdt_count sizes[], const cdt_count subsizes[],
+                              const cdt_count starts[], int order, cdt_type oldtype,
+                              cdt_type *newtype);
+/* New lb and extent (extent may be negative, as in MPI). */
+CDT_API int cdt_type_resized(cdt_type oldtype, cdt_count lb, cdt_count extent, cdt_type *newtype);
+/* A new handle to the same layout; committed if oldtype is. */
+CDT_API int cdt_type_dup(cdt_type oldtype, cdt_type *newtype);
+
+/*! cdt_type_commit() : compile *type to its canonical form and pick its pack kernels. Must be
+ *  called before a derived type is used in an operation. Idempotent; a no-op on predefined and
+ *  custom types. */
+CDT_API int cdt_type_commit(cdt_type *type);
+
+/*! cdt_type_free() : drop the caller's reference and set *type to NULL. The type lives on while
+ *  operations, frames or other types still use it. NULL or *type == NULL: no-op.
+ *  Errors: CDT_ERR_INVALID_ARG for predefined types. */
+CDT_API int cdt_type_free(cdt_type *type);
+
+/* Queries. size = bytes of data in one element; lb/extent as MPI (after resized);
+ * true_lb/true_extent = span of the bytes actually touched. Custom types: CDT_ERR_UNSUPPORTED
+ * (their size depends on the object; use an operation). */
+CDT_API int cdt_type_size(cdt_type type, cdt_count *size);
+CDT_API int cdt_type_extent(cdt_type type, cdt_count *lb, cdt_count *extent);
+CDT_API int cdt_type_true_extent(cdt_type type, cdt_count *true_lb, cdt_count *true_extent);
+/*! cdt_type_kind() : the single predefined kind every byte of the type belongs to, or
+ *  CDT_KIND_MIXED (also for custom types). */
+CDT_API int cdt_type_kind(cdt_type type, cdt_kind *kind);
+/*! cdt_type_is_custom() : 1 for custom types, 0 otherwise (also for NULL). */
+CDT_API int cdt_type_is_custom(cdt_type type);
+
+/*! cdt_type_describe() : write a human-readable description of a committed type's canonical
+ *  form into buf (NUL-terminated, truncated to len). *needed (if not NULL) receives the full
+ *  length without the NUL. Two constructions of the same layout print the same text. */
+CDT_API int cdt_type_describe(cdt_type type, char *buf, size_t len, size_t *needed);
+
+/* ------------------------------------------------------------------------------------------
+ * 3. Custom types (MPI_Type_create_custom of Tronge et al.)
+ *
+ * The library drives these callbacks; `state` is what the state callback returned (NULL when
+ * there is no state callback). On the send side buf is the object passed to the operation; on
+ * the receive side it is the object to fill.
+ * ---------------------------------------------------------------------------------------- */
+
+/* Called once when an operation begins. May be NULL (state is then NULL). */
+typedef int(cdt_custom_state_func_t)(void *context, const void *src, cdt_count src_count,
+                                     void **state);
+/* Called exactly once when the operation ends, also after any error. May be NULL. */
+typedef int(cdt_custom_state_free_func_t)(void *state);
+/* Total packed bytes of (buf, count). Required. */
+typedef int(cdt_custom_query_func_t)(void *state, const void *buf, cdt_count count,
+                                     cdt_count *packed_size);
+/* Pack bytes [offset, offset + *used) of the packed stream into dst. *used may be less than
+ * dst_size (a partial fill: the next call continues at offset + *used) but must be > 0 while
+ * offset < packed size. Required. */
+typedef int(cdt_custom_pack_func_t)(void *state, const void *buf, cdt_count count,
+                                    cdt_count offset, void *dst, cdt_count dst_size,
+                                    cdt_count *used);
+/* Unpack src_size bytes found at `offset` of the packed stream. Required for receiving. */
+typedef int(cdt_custom_unpack_func_t)(void *state, void *buf, cdt_count count, cdt_count offset,
+                                      const void *src, cdt_count src_size);
+/* Number of memory regions of (buf, count). May be NULL (no regions). */
+typedef int(cdt_custom_region_count_func_t)(void *state, void *buf, cdt_count count,
+                                            cdt_count *region_count);
+/* Fill the arrays (region_count entries each): region i is reg_lens[i] elements of
+ * reg_types[i] (any committed predefined or derived type) at reg_bases[i]. On the receive side
+ * it is called after the packed bytes were unpacked, so a dynamic object can allocate first.
+ * Required when region_count can return > 0. */
+typedef int(cdt_custom_region_func_t)(void *state, void *buf, cdt_count count,
+                                      cdt_count region_count, void *reg_bases[],
+                                      cdt_count reg_lens[], cdt_type reg_types[]);
+
+/*! cdt_type_create_custom() : create a custom type (committed on creation).
+ *  @context : passed to state_fn; owned by the caller, must outlive the type.
+ *  @inorder : nonzero = unpack callbacks must see fragments in increasing offset order (the
+ *             engine buffers early fragments); zero = fragments may be unpacked in any order.
+ *  Errors: CDT_ERR_INVALID_ARG when query_fn or pack_fn is NULL, or region_count_fn is set
+ *  without region_fn. unpack_fn may be NULL for send-only types (unpacking is then
+ *  CDT_ERR_UNSUPPORTED). */
+CDT_API int cdt_type_create_custom(cdt_custom_state_func_t *state_fn,
+                                   cdt_custom_state_free_func_t *state_free_fn,
+                                   cdt_custom_query_func_t *query_fn,
+                                   cdt_custom_pack_func_t *pack_fn,
+                                   cdt_custom_unpack_func_t *unpack_fn,
+                                   cdt_custom_region_count_func_t *region_count_fn,
+                                   cdt_custom_region_func_t *region_fn, void *context,
+                                   int inorder, cdt_type *type);
+
+/* ------------------------------------------------------------------------------------------
+ * 4. Operations: one engine for every kind of type
+ *
+ * An operation binds (buf, count, type). Its packed stream is the bytes the type packs;
+ * memory regions (custom types only) are separate and move untouched. Sequence:
+ *   begin -> [packed_size] -> pack/unpack fragments (any order, any size) -> [regions] -> end
+ * For predefined and derived types the packed stream is every byte of the data and there are
+ * no regions.
+ * ---------------------------------------------------------------------------------------- */
+
+typedef struct cdt_op_s *cdt_op;
+
+/*! cdt_op_pack_begin() / cdt_op_unpack_begin() : start an operation. Calls the custom type's
+ *  state callback. The operation holds a reference to `type`.
+ *  Errors: CDT_ERR_INVALID_ARG (NULL type/op, count < 0), CDT_ERR_NOT_COMMITTED, callback codes.
+ *  When begin fails, no callback other than state (and then state_free) has been called. */
+CDT_API int cdt_op_pack_begin(const void *buf, cdt_count count, cdt_type type, cdt_op *op);
+CDT_API int cdt_op_unpack_begin(void *buf, cdt_count count, cdt_type type, cdt_op *op);
+
+/*! cdt_op_packed_size() : bytes of the packed stream (query callback for custom types; asked
+ *  once and remembered). */
+CDT_API int cdt_op_packed_size(cdt_op op, cdt_count *packed_size);
+
+/*! cdt_op_pack() : pack stream bytes starting at `offset` into dst (dst_size bytes). *used
+ *  receives the bytes written: at most dst_size, 0 only at the end of the stream; less than
+ *  dst_size when a custom pack callback fills partially. Any offset and size are allowed, also
+ *  ones that split an element; for custom types with inorder set, offset must be where the
+ *  previous call stopped (CDT_ERR_ORDER otherwise). Pack operations only. */
+CDT_API int cdt_op_pack(cdt_op op, cdt_count offset, void *dst, cdt_count dst_size,
+                        cdt_count *used);
+
+/*! cdt_op_unpack() : unpack src_size stream bytes that start at `offset`. Fragments may come in
+ *  any order; they must not overlap or pass the end of the stream (CDT_ERR_TRUNCATED). For
+ *  custom types with inorder set, early fragments are copied and delivered once the gap before
+ *  them is filled. Unpack operations only. */
+CDT_API int cdt_op_unpack(cdt_op op, cdt_count offset, const void *src, cdt_count src_size);
+
+/*! cdt_op_region_count() / cdt_op_regions() : the memory regions of the object (0 unless the
+ *  type is custom with a region_count callback). On an unpack operation, call after the
+ *  packed stream was unpacked (CDT_ERR_ORDER otherwise). Arrays hold n entries. Region types
+ *  are borrowed: valid until cdt_op_end(). CDT_ERR_CALLBACK if a callback gives a negative
+ *  length, a NULL base with a positive length, or an uncommitted or custom region type. */
+CDT_API int cdt_op_region_count(cdt_op op, cdt_count *n);
+CDT_API int cdt_op_regions(cdt_op op, cdt_count n, void *bases[], cdt_count lens[],
+                           cdt_type types[]);
+
+/*! cdt_op_unpacked_bytes() : stream bytes delivered to the unpack callback or the buffer so
+ *  far (fragments still buffered for inorder delivery do not count). */
+CDT_API int cdt_op_unpacked_bytes(cdt_op op, cdt_count *bytes);
+
+/*! cdt_op_end() : finish the operation, call state_free exactly once, drop the type
+ *  reference, free op. Returns state_free's status (the operation is freed regardless).
+ *  NULL: no-op. */
+CDT_API int cdt_op_end(cdt_op op);
+
+/*! cdt_pack_size() : packed stream bytes of (count, type), derived or predefined types only. */
+CDT_API int cdt_pack_size(cdt_count count, cdt_type type, cdt_count *size);
+
+/* ------------------------------------------------------------------------------------------
+ * 5. iov extraction and copy between layouts (predefined and derived types)
+ * ---------------------------------------------------------------------------------------- */
+
+/*! cdt_iov_count() : number of maximal contiguous pieces of (buf, count, type), in packed
+ *  order (adjacent pieces are merged). */
+CDT_API int cdt_iov_count(const void *buf, cdt_count count, cdt_type type, cdt_count *n);
+/*! cdt_iov_get() : pieces [first, first + max) into iov; *n_out receives how many were written
+ *  (fewer at the end). Cost is proportional to the pieces written, not to `first`, for
+ *  regular types. */
+CDT_API int cdt_iov_get(const void *buf, cdt_count count, cdt_type type, cdt_count first,
+                        cdt_count max, cdt_iov iov[], cdt_count *n_out);
+/*! cdt_copy() : copy the data of (src, scount, stype) into (dst, dcount, dtype) as if packed and
+ *  unpacked, without a temporary buffer. CDT_ERR_TRUNCATED when the source holds more bytes
+ *  than the destination; a shorter source fills the destination's leading bytes. */
+CDT_API int cdt_copy(const void *src, cdt_count scount, cdt_type stype, void *dst,
+                     cdt_count dcount, cdt_type dtype);
+
+/* ------------------------------------------------------------------------------------------
+ * 6. Frames: one object = one message (wire format: docs/FORMAT.md)
+ *
+ *   | header (fixed part + region table) | packed stream | pad | region 0 | pad | region 1 ...
+ *
+ * The header carries the packed size and every region's byte length and element kind, so a
+ * receiver can allocate before region bytes arrive: no second message, no lock.
+ * ---------------------------------------------------------------------------------------- */
+
+typedef struct cdt_frame_s *cdt_frame;     /* an encoded message (send side) */
+typedef struct cdt_decoder_s *cdt_decoder; /* a message being received */
+
+/* Bytes of the fixed header part; the full header size is known from these bytes. */
+#define CDT_FRAME_FIXED_HEADER_SIZE 48
+/* Bytes per region in the header's region table. */
+#define CDT_FRAME_REGION_ENTRY_SIZE 16
+/* Start of every region in a frame is aligned to this many bytes. */
+#define CDT_FRAME_ALIGN 8
+
+enum cdt_frame_params_field {
+    CDT_FRAME_PARAM_REGION_THRESHOLD = 1u << 0,
+};
+
+/* Encoding options. Set the bits of field_mask for the fields you fill (ABI can grow). */
+typedef struct cdt_frame_params {
+    uint64_t field_mask;
+    /* Predefined/derived types whose data is one contiguous block of at least this many bytes
+     * travel as a region (zero-copy) instead of being packed. Default 8192; -1 disables. */
+    cdt_count region_threshold;
+} cdt_frame_params;
+
+/*! cdt_frame_encode() : build the frame of (buf, count, type): packs the packed stream into a
+ *  buffer the frame owns (after the header) and lists the regions by reference (no copy). buf
+ *  and the regions must stay unchanged until cdt_frame_free(). params may be NULL.
+ *  Errors: as the operation functions, CDT_ERR_CALLBACK, CDT_ERR_NO_MEMORY. */
+CDT_API int cdt_frame_encode(const void *buf, cdt_count count, cdt_type type,
+                             const cdt_frame_params *params, cdt_frame *frame);
+/*! cdt_frame_size() : total bytes of the frame. */
+CDT_API int cdt_frame_size(cdt_frame frame, cdt_count *bytes);
+/*! cdt_frame_head() : the frame's first piece, header + packed stream, contiguous and owned by
+ *  the frame. */
+CDT_API int cdt_frame_head(cdt_frame frame, const void **data, cdt_count *len);
+/*! cdt_frame_region_count() / cdt_frame_region() : the regions that follow the head, each as
+ *  one contiguous piece (a region of a non-contiguous type is counted by its pieces). */
+CDT_API int cdt_frame_region_count(cdt_frame frame, cdt_count *n);
+/*! cdt_frame_iov_count() / cdt_frame_iov() : the whole frame as pieces, in order (head,
+ *  padding, region pieces); their concatenation is the frame. */
+CDT_API int cdt_frame_iov_count(cdt_frame frame, cdt_count *n);
+CDT_API int cdt_frame_iov(cdt_frame frame, cdt_count first, cdt_count max, cdt_iov iov[],
+                          cdt_count *n_out);
+/*! cdt_frame_gather() : copy frame bytes [offset, offset + len) into dst. */
+CDT_API int cdt_frame_gather(cdt_frame frame, cdt_count offset, void *dst, cdt_count len);
+/*! cdt_frame_free() : end the frame's operation (state_free) and release it; returns
+ *  state_free's status. NULL: no-op. */
+CDT_API int cdt_frame_free(cdt_frame frame);
+
+/* What a valid header says. */
+typedef struct cdt_frame_info {
+    uint32_t version;
+    uint32_t flags;
+    cdt_count header_size;  /* fixed part + region table */
+    cdt_count packed_size;  /* bytes of the packed stream */
+    cdt_count region_count; /* entries in the region table */
+    cdt_count region_bytes; /* sum of region lengths */
+    cdt_count frame_size;   /* total bytes, padding included */
+} cdt_frame_info;
+
+/*! cdt_frame_header_size() : from the first `len` bytes of a frame (len >=
+ *  CDT_FRAME_FIXED_HEADER_SIZE), validate the fixed part and give the full header size.
+ *  Errors: CDT_ERR_FRAME_TRUNCATED (len too small), CDT_ERR_FRAME_MAGIC, CDT_ERR_FRAME_VERSION,
+ *  CDT_ERR_BYTE_ORDER, CDT_ERR_FRAME_MALFORMED. */
+CDT_API int cdt_frame_header_size(const void *data, cdt_count len, cdt_count *header_size);
+
+/*! cdt_decoder_create() : validate a complete header (data holds at least header_size bytes;
+ *  more is ignored) and start a decoder. Nothing is allocated in proportion to the values the
+ *  header claims beyond its own size. */
+CDT_API int cdt_decoder_create(const void *data, cdt_count len, cdt_decoder *decoder);
+CDT_API int cdt_decoder_info(cdt_decoder decoder, cdt_frame_info *info);
+/*! cdt_decoder_region_info() : byte length, element kind and offset within the frame of region
+ *  `index`. */
+CDT_API int cdt_decoder_region_info(cdt_decoder decoder, cdt_count index, cdt_count *len_bytes,
+                                    cdt_kind *kind, cdt_count *frame_offset);
+/*! cdt_decoder_bind() : choose where the object goes, and begin the unpack operation. For a
+ *  custom type the packed stream goes to its unpack callback and the regions to the places
+ *  its region callback gives (count and byte lengths must match the header:
+ *  CDT_ERR_FRAME_MISMATCH). For predefined and derived types, the packed stream followed by
+ *  the regions is unpacked as one stream (the sender chose the split). */
+CDT_API int cdt_decoder_bind(cdt_decoder decoder, void *buf, cdt_count count, cdt_type type);
+/*! cdt_decoder_write() : deliver frame bytes [offset, offset + len) (offsets of the whole frame;
+ *  header bytes are checked against the header given at create, padding must be zero). Pieces
+ *  may come in any order but not overlap. */
+CDT_API int cdt_decoder_write(cdt_decoder decoder, cdt_count offset, const void *src,
+                              cdt_count len);
+/*! cdt_decoder_region_iov_count() / cdt_decoder_region_iov() : after the packed stream was
+ *  fully written, the destination memory of region `index` as pieces, so that a transport can
+ *  receive region bytes there directly (then report them with cdt_decoder_region_done()). */
+CDT_API int cdt_decoder_region_iov_count(cdt_decoder decoder, cdt_count index, cdt_count *n);
+CDT_API int cdt_decoder_region_iov(cdt_decoder decoder, cdt_count index, cdt_count first,
+                                   cdt_count max, cdt_iov iov[], cdt_count *n_out);
+CDT_API int cdt_decoder_region_done(cdt_decoder decoder, cdt_count index);
+/*! cdt_decoder_finish() : check that every byte arrived (CDT_ERR_INCOMPLETE otherwise). */
+CDT_API int cdt_decoder_finish(cdt_decoder decoder);
+/*! cdt_decoder_free() : end the unpack operation (state_free) and free; returns its status. */
+CDT_API int cdt_decoder_free(cdt_decoder decoder);
+
+/*! cdt_frame_decode() : one call: validate the frame in data[0, len) completely, then unpack it
+ *  into (buf, count, type). Nothing is written to buf before the header is validated. */
+CDT_API int cdt_frame_decode(const void *data, cdt_count len, void *buf, cdt_count count,
+                             cdt_type type);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* CDT_H */

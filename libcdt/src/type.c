@@ -1,0 +1,175 @@
+/*
+ * type.c - the common datatype header: predefined types, reference counting, queries.
+ * Derived constructors, commit and the pack engine live in the derived engine's files; custom
+ * types in custom.c.
+ */
+#include "type.h"
+
+#include <stdlib.h>
+
+typedef struct {
+    const char *name;
+    cdt_count size;
+} cdt__kind_info;
+
+static const cdt__kind_info kind_table[CDT_KIND_COUNT_] = {
+    [CDT_KIND_MIXED] = {"mixed", 0},
+    [CDT_KIND_BYTE] = {"byte", 1},
+    [CDT_KIND_CHAR] = {"char", 1},
+    [CDT_KIND_INT8] = {"int8", 1},
+    [CDT_KIND_INT16] = {"int16", 2},
+    [CDT_KIND_INT32] = {"int32", 4},
+    [CDT_KIND_INT64] = {"int64", 8},
+    [CDT_KIND_UINT8] = {"uint8", 1},
+    [CDT_KIND_UINT16] = {"uint16", 2},
+    [CDT_KIND_UINT32] = {"uint32", 4},
+    [CDT_KIND_UINT64] = {"uint64", 8},
+    [CDT_KIND_FLOAT] = {"float", 4},
+    [CDT_KIND_DOUBLE] = {"double", 8},
+    [CDT_KIND_COMPLEX_FLOAT] = {"complex_float", 8},
+    [CDT_KIND_COMPLEX_DOUBLE] = {"complex_double", 16},
+    [CDT_KIND_BOOL] = {"bool", 1},
+};
+
+#define PREDEF(k, n)                                                                               \
+    [k] = {.refcount = 1,                                                                          \
+           .cls = CDT__CLASS_PREDEFINED,                                                           \
+           .flags = CDT__TYPE_COMMITTED | CDT__TYPE_CONTIGUOUS,                                    \
+           .kind = k,                                                                              \
+           .size = n,                                                                              \
+           .lb = 0,                                                                                \
+           .extent = n,                                                                            \
+           .true_lb = 0,                                                                           \
+           .true_extent = n}
+
+static struct cdt_type_s predefined[CDT_KIND_COUNT_] = {
+    PREDEF(CDT_KIND_BYTE, 1),           PREDEF(CDT_KIND_CHAR, 1),
+    PREDEF(CDT_KIND_INT8, 1),           PREDEF(CDT_KIND_INT16, 2),
+    PREDEF(CDT_KIND_INT32, 4),          PREDEF(CDT_KIND_INT64, 8),
+    PREDEF(CDT_KIND_UINT8, 1),          PREDEF(CDT_KIND_UINT16, 2),
+    PREDEF(CDT_KIND_UINT32, 4),         PREDEF(CDT_KIND_UINT64, 8),
+    PREDEF(CDT_KIND_FLOAT, 4),          PREDEF(CDT_KIND_DOUBLE, 8),
+    PREDEF(CDT_KIND_COMPLEX_FLOAT, 8),  PREDEF(CDT_KIND_COMPLEX_DOUBLE, 16),
+    PREDEF(CDT_KIND_BOOL, 1),
+};
+
+unsigned cdt_version_number(void)
+{
+    return CDT_VERSION_NUMBER;
+}
+
+static bool kind_valid(cdt_kind kind)
+{
+    return kind > CDT_KIND_MIXED && kind < CDT_KIND_COUNT_;
+}
+
+cdt_type cdt_type_predefined(cdt_kind kind)
+{
+    return kind_valid(kind) ? &predefined[kind] : NULL;
+}
+
+cdt_count cdt_kind_size(cdt_kind kind)
+{
+    return kind_valid(kind) ? kind_table[kind].size : 0;
+}
+
+const char *cdt_kind_name(cdt_kind kind)
+{
+    return kind_valid(kind) ? kind_table[kind].name : "invalid";
+}
+
+bool cdt__type_is_predefined(cdt_type type)
+{
+    return type >= &predefined[0] && type < &predefined[CDT_KIND_COUNT_];
+}
+
+bool cdt__type_is_layout(cdt_type type)
+{
+    return type != NULL && type->cls != CDT__CLASS_CUSTOM && (type->flags & CDT__TYPE_COMMITTED);
+}
+
+struct cdt_type_s *cdt__type_alloc(cdt__type_class cls)
+{
+    struct cdt_type_s *t = calloc(1, sizeof(*t));
+    if (t == NULL)
+        return NULL;
+    atomic_init(&t->refcount, 1);
+    t->cls = cls;
+    t->kind = CDT_KIND_MIXED;
+    return t;
+}
+
+void cdt__type_retain(cdt_type type)
+{
+    if (type != NULL && !cdt__type_is_predefined(type))
+        atomic_fetch_add_explicit(&type->refcount, 1, memory_order_relaxed);
+}
+
+void cdt__type_release(cdt_type type)
+{
+    if (type == NULL || cdt__type_is_predefined(type))
+        return;
+    if (atomic_fetch_sub_explicit(&type->refcount, 1, memory_order_acq_rel) != 1)
+        return;
+    if (type->custom != NULL)
+        cdt__custom_destroy(type->custom);
+    if (type->derived != NULL)
+        cdt__derived_destroy(type->derived);
+    free(type);
+}
+
+int cdt_type_free(cdt_type *type)
+{
+    if (type == NULL || *type == NULL)
+        return CDT_SUCCESS;
+    if (cdt__type_is_predefined(*type))
+        return CDT_ERR_INVALID_ARG;
+    cdt__type_release(*type);
+    *type = NULL;
+    return CDT_SUCCESS;
+}
+
+int cdt_type_is_custom(cdt_type type)
+{
+    return type != NULL && type->cls == CDT__CLASS_CUSTOM;
+}
+
+int cdt_type_size(cdt_type type, cdt_count *size)
+{
+    if (type == NULL || size == NULL)
+        return CDT_ERR_INVALID_ARG;
+    if (type->cls == CDT__CLASS_CUSTOM)
+        return CDT_ERR_UNSUPPORTED;
+    *size = type->size;
+    return CDT_SUCCESS;
+}
+
+int cdt_type_extent(cdt_type type, cdt_count *lb, cdt_count *extent)
+{
+    if (type == NULL || lb == NULL || extent == NULL)
+        return CDT_ERR_INVALID_ARG;
+    if (type->cls == CDT__CLASS_CUSTOM)
+        return CDT_ERR_UNSUPPORTED;
+    *lb = type->lb;
+    *extent = type->extent;
+    return CDT_SUCCESS;
+}
+
+int cdt_type_true_extent(cdt_type type, cdt_count *true_lb, cdt_count *true_extent)
+{
+    if (type == NULL || true_lb == NULL || true_extent == NULL)
+        return CDT_ERR_INVALID_ARG;
+    if (type->cls == CDT__CLASS_CUSTOM)
+        return CDT_ERR_UNSUPPORTED;
+    *true_lb = type->true_lb;
+    *true_extent = type->true_extent;
+    return CDT_SUCCESS;
+}
+
+int cdt_type_kind(cdt_type type, cdt_kind *kind)
+{
+    if (type == NULL || kind == NULL)
+        return CDT_ERR_INVALID_ARG;
+    *kind = type->cls == CDT__CLASS_CUSTOM ? CDT_KIND_MIXED : type->kind;
+    return CDT_SUCCESS;
+}

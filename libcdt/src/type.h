@@ -1,0 +1,85 @@
+/*
+ * type.h - internal representation shared by every kind of datatype.
+ *
+ * A cdt_type_s is a small common header (class, reference count, size/extent facts) plus a
+ * pointer to the class-specific part: the custom callbacks (custom.c) or the derived engine's
+ * constructor record and compiled form (derived engine files). Operations (op.c) see only
+ * this header and the cursor interface below.
+ */
+#ifndef CDT_TYPE_H
+#define CDT_TYPE_H
+
+#include "cdt.h"
+
+#include <stdatomic.h>
+#include <stdbool.h>
+
+#define CDT__HIDDEN __attribute__((visibility("hidden")))
+
+typedef enum cdt__type_class {
+    CDT__CLASS_PREDEFINED = 1,
+    CDT__CLASS_DERIVED = 2,
+    CDT__CLASS_CUSTOM = 3,
+} cdt__type_class;
+
+enum cdt__type_flags {
+    CDT__TYPE_COMMITTED = 1u << 0,
+    /* data of one element is one block: true_lb == 0 offset-wise and size == true_extent */
+    CDT__TYPE_CONTIGUOUS = 1u << 1,
+};
+
+struct cdt__custom; /* custom.c */
+struct cdt__derived; /* derived engine */
+
+struct cdt_type_s {
+    atomic_long refcount; /* user handle + operations + parent types */
+    cdt__type_class cls;
+    unsigned flags;
+    cdt_kind kind; /* single predefined kind, or CDT_KIND_MIXED */
+    cdt_count size;
+    cdt_count lb, extent;
+    cdt_count true_lb, true_extent;
+    struct cdt__custom *custom;   /* CDT__CLASS_CUSTOM */
+    struct cdt__derived *derived; /* CDT__CLASS_DERIVED (owned by the engine) */
+};
+
+/* type.c */
+CDT__HIDDEN struct cdt_type_s *cdt__type_alloc(cdt__type_class cls);
+CDT__HIDDEN void cdt__type_retain(cdt_type type);
+CDT__HIDDEN void cdt__type_release(cdt_type type);
+CDT__HIDDEN bool cdt__type_is_predefined(cdt_type type);
+/* committed predefined or derived type (usable as data layout) */
+CDT__HIDDEN bool cdt__type_is_layout(cdt_type type);
+
+/* custom.c */
+CDT__HIDDEN void cdt__custom_destroy(struct cdt__custom *custom);
+
+/* Derived engine hook, called when the last reference of a derived type goes. */
+CDT__HIDDEN void cdt__derived_destroy(struct cdt__derived *derived);
+
+/*
+ * Cursor: the resumable walk over the packed stream of (buf, count, type) for predefined and
+ * derived types, implemented by the derived engine. A cursor remembers where the last call
+ * stopped, so sequential fragments cost no seek; any offset is still allowed.
+ */
+typedef struct cdt__cursor cdt__cursor;
+CDT__HIDDEN int cdt__cursor_create(cdt_type type, const void *buf, cdt_count count,
+                                   cdt__cursor **cursor);
+/* copy stream bytes [offset, offset + len) out of the buffer into dst */
+CDT__HIDDEN int cdt__cursor_pack(cdt__cursor *cursor, cdt_count offset, void *dst, cdt_count len);
+/* copy src into the buffer at stream bytes [offset, offset + len) */
+CDT__HIDDEN int cdt__cursor_unpack(cdt__cursor *cursor, cdt_count offset, const void *src,
+                                   cdt_count len);
+CDT__HIDDEN void cdt__cursor_free(cdt__cursor *cursor);
+
+/* Overflow-checked arithmetic on cdt_count. */
+static inline bool cdt__add_overflows(cdt_count a, cdt_count b, cdt_count *r)
+{
+    return __builtin_add_overflow(a, b, r);
+}
+static inline bool cdt__mul_overflows(cdt_count a, cdt_count b, cdt_count *r)
+{
+    return __builtin_mul_overflow(a, b, r);
+}
+
+#endif /* CDT_TYPE_H */
