@@ -234,10 +234,12 @@ CDT_API int cdt_type_describe(cdt_type type, char *buf, size_t len, size_t *need
  * the receive side it is the object to fill.
  * ---------------------------------------------------------------------------------------- */
 
-/* Called once when an operation begins. May be NULL (state is then NULL). */
+/* Called once when an operation begins. May be NULL (state is then NULL). When it fails, the
+ * operation does not begin and state_free is not called (there is no state). */
 typedef int(cdt_custom_state_func_t)(void *context, const void *src, cdt_count src_count,
                                      void **state);
-/* Called exactly once when the operation ends, also after any error. May be NULL. */
+/* Called exactly once per operation that began (also when state_fn is NULL, with NULL), when it
+ * ends, also after any error. May be NULL. */
 typedef int(cdt_custom_state_free_func_t)(void *state);
 /* Total packed bytes of (buf, count). Required. */
 typedef int(cdt_custom_query_func_t)(void *state, const void *buf, cdt_count count,
@@ -292,8 +294,8 @@ typedef struct cdt_op_s *cdt_op;
 
 /*! cdt_op_pack_begin() / cdt_op_unpack_begin() : start an operation. Calls the custom type's
  *  state callback. The operation holds a reference to `type`.
- *  Errors: CDT_ERR_INVALID_ARG (NULL type/op, count < 0), CDT_ERR_NOT_COMMITTED, callback codes.
- *  When begin fails, no callback other than state (and then state_free) has been called. */
+ *  Errors: CDT_ERR_INVALID_ARG (NULL type/op, count < 0), CDT_ERR_NOT_COMMITTED, the state
+ *  callback's code (then no other callback has been called and state_free is not called). */
 CDT_API int cdt_op_pack_begin(const void *buf, cdt_count count, cdt_type type, cdt_op *op);
 CDT_API int cdt_op_unpack_begin(void *buf, cdt_count count, cdt_type type, cdt_op *op);
 
@@ -396,9 +398,16 @@ CDT_API int cdt_frame_size(cdt_frame frame, cdt_count *bytes);
 /*! cdt_frame_head() : the frame's first piece, header + packed stream, contiguous and owned by
  *  the frame. */
 CDT_API int cdt_frame_head(cdt_frame frame, const void **data, cdt_count *len);
-/*! cdt_frame_region_count() / cdt_frame_region() : the regions that follow the head, each as
- *  one contiguous piece (a region of a non-contiguous type is counted by its pieces). */
+/*! cdt_frame_region_count() : number of regions (entries of the header's region table). */
 CDT_API int cdt_frame_region_count(cdt_frame frame, cdt_count *n);
+/*! cdt_frame_region_info() : byte length, element kind and frame offset of region `index`. */
+CDT_API int cdt_frame_region_info(cdt_frame frame, cdt_count index, cdt_count *len_bytes,
+                                  cdt_kind *kind, cdt_count *frame_offset);
+/*! cdt_frame_region_iov_count() / cdt_frame_region_iov() : the memory of region `index` as
+ *  contiguous pieces, in order (one piece for a region of contiguous type; none when empty). */
+CDT_API int cdt_frame_region_iov_count(cdt_frame frame, cdt_count index, cdt_count *n);
+CDT_API int cdt_frame_region_iov(cdt_frame frame, cdt_count index, cdt_count first,
+                                 cdt_count max, cdt_iov iov[], cdt_count *n_out);
 /*! cdt_frame_iov_count() / cdt_frame_iov() : the whole frame as pieces, in order (head,
  *  padding, region pieces); their concatenation is the frame. */
 CDT_API int cdt_frame_iov_count(cdt_frame frame, cdt_count *n);
