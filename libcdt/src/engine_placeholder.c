@@ -58,3 +58,17 @@ int cdt_pack_size(cdt_count count, cdt_type type, cdt_count *size)
     *size = count * type->size;
     return CDT_SUCCESS;
 }
+
+int cdt_iov_get(const void *buf, cdt_count count, cdt_type type, cdt_count first, cdt_count max,
+                cdt_iov iov[], cdt_count *n_out)
+{
+    if (!(type->flags & CDT__TYPE_CONTIGUOUS))
+        return CDT_ERR_UNSUPPORTED;
+    cdt_count k = 0;
+    if (first == 0 && max > 0 && count > 0) {
+        iov[0] = (cdt_iov){(char *)buf + type->true_lb, count * type->size};
+        k = 1;
+    }
+    *n_out = k;
+    return CDT_SUCCESS;
+}

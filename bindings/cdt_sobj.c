@@ -1,0 +1,158 @@
+/* cdt_sobj.c - serialized object (in-band bytes + out-of-band buffers) as a custom type. */
+#include "cdt_sobj.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int sobj_query(void *state, const void *buf, cdt_count count, cdt_count *packed_size)
+{
+    (void)state;
+    if (count != 1)
+        return CDT_ERR_INVALID_ARG;
+    *packed_size = ((const cdt_sobj *)buf)->inband_len;
+    return CDT_SUCCESS;
+}
+
+static int sobj_pack(void *state, const void *buf, cdt_count count, cdt_count offset, void *dst,
+                     cdt_count dst_size, cdt_count *used)
+{
+    (void)state;
+    (void)count;
+    const cdt_sobj *obj = buf;
+    cdt_count n = obj->inband_len - offset < dst_size ? obj->inband_len - offset : dst_size;
+    memcpy(dst, (const char *)obj->inband + offset, (size_t)n);
+    *used = n;
+    return CDT_SUCCESS;
+}
+
+static int sobj_unpack(void *state, void *buf, cdt_count count, cdt_count offset, const void *src,
+                       cdt_count src_size)
+{
+    (void)state;
+    if (count != 1)
+        return CDT_ERR_INVALID_ARG;
+    cdt_sobj *obj = buf;
+    if (offset > obj->inband_len || src_size > obj->inband_len - offset)
+        return CDT_ERR_TRUNCATED;
+    memcpy((char *)obj->inband + offset, src, (size_t)src_size);
+    return CDT_SUCCESS;
+}
+
+static int sobj_region_count(void *state, void *buf, cdt_count count, cdt_count *n)
+{
+    (void)state;
+    if (count != 1)
+        return CDT_ERR_INVALID_ARG;
+    *n = ((cdt_sobj *)buf)->nbuffers;
+    return CDT_SUCCESS;
+}
+
+static int sobj_regions(void *state, void *buf, cdt_count count, cdt_count n, void *bases[],
+                        cdt_count lens[], cdt_type types[])
+{
+    (void)state;
+    (void)count;
+    cdt_sobj *obj = buf;
+    for (cdt_count i = 0; i < n; i++) {
+        const cdt_sobj_buffer *b = &obj->buffers[i];
+        cdt_count esize = cdt_kind_size(b->kind);
+        cdt_kind kind = esize > 0 && b->len % esize == 0 ? b->kind : CDT_KIND_BYTE;
+        esize = cdt_kind_size(kind);
+        bases[i] = b->base;
+        lens[i] = b->len / esize;
+        types[i] = cdt_type_predefined(kind);
+    }
+    return CDT_SUCCESS;
+}
+
+static cdt_type sobj_type;
+static pthread_once_t sobj_once = PTHREAD_ONCE_INIT;
+
+static void sobj_type_create(void)
+{
+    /* only fails without memory; callers then see NULL and report CDT_ERR_NO_MEMORY */
+    if (cdt_type_create_custom(NULL, NULL, sobj_query, sobj_pack, sobj_unpack, sobj_region_count,
+                               sobj_regions, NULL, 0, &sobj_type) != CDT_SUCCESS)
+        sobj_type = NULL;
+}
+
+cdt_type cdt_sobj_type(void)
+{
+    pthread_once(&sobj_once, sobj_type_create);
+    return sobj_type;
+}
+
+static int alloc_one(cdt_sobj *obj, cdt_count index, cdt_count len, cdt_kind kind, void **base)
+{
+    if (obj->alloc != NULL) {
+        void *p = NULL;
+        int rc = obj->alloc(obj->alloc_user, index, len, kind, &p);
+        if (rc != CDT_SUCCESS)
+            return rc;
+        if (p == NULL && len > 0)
+            return CDT_ERR_NO_MEMORY;
+        *base = p;
+        return CDT_SUCCESS;
+    }
+    if ((uint64_t)len > SIZE_MAX)
+        return CDT_ERR_NO_MEMORY;
+    *base = malloc(len > 0 ? (size_t)len : 1);
+    return *base != NULL ? CDT_SUCCESS : CDT_ERR_NO_MEMORY;
+}
+
+int cdt_sobj_recv_prepare(cdt_sobj *obj, cdt_decoder decoder)
+{
+    if (obj == NULL || decoder == NULL)
+        return CDT_ERR_INVALID_ARG;
+    cdt_frame_info info;
+    int rc = cdt_decoder_info(decoder, &info);
+    if (rc != CDT_SUCCESS)
+        return rc;
+    cdt_sobj tmp = *obj;
+    /* bit 0: the buffers array is ours; bit 1: the data is ours too */
+    tmp.owns_memory_ = 1 | (obj->alloc == NULL ? 2 : 0);
+    tmp.inband = NULL;
+    tmp.buffers = NULL;
+    tmp.nbuffers = 0;
+    tmp.inband_len = info.packed_size;
+    if (info.region_count > 0) {
+        /* the header was validated: region_count entries exist in memory the caller holds */
+        tmp.buffers = calloc((size_t)info.region_count, sizeof(cdt_sobj_buffer));
+        if (tmp.buffers == NULL)
+            return CDT_ERR_NO_MEMORY;
+    }
+    rc = alloc_one(&tmp, -1, info.packed_size, CDT_KIND_BYTE, &tmp.inband);
+    for (cdt_count i = 0; rc == CDT_SUCCESS && i < info.region_count; i++) {
+        cdt_sobj_buffer *b = &tmp.buffers[i];
+        rc = cdt_decoder_region_info(decoder, i, &b->len, &b->kind, NULL);
+        if (rc == CDT_SUCCESS)
+            rc = alloc_one(&tmp, i, b->len, b->kind, &b->base);
+        if (rc == CDT_SUCCESS)
+            tmp.nbuffers = i + 1;
+    }
+    if (rc != CDT_SUCCESS) {
+        cdt_sobj_release(&tmp);
+        return rc;
+    }
+    *obj = tmp;
+    return CDT_SUCCESS;
+}
+
+void cdt_sobj_release(cdt_sobj *obj)
+{
+    if (obj == NULL)
+        return;
+    if (obj->owns_memory_ & 2) {
+        free(obj->inband);
+        for (cdt_count i = 0; i < obj->nbuffers; i++)
+            free(obj->buffers[i].base);
+    }
+    if (obj->owns_memory_ & 1)
+        free(obj->buffers);
+    obj->inband = NULL;
+    obj->inband_len = 0;
+    obj->buffers = NULL;
+    obj->nbuffers = 0;
+    obj->owns_memory_ = 0;
+}

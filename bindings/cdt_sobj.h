@@ -1,0 +1,65 @@
+/*
+ * cdt_sobj.h - the serialized-object adapter shared by every language binding.
+ *
+ * pickle protocol 5, Serde and Julia's Serialization all turn an object into the same shape:
+ * in-band bytes (the serializer's stream) plus a list of out-of-band buffers (arrays that must
+ * not be copied). cdt_sobj is that shape, and cdt_sobj_type() is a ready custom type for it:
+ * the in-band bytes are the packed stream, each buffer is a memory region. Bindings only
+ * fill a cdt_sobj and call the core; bug fixes here reach every language.
+ *
+ * Receiving: the frame header announces the in-band size and every buffer's length, so
+ * cdt_sobj_recv_prepare() asks the caller's allocator for all memory before any data lands.
+ */
+#ifndef CDT_SOBJ_H
+#define CDT_SOBJ_H
+
+#include "cdt.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct cdt_sobj_buffer {
+    void *base;
+    cdt_count len; /* bytes */
+    cdt_kind kind; /* element kind, CDT_KIND_BYTE when unknown; len must be a multiple of its size */
+} cdt_sobj_buffer;
+
+/* Allocate `len` bytes for buffer `index` (-1: the in-band bytes) whose elements are `kind`.
+ * Return CDT_SUCCESS and set *base (may be NULL only when len == 0), or an error code that
+ * cdt_sobj_recv_prepare() returns unchanged. Memory belongs to the caller. */
+typedef int(cdt_sobj_alloc_func_t)(void *user, cdt_count index, cdt_count len, cdt_kind kind,
+                                   void **base);
+
+typedef struct cdt_sobj {
+    /* send: the caller's bytes and buffers (not copied). receive: filled by recv_prepare. */
+    void *inband;
+    cdt_count inband_len;
+    cdt_sobj_buffer *buffers;
+    cdt_count nbuffers;
+    /* receive: where memory comes from (NULL: malloc, released by cdt_sobj_release) */
+    cdt_sobj_alloc_func_t *alloc;
+    void *alloc_user;
+    /* private: set by recv_prepare */
+    int owns_memory_;
+} cdt_sobj;
+
+/*! cdt_sobj_type() : the custom type of one cdt_sobj (use count 1). Lives for the whole
+ *  program; do not free it. */
+CDT_API cdt_type cdt_sobj_type(void);
+
+/*! cdt_sobj_recv_prepare() : size obj from the header the decoder validated: allocates the
+ *  in-band bytes and one buffer per region (through obj->alloc, or malloc), and the buffers
+ *  array itself (malloc; freed by cdt_sobj_release). Then bind the decoder to (obj, 1,
+ *  cdt_sobj_type()). On error nothing stays allocated by the adapter (memory from obj->alloc is
+ *  the caller's). */
+CDT_API int cdt_sobj_recv_prepare(cdt_sobj *obj, cdt_decoder decoder);
+
+/*! cdt_sobj_release() : free what recv_prepare allocated itself (the buffers array, and the
+ *  data when obj->alloc was NULL) and clear obj's data fields. */
+CDT_API void cdt_sobj_release(cdt_sobj *obj);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

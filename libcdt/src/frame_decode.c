@@ -1,0 +1,408 @@
+/*
+ * frame_decode.c - validate and receive a frame.
+ * The header is checked completely before anything is written to the receiver's memory, and
+ * every later byte is checked against it: frame offsets are split into header, packed stream,
+ * padding and regions, and tracked so that overlap and incompleteness are errors.
+ */
+#include "frame_format.h"
+#include "op.h"
+
+#include <stdlib.h>
+
+typedef struct dec_region {
+    cdt_count bytes, frame_offset, stream_offset; /* stream_offset: layout receivers */
+    cdt_kind kind;
+    bool done;
+} dec_region;
+
+struct cdt_decoder_s {
+    cdt_frame_info info;
+    unsigned char *header; /* copy of the validated header */
+    dec_region *regions;
+    cdt_op op;           /* after bind */
+    bool custom;         /* receiving into a custom type */
+    cdt__ranges arrived; /* frame bytes received */
+};
+
+static int parse_fixed(const unsigned char *h, cdt_count len, cdt_frame_info *info)
+{
+    if (len < CDT_FRAME_FIXED_HEADER_SIZE)
+        return CDT_ERR_FRAME_TRUNCATED;
+    if (memcmp(h + CDT__OFF_MAGIC, CDT__FRAME_MAGIC, 4) != 0)
+        return CDT_ERR_FRAME_MAGIC;
+    uint16_t version = cdt__get_u16(h + CDT__OFF_VERSION);
+    uint16_t flags = cdt__get_u16(h + CDT__OFF_FLAGS);
+    if (version != CDT__FRAME_VERSION || (flags & ~CDT__FRAME_FLAGS_KNOWN))
+        return CDT_ERR_FRAME_VERSION;
+    if (((flags & CDT__FRAME_FLAG_BIG_ENDIAN) != 0) != cdt__host_is_big_endian())
+        return CDT_ERR_BYTE_ORDER;
+    uint64_t header_size = cdt__get_u64(h + CDT__OFF_HEADER_SIZE);
+    uint64_t packed_size = cdt__get_u64(h + CDT__OFF_PACKED_SIZE);
+    uint64_t region_count = cdt__get_u64(h + CDT__OFF_REGION_COUNT);
+    uint64_t frame_size = cdt__get_u64(h + CDT__OFF_FRAME_SIZE);
+    if (cdt__get_u64(h + CDT__OFF_RESERVED) != 0)
+        return CDT_ERR_FRAME_MALFORMED;
+    /* every size must fit cdt_count; the region table must be exactly what header_size says */
+    if (header_size > INT64_MAX || packed_size > INT64_MAX || frame_size > INT64_MAX ||
+        region_count > (INT64_MAX - CDT_FRAME_FIXED_HEADER_SIZE) / CDT_FRAME_REGION_ENTRY_SIZE ||
+        header_size != CDT_FRAME_FIXED_HEADER_SIZE + region_count * CDT_FRAME_REGION_ENTRY_SIZE ||
+        packed_size > INT64_MAX - header_size || header_size + packed_size > frame_size)
+        return CDT_ERR_FRAME_MALFORMED;
+    *info = (cdt_frame_info){
+        .version = version,
+        .flags = flags,
+        .header_size = (cdt_count)header_size,
+        .packed_size = (cdt_count)packed_size,
+        .region_count = (cdt_count)region_count,
+        .frame_size = (cdt_count)frame_size,
+    };
+    return CDT_SUCCESS;
+}
+
+int cdt_frame_header_size(const void *data, cdt_count len, cdt_count *header_size)
+{
+    if (data == NULL || header_size == NULL || len < 0)
+        return CDT_ERR_INVALID_ARG;
+    cdt_frame_info info;
+    int rc = parse_fixed(data, len, &info);
+    if (rc == CDT_SUCCESS)
+        *header_size = info.header_size;
+    return rc;
+}
+
+/* Region table: lengths, kinds, and offsets that must add up to frame_size exactly. */
+static int parse_regions(const unsigned char *h, cdt_frame_info *info, dec_region *regions)
+{
+    cdt_count off = info->header_size + info->packed_size, stream = info->packed_size;
+    cdt_count sum = 0;
+    for (cdt_count i = 0; i < info->region_count; i++) {
+        const unsigned char *e = h + CDT_FRAME_FIXED_HEADER_SIZE + i * CDT_FRAME_REGION_ENTRY_SIZE;
+        uint64_t bytes = cdt__get_u64(e + CDT__REG_OFF_LEN);
+        uint32_t kind = cdt__get_u32(e + CDT__REG_OFF_KIND);
+        if (bytes > INT64_MAX || cdt__get_u32(e + CDT__REG_OFF_RESERVED) != 0)
+            return CDT_ERR_FRAME_MALFORMED;
+        cdt_count ksize = cdt_kind_size((cdt_kind)kind);
+        if (ksize == 0 || bytes % (uint64_t)ksize != 0)
+            return CDT_ERR_FRAME_MALFORMED;
+        dec_region *r = &regions[i];
+        r->bytes = (cdt_count)bytes;
+        r->kind = (cdt_kind)kind;
+        r->stream_offset = stream;
+        if (!cdt__frame_align(off, &r->frame_offset) ||
+            cdt__add_overflows(r->frame_offset, r->bytes, &off) ||
+            cdt__add_overflows(sum, r->bytes, &sum) ||
+            cdt__add_overflows(stream, r->bytes, &stream) || off > info->frame_size)
+            return CDT_ERR_FRAME_MALFORMED;
+    }
+    if (off != info->frame_size)
+        return CDT_ERR_FRAME_MALFORMED;
+    info->region_bytes = sum;
+    return CDT_SUCCESS;
+}
+
+int cdt_decoder_create(const void *data, cdt_count len, cdt_decoder *out)
+{
+    if (data == NULL || out == NULL || len < 0)
+        return CDT_ERR_INVALID_ARG;
+    cdt_frame_info info;
+    int rc = parse_fixed(data, len, &info);
+    if (rc != CDT_SUCCESS)
+        return rc;
+    if (len < info.header_size)
+        return CDT_ERR_FRAME_TRUNCATED;
+    /* allocation is bounded by the header bytes the caller actually holds */
+    cdt_decoder d = calloc(1, sizeof(*d));
+    if (d == NULL)
+        return CDT_ERR_NO_MEMORY;
+    d->header = malloc((size_t)info.header_size);
+    if (info.region_count > 0)
+        d->regions = calloc((size_t)info.region_count, sizeof(dec_region));
+    if (d->header == NULL || (info.region_count > 0 && d->regions == NULL)) {
+        rc = CDT_ERR_NO_MEMORY;
+        goto fail;
+    }
+    memcpy(d->header, data, (size_t)info.header_size);
+    if ((rc = parse_regions(d->header, &info, d->regions)) != CDT_SUCCESS)
+        goto fail;
+    d->info = info;
+    *out = d;
+    return CDT_SUCCESS;
+fail:
+    free(d->header);
+    free(d->regions);
+    free(d);
+    return rc;
+}
+
+int cdt_decoder_info(cdt_decoder d, cdt_frame_info *info)
+{
+    if (d == NULL || info == NULL)
+        return CDT_ERR_INVALID_ARG;
+    *info = d->info;
+    return CDT_SUCCESS;
+}
+
+int cdt_decoder_region_info(cdt_decoder d, cdt_count index, cdt_count *len_bytes, cdt_kind *kind,
+                            cdt_count *frame_offset)
+{
+    if (d == NULL || index < 0 || index >= d->info.region_count)
+        return CDT_ERR_INVALID_ARG;
+    if (len_bytes != NULL)
+        *len_bytes = d->regions[index].bytes;
+    if (kind != NULL)
+        *kind = d->regions[index].kind;
+    if (frame_offset != NULL)
+        *frame_offset = d->regions[index].frame_offset;
+    return CDT_SUCCESS;
+}
+
+int cdt_decoder_bind(cdt_decoder d, void *buf, cdt_count count, cdt_type type)
+{
+    if (d == NULL)
+        return CDT_ERR_INVALID_ARG;
+    if (d->op != NULL)
+        return CDT_ERR_ORDER;
+    cdt_op op;
+    int rc = cdt_op_unpack_begin(buf, count, type, &op);
+    if (rc != CDT_SUCCESS)
+        return rc;
+    bool custom = type->cls == CDT__CLASS_CUSTOM;
+    /* a layout receives packed stream and regions as one stream */
+    cdt_count stream = d->info.packed_size + (custom ? 0 : d->info.region_bytes);
+    rc = cdt__op_set_stream_size(op, stream);
+    if (rc != CDT_SUCCESS) {
+        cdt_op_end(op);
+        return rc;
+    }
+    d->op = op;
+    d->custom = custom;
+    return CDT_SUCCESS;
+}
+
+/* custom receivers: the region callback names the memory; it must match the header */
+static int resolve_regions(cdt_decoder d)
+{
+    int rc = cdt__op_fetch_regions(d->op);
+    if (rc == CDT_ERR_ORDER)
+        return rc; /* packed stream not complete yet */
+    if (rc != CDT_SUCCESS)
+        return rc;
+    if (d->op->region_count != d->info.region_count)
+        return CDT_ERR_FRAME_MISMATCH;
+    for (cdt_count i = 0; i < d->info.region_count; i++)
+        if (cdt__op_region_bytes(d->op, i) != d->regions[i].bytes)
+            return CDT_ERR_FRAME_MISMATCH;
+    return CDT_SUCCESS;
+}
+
+static int region_iov(cdt_decoder d, cdt_count index, cdt_count start, cdt_count len,
+                      cdt_count first, cdt_count max, cdt_iov *iov, cdt_count *n)
+{
+    if (d->custom) {
+        int rc = resolve_regions(d);
+        if (rc != CDT_SUCCESS)
+            return rc;
+        return cdt__layout_range_iov(d->op->region_bases[index], d->op->region_lens[index],
+                                     d->op->region_types[index], start, len, first, max, iov, n);
+    }
+    return cdt__layout_range_iov(d->op->buf, d->op->count, d->op->type,
+                                 d->regions[index].stream_offset + start, len, first, max, iov, n);
+}
+
+/* copy region bytes [start, start + len) of region `index` from src to its destination */
+static int write_region(cdt_decoder d, cdt_count index, cdt_count start, const unsigned char *src,
+                        cdt_count len)
+{
+    if (!d->custom) /* one stream: the engine's cursor is faster than an iov walk */
+        return cdt_op_unpack(d->op, d->regions[index].stream_offset + start, src, len);
+    enum { BATCH = 16 };
+    cdt_iov iov[BATCH];
+    cdt_count first = 0, done = 0;
+    while (done < len) {
+        cdt_count n;
+        int rc = region_iov(d, index, start, len, first, BATCH, iov, &n);
+        if (rc != CDT_SUCCESS)
+            return rc;
+        if (n == 0)
+            return CDT_ERR_FRAME_MISMATCH;
+        for (cdt_count i = 0; i < n; i++) {
+            memcpy(iov[i].base, src + done, (size_t)iov[i].len);
+            done += iov[i].len;
+        }
+        first += n;
+    }
+    return CDT_SUCCESS;
+}
+
+static bool all_zero(const unsigned char *p, cdt_count n)
+{
+    for (cdt_count i = 0; i < n; i++)
+        if (p[i] != 0)
+            return false;
+    return true;
+}
+
+/* deliver frame bytes [off, off + len), all inside one area, to where they belong */
+static int write_area(cdt_decoder d, cdt_count off, const unsigned char *src, cdt_count len,
+                      cdt_count *consumed)
+{
+    const cdt_frame_info *in = &d->info;
+    cdt_count head_end = in->header_size + in->packed_size;
+    if (off < in->header_size) {
+        cdt_count n = in->header_size - off < len ? in->header_size - off : len;
+        *consumed = n;
+        return memcmp(d->header + off, src, (size_t)n) == 0 ? CDT_SUCCESS
+                                                             : CDT_ERR_FRAME_MALFORMED;
+    }
+    if (off < head_end) {
+        cdt_count n = head_end - off < len ? head_end - off : len;
+        *consumed = n;
+        return cdt_op_unpack(d->op, off - in->header_size, src, n);
+    }
+    /* find the region at or after off (regions are sorted by frame offset) */
+    cdt_count lo = 0, hi = in->region_count;
+    while (lo < hi) {
+        cdt_count mid = lo + (hi - lo) / 2;
+        if (d->regions[mid].frame_offset + d->regions[mid].bytes <= off)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (lo == in->region_count)
+        return CDT_ERR_FRAME_MALFORMED; /* past the end: cannot happen after range checks */
+    dec_region *r = &d->regions[lo];
+    if (off < r->frame_offset) { /* padding before region lo */
+        cdt_count n = r->frame_offset - off < len ? r->frame_offset - off : len;
+        *consumed = n;
+        return all_zero(src, n) ? CDT_SUCCESS : CDT_ERR_FRAME_MALFORMED;
+    }
+    cdt_count n = r->frame_offset + r->bytes - off < len ? r->frame_offset + r->bytes - off : len;
+    *consumed = n;
+    return write_region(d, lo, off - r->frame_offset, src, n);
+}
+
+int cdt_decoder_write(cdt_decoder d, cdt_count offset, const void *src, cdt_count len)
+{
+    cdt_count end;
+    if (d == NULL || offset < 0 || len < 0 || (src == NULL && len > 0) ||
+        cdt__add_overflows(offset, len, &end))
+        return CDT_ERR_INVALID_ARG;
+    if (d->op == NULL)
+        return CDT_ERR_ORDER;
+    if (end > d->info.frame_size)
+        return CDT_ERR_FRAME_MALFORMED;
+    int rc = cdt__ranges_add(&d->arrived, offset, end);
+    if (rc != CDT_SUCCESS)
+        return rc == CDT_ERR_INVALID_ARG ? CDT_ERR_FRAME_MALFORMED : rc;
+    const unsigned char *p = src;
+    while (len > 0) {
+        cdt_count used;
+        rc = write_area(d, offset, p, len, &used);
+        if (rc != CDT_SUCCESS)
+            return rc;
+        offset += used;
+        p += used;
+        len -= used;
+    }
+    return CDT_SUCCESS;
+}
+
+static int check_region_index(cdt_decoder d, cdt_count index)
+{
+    if (d == NULL || index < 0 || index >= d->info.region_count)
+        return CDT_ERR_INVALID_ARG;
+    return d->op == NULL ? CDT_ERR_ORDER : CDT_SUCCESS;
+}
+
+int cdt_decoder_region_iov_count(cdt_decoder d, cdt_count index, cdt_count *n)
+{
+    int rc = check_region_index(d, index);
+    if (rc != CDT_SUCCESS)
+        return rc;
+    if (n == NULL)
+        return CDT_ERR_INVALID_ARG;
+    return region_iov(d, index, 0, d->regions[index].bytes, 0, 0, NULL, n);
+}
+
+int cdt_decoder_region_iov(cdt_decoder d, cdt_count index, cdt_count first, cdt_count max,
+                           cdt_iov iov[], cdt_count *n_out)
+{
+    int rc = check_region_index(d, index);
+    if (rc != CDT_SUCCESS)
+        return rc;
+    if (first < 0 || max < 0 || n_out == NULL || (iov == NULL && max > 0))
+        return CDT_ERR_INVALID_ARG;
+    return region_iov(d, index, 0, d->regions[index].bytes, first, max, iov, n_out);
+}
+
+int cdt_decoder_region_done(cdt_decoder d, cdt_count index)
+{
+    int rc = check_region_index(d, index);
+    if (rc != CDT_SUCCESS)
+        return rc;
+    dec_region *r = &d->regions[index];
+    if (r->done)
+        return CDT_ERR_ORDER;
+    rc = cdt__ranges_add(&d->arrived, r->frame_offset, r->frame_offset + r->bytes);
+    if (rc != CDT_SUCCESS)
+        return rc == CDT_ERR_INVALID_ARG ? CDT_ERR_ORDER : rc;
+    r->done = true;
+    /* padding before a region is never sent by a transport that receives regions directly */
+    cdt_count pad_start = index == 0 ? d->info.header_size + d->info.packed_size
+                                     : d->regions[index - 1].frame_offset +
+                                           d->regions[index - 1].bytes;
+    if (pad_start < r->frame_offset && !cdt__ranges_covers(&d->arrived, pad_start, r->frame_offset))
+        (void)cdt__ranges_add(&d->arrived, pad_start, r->frame_offset);
+    return CDT_SUCCESS;
+}
+
+int cdt_decoder_finish(cdt_decoder d)
+{
+    if (d == NULL)
+        return CDT_ERR_INVALID_ARG;
+    if (d->op == NULL)
+        return CDT_ERR_ORDER;
+    /* a transport that received the head separately may not write the header back */
+    if (!cdt__ranges_covers(&d->arrived, 0, d->info.header_size) &&
+        d->arrived.n > 0 && d->arrived.items[0].start >= d->info.header_size)
+        (void)cdt__ranges_add(&d->arrived, 0, d->info.header_size);
+    if (d->info.frame_size > 0 && !cdt__ranges_covers(&d->arrived, 0, d->info.frame_size))
+        return CDT_ERR_INCOMPLETE;
+    if (d->op->pending != NULL)
+        return CDT_ERR_INCOMPLETE;
+    /* a custom receiver with zero regions still confirms it expected none */
+    if (d->custom && !d->op->regions_known)
+        return resolve_regions(d);
+    return CDT_SUCCESS;
+}
+
+int cdt_decoder_free(cdt_decoder d)
+{
+    if (d == NULL)
+        return CDT_SUCCESS;
+    int rc = cdt_op_end(d->op);
+    cdt__ranges_free(&d->arrived);
+    free(d->header);
+    free(d->regions);
+    free(d);
+    return rc;
+}
+
+int cdt_frame_decode(const void *data, cdt_count len, void *buf, cdt_count count, cdt_type type)
+{
+    if (data == NULL || len < 0)
+        return CDT_ERR_INVALID_ARG;
+    cdt_decoder d;
+    int rc = cdt_decoder_create(data, len, &d);
+    if (rc != CDT_SUCCESS)
+        return rc;
+    if (len < d->info.frame_size)
+        rc = CDT_ERR_FRAME_TRUNCATED;
+    else if (len > d->info.frame_size)
+        rc = CDT_ERR_FRAME_MALFORMED; /* trailing bytes: not what the sender framed */
+    else if ((rc = cdt_decoder_bind(d, buf, count, type)) == CDT_SUCCESS &&
+             (rc = cdt_decoder_write(d, 0, data, len)) == CDT_SUCCESS)
+        rc = cdt_decoder_finish(d);
+    int frc = cdt_decoder_free(d);
+    return rc != CDT_SUCCESS ? rc : frc;
+}

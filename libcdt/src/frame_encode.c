@@ -1,0 +1,340 @@
+/*
+ * frame_encode.c - build a frame: header and packed stream in one owned buffer, regions by
+ * reference. The frame is described as an iov list so any transport can send it without
+ * touching region bytes.
+ */
+#include "frame_format.h"
+#include "op.h"
+
+#include <stdlib.h>
+
+typedef struct frame_region {
+    cdt_count bytes, frame_offset;
+    cdt_kind kind;
+    cdt_count first_piece, n_pieces; /* into frame->pieces */
+} frame_region;
+
+struct cdt_frame_s {
+    cdt_op op;
+    unsigned char *head; /* header + packed stream */
+    cdt_count head_len, frame_size;
+    cdt_count region_count;
+    frame_region *regions;
+    cdt_iov *pieces; /* all regions' pieces, in order */
+    cdt_count n_pieces;
+    cdt_iov *iov; /* head, then per region: optional pad, pieces */
+    cdt_count n_iov;
+};
+
+static const unsigned char zero_pad[CDT_FRAME_ALIGN];
+
+/* The regions to send: a custom type's own, or for a large contiguous layout the buffer. */
+typedef struct region_src {
+    void *base;
+    cdt_count len;
+    cdt_type type;
+} region_src;
+
+static int collect_pieces(cdt_frame f, const region_src *src)
+{
+    cdt_count total = 0;
+    for (cdt_count i = 0; i < f->region_count; i++) {
+        cdt_count n;
+        cdt_count bytes = src[i].len * src[i].type->size;
+        int rc = cdt__layout_range_iov(src[i].base, src[i].len, src[i].type, 0, bytes, 0, 0, NULL,
+                                       &n);
+        if (rc != CDT_SUCCESS)
+            return rc;
+        f->regions[i].first_piece = total;
+        f->regions[i].n_pieces = n;
+        if (cdt__add_overflows(total, n, &total))
+            return CDT_ERR_OVERFLOW;
+    }
+    if (total > 0) {
+        f->pieces = malloc((size_t)total * sizeof(cdt_iov));
+        if (f->pieces == NULL)
+            return CDT_ERR_NO_MEMORY;
+    }
+    for (cdt_count i = 0; i < f->region_count; i++) {
+        cdt_count n;
+        cdt_count bytes = src[i].len * src[i].type->size;
+        int rc = cdt__layout_range_iov(src[i].base, src[i].len, src[i].type, 0, bytes, 0,
+                                       f->regions[i].n_pieces,
+                                       f->pieces + f->regions[i].first_piece, &n);
+        if (rc != CDT_SUCCESS)
+            return rc;
+        if (n != f->regions[i].n_pieces)
+            return CDT_ERR_CALLBACK; /* the region changed between two calls */
+    }
+    f->n_pieces = total;
+    return CDT_SUCCESS;
+}
+
+static int layout_frame(cdt_frame f, cdt_count packed_size, const region_src *src)
+{
+    cdt_count header_size, off;
+    if (cdt__mul_overflows(f->region_count, CDT_FRAME_REGION_ENTRY_SIZE, &header_size) ||
+        cdt__add_overflows(header_size, CDT_FRAME_FIXED_HEADER_SIZE, &header_size) ||
+        cdt__add_overflows(header_size, packed_size, &off))
+        return CDT_ERR_OVERFLOW;
+    f->head_len = off;
+    for (cdt_count i = 0; i < f->region_count; i++) {
+        frame_region *r = &f->regions[i];
+        if (cdt__mul_overflows(src[i].len, src[i].type->size, &r->bytes))
+            return CDT_ERR_OVERFLOW;
+        r->kind = src[i].type->kind == CDT_KIND_MIXED ? CDT_KIND_BYTE : src[i].type->kind;
+        if (!cdt__frame_align(off, &r->frame_offset) ||
+            cdt__add_overflows(r->frame_offset, r->bytes, &off))
+            return CDT_ERR_OVERFLOW;
+    }
+    f->frame_size = off;
+    if ((uint64_t)f->head_len > SIZE_MAX)
+        return CDT_ERR_NO_MEMORY;
+    f->head = malloc((size_t)f->head_len);
+    if (f->head == NULL)
+        return CDT_ERR_NO_MEMORY;
+
+    unsigned char *h = f->head;
+    memcpy(h + CDT__OFF_MAGIC, CDT__FRAME_MAGIC, 4);
+    cdt__put_u16(h + CDT__OFF_VERSION, CDT__FRAME_VERSION);
+    cdt__put_u16(h + CDT__OFF_FLAGS, cdt__host_is_big_endian() ? CDT__FRAME_FLAG_BIG_ENDIAN : 0);
+    cdt__put_u64(h + CDT__OFF_HEADER_SIZE, (uint64_t)header_size);
+    cdt__put_u64(h + CDT__OFF_PACKED_SIZE, (uint64_t)packed_size);
+    cdt__put_u64(h + CDT__OFF_REGION_COUNT, (uint64_t)f->region_count);
+    cdt__put_u64(h + CDT__OFF_FRAME_SIZE, (uint64_t)f->frame_size);
+    cdt__put_u64(h + CDT__OFF_RESERVED, 0);
+    for (cdt_count i = 0; i < f->region_count; i++) {
+        unsigned char *e = h + CDT_FRAME_FIXED_HEADER_SIZE + i * CDT_FRAME_REGION_ENTRY_SIZE;
+        cdt__put_u64(e + CDT__REG_OFF_LEN, (uint64_t)f->regions[i].bytes);
+        cdt__put_u32(e + CDT__REG_OFF_KIND, (uint32_t)f->regions[i].kind);
+        cdt__put_u32(e + CDT__REG_OFF_RESERVED, 0);
+    }
+    return CDT_SUCCESS;
+}
+
+static int pack_stream(cdt_frame f, cdt_count header_size, cdt_count packed_size)
+{
+    cdt_count off = 0;
+    while (off < packed_size) {
+        cdt_count used;
+        int rc = cdt_op_pack(f->op, off, f->head + header_size + off, packed_size - off, &used);
+        if (rc != CDT_SUCCESS)
+            return rc;
+        if (used == 0)
+            return CDT_ERR_CALLBACK; /* the stream ended before its announced size */
+        off += used;
+    }
+    return CDT_SUCCESS;
+}
+
+static int build_iov(cdt_frame f)
+{
+    cdt_count cap = 1 + 2 * f->region_count + f->n_pieces;
+    f->iov = malloc((size_t)cap * sizeof(cdt_iov));
+    if (f->iov == NULL)
+        return CDT_ERR_NO_MEMORY;
+    cdt_count n = 0, off = f->head_len;
+    f->iov[n++] = (cdt_iov){f->head, f->head_len};
+    for (cdt_count i = 0; i < f->region_count; i++) {
+        frame_region *r = &f->regions[i];
+        if (r->bytes == 0)
+            continue;
+        if (r->frame_offset > off)
+            f->iov[n++] = (cdt_iov){(void *)zero_pad, r->frame_offset - off};
+        for (cdt_count p = 0; p < r->n_pieces; p++)
+            f->iov[n++] = f->pieces[r->first_piece + p];
+        off = r->frame_offset + r->bytes;
+    }
+    f->n_iov = n;
+    return CDT_SUCCESS;
+}
+
+static cdt_count default_threshold(const cdt_frame_params *params)
+{
+    if (params != NULL && (params->field_mask & CDT_FRAME_PARAM_REGION_THRESHOLD))
+        return params->region_threshold;
+    return 8192;
+}
+
+int cdt_frame_encode(const void *buf, cdt_count count, cdt_type type,
+                     const cdt_frame_params *params, cdt_frame *out)
+{
+    if (out == NULL)
+        return CDT_ERR_INVALID_ARG;
+    cdt_frame f = calloc(1, sizeof(*f));
+    if (f == NULL)
+        return CDT_ERR_NO_MEMORY;
+    int rc = cdt_op_pack_begin(buf, count, type, &f->op);
+    if (rc != CDT_SUCCESS) {
+        free(f);
+        return rc;
+    }
+    region_src *src = NULL;
+    region_src whole;
+    cdt_count packed_size;
+    rc = cdt_op_packed_size(f->op, &packed_size);
+    if (rc != CDT_SUCCESS)
+        goto fail;
+
+    if (type->cls == CDT__CLASS_CUSTOM) {
+        rc = cdt__op_fetch_regions(f->op);
+        if (rc != CDT_SUCCESS)
+            goto fail;
+        f->region_count = f->op->region_count;
+        if (f->region_count > 0) {
+            src = malloc((size_t)f->region_count * sizeof(*src));
+            if (src == NULL) {
+                rc = CDT_ERR_NO_MEMORY;
+                goto fail;
+            }
+            for (cdt_count i = 0; i < f->region_count; i++)
+                src[i] = (region_src){f->op->region_bases[i], f->op->region_lens[i],
+                                      f->op->region_types[i]};
+        }
+    } else {
+        cdt_count threshold = default_threshold(params);
+        if (threshold >= 0 && packed_size >= threshold && packed_size > 0 &&
+            cdt__layout_is_contiguous(type, count)) {
+            /* one large block: send it in place as a region rather than copy it */
+            whole = (region_src){(void *)buf, count, type};
+            src = &whole;
+            f->region_count = 1;
+            packed_size = 0;
+        }
+    }
+    if (f->region_count > 0) {
+        f->regions = calloc((size_t)f->region_count, sizeof(frame_region));
+        if (f->regions == NULL) {
+            rc = CDT_ERR_NO_MEMORY;
+            goto fail;
+        }
+    }
+    if ((rc = layout_frame(f, packed_size, src)) != CDT_SUCCESS ||
+        (rc = pack_stream(f, f->head_len - packed_size, packed_size)) != CDT_SUCCESS ||
+        (rc = collect_pieces(f, src)) != CDT_SUCCESS || (rc = build_iov(f)) != CDT_SUCCESS)
+        goto fail;
+    if (src != &whole)
+        free(src);
+    *out = f;
+    return CDT_SUCCESS;
+fail:
+    if (src != &whole)
+        free(src);
+    cdt_frame_free(f);
+    return rc;
+}
+
+int cdt_frame_free(cdt_frame f)
+{
+    if (f == NULL)
+        return CDT_SUCCESS;
+    int rc = cdt_op_end(f->op);
+    free(f->head);
+    free(f->regions);
+    free(f->pieces);
+    free(f->iov);
+    free(f);
+    return rc;
+}
+
+int cdt_frame_size(cdt_frame f, cdt_count *bytes)
+{
+    if (f == NULL || bytes == NULL)
+        return CDT_ERR_INVALID_ARG;
+    *bytes = f->frame_size;
+    return CDT_SUCCESS;
+}
+
+int cdt_frame_head(cdt_frame f, const void **data, cdt_count *len)
+{
+    if (f == NULL || data == NULL || len == NULL)
+        return CDT_ERR_INVALID_ARG;
+    *data = f->head;
+    *len = f->head_len;
+    return CDT_SUCCESS;
+}
+
+int cdt_frame_region_count(cdt_frame f, cdt_count *n)
+{
+    if (f == NULL || n == NULL)
+        return CDT_ERR_INVALID_ARG;
+    *n = f->region_count;
+    return CDT_SUCCESS;
+}
+
+int cdt_frame_region_info(cdt_frame f, cdt_count index, cdt_count *len_bytes, cdt_kind *kind,
+                          cdt_count *frame_offset)
+{
+    if (f == NULL || index < 0 || index >= f->region_count)
+        return CDT_ERR_INVALID_ARG;
+    if (len_bytes != NULL)
+        *len_bytes = f->regions[index].bytes;
+    if (kind != NULL)
+        *kind = f->regions[index].kind;
+    if (frame_offset != NULL)
+        *frame_offset = f->regions[index].frame_offset;
+    return CDT_SUCCESS;
+}
+
+static int copy_iov(const cdt_iov *src, cdt_count n, cdt_count first, cdt_count max,
+                    cdt_iov iov[], cdt_count *n_out)
+{
+    if (first < 0 || max < 0 || n_out == NULL || (iov == NULL && max > 0))
+        return CDT_ERR_INVALID_ARG;
+    cdt_count k = 0;
+    for (cdt_count i = first; i < n && k < max; i++)
+        iov[k++] = src[i];
+    *n_out = k;
+    return CDT_SUCCESS;
+}
+
+int cdt_frame_region_iov_count(cdt_frame f, cdt_count index, cdt_count *n)
+{
+    if (f == NULL || n == NULL || index < 0 || index >= f->region_count)
+        return CDT_ERR_INVALID_ARG;
+    *n = f->regions[index].n_pieces;
+    return CDT_SUCCESS;
+}
+
+int cdt_frame_region_iov(cdt_frame f, cdt_count index, cdt_count first, cdt_count max,
+                         cdt_iov iov[], cdt_count *n_out)
+{
+    if (f == NULL || index < 0 || index >= f->region_count)
+        return CDT_ERR_INVALID_ARG;
+    const frame_region *r = &f->regions[index];
+    return copy_iov(f->pieces + r->first_piece, r->n_pieces, first, max, iov, n_out);
+}
+
+int cdt_frame_iov_count(cdt_frame f, cdt_count *n)
+{
+    if (f == NULL || n == NULL)
+        return CDT_ERR_INVALID_ARG;
+    *n = f->n_iov;
+    return CDT_SUCCESS;
+}
+
+int cdt_frame_iov(cdt_frame f, cdt_count first, cdt_count max, cdt_iov iov[], cdt_count *n_out)
+{
+    if (f == NULL)
+        return CDT_ERR_INVALID_ARG;
+    return copy_iov(f->iov, f->n_iov, first, max, iov, n_out);
+}
+
+int cdt_frame_gather(cdt_frame f, cdt_count offset, void *dst, cdt_count len)
+{
+    cdt_count end;
+    if (f == NULL || offset < 0 || len < 0 || (dst == NULL && len > 0) ||
+        cdt__add_overflows(offset, len, &end) || end > f->frame_size)
+        return CDT_ERR_INVALID_ARG;
+    unsigned char *out = dst;
+    cdt_count pos = 0;
+    for (cdt_count i = 0; i < f->n_iov && pos < end; i++) {
+        cdt_count lo = pos, hi = pos + f->iov[i].len;
+        pos = hi;
+        if (hi <= offset)
+            continue;
+        cdt_count a = lo < offset ? offset : lo, b = hi < end ? hi : end;
+        memcpy(out + (a - offset), (const char *)f->iov[i].base + (a - lo), (size_t)(b - a));
+    }
+    return CDT_SUCCESS;
+}

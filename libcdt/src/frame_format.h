@@ -1,0 +1,81 @@
+/*
+ * frame_format.h - byte-level layout of a frame (normative text: docs/FORMAT.md).
+ * Header integers are little-endian whatever the host; these helpers are the only place that
+ * knows the offsets.
+ */
+#ifndef CDT_FRAME_FORMAT_H
+#define CDT_FRAME_FORMAT_H
+
+#include "type.h"
+
+#include <string.h>
+
+#define CDT__FRAME_MAGIC "CDTF"
+#define CDT__FRAME_VERSION 1
+#define CDT__FRAME_FLAG_BIG_ENDIAN 0x1u /* payload written by a big-endian host */
+#define CDT__FRAME_FLAGS_KNOWN CDT__FRAME_FLAG_BIG_ENDIAN
+
+/* fixed part */
+#define CDT__OFF_MAGIC 0
+#define CDT__OFF_VERSION 4
+#define CDT__OFF_FLAGS 6
+#define CDT__OFF_HEADER_SIZE 8
+#define CDT__OFF_PACKED_SIZE 16
+#define CDT__OFF_REGION_COUNT 24
+#define CDT__OFF_FRAME_SIZE 32
+#define CDT__OFF_RESERVED 40
+/* region table entry */
+#define CDT__REG_OFF_LEN 0
+#define CDT__REG_OFF_KIND 8
+#define CDT__REG_OFF_RESERVED 12
+
+static inline void cdt__put_u16(unsigned char *p, uint16_t v)
+{
+    p[0] = (unsigned char)v;
+    p[1] = (unsigned char)(v >> 8);
+}
+static inline void cdt__put_u32(unsigned char *p, uint32_t v)
+{
+    for (int i = 0; i < 4; i++)
+        p[i] = (unsigned char)(v >> (8 * i));
+}
+static inline void cdt__put_u64(unsigned char *p, uint64_t v)
+{
+    for (int i = 0; i < 8; i++)
+        p[i] = (unsigned char)(v >> (8 * i));
+}
+static inline uint16_t cdt__get_u16(const unsigned char *p)
+{
+    return (uint16_t)(p[0] | (p[1] << 8));
+}
+static inline uint32_t cdt__get_u32(const unsigned char *p)
+{
+    uint32_t v = 0;
+    for (int i = 3; i >= 0; i--)
+        v = (v << 8) | p[i];
+    return v;
+}
+static inline uint64_t cdt__get_u64(const unsigned char *p)
+{
+    uint64_t v = 0;
+    for (int i = 7; i >= 0; i--)
+        v = (v << 8) | p[i];
+    return v;
+}
+
+static inline bool cdt__host_is_big_endian(void)
+{
+    return __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__;
+}
+
+/* offset rounded up to CDT_FRAME_ALIGN; false on overflow */
+static inline bool cdt__frame_align(cdt_count off, cdt_count *out)
+{
+    cdt_count r;
+    if (cdt__add_overflows(off, CDT_FRAME_ALIGN - 1, &r))
+        return false;
+    *out = r & ~(cdt_count)(CDT_FRAME_ALIGN - 1);
+    return true;
+}
+
+#endif

@@ -1,0 +1,401 @@
+/*
+ * op.c - the operation engine: one resumable pack/unpack driver for every kind of type.
+ * Custom types go through their callbacks (with contract checks, inorder buffering and
+ * exactly-once state_free); predefined and derived types go through the engine's cursor.
+ */
+#include "op.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+struct cdt__pending {
+    cdt__pending *next;
+    cdt_count offset, len;
+    unsigned char data[];
+};
+
+static int op_begin(void *buf, cdt_count count, cdt_type type, bool is_pack, cdt_op *out)
+{
+    if (type == NULL || out == NULL || count < 0)
+        return CDT_ERR_INVALID_ARG;
+    if (!(type->flags & CDT__TYPE_COMMITTED))
+        return CDT_ERR_NOT_COMMITTED;
+
+    cdt_op op = calloc(1, sizeof(*op));
+    if (op == NULL)
+        return CDT_ERR_NO_MEMORY;
+    op->type = type;
+    op->is_pack = is_pack;
+    op->buf = buf;
+    op->count = count;
+
+    int rc;
+    if (type->cls == CDT__CLASS_CUSTOM) {
+        if (!is_pack && type->custom->unpack_fn == NULL) {
+            free(op);
+            return CDT_ERR_UNSUPPORTED;
+        }
+        if (type->custom->state_fn != NULL) {
+            rc = type->custom->state_fn(type->custom->context, buf, count, &op->state);
+            if (rc != CDT_SUCCESS) {
+                free(op);
+                return rc;
+            }
+        }
+    } else {
+        if (cdt__mul_overflows(count, type->size, &op->packed_size)) {
+            free(op);
+            return CDT_ERR_OVERFLOW;
+        }
+        op->size_known = true;
+        op->regions_known = true; /* layout types have no regions */
+        rc = cdt__cursor_create(type, buf, count, &op->cursor);
+        if (rc != CDT_SUCCESS) {
+            free(op);
+            return rc;
+        }
+    }
+    cdt__type_retain(type);
+    *out = op;
+    return CDT_SUCCESS;
+}
+
+int cdt_op_pack_begin(const void *buf, cdt_count count, cdt_type type, cdt_op *op)
+{
+    return op_begin((void *)buf, count, type, true, op);
+}
+
+int cdt_op_unpack_begin(void *buf, cdt_count count, cdt_type type, cdt_op *op)
+{
+    return op_begin(buf, count, type, false, op);
+}
+
+static int op_query(cdt_op op)
+{
+    if (op->size_known)
+        return CDT_SUCCESS;
+    cdt_count size = -1;
+    int rc = op->type->custom->query_fn(op->state, op->buf, op->count, &size);
+    if (rc != CDT_SUCCESS)
+        return rc;
+    if (size < 0)
+        return CDT_ERR_CALLBACK;
+    op->packed_size = size;
+    op->size_known = true;
+    return CDT_SUCCESS;
+}
+
+int cdt_op_packed_size(cdt_op op, cdt_count *packed_size)
+{
+    if (op == NULL || packed_size == NULL)
+        return CDT_ERR_INVALID_ARG;
+    int rc = op_query(op);
+    if (rc == CDT_SUCCESS)
+        *packed_size = op->packed_size;
+    return rc;
+}
+
+int cdt__op_set_stream_size(cdt_op op, cdt_count size)
+{
+    if (op->is_pack || size < 0)
+        return CDT_ERR_INVALID_ARG;
+    if (op->type->cls != CDT__CLASS_CUSTOM) {
+        /* a layout receives at most its own size; less is a short message, as in MPI */
+        if (size > op->packed_size)
+            return CDT_ERR_TRUNCATED;
+    }
+    if (op->arrived.n > 0 && op->arrived.items[op->arrived.n - 1].end > size)
+        return CDT_ERR_TRUNCATED;
+    op->packed_size = size;
+    op->size_known = true;
+    return CDT_SUCCESS;
+}
+
+int cdt_op_pack(cdt_op op, cdt_count offset, void *dst, cdt_count dst_size, cdt_count *used)
+{
+    if (op == NULL || used == NULL || offset < 0 || dst_size < 0 || (dst == NULL && dst_size > 0))
+        return CDT_ERR_INVALID_ARG;
+    if (!op->is_pack)
+        return CDT_ERR_ORDER;
+    int rc = op_query(op);
+    if (rc != CDT_SUCCESS)
+        return rc;
+    if (offset > op->packed_size)
+        return CDT_ERR_INVALID_ARG;
+    cdt_count want = op->packed_size - offset;
+    if (want > dst_size)
+        want = dst_size;
+    if (want == 0) {
+        *used = 0;
+        return CDT_SUCCESS;
+    }
+
+    if (op->cursor != NULL) {
+        rc = cdt__cursor_pack(op->cursor, offset, dst, want);
+        if (rc == CDT_SUCCESS)
+            *used = want;
+        return rc;
+    }
+
+    const struct cdt__custom *c = op->type->custom;
+    if (c->inorder && offset != op->next_offset)
+        return CDT_ERR_ORDER;
+    cdt_count got = -1;
+    rc = c->pack_fn(op->state, op->buf, op->count, offset, dst, want, &got);
+    if (rc != CDT_SUCCESS)
+        return rc;
+    /* a callback that makes no progress or claims more than it was given would make the
+     * caller loop forever or read past dst */
+    if (got <= 0 || got > want)
+        return CDT_ERR_CALLBACK;
+    op->next_offset = offset + got;
+    *used = got;
+    return CDT_SUCCESS;
+}
+
+static int deliver(cdt_op op, cdt_count offset, const void *src, cdt_count len)
+{
+    int rc;
+    if (op->cursor != NULL)
+        rc = cdt__cursor_unpack(op->cursor, offset, src, len);
+    else
+        rc = op->type->custom->unpack_fn(op->state, op->buf, op->count, offset, src, len);
+    if (rc == CDT_SUCCESS) {
+        op->delivered += len;
+        op->next_offset = offset + len;
+    }
+    return rc;
+}
+
+/* inorder custom types: keep an early fragment until the bytes before it have arrived */
+static int hold(cdt_op op, cdt_count offset, const void *src, cdt_count len)
+{
+    cdt__pending *p = malloc(sizeof(*p) + (size_t)len);
+    if (p == NULL)
+        return CDT_ERR_NO_MEMORY;
+    p->offset = offset;
+    p->len = len;
+    memcpy(p->data, src, (size_t)len);
+    cdt__pending **at = &op->pending;
+    while (*at != NULL && (*at)->offset < offset)
+        at = &(*at)->next;
+    p->next = *at;
+    *at = p;
+    return CDT_SUCCESS;
+}
+
+static int drain(cdt_op op)
+{
+    while (op->pending != NULL && op->pending->offset == op->next_offset) {
+        cdt__pending *p = op->pending;
+        int rc = deliver(op, p->offset, p->data, p->len);
+        if (rc != CDT_SUCCESS)
+            return rc;
+        op->pending = p->next;
+        free(p);
+    }
+    return CDT_SUCCESS;
+}
+
+int cdt_op_unpack(cdt_op op, cdt_count offset, const void *src, cdt_count src_size)
+{
+    if (op == NULL || offset < 0 || src_size < 0 || (src == NULL && src_size > 0))
+        return CDT_ERR_INVALID_ARG;
+    if (op->is_pack)
+        return CDT_ERR_ORDER;
+    cdt_count end;
+    if (cdt__add_overflows(offset, src_size, &end))
+        return CDT_ERR_OVERFLOW;
+    if (op->size_known && end > op->packed_size)
+        return CDT_ERR_TRUNCATED;
+    if (src_size == 0)
+        return CDT_SUCCESS;
+    int rc = cdt__ranges_add(&op->arrived, offset, end);
+    if (rc != CDT_SUCCESS)
+        return rc; /* overlapping fragment */
+
+    bool inorder = op->cursor == NULL && op->type->custom->inorder;
+    if (inorder && offset != op->next_offset)
+        return hold(op, offset, src, src_size);
+    rc = deliver(op, offset, src, src_size);
+    if (rc == CDT_SUCCESS && inorder)
+        rc = drain(op);
+    return rc;
+}
+
+int cdt_op_unpacked_bytes(cdt_op op, cdt_count *bytes)
+{
+    if (op == NULL || bytes == NULL)
+        return CDT_ERR_INVALID_ARG;
+    *bytes = op->delivered;
+    return CDT_SUCCESS;
+}
+
+cdt_count cdt__op_region_bytes(cdt_op op, cdt_count index)
+{
+    return op->region_lens[index] * op->region_types[index]->size;
+}
+
+int cdt__op_fetch_regions(cdt_op op)
+{
+    if (op->regions_known)
+        return CDT_SUCCESS;
+    const struct cdt__custom *c = op->type->custom;
+    /* a receiver learns where regions go only once the packed stream is in */
+    if (!op->is_pack && (!op->size_known || op->delivered != op->packed_size))
+        return CDT_ERR_ORDER;
+    cdt_count n = 0;
+    int rc = CDT_SUCCESS;
+    if (c->region_count_fn != NULL) {
+        rc = c->region_count_fn(op->state, op->buf, op->count, &n);
+        if (rc != CDT_SUCCESS)
+            return rc;
+        if (n < 0 || (size_t)n > SIZE_MAX / sizeof(void *) / 3)
+            return CDT_ERR_CALLBACK;
+    }
+    void **bases = NULL;
+    cdt_count *lens = NULL;
+    cdt_type *types = NULL;
+    if (n > 0) {
+        bases = calloc((size_t)n, sizeof(*bases));
+        lens = calloc((size_t)n, sizeof(*lens));
+        types = calloc((size_t)n, sizeof(*types));
+        if (bases == NULL || lens == NULL || types == NULL) {
+            rc = CDT_ERR_NO_MEMORY;
+            goto fail;
+        }
+        for (cdt_count i = 0; i < n; i++)
+            lens[i] = -1;
+        rc = c->region_fn(op->state, op->buf, op->count, n, bases, lens, types);
+        if (rc != CDT_SUCCESS)
+            goto fail;
+        for (cdt_count i = 0; i < n; i++) {
+            cdt_count bytes;
+            if (lens[i] < 0 || !cdt__type_is_layout(types[i]) ||
+                (bases[i] == NULL && lens[i] > 0) ||
+                cdt__mul_overflows(lens[i], types[i]->size, &bytes)) {
+                rc = CDT_ERR_CALLBACK;
+                goto fail;
+            }
+        }
+    }
+    op->region_count = n;
+    op->region_bases = bases;
+    op->region_lens = lens;
+    op->region_types = types;
+    op->regions_known = true;
+    return CDT_SUCCESS;
+fail:
+    free(bases);
+    free(lens);
+    free(types);
+    return rc;
+}
+
+int cdt_op_region_count(cdt_op op, cdt_count *n)
+{
+    if (op == NULL || n == NULL)
+        return CDT_ERR_INVALID_ARG;
+    int rc = cdt__op_fetch_regions(op);
+    if (rc == CDT_SUCCESS)
+        *n = op->region_count;
+    return rc;
+}
+
+int cdt_op_regions(cdt_op op, cdt_count n, void *bases[], cdt_count lens[], cdt_type types[])
+{
+    if (op == NULL || n < 0 || (n > 0 && (bases == NULL || lens == NULL || types == NULL)))
+        return CDT_ERR_INVALID_ARG;
+    int rc = cdt__op_fetch_regions(op);
+    if (rc != CDT_SUCCESS)
+        return rc;
+    if (n != op->region_count)
+        return CDT_ERR_INVALID_ARG;
+    for (cdt_count i = 0; i < n; i++) {
+        bases[i] = op->region_bases[i];
+        lens[i] = op->region_lens[i];
+        types[i] = op->region_types[i];
+    }
+    return CDT_SUCCESS;
+}
+
+int cdt_op_end(cdt_op op)
+{
+    if (op == NULL)
+        return CDT_SUCCESS;
+    int rc = CDT_SUCCESS;
+    if (op->type->cls == CDT__CLASS_CUSTOM && op->type->custom->state_free_fn != NULL)
+        rc = op->type->custom->state_free_fn(op->state);
+    if (op->cursor != NULL)
+        cdt__cursor_free(op->cursor);
+    while (op->pending != NULL) {
+        cdt__pending *p = op->pending;
+        op->pending = p->next;
+        free(p);
+    }
+    cdt__ranges_free(&op->arrived);
+    free(op->region_bases);
+    free(op->region_lens);
+    free(op->region_types);
+    cdt__type_release(op->type);
+    free(op);
+    return rc;
+}
+
+bool cdt__layout_is_contiguous(cdt_type type, cdt_count count)
+{
+    if (!(type->flags & CDT__TYPE_CONTIGUOUS))
+        return false;
+    return count <= 1 || type->extent == type->size;
+}
+
+int cdt__layout_range_iov(void *buf, cdt_count count, cdt_type type, cdt_count start,
+                          cdt_count len, cdt_count first, cdt_count max, cdt_iov *iov,
+                          cdt_count *n_out)
+{
+    cdt_count written = 0, produced = 0;
+    if (len == 0) {
+        *n_out = 0;
+        return CDT_SUCCESS;
+    }
+    if (cdt__layout_is_contiguous(type, count)) {
+        if (first == 0 && max > 0 && iov != NULL) {
+            iov[0].base = (char *)buf + type->true_lb + start;
+            iov[0].len = len;
+            written = 1;
+        }
+        *n_out = iov != NULL ? written : 1;
+        return CDT_SUCCESS;
+    }
+    /* walk the layout's pieces in batches and clip them to the byte range */
+    enum { BATCH = 64 };
+    cdt_iov batch[BATCH];
+    cdt_count pos = 0, piece = 0, end = start + len;
+    while (pos < end) {
+        cdt_count got;
+        int rc = cdt_iov_get(buf, count, type, piece, BATCH, batch, &got);
+        if (rc != CDT_SUCCESS)
+            return rc;
+        if (got == 0)
+            return CDT_ERR_TRUNCATED;
+        for (cdt_count i = 0; i < got && pos < end; i++) {
+            cdt_count lo = pos, hi = pos + batch[i].len;
+            pos = hi;
+            if (hi <= start)
+                continue;
+            if (produced >= first && iov != NULL) {
+                if (written == max)
+                    goto done;
+                cdt_count a = lo < start ? start : lo, b = hi > end ? end : hi;
+                iov[written].base = (char *)batch[i].base + (a - lo);
+                iov[written].len = b - a;
+                written++;
+            }
+            produced++;
+        }
+        piece += got;
+    }
+done:
+    *n_out = iov != NULL ? written : produced;
+    return CDT_SUCCESS;
+}

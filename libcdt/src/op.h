@@ -1,0 +1,47 @@
+/* op.h - internal view of an operation, used by the frame encoder and decoder. */
+#ifndef CDT_OP_H
+#define CDT_OP_H
+
+#include "custom.h"
+#include "ranges.h"
+
+typedef struct cdt__pending cdt__pending; /* early fragment waiting for in-order delivery */
+
+struct cdt_op_s {
+    cdt_type type;
+    bool is_pack;
+    void *buf;
+    cdt_count count;
+    void *state;
+    cdt__cursor *cursor; /* predefined and derived types */
+
+    bool size_known;
+    cdt_count packed_size;
+
+    cdt_count next_offset;  /* inorder custom types: where the stream continues */
+    cdt__ranges arrived;    /* unpack: stream bytes received (delivered or pending) */
+    cdt__pending *pending;  /* unpack, inorder: sorted by offset */
+    cdt_count delivered;    /* unpack: bytes handed to the callback or the buffer */
+
+    bool regions_known;     /* regions fetched once, kept for the operation's life */
+    cdt_count region_count;
+    void **region_bases;
+    cdt_count *region_lens;
+    cdt_type *region_types;
+};
+
+/* Fix the stream size of an unpack operation (the frame header knows it). */
+CDT__HIDDEN int cdt__op_set_stream_size(cdt_op op, cdt_count size);
+/* Fetch (once) and validate the regions; pointers stay owned by op. */
+CDT__HIDDEN int cdt__op_fetch_regions(cdt_op op);
+/* Region byte size = lens[i] * size of types[i]; validated by cdt__op_fetch_regions. */
+CDT__HIDDEN cdt_count cdt__op_region_bytes(cdt_op op, cdt_count index);
+/* true when the type's data for `count` elements is one contiguous block */
+CDT__HIDDEN bool cdt__layout_is_contiguous(cdt_type type, cdt_count count);
+/* Pieces of the byte range [start, start + len) of the packed stream of (buf, count, type);
+ * iov == NULL only counts. Layout types only. */
+CDT__HIDDEN int cdt__layout_range_iov(void *buf, cdt_count count, cdt_type type, cdt_count start,
+                                      cdt_count len, cdt_count first, cdt_count max, cdt_iov *iov,
+                                      cdt_count *n_out);
+
+#endif

@@ -1,0 +1,28 @@
+/*
+ * ranges.h - a set of disjoint byte ranges [start, end), kept sorted and coalesced.
+ * Tracks which bytes of a stream or frame have arrived, so that overlapping fragments are
+ * rejected and completion is a single comparison. Fragments that arrive in order keep the set
+ * at one range, so the common case costs O(1).
+ */
+#ifndef CDT_RANGES_H
+#define CDT_RANGES_H
+
+#include "type.h"
+
+typedef struct cdt__range {
+    cdt_count start, end;
+} cdt__range;
+
+typedef struct cdt__ranges {
+    cdt__range *items;
+    cdt_count n, cap;
+    cdt_count total; /* bytes covered */
+} cdt__ranges;
+
+/* Add [start, end). CDT_ERR_INVALID_ARG if it overlaps a range already present. */
+CDT__HIDDEN int cdt__ranges_add(cdt__ranges *set, cdt_count start, cdt_count end);
+/* 1 when [start, end) is covered entirely. */
+CDT__HIDDEN bool cdt__ranges_covers(const cdt__ranges *set, cdt_count start, cdt_count end);
+CDT__HIDDEN void cdt__ranges_free(cdt__ranges *set);
+
+#endif
