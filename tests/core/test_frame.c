@@ -1,0 +1,433 @@
+/*
+ * test_frame.c - frames: round trips of every seed object through one-shot decode and through
+ * the streaming decoder (random piece order and sizes, regions received in place), the
+ * serialized-object adapter, large contiguous layouts as regions, and a table of malformed
+ * frames that must each give their error without crashing or reading past the input.
+ */
+#include "check.h"
+#include "cdt_sobj.h"
+#include "seed_types.h"
+
+#include <string.h>
+
+static unsigned char *encode(const void *obj, cdt_count count, cdt_type type, cdt_count *size)
+{
+    cdt_frame f;
+    int rc = cdt_frame_encode(obj, count, type, NULL, &f);
+    CHECK_OK(rc);
+    if (rc != CDT_SUCCESS)
+        return NULL;
+    CHECK_OK(cdt_frame_size(f, size));
+    unsigned char *wire = malloc((size_t)*size);
+    CHECK_OK(cdt_frame_gather(f, 0, wire, *size));
+    /* the iov list concatenates to the same bytes */
+    cdt_count n, total = 0;
+    CHECK_OK(cdt_frame_iov_count(f, &n));
+    cdt_iov *iov = malloc((size_t)n * sizeof(cdt_iov));
+    cdt_count got;
+    CHECK_OK(cdt_frame_iov(f, 0, n, iov, &got));
+    CHECK(got == n);
+    int same = 1;
+    for (cdt_count i = 0; i < n; i++) {
+        same &= memcmp(wire + total, iov[i].base, (size_t)iov[i].len) == 0;
+        total += iov[i].len;
+    }
+    CHECK(same && total == *size);
+    free(iov);
+    CHECK_OK(cdt_frame_free(f));
+    return wire;
+}
+
+/* deliver a frame to a decoder in random pieces and random order */
+static int decode_shuffled(const unsigned char *wire, cdt_count size, void *buf, cdt_count count,
+                           cdt_type type, uint64_t *seed)
+{
+    cdt_decoder d;
+    int rc = cdt_decoder_create(wire, size, &d);
+    if (rc != CDT_SUCCESS)
+        return rc;
+    cdt_frame_info info;
+    cdt_decoder_info(d, &info);
+    rc = cdt_decoder_bind(d, buf, count, type);
+    /* the head (header + packed) first in shuffled pieces, then the regions in shuffled pieces:
+     * a receiver only knows where regions go once the packed stream is in */
+    cdt_count head = info.header_size + info.packed_size;
+    cdt_count bounds[2][2] = {{0, head}, {head, size}};
+    for (int part = 0; part < 2 && rc == CDT_SUCCESS; part++) {
+        cdt_count lo = bounds[part][0], hi = bounds[part][1];
+        cdt_count cuts[64];
+        int n = 0;
+        for (cdt_count pos = lo; pos < hi && n < 63;) {
+            cuts[n++] = pos;
+            pos += 1 + (cdt_count)(check_rand(seed) % (uint64_t)((hi - lo) / 8 + 1));
+        }
+        cuts[n] = hi;
+        int order[64];
+        for (int i = 0; i < n; i++)
+            order[i] = i;
+        for (int i = n - 1; i > 0; i--) {
+            int j = (int)(check_rand(seed) % (uint64_t)(i + 1)), t = order[i];
+            order[i] = order[j];
+            order[j] = t;
+        }
+        for (int i = 0; i < n && rc == CDT_SUCCESS; i++) {
+            int k = order[i];
+            rc = cdt_decoder_write(d, cuts[k], wire + cuts[k], cuts[k + 1] - cuts[k]);
+        }
+    }
+    if (rc == CDT_SUCCESS)
+        rc = cdt_decoder_finish(d);
+    int frc = cdt_decoder_free(d);
+    return rc != CDT_SUCCESS ? rc : frc;
+}
+
+/* receive regions in place, as a transport does: head by write, region bytes by memcpy into
+ * the iov the decoder names, then region_done */
+static int decode_in_place(const unsigned char *wire, cdt_count size, void *buf, cdt_count count,
+                           cdt_type type)
+{
+    cdt_decoder d;
+    int rc = cdt_decoder_create(wire, size, &d);
+    if (rc != CDT_SUCCESS)
+        return rc;
+    cdt_frame_info info;
+    cdt_decoder_info(d, &info);
+    if ((rc = cdt_decoder_bind(d, buf, count, type)) == CDT_SUCCESS)
+        rc = cdt_decoder_write(d, 0, wire, info.header_size + info.packed_size);
+    CHECK_RC(cdt_decoder_finish(d), info.region_count > 0 && info.region_bytes > 0
+                                        ? CDT_ERR_INCOMPLETE
+                                        : CDT_SUCCESS);
+    for (cdt_count r = 0; r < info.region_count && rc == CDT_SUCCESS; r++) {
+        cdt_count len, off, n;
+        cdt_decoder_region_info(d, r, &len, NULL, &off);
+        if ((rc = cdt_decoder_region_iov_count(d, r, &n)) != CDT_SUCCESS)
+            break;
+        cdt_iov iov[8];
+        cdt_count first = 0, pos = off;
+        while (first < n && rc == CDT_SUCCESS) {
+            cdt_count got;
+            rc = cdt_decoder_region_iov(d, r, first, 8, iov, &got);
+            for (cdt_count i = 0; i < got && rc == CDT_SUCCESS; i++) {
+                memcpy(iov[i].base, wire + pos, (size_t)iov[i].len);
+                pos += iov[i].len;
+            }
+            first += got;
+        }
+        CHECK(pos == off + len);
+        if (rc == CDT_SUCCESS)
+            rc = cdt_decoder_region_done(d, r);
+    }
+    if (rc == CDT_SUCCESS)
+        rc = cdt_decoder_finish(d);
+    int frc = cdt_decoder_free(d);
+    return rc != CDT_SUCCESS ? rc : frc;
+}
+
+static void test_seed_roundtrips(void)
+{
+    uint64_t seed = 99;
+    enum { N = 5 };
+    struct_vec *sv = calloc(N, sizeof(*sv)), *sv2 = calloc(N, sizeof(*sv2));
+    struct_vec_fill(sv, N, 11);
+    cdt_count size;
+    unsigned char *wire = encode(sv, N, struct_vec_type(), &size);
+    for (int mode = 0; mode < 3; mode++) {
+        memset(sv2, 0, N * sizeof(*sv2));
+        if (mode == 0)
+            CHECK_OK(cdt_frame_decode(wire, size, sv2, N, struct_vec_type()));
+        else if (mode == 1)
+            CHECK_OK(decode_shuffled(wire, size, sv2, N, struct_vec_type(), &seed));
+        else
+            CHECK_OK(decode_in_place(wire, size, sv2, N, struct_vec_type()));
+        CHECK(struct_vec_equal(sv, sv2, N));
+    }
+    /* receiving into fewer elements: region count differs from the header */
+    CHECK_RC(cdt_frame_decode(wire, size, sv2, N - 1, struct_vec_type()), CDT_ERR_TRUNCATED);
+    free(wire);
+    free(sv);
+    free(sv2);
+
+    struct_simple ss[7], ss2[7];
+    struct_simple_fill(ss, 7, 3);
+    wire = encode(ss, 7, struct_simple_type(), &size);
+    for (int i = 0; i < 20; i++) {
+        memset(ss2, 0, sizeof(ss2));
+        CHECK_OK(decode_shuffled(wire, size, ss2, 7, struct_simple_type(), &seed));
+        CHECK(struct_simple_equal(ss, ss2, 7));
+    }
+    free(wire);
+
+    for (cdt_count arrays = 0; arrays <= 40; arrays += 8) {
+        double_vec dv, dv2 = {0}, dv3 = {0};
+        CHECK_OK(double_vec_init(&dv, arrays, arrays * 3 + 1, (int)arrays));
+        wire = encode(&dv, 1, double_vec_type(), &size);
+        CHECK_OK(decode_shuffled(wire, size, &dv2, 1, double_vec_type(), &seed));
+        CHECK(double_vec_equal(&dv, &dv2));
+        CHECK_OK(decode_in_place(wire, size, &dv3, 1, double_vec_type()));
+        CHECK(double_vec_equal(&dv, &dv3));
+        double_vec_clear(&dv);
+        double_vec_clear(&dv2);
+        double_vec_clear(&dv3);
+        free(wire);
+    }
+}
+
+/* predefined layouts: small ones packed, large contiguous ones become a zero-copy region */
+static void test_layout_frames(void)
+{
+    enum { N = 5000 };
+    double *a = malloc(N * sizeof(double)), *b = calloc(N, sizeof(double));
+    for (int i = 0; i < N; i++)
+        a[i] = i * 0.5;
+    for (cdt_count n = 1; n <= N; n *= 7) {
+        cdt_frame f;
+        CHECK_OK(cdt_frame_encode(a, n, CDT_DOUBLE, NULL, &f));
+        cdt_count regions, size;
+        const void *head;
+        cdt_count head_len;
+        CHECK_OK(cdt_frame_region_count(f, &regions));
+        CHECK_OK(cdt_frame_head(f, &head, &head_len));
+        CHECK(regions == (n * 8 >= 8192 ? 1 : 0));
+        if (regions == 1) {
+            cdt_iov iov;
+            cdt_count got;
+            CHECK_OK(cdt_frame_region_iov(f, 0, 0, 1, &iov, &got));
+            CHECK(got == 1 && iov.base == (void *)a && iov.len == n * 8); /* zero-copy */
+        }
+        CHECK_OK(cdt_frame_size(f, &size));
+        unsigned char *wire = malloc((size_t)size);
+        CHECK_OK(cdt_frame_gather(f, 0, wire, size));
+        CHECK_OK(cdt_frame_free(f));
+        memset(b, 0, N * sizeof(double));
+        CHECK_OK(cdt_frame_decode(wire, size, b, N, CDT_DOUBLE)); /* shorter message: fine */
+        CHECK(memcmp(a, b, (size_t)n * 8) == 0);
+        CHECK_OK(decode_in_place(wire, size, b, n, CDT_DOUBLE));
+        CHECK(memcmp(a, b, (size_t)n * 8) == 0);
+        if (n > 1) /* more data than the receive buffer holds is an error, not a truncation */
+            CHECK_RC(cdt_frame_decode(wire, size, b, n - 1, CDT_DOUBLE), CDT_ERR_TRUNCATED);
+        /* the receiver may also read it as bytes */
+        CHECK_OK(cdt_frame_decode(wire, size, b, n * 8, CDT_BYTE));
+        free(wire);
+    }
+    /* threshold disabled: always packed */
+    cdt_frame_params p = {.field_mask = CDT_FRAME_PARAM_REGION_THRESHOLD, .region_threshold = -1};
+    cdt_frame f;
+    CHECK_OK(cdt_frame_encode(a, N, CDT_DOUBLE, &p, &f));
+    cdt_count regions;
+    CHECK_OK(cdt_frame_region_count(f, &regions));
+    CHECK(regions == 0);
+    CHECK_OK(cdt_frame_free(f));
+    free(a);
+    free(b);
+}
+
+/* allocator hook for the serialized-object adapter: counts calls, can fail */
+typedef struct alloc_log {
+    int calls, fail_at;
+    void *ptrs[16];
+} alloc_log;
+
+static int log_alloc(void *user, cdt_count index, cdt_count len, cdt_kind kind, void **base)
+{
+    alloc_log *l = user;
+    (void)index;
+    (void)kind;
+    if (l->calls == l->fail_at)
+        return CDT_ERR_USER_BASE - 1;
+    *base = l->ptrs[l->calls++] = malloc(len ? (size_t)len : 1);
+    return CDT_SUCCESS;
+}
+
+static void test_sobj(void)
+{
+    char inband[] = "pickle-stream-bytes";
+    double arr1[300];
+    int32_t arr2[77];
+    for (int i = 0; i < 300; i++)
+        arr1[i] = i;
+    for (int i = 0; i < 77; i++)
+        arr2[i] = -i;
+    cdt_sobj_buffer bufs[2] = {{arr1, sizeof(arr1), CDT_KIND_DOUBLE},
+                               {arr2, sizeof(arr2), CDT_KIND_INT32}};
+    cdt_sobj out = {.inband = inband, .inband_len = sizeof(inband), .buffers = bufs, .nbuffers = 2};
+    cdt_count size;
+    unsigned char *wire = encode(&out, 1, cdt_sobj_type(), &size);
+
+    for (int hook = 0; hook <= 1; hook++) {
+        alloc_log log = {.fail_at = -1};
+        cdt_sobj in = {0};
+        if (hook) {
+            in.alloc = log_alloc;
+            in.alloc_user = &log;
+        }
+        cdt_decoder d;
+        CHECK_OK(cdt_decoder_create(wire, size, &d));
+        CHECK_OK(cdt_sobj_recv_prepare(&in, d));
+        CHECK(in.nbuffers == 2 && in.buffers[0].kind == CDT_KIND_DOUBLE &&
+              in.buffers[1].len == sizeof(arr2));
+        CHECK_OK(cdt_decoder_bind(d, &in, 1, cdt_sobj_type()));
+        CHECK_OK(cdt_decoder_write(d, 0, wire, size));
+        CHECK_OK(cdt_decoder_finish(d));
+        CHECK_OK(cdt_decoder_free(d));
+        CHECK(memcmp(in.inband, inband, sizeof(inband)) == 0);
+        CHECK(memcmp(in.buffers[0].base, arr1, sizeof(arr1)) == 0);
+        CHECK(memcmp(in.buffers[1].base, arr2, sizeof(arr2)) == 0);
+        CHECK(!hook || log.calls == 3);
+        cdt_sobj_release(&in);
+        for (int i = 0; i < log.calls; i++)
+            free(log.ptrs[i]);
+    }
+    /* the allocator's error comes back unchanged */
+    alloc_log log = {.fail_at = 2};
+    cdt_sobj in = {.alloc = log_alloc, .alloc_user = &log};
+    cdt_decoder d;
+    CHECK_OK(cdt_decoder_create(wire, size, &d));
+    CHECK_RC(cdt_sobj_recv_prepare(&in, d), CDT_ERR_USER_BASE - 1);
+    CHECK(in.buffers == NULL);
+    CHECK_OK(cdt_decoder_free(d));
+    for (int i = 0; i < log.calls; i++)
+        free(log.ptrs[i]);
+    free(wire);
+}
+
+/* ---- malformed frames ---- */
+
+static void put64(unsigned char *p, uint64_t v)
+{
+    for (int i = 0; i < 8; i++)
+        p[i] = (unsigned char)(v >> (8 * i));
+}
+
+/* decode into a struct_vec x2 receiver; must fail with `want` and leave no trace */
+static void expect_bad(const unsigned char *wire, cdt_count size, int want, const char *what)
+{
+    struct_vec *dst = calloc(2, sizeof(*dst));
+    int rc = cdt_frame_decode(wire, size, dst, 2, struct_vec_type());
+    if (rc != want)
+        fprintf(stderr, "malformed case '%s': got %s, want %s\n", what, cdt_err_name(rc),
+                cdt_err_name(want));
+    CHECK(rc == want);
+    free(dst);
+}
+
+static void test_malformed(void)
+{
+    struct_vec *sv = calloc(2, sizeof(*sv));
+    struct_vec_fill(sv, 2, 1);
+    cdt_count size;
+    unsigned char *good = encode(sv, 2, struct_vec_type(), &size);
+    unsigned char *w = malloc((size_t)size + 64);
+    /* frame: 48 fixed + 2 x 16 table = 80, packed 40 -> 120, regions at 120 and 120 + 8192 */
+    CHECK(size == 80 + 40 + 2 * 8192);
+
+#define MUTATE(stmt, want, what)                                                                   \
+    do {                                                                                           \
+        memcpy(w, good, (size_t)size);                                                             \
+        stmt;                                                                                      \
+        expect_bad(w, size, want, what);                                                           \
+    } while (0)
+
+    MUTATE(w[0] = 'X', CDT_ERR_FRAME_MAGIC, "bad magic");
+    MUTATE(w[4] = 2, CDT_ERR_FRAME_VERSION, "unknown version");
+    MUTATE(w[6] = 0x4, CDT_ERR_FRAME_VERSION, "unknown flag");
+    MUTATE(w[6] = 0x1, CDT_ERR_BYTE_ORDER, "other byte order");
+    MUTATE(put64(w + 8, 96), CDT_ERR_FRAME_MALFORMED, "header size disagrees with region count");
+    MUTATE(put64(w + 24, UINT64_MAX / 8), CDT_ERR_FRAME_MALFORMED, "region count overflows");
+    MUTATE((put64(w + 24, (uint64_t)1 << 59), put64(w + 8, 48 + ((uint64_t)1 << 63))),
+           CDT_ERR_FRAME_MALFORMED, "huge region table");
+    MUTATE(put64(w + 24, 1000), CDT_ERR_FRAME_MALFORMED, "region count beyond message");
+    MUTATE(put64(w + 16, UINT64_MAX), CDT_ERR_FRAME_MALFORMED, "packed size overflows");
+    MUTATE(put64(w + 16, 41), CDT_ERR_FRAME_MALFORMED, "packed size does not add up");
+    MUTATE(put64(w + 32, (uint64_t)size + 8), CDT_ERR_FRAME_MALFORMED, "frame size beyond regions");
+    MUTATE(put64(w + 32, (uint64_t)size - 8), CDT_ERR_FRAME_MALFORMED, "frame size too small");
+    MUTATE(w[40] = 1, CDT_ERR_FRAME_MALFORMED, "reserved field set");
+    MUTATE(put64(w + 48, UINT64_MAX), CDT_ERR_FRAME_MALFORMED, "region length overflows");
+    MUTATE(put64(w + 48, (uint64_t)INT64_MAX - 4), CDT_ERR_FRAME_MALFORMED,
+           "region length past end");
+    MUTATE(put64(w + 48, 8196), CDT_ERR_FRAME_MALFORMED, "region lengths do not add up");
+    MUTATE(put64(w + 48, 8190), CDT_ERR_FRAME_MALFORMED, "length not a multiple of the kind");
+    MUTATE(w[56] = 99, CDT_ERR_FRAME_MALFORMED, "unknown element kind");
+    MUTATE(w[56] = 0, CDT_ERR_FRAME_MALFORMED, "element kind zero");
+    MUTATE(w[60] = 1, CDT_ERR_FRAME_MALFORMED, "region reserved field set");
+    /* consistent header, but lengths the receiving type disagrees with */
+    MUTATE((put64(w + 48, 8184), put64(w + 64, 8200)), CDT_ERR_FRAME_MISMATCH,
+           "region length differs from receiver's");
+
+    /* truncated at every byte */
+    int all = 1;
+    for (cdt_count len = 0; len < size; len++) {
+        unsigned char *t = malloc(len ? (size_t)len : 1); /* exact size: ASan sees over-reads */
+        memcpy(t, good, (size_t)len);
+        struct_vec *dst = calloc(2, sizeof(*dst));
+        int rc = cdt_frame_decode(t, len, dst, 2, struct_vec_type());
+        all &= rc == CDT_ERR_FRAME_TRUNCATED;
+        free(dst);
+        free(t);
+    }
+    CHECK(all);
+    /* trailing bytes are not silently ignored */
+    memcpy(w, good, (size_t)size);
+    expect_bad(w, size + 8, CDT_ERR_FRAME_MALFORMED, "trailing bytes");
+
+    /* streaming: nonzero padding, header bytes changed after create, overlap, out of range */
+    double_vec dv, dv2 = {0};
+    CHECK_OK(double_vec_init(&dv, 3, 1, 0)); /* 4-byte arrays: padding after each */
+    cdt_count dsize;
+    unsigned char *dw = encode(&dv, 1, double_vec_type(), &dsize);
+    cdt_decoder d;
+    CHECK_OK(cdt_decoder_create(dw, dsize, &d));
+    CHECK_RC(cdt_decoder_write(d, 0, dw, 8), CDT_ERR_ORDER); /* before bind */
+    CHECK_OK(cdt_decoder_bind(d, &dv2, 1, double_vec_type()));
+    CHECK_RC(cdt_decoder_bind(d, &dv2, 1, double_vec_type()), CDT_ERR_ORDER);
+    unsigned char other = dw[10] ^ 1;
+    CHECK_RC(cdt_decoder_write(d, 10, &other, 1), CDT_ERR_FRAME_MALFORMED);
+    CHECK_RC(cdt_decoder_write(d, 10, dw + 10, 1), CDT_ERR_FRAME_MALFORMED); /* overlap */
+    CHECK_RC(cdt_decoder_write(d, dsize - 2, dw, 4), CDT_ERR_FRAME_MALFORMED);
+    CHECK_OK(cdt_decoder_free(d));
+    double_vec_clear(&dv2);
+    cdt_frame_info info;
+    CHECK_OK(cdt_decoder_create(dw, dsize, &d));
+    CHECK_OK(cdt_decoder_info(d, &info));
+    CHECK_OK(cdt_decoder_bind(d, &dv2, 1, double_vec_type()));
+    CHECK_OK(cdt_decoder_write(d, 0, dw, info.header_size + info.packed_size));
+    cdt_count r0, r0off;
+    CHECK_OK(cdt_decoder_region_info(d, 0, &r0, NULL, &r0off));
+    unsigned char pad[4] = {0, 0, 1, 0};
+    CHECK_RC(cdt_decoder_write(d, r0off + r0, pad, 4), CDT_ERR_FRAME_MALFORMED);
+    CHECK_RC(cdt_decoder_finish(d), CDT_ERR_INCOMPLETE);
+    CHECK_OK(cdt_decoder_free(d));
+    double_vec_clear(&dv2);
+    /* a hostile packed stream: the object's own unpack refuses an absurd array count */
+    unsigned char *hw = malloc((size_t)dsize);
+    memcpy(hw, dw, (size_t)dsize);
+    CHECK_OK(cdt_frame_header_size(hw, dsize, &info.header_size));
+    put64(hw + info.header_size, (uint64_t)1 << 40);
+    CHECK_RC(cdt_frame_decode(hw, dsize, &dv2, 1, double_vec_type()), CDT_ERR_TRUNCATED);
+    double_vec_clear(&dv2);
+    free(hw);
+    free(dw);
+    double_vec_clear(&dv);
+
+    /* argument errors */
+    cdt_count hs;
+    CHECK_RC(cdt_frame_header_size(good, 47, &hs), CDT_ERR_FRAME_TRUNCATED);
+    CHECK_OK(cdt_frame_header_size(good, 48, &hs));
+    CHECK(hs == 80);
+    CHECK_RC(cdt_decoder_create(good, 79, &d), CDT_ERR_FRAME_TRUNCATED);
+    CHECK_RC(cdt_frame_decode(NULL, 10, sv, 2, struct_vec_type()), CDT_ERR_INVALID_ARG);
+    CHECK_RC(cdt_frame_encode(sv, 2, struct_vec_type(), NULL, NULL), CDT_ERR_INVALID_ARG);
+    CHECK_OK(cdt_frame_free(NULL));
+    CHECK_OK(cdt_decoder_free(NULL));
+    free(w);
+    free(good);
+    free(sv);
+}
+
+int main(void)
+{
+    test_seed_roundtrips();
+    test_layout_frames();
+    test_sobj();
+    test_malformed();
+    return check_report("test_frame");
+}
