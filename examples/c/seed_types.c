@@ -200,7 +200,10 @@ static int dv_pack(void *state, const void *buf, cdt_count count, cdt_count offs
     return CDT_SUCCESS;
 }
 
-#define DV_MAX_ARRAYS (1 << 24) /* refuse absurd counts from a hostile stream */
+/* A receiver allocates from lengths it reads before the library can compare them with the
+ * frame header, so it bounds them itself: a hostile stream cannot make it allocate more. */
+#define DV_MAX_ARRAYS (1 << 24)
+#define DV_MAX_TOTAL_BYTES ((uint64_t)1 << 30)
 
 /* Receive the packed stream in order: first n, then n lengths; allocate once all are known. */
 static int dv_unpack(void *state, void *buf, cdt_count count, cdt_count offset, const void *src,
@@ -237,8 +240,15 @@ static int dv_unpack(void *state, void *buf, cdt_count count, cdt_count offset, 
     if (s->received < s->head_len || v->data != NULL)
         return CDT_SUCCESS;
     /* all lengths known: allocate every array before their bytes arrive */
-    uint64_t arrays;
+    uint64_t arrays, total = 0;
     memcpy(&arrays, s->head, 8);
+    for (uint64_t i = 0; i < arrays; i++) {
+        uint64_t len;
+        memcpy(&len, s->head + 8 * (1 + i), 8);
+        if (len > DV_MAX_TOTAL_BYTES / sizeof(int32_t) ||
+            (total += len * sizeof(int32_t)) > DV_MAX_TOTAL_BYTES)
+            return CDT_ERR_TRUNCATED;
+    }
     v->n = (cdt_count)arrays;
     v->lens = calloc(arrays ? arrays : 1, sizeof(cdt_count));
     v->data = calloc(arrays ? arrays : 1, sizeof(int32_t *));
@@ -247,8 +257,6 @@ static int dv_unpack(void *state, void *buf, cdt_count count, cdt_count offset, 
     for (cdt_count i = 0; i < v->n; i++) {
         uint64_t len;
         memcpy(&len, s->head + 8 * (1 + i), 8);
-        if (len > ((uint64_t)1 << 40))
-            return CDT_ERR_TRUNCATED;
         v->lens[i] = (cdt_count)len;
         v->data[i] = malloc(len ? len * sizeof(int32_t) : 1);
         if (v->data[i] == NULL)
