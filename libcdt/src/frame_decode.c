@@ -347,12 +347,6 @@ int cdt_decoder_region_done(cdt_decoder d, cdt_count index)
     if (rc != CDT_SUCCESS)
         return rc == CDT_ERR_INVALID_ARG ? CDT_ERR_ORDER : rc;
     r->done = true;
-    /* padding before a region is never sent by a transport that receives regions directly */
-    cdt_count pad_start = index == 0 ? d->info.header_size + d->info.packed_size
-                                     : d->regions[index - 1].frame_offset +
-                                           d->regions[index - 1].bytes;
-    if (pad_start < r->frame_offset && !cdt__ranges_covers(&d->arrived, pad_start, r->frame_offset))
-        (void)cdt__ranges_add(&d->arrived, pad_start, r->frame_offset);
     return CDT_SUCCESS;
 }
 
@@ -362,12 +356,15 @@ int cdt_decoder_finish(cdt_decoder d)
         return CDT_ERR_INVALID_ARG;
     if (d->op == NULL)
         return CDT_ERR_ORDER;
-    /* a transport that received the head separately may not write the header back */
-    if (!cdt__ranges_covers(&d->arrived, 0, d->info.header_size) &&
-        d->arrived.n > 0 && d->arrived.items[0].start >= d->info.header_size)
-        (void)cdt__ranges_add(&d->arrived, 0, d->info.header_size);
-    if (d->info.frame_size > 0 && !cdt__ranges_covers(&d->arrived, 0, d->info.frame_size))
+    /* the header was given to create; padding carries no data; the rest must be here */
+    const cdt_frame_info *in = &d->info;
+    if (!cdt__ranges_covers(&d->arrived, in->header_size, in->header_size + in->packed_size))
         return CDT_ERR_INCOMPLETE;
+    for (cdt_count i = 0; i < in->region_count; i++) {
+        const dec_region *r = &d->regions[i];
+        if (!cdt__ranges_covers(&d->arrived, r->frame_offset, r->frame_offset + r->bytes))
+            return CDT_ERR_INCOMPLETE;
+    }
     if (d->op->pending != NULL)
         return CDT_ERR_INCOMPLETE;
     /* a custom receiver with zero regions still confirms it expected none */

@@ -137,9 +137,7 @@ static int build_iov(cdt_frame f)
     f->iov[n++] = (cdt_iov){f->head, f->head_len};
     for (cdt_count i = 0; i < f->region_count; i++) {
         frame_region *r = &f->regions[i];
-        if (r->bytes == 0)
-            continue;
-        if (r->frame_offset > off)
+        if (r->frame_offset > off) /* also before an empty region: it moves the offset */
             f->iov[n++] = (cdt_iov){(void *)zero_pad, r->frame_offset - off};
         for (cdt_count p = 0; p < r->n_pieces; p++)
             f->iov[n++] = f->pieces[r->first_piece + p];

@@ -290,6 +290,38 @@ static void test_sobj(void)
     free(wire);
 }
 
+/* empty regions and odd lengths: padding rules of FORMAT.md section 1 */
+static void test_empty_regions(void)
+{
+    char inband[5] = "abcde";
+    int16_t small[3] = {1, 2, 3};
+    cdt_sobj_buffer bufs[4] = {{small, 0, CDT_KIND_INT16},
+                               {small, sizeof(small), CDT_KIND_INT16},
+                               {NULL, 0, CDT_KIND_BYTE},
+                               {NULL, 0, CDT_KIND_DOUBLE}};
+    cdt_sobj out = {.inband = inband, .inband_len = 5, .buffers = bufs, .nbuffers = 4};
+    cdt_count size;
+    unsigned char *wire = encode(&out, 1, cdt_sobj_type(), &size);
+    /* 48 + 4 x 16 = 112, packed 5 -> 117, r0 at 120 (empty), r1 at 120 (6 bytes) -> 126,
+     * r2 at 128 (empty), r3 at 128 (empty): the frame ends at 128 */
+    CHECK(size == 128);
+    uint64_t seed = 5;
+    for (int mode = 0; mode < 3; mode++) {
+        cdt_sobj in = {0};
+        cdt_decoder d;
+        CHECK_OK(cdt_decoder_create(wire, size, &d));
+        CHECK_OK(cdt_sobj_recv_prepare(&in, d));
+        CHECK_OK(cdt_decoder_free(d));
+        int rc = mode == 0   ? cdt_frame_decode(wire, size, &in, 1, cdt_sobj_type())
+                 : mode == 1 ? decode_shuffled(wire, size, &in, 1, cdt_sobj_type(), &seed)
+                             : decode_in_place(wire, size, &in, 1, cdt_sobj_type());
+        CHECK_OK(rc);
+        CHECK(memcmp(in.inband, inband, 5) == 0 && memcmp(in.buffers[1].base, small, 6) == 0);
+        cdt_sobj_release(&in);
+    }
+    free(wire);
+}
+
 /* ---- malformed frames ---- */
 
 static void put64(unsigned char *p, uint64_t v)
@@ -428,6 +460,7 @@ int main(void)
     test_seed_roundtrips();
     test_layout_frames();
     test_sobj();
+    test_empty_regions();
     test_malformed();
     return check_report("test_frame");
 }
