@@ -22,7 +22,8 @@ extern "C" {
 typedef struct cdt_sobj_buffer {
     void *base;
     cdt_count len; /* bytes */
-    cdt_kind kind; /* element kind, CDT_KIND_BYTE when unknown; len must be a multiple of its size */
+    cdt_kind
+        kind; /* element kind, CDT_KIND_BYTE when unknown; len must be a multiple of its size */
 } cdt_sobj_buffer;
 
 /* Allocate `len` bytes for buffer `index` (-1: the in-band bytes) whose elements are `kind`.

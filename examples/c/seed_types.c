@@ -39,8 +39,8 @@ static const field_run simple_runs[] = {
 static const field_run no_gap_runs[] = {
     {0, offsetof(struct_simple_no_gap, a), 16},
 };
-static const field_map vec_map = {vec_runs, 2, 20, sizeof(struct_vec), offsetof(struct_vec, data),
-                                  STRUCT_VEC_DATA_LEN};
+static const field_map vec_map = {
+    vec_runs, 2, 20, sizeof(struct_vec), offsetof(struct_vec, data), STRUCT_VEC_DATA_LEN};
 static const field_map simple_map = {simple_runs, 2, 20, sizeof(struct_simple), -1, 0};
 static const field_map no_gap_map = {no_gap_runs, 1, 16, sizeof(struct_simple_no_gap), -1, 0};
 

@@ -12,7 +12,7 @@
     do {                                                                                           \
         int rc_ = (call);                                                                          \
         if (rc_ != CDT_SUCCESS) {                                                                  \
-            fprintf(stderr, "%s failed: %s\n", #call, cdt_strerror(rc_));                         \
+            fprintf(stderr, "%s failed: %s\n", #call, cdt_strerror(rc_));                          \
             return 1;                                                                              \
         }                                                                                          \
     } while (0)

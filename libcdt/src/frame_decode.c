@@ -251,8 +251,7 @@ static int write_area(cdt_decoder d, cdt_count off, const unsigned char *src, cd
     if (off < in->header_size) {
         cdt_count n = in->header_size - off < len ? in->header_size - off : len;
         *consumed = n;
-        return memcmp(d->header + off, src, (size_t)n) == 0 ? CDT_SUCCESS
-                                                             : CDT_ERR_FRAME_MALFORMED;
+        return memcmp(d->header + off, src, (size_t)n) == 0 ? CDT_SUCCESS : CDT_ERR_FRAME_MALFORMED;
     }
     if (off < head_end) {
         cdt_count n = head_end - off < len ? head_end - off : len;

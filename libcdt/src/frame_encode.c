@@ -41,8 +41,8 @@ static int collect_pieces(cdt_frame f, const region_src *src)
     for (cdt_count i = 0; i < f->region_count; i++) {
         cdt_count n;
         cdt_count bytes = src[i].len * src[i].type->size;
-        int rc = cdt__layout_range_iov(src[i].base, src[i].len, src[i].type, 0, bytes, 0, 0, NULL,
-                                       &n);
+        int rc =
+            cdt__layout_range_iov(src[i].base, src[i].len, src[i].type, 0, bytes, 0, 0, NULL, &n);
         if (rc != CDT_SUCCESS)
             return rc;
         f->regions[i].first_piece = total;
@@ -274,8 +274,8 @@ int cdt_frame_region_info(cdt_frame f, cdt_count index, cdt_count *len_bytes, cd
     return CDT_SUCCESS;
 }
 
-static int copy_iov(const cdt_iov *src, cdt_count n, cdt_count first, cdt_count max,
-                    cdt_iov iov[], cdt_count *n_out)
+static int copy_iov(const cdt_iov *src, cdt_count n, cdt_count first, cdt_count max, cdt_iov iov[],
+                    cdt_count *n_out)
 {
     if (first < 0 || max < 0 || n_out == NULL || (iov == NULL && max > 0))
         return CDT_ERR_INVALID_ARG;

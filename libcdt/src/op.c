@@ -349,9 +349,8 @@ bool cdt__layout_is_contiguous(cdt_type type, cdt_count count)
     return count <= 1 || type->extent == type->size;
 }
 
-int cdt__layout_range_iov(void *buf, cdt_count count, cdt_type type, cdt_count start,
-                          cdt_count len, cdt_count first, cdt_count max, cdt_iov *iov,
-                          cdt_count *n_out)
+int cdt__layout_range_iov(void *buf, cdt_count count, cdt_type type, cdt_count start, cdt_count len,
+                          cdt_count first, cdt_count max, cdt_iov *iov, cdt_count *n_out)
 {
     cdt_count written = 0, produced = 0;
     if (len == 0) {

@@ -18,12 +18,12 @@ struct cdt_op_s {
     bool size_known;
     cdt_count packed_size;
 
-    cdt_count next_offset;  /* inorder custom types: where the stream continues */
-    cdt__ranges arrived;    /* unpack: stream bytes received (delivered or pending) */
-    cdt__pending *pending;  /* unpack, inorder: sorted by offset */
-    cdt_count delivered;    /* unpack: bytes handed to the callback or the buffer */
+    cdt_count next_offset; /* inorder custom types: where the stream continues */
+    cdt__ranges arrived;   /* unpack: stream bytes received (delivered or pending) */
+    cdt__pending *pending; /* unpack, inorder: sorted by offset */
+    cdt_count delivered;   /* unpack: bytes handed to the callback or the buffer */
 
-    bool regions_known;     /* regions fetched once, kept for the operation's life */
+    bool regions_known; /* regions fetched once, kept for the operation's life */
     cdt_count region_count;
     void **region_bases;
     cdt_count *region_lens;

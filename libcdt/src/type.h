@@ -28,7 +28,7 @@ enum cdt__type_flags {
     CDT__TYPE_CONTIGUOUS = 1u << 1,
 };
 
-struct cdt__custom; /* custom.c */
+struct cdt__custom;  /* custom.c */
 struct cdt__derived; /* derived engine */
 
 struct cdt_type_s {

@@ -26,7 +26,7 @@ static int check_count;
         if (got_ != (want)) {                                                                      \
             check_failures++;                                                                      \
             fprintf(stderr, "%s:%d: %s returned %s (%d), expected %s\n", __FILE__, __LINE__,       \
-                    #call, cdt_err_name(got_), got_, cdt_err_name(want));             \
+                    #call, cdt_err_name(got_), got_, cdt_err_name(want));                          \
         }                                                                                          \
     } while (0)
 

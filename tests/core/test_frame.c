@@ -94,9 +94,8 @@ static int decode_in_place(const unsigned char *wire, cdt_count size, void *buf,
     cdt_decoder_info(d, &info);
     if ((rc = cdt_decoder_bind(d, buf, count, type)) == CDT_SUCCESS)
         rc = cdt_decoder_write(d, 0, wire, info.header_size + info.packed_size);
-    CHECK_RC(cdt_decoder_finish(d), info.region_count > 0 && info.region_bytes > 0
-                                        ? CDT_ERR_INCOMPLETE
-                                        : CDT_SUCCESS);
+    CHECK_RC(cdt_decoder_finish(d),
+             info.region_count > 0 && info.region_bytes > 0 ? CDT_ERR_INCOMPLETE : CDT_SUCCESS);
     for (cdt_count r = 0; r < info.region_count && rc == CDT_SUCCESS; r++) {
         cdt_count len, off, n;
         cdt_decoder_region_info(d, r, &len, NULL, &off);

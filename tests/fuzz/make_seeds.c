@@ -39,7 +39,8 @@ int main(int argc, char **argv)
     save(argv[1], "seed_bytes", bytes, sizeof(bytes), CDT_BYTE);
     double arr[3] = {1, 2, 3};
     int32_t arr2[5] = {5};
-    cdt_sobj_buffer b[2] = {{arr, sizeof(arr), CDT_KIND_DOUBLE}, {arr2, sizeof(arr2), CDT_KIND_INT32}};
+    cdt_sobj_buffer b[2] = {{arr, sizeof(arr), CDT_KIND_DOUBLE},
+                            {arr2, sizeof(arr2), CDT_KIND_INT32}};
     cdt_sobj so = {.inband = "abc", .inband_len = 3, .buffers = b, .nbuffers = 2};
     save(argv[1], "seed_sobj", &so, 1, cdt_sobj_type());
     return 0;
