@@ -7,6 +7,7 @@
 #include "frame_format.h"
 #include "op.h"
 
+#include <stddef.h>
 #include <stdlib.h>
 
 typedef struct dec_region {
@@ -15,13 +16,17 @@ typedef struct dec_region {
     bool done;
 } dec_region;
 
+#define INLINE_HEADER 256
+
 struct cdt_decoder_s {
     cdt_frame_info info;
-    unsigned char *header; /* copy of the validated header */
+    unsigned char *header; /* copy of the validated header: header_inline or allocated */
     dec_region *regions;
-    cdt_op op;           /* after bind */
+    cdt_op op; /* &op_storage after bind */
+    struct cdt_op_s op_storage;
     bool custom;         /* receiving into a custom type */
     cdt__ranges arrived; /* frame bytes received */
+    unsigned char header_inline[INLINE_HEADER];
 };
 
 static int parse_fixed(const unsigned char *h, cdt_count len, cdt_frame_info *info)
@@ -111,10 +116,12 @@ int cdt_decoder_create(const void *data, cdt_count len, cdt_decoder *out)
     if (len < info.header_size)
         return CDT_ERR_FRAME_TRUNCATED;
     /* allocation is bounded by the header bytes the caller actually holds */
-    cdt_decoder d = calloc(1, sizeof(*d));
+    cdt_decoder d = malloc(sizeof(*d));
     if (d == NULL)
         return CDT_ERR_NO_MEMORY;
-    d->header = malloc((size_t)info.header_size);
+    memset(d, 0, offsetof(struct cdt_decoder_s, header_inline));
+    d->header =
+        info.header_size <= INLINE_HEADER ? d->header_inline : malloc((size_t)info.header_size);
     if (info.region_count > 0)
         d->regions = calloc((size_t)info.region_count, sizeof(dec_region));
     if (d->header == NULL || (info.region_count > 0 && d->regions == NULL)) {
@@ -128,7 +135,8 @@ int cdt_decoder_create(const void *data, cdt_count len, cdt_decoder *out)
     *out = d;
     return CDT_SUCCESS;
 fail:
-    free(d->header);
+    if (d->header != d->header_inline)
+        free(d->header);
     free(d->regions);
     free(d);
     return rc;
@@ -162,8 +170,8 @@ int cdt_decoder_bind(cdt_decoder d, void *buf, cdt_count count, cdt_type type)
         return CDT_ERR_INVALID_ARG;
     if (d->op != NULL)
         return CDT_ERR_ORDER;
-    cdt_op op;
-    int rc = cdt_op_unpack_begin(buf, count, type, &op);
+    cdt_op op = &d->op_storage;
+    int rc = cdt__op_init(op, buf, count, type, false);
     if (rc != CDT_SUCCESS)
         return rc;
     bool custom = type->cls == CDT__CLASS_CUSTOM;
@@ -171,7 +179,7 @@ int cdt_decoder_bind(cdt_decoder d, void *buf, cdt_count count, cdt_type type)
     cdt_count stream = d->info.packed_size + (custom ? 0 : d->info.region_bytes);
     rc = cdt__op_set_stream_size(op, stream);
     if (rc != CDT_SUCCESS) {
-        cdt_op_end(op);
+        cdt__op_fini(op);
         return rc;
     }
     d->op = op;
@@ -376,9 +384,10 @@ int cdt_decoder_free(cdt_decoder d)
 {
     if (d == NULL)
         return CDT_SUCCESS;
-    int rc = cdt_op_end(d->op);
+    int rc = d->op != NULL ? cdt__op_fini(d->op) : CDT_SUCCESS;
     cdt__ranges_free(&d->arrived);
-    free(d->header);
+    if (d->header != d->header_inline)
+        free(d->header);
     free(d->regions);
     free(d);
     return rc;

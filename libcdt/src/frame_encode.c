@@ -6,6 +6,7 @@
 #include "frame_format.h"
 #include "op.h"
 
+#include <stddef.h>
 #include <stdlib.h>
 
 typedef struct frame_region {
@@ -14,9 +15,14 @@ typedef struct frame_region {
     cdt_count first_piece, n_pieces; /* into frame->pieces */
 } frame_region;
 
+/* Small frames live in one allocation: the operation, the head and the iov list inline. */
+#define INLINE_HEAD 256
+#define INLINE_IOV 4
+
 struct cdt_frame_s {
-    cdt_op op;
-    unsigned char *head; /* header + packed stream */
+    cdt_op op; /* &op_storage once begun */
+    struct cdt_op_s op_storage;
+    unsigned char *head; /* header + packed stream: head_inline or allocated */
     cdt_count head_len, frame_size;
     cdt_count region_count;
     frame_region *regions;
@@ -24,6 +30,8 @@ struct cdt_frame_s {
     cdt_count n_pieces;
     cdt_iov *iov; /* head, then per region: optional pad, pieces */
     cdt_count n_iov;
+    cdt_iov iov_inline[INLINE_IOV];
+    unsigned char head_inline[INLINE_HEAD];
 };
 
 static const unsigned char zero_pad[CDT_FRAME_ALIGN];
@@ -90,7 +98,7 @@ static int layout_frame(cdt_frame f, cdt_count packed_size, const region_src *sr
     f->frame_size = off;
     if ((uint64_t)f->head_len > SIZE_MAX)
         return CDT_ERR_NO_MEMORY;
-    f->head = malloc((size_t)f->head_len);
+    f->head = f->head_len <= INLINE_HEAD ? f->head_inline : malloc((size_t)f->head_len);
     if (f->head == NULL)
         return CDT_ERR_NO_MEMORY;
 
@@ -130,7 +138,7 @@ static int pack_stream(cdt_frame f, cdt_count header_size, cdt_count packed_size
 static int build_iov(cdt_frame f)
 {
     cdt_count cap = 1 + 2 * f->region_count + f->n_pieces;
-    f->iov = malloc((size_t)cap * sizeof(cdt_iov));
+    f->iov = cap <= INLINE_IOV ? f->iov_inline : malloc((size_t)cap * sizeof(cdt_iov));
     if (f->iov == NULL)
         return CDT_ERR_NO_MEMORY;
     cdt_count n = 0, off = f->head_len;
@@ -159,14 +167,17 @@ int cdt_frame_encode(const void *buf, cdt_count count, cdt_type type,
 {
     if (out == NULL)
         return CDT_ERR_INVALID_ARG;
-    cdt_frame f = calloc(1, sizeof(*f));
+    cdt_frame f = malloc(sizeof(*f));
     if (f == NULL)
         return CDT_ERR_NO_MEMORY;
-    int rc = cdt_op_pack_begin(buf, count, type, &f->op);
+    /* everything but the inline arrays starts zeroed */
+    memset(f, 0, offsetof(struct cdt_frame_s, iov_inline));
+    int rc = cdt__op_init(&f->op_storage, (void *)buf, count, type, true);
     if (rc != CDT_SUCCESS) {
         free(f);
         return rc;
     }
+    f->op = &f->op_storage;
     region_src *src = NULL;
     region_src whole;
     cdt_count packed_size;
@@ -226,11 +237,13 @@ int cdt_frame_free(cdt_frame f)
 {
     if (f == NULL)
         return CDT_SUCCESS;
-    int rc = cdt_op_end(f->op);
-    free(f->head);
+    int rc = f->op != NULL ? cdt__op_fini(f->op) : CDT_SUCCESS;
+    if (f->head != f->head_inline)
+        free(f->head);
     free(f->regions);
     free(f->pieces);
-    free(f->iov);
+    if (f->iov != f->iov_inline)
+        free(f->iov);
     free(f);
     return rc;
 }

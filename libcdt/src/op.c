@@ -14,16 +14,13 @@ struct cdt__pending {
     unsigned char data[];
 };
 
-static int op_begin(void *buf, cdt_count count, cdt_type type, bool is_pack, cdt_op *out)
+int cdt__op_init(struct cdt_op_s *op, void *buf, cdt_count count, cdt_type type, bool is_pack)
 {
-    if (type == NULL || out == NULL || count < 0)
+    if (type == NULL || count < 0)
         return CDT_ERR_INVALID_ARG;
     if (!(type->flags & CDT__TYPE_COMMITTED))
         return CDT_ERR_NOT_COMMITTED;
-
-    cdt_op op = calloc(1, sizeof(*op));
-    if (op == NULL)
-        return CDT_ERR_NO_MEMORY;
+    memset(op, 0, sizeof(*op));
     op->type = type;
     op->is_pack = is_pack;
     op->buf = buf;
@@ -31,31 +28,38 @@ static int op_begin(void *buf, cdt_count count, cdt_type type, bool is_pack, cdt
 
     int rc;
     if (type->cls == CDT__CLASS_CUSTOM) {
-        if (!is_pack && type->custom->unpack_fn == NULL) {
-            free(op);
+        if (!is_pack && type->custom->unpack_fn == NULL)
             return CDT_ERR_UNSUPPORTED;
-        }
         if (type->custom->state_fn != NULL) {
             rc = type->custom->state_fn(type->custom->context, buf, count, &op->state);
-            if (rc != CDT_SUCCESS) {
-                free(op);
+            if (rc != CDT_SUCCESS)
                 return rc;
-            }
         }
     } else {
-        if (cdt__mul_overflows(count, type->size, &op->packed_size)) {
-            free(op);
+        if (cdt__mul_overflows(count, type->size, &op->packed_size))
             return CDT_ERR_OVERFLOW;
-        }
         op->size_known = true;
         op->regions_known = true; /* layout types have no regions */
         rc = cdt__cursor_create(type, buf, count, &op->cursor);
-        if (rc != CDT_SUCCESS) {
-            free(op);
+        if (rc != CDT_SUCCESS)
             return rc;
-        }
     }
     cdt__type_retain(type);
+    return CDT_SUCCESS;
+}
+
+static int op_begin(void *buf, cdt_count count, cdt_type type, bool is_pack, cdt_op *out)
+{
+    if (out == NULL)
+        return CDT_ERR_INVALID_ARG;
+    cdt_op op = malloc(sizeof(*op));
+    if (op == NULL)
+        return CDT_ERR_NO_MEMORY;
+    int rc = cdt__op_init(op, buf, count, type, is_pack);
+    if (rc != CDT_SUCCESS) {
+        free(op);
+        return rc;
+    }
     *out = op;
     return CDT_SUCCESS;
 }
@@ -319,10 +323,8 @@ int cdt_op_regions(cdt_op op, cdt_count n, void *bases[], cdt_count lens[], cdt_
     return CDT_SUCCESS;
 }
 
-int cdt_op_end(cdt_op op)
+int cdt__op_fini(struct cdt_op_s *op)
 {
-    if (op == NULL)
-        return CDT_SUCCESS;
     int rc = CDT_SUCCESS;
     if (op->type->cls == CDT__CLASS_CUSTOM && op->type->custom->state_free_fn != NULL)
         rc = op->type->custom->state_free_fn(op->state);
@@ -338,6 +340,14 @@ int cdt_op_end(cdt_op op)
     free(op->region_lens);
     free(op->region_types);
     cdt__type_release(op->type);
+    return rc;
+}
+
+int cdt_op_end(cdt_op op)
+{
+    if (op == NULL)
+        return CDT_SUCCESS;
+    int rc = cdt__op_fini(op);
     free(op);
     return rc;
 }

@@ -30,6 +30,11 @@ struct cdt_op_s {
     cdt_type *region_types;
 };
 
+/* Begin / end an operation in storage the caller owns (frames and decoders embed theirs, so a
+ * small message costs no extra allocation). cdt__op_fini returns state_free's status. */
+CDT__HIDDEN int cdt__op_init(struct cdt_op_s *op, void *buf, cdt_count count, cdt_type type,
+                             bool is_pack);
+CDT__HIDDEN int cdt__op_fini(struct cdt_op_s *op);
 /* Fix the stream size of an unpack operation (the frame header knows it). */
 CDT__HIDDEN int cdt__op_set_stream_size(cdt_op op, cdt_count size);
 /* Fetch (once) and validate the regions; pointers stay owned by op. */

@@ -37,13 +37,21 @@ int cdt__ranges_add(cdt__ranges *set, cdt_count start, cdt_count end)
     } else if (joins_next) {
         set->items[i].start = start;
     } else {
+        if (set->items == NULL) {
+            set->items = set->inline_items;
+            set->cap = 2;
+        }
         if (set->n == set->cap) {
-            cdt_count cap = set->cap ? set->cap * 2 : 4;
-            cdt__range *items = realloc(set->items, (size_t)cap * sizeof(cdt__range));
+            cdt_count cap = set->cap * 2;
+            bool was_inline = set->items == set->inline_items;
+            cdt__range *items = was_inline ? malloc((size_t)cap * sizeof(cdt__range))
+                                           : realloc(set->items, (size_t)cap * sizeof(cdt__range));
             if (items == NULL) {
                 set->total -= end - start;
                 return CDT_ERR_NO_MEMORY;
             }
+            if (was_inline)
+                memcpy(items, set->inline_items, sizeof(set->inline_items));
             set->items = items;
             set->cap = cap;
         }
@@ -64,6 +72,7 @@ bool cdt__ranges_covers(const cdt__ranges *set, cdt_count start, cdt_count end)
 
 void cdt__ranges_free(cdt__ranges *set)
 {
-    free(set->items);
+    if (set->items != set->inline_items)
+        free(set->items);
     memset(set, 0, sizeof(*set));
 }

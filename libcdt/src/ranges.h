@@ -14,10 +14,12 @@ typedef struct cdt__range {
 } cdt__range;
 
 typedef struct cdt__ranges {
-    cdt__range *items;
+    cdt__range *items; /* NULL or inline_items until more than 2 ranges are needed */
     cdt_count n, cap;
     cdt_count total; /* bytes covered */
+    cdt__range inline_items[2];
 } cdt__ranges;
+/* A zero-initialised cdt__ranges is an empty set; it must not be copied once used. */
 
 /* Add [start, end). CDT_ERR_INVALID_ARG if it overlaps a range already present. */
 CDT__HIDDEN int cdt__ranges_add(cdt__ranges *set, cdt_count start, cdt_count end);
