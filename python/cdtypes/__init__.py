@@ -1,0 +1,46 @@
+"""cdtypes: send a Python object as ONE message.
+
+pickle protocol 5 splits an object into an in-band stream and out-of-band buffers (NumPy
+arrays, ...). cdtypes hands both to libcdt's serialized-object adapter, which frames them as one
+message: a header announcing every length, the stream, then the buffers, referenced without a
+copy. The receiver allocates every buffer from the header before any data arrives, and NumPy
+arrays are rebuilt on that memory.
+
+    frame = cdtypes.dumps(obj)      # Frame: .size, .iov(), .head, .tobytes(), close()
+    obj2 = cdtypes.loads(frame.tobytes())
+
+cdtypes.mpi sends one MPI message per object over mpi4py.
+"""
+
+from ._lib import (  # noqa: F401
+    BusyError,
+    ByteOrderError,
+    CallbackError,
+    CanceledError,
+    CdtError,
+    CdtTimeoutError,
+    FrameError,
+    FrameMagicError,
+    FrameMalformedError,
+    FrameMismatchError,
+    FrameTruncatedError,
+    FrameVersionError,
+    IncompleteError,
+    InvalidArgumentError,
+    NoMemoryError,
+    OrderError,
+    PeerError,
+    TransportError,
+    TruncatedError,
+    UnpicklingFailed,
+    UnsupportedError,
+    lib as _clib,
+)
+from ._core import ALIGN, Frame, default_alloc, dumps, loads  # noqa: F401
+
+__version__ = "0.1.0"
+
+
+def libcdt_version():
+    """Version number of the libcdt actually loaded (major * 10000 + minor * 100 + patch)."""
+    return _clib.cdt_version_number()

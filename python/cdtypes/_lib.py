@@ -1,0 +1,343 @@
+"""Low-level layer: ctypes declarations of the libcdt functions this package uses.
+
+Every declaration here names a function of the C ABI list (bindings/abi.txt) with the same number
+of parameters; tests/test_abi.py checks that. Status codes become exceptions (``CdtError`` and
+its subclasses) carrying the library's own message (cdt_strerror) and the code's name
+(cdt_err_name).
+"""
+
+import ctypes
+import os
+
+__all__ = [
+    "lib",
+    "DECLARED",
+    "check",
+    "CdtError",
+    "InvalidArgumentError",
+    "NoMemoryError",
+    "OverflowError_",
+    "UnsupportedError",
+    "OrderError",
+    "TruncatedError",
+    "CallbackError",
+    "FrameError",
+    "FrameMagicError",
+    "FrameVersionError",
+    "FrameMalformedError",
+    "FrameTruncatedError",
+    "FrameMismatchError",
+    "ByteOrderError",
+    "IncompleteError",
+    "TransportError",
+    "PeerError",
+    "CanceledError",
+    "CdtTimeoutError",
+    "BusyError",
+    "UnpicklingFailed",
+]
+
+_here = os.path.dirname(os.path.abspath(__file__))
+_path = os.environ.get("CDTYPES_LIBCDT") or os.path.join(_here, "libcdt.so")
+lib = ctypes.CDLL(_path)
+
+# --- C types ---------------------------------------------------------------------------------
+
+cdt_count = ctypes.c_int64
+cdt_kind = ctypes.c_int  # enum
+c_void_p = ctypes.c_void_p
+P = ctypes.POINTER
+
+CDT_KIND_BYTE = 1
+CDT_FRAME_FIXED_HEADER_SIZE = 48
+CDT_ERR_USER_BASE = -1000
+CDT_ERR_PY_EXCEPTION = CDT_ERR_USER_BASE - 1  # a Python callback raised: see the chained cause
+
+
+class cdt_iov(ctypes.Structure):
+    _fields_ = [("base", c_void_p), ("len", cdt_count)]
+
+
+class cdt_frame_info(ctypes.Structure):
+    _fields_ = [
+        ("version", ctypes.c_uint32),
+        ("flags", ctypes.c_uint32),
+        ("header_size", cdt_count),
+        ("packed_size", cdt_count),
+        ("region_count", cdt_count),
+        ("region_bytes", cdt_count),
+        ("frame_size", cdt_count),
+    ]
+
+
+class cdt_frame_params(ctypes.Structure):
+    _fields_ = [("field_mask", ctypes.c_uint64), ("region_threshold", cdt_count)]
+
+
+class cdt_sobj_buffer(ctypes.Structure):
+    _fields_ = [("base", c_void_p), ("len", cdt_count), ("kind", cdt_kind)]
+
+
+# int cdt_sobj_alloc_func_t(void *user, cdt_count index, cdt_count len, cdt_kind kind, void **base)
+cdt_sobj_alloc_func_t = ctypes.CFUNCTYPE(
+    ctypes.c_int, c_void_p, cdt_count, cdt_count, cdt_kind, P(c_void_p)
+)
+
+
+class cdt_sobj(ctypes.Structure):
+    _fields_ = [
+        ("inband", c_void_p),
+        ("inband_len", cdt_count),
+        ("buffers", P(cdt_sobj_buffer)),
+        ("nbuffers", cdt_count),
+        ("alloc", cdt_sobj_alloc_func_t),
+        ("alloc_user", c_void_p),
+        ("owns_memory_", ctypes.c_int),
+    ]
+
+
+# --- declarations: name -> (restype, argtypes); checked against bindings/abi.txt -----------
+
+_int = ctypes.c_int
+DECLARED = {
+    "cdt_version_number": (ctypes.c_uint, []),
+    "cdt_strerror": (ctypes.c_char_p, [_int]),
+    "cdt_err_name": (ctypes.c_char_p, [_int]),
+    # frames (send side)
+    "cdt_frame_encode": (_int, [c_void_p, cdt_count, c_void_p, P(cdt_frame_params), P(c_void_p)]),
+    "cdt_frame_size": (_int, [c_void_p, P(cdt_count)]),
+    "cdt_frame_head": (_int, [c_void_p, P(c_void_p), P(cdt_count)]),
+    "cdt_frame_region_count": (_int, [c_void_p, P(cdt_count)]),
+    "cdt_frame_iov_count": (_int, [c_void_p, P(cdt_count)]),
+    "cdt_frame_iov": (_int, [c_void_p, cdt_count, cdt_count, P(cdt_iov), P(cdt_count)]),
+    "cdt_frame_gather": (_int, [c_void_p, cdt_count, c_void_p, cdt_count]),
+    "cdt_frame_free": (_int, [c_void_p]),
+    # decoders (receive side)
+    "cdt_frame_header_size": (_int, [c_void_p, cdt_count, P(cdt_count)]),
+    "cdt_decoder_create": (_int, [c_void_p, cdt_count, P(c_void_p)]),
+    "cdt_decoder_info": (_int, [c_void_p, P(cdt_frame_info)]),
+    "cdt_decoder_region_info": (
+        _int,
+        [c_void_p, cdt_count, P(cdt_count), P(cdt_kind), P(cdt_count)],
+    ),
+    "cdt_decoder_bind": (_int, [c_void_p, c_void_p, cdt_count, c_void_p]),
+    "cdt_decoder_write": (_int, [c_void_p, cdt_count, c_void_p, cdt_count]),
+    "cdt_decoder_region_done": (_int, [c_void_p, cdt_count]),
+    "cdt_decoder_finish": (_int, [c_void_p]),
+    "cdt_decoder_free": (_int, [c_void_p]),
+    # the serialized-object adapter (bindings/cdt_sobj.h)
+    "cdt_sobj_type": (c_void_p, []),
+    "cdt_sobj_recv_prepare": (_int, [P(cdt_sobj), c_void_p]),
+    "cdt_sobj_release": (None, [P(cdt_sobj)]),
+}
+
+for _name, (_res, _args) in DECLARED.items():
+    _fn = getattr(lib, _name)
+    _fn.restype = _res
+    _fn.argtypes = _args
+
+# --- errors ----------------------------------------------------------------------------------
+
+
+class CdtError(Exception):
+    """A libcdt call failed. ``code`` is the status (negative int, or None when the failure
+    came from pickle itself), ``name`` its constant name, ``message`` the library's text."""
+
+    def __init__(self, code, detail=None):
+        self.code = code
+        if code is None:
+            self.name = None
+            self.message = detail or "error"
+            text = self.message
+        else:
+            self.name = lib.cdt_err_name(code).decode()
+            self.message = lib.cdt_strerror(code).decode()
+            text = "%s (%s)" % (self.message, self.name)
+            if detail:
+                text = "%s: %s" % (detail, text)
+        super().__init__(text)
+
+
+class InvalidArgumentError(CdtError, ValueError):
+    pass
+
+
+class NoMemoryError(CdtError, MemoryError):
+    pass
+
+
+class OverflowError_(CdtError, OverflowError):
+    pass
+
+
+class UnsupportedError(CdtError):
+    pass
+
+
+class OrderError(CdtError):
+    pass
+
+
+class TruncatedError(CdtError):
+    pass
+
+
+class CallbackError(CdtError):
+    pass
+
+
+class FrameError(CdtError, ValueError):
+    """The bytes are not a valid frame (any of the CDT_ERR_FRAME_* codes)."""
+
+
+class FrameMagicError(FrameError):
+    pass
+
+
+class FrameVersionError(FrameError):
+    pass
+
+
+class FrameMalformedError(FrameError):
+    pass
+
+
+class FrameTruncatedError(FrameError):
+    pass
+
+
+class FrameMismatchError(FrameError):
+    pass
+
+
+class ByteOrderError(FrameError):
+    pass
+
+
+class IncompleteError(FrameError):
+    pass
+
+
+class TransportError(CdtError, OSError):
+    pass
+
+
+class PeerError(TransportError):
+    pass
+
+
+class CanceledError(TransportError):
+    pass
+
+
+class CdtTimeoutError(TransportError, TimeoutError):
+    pass
+
+
+class BusyError(TransportError):
+    pass
+
+
+class UnpicklingFailed(CdtError):
+    """The frame was valid but pickle could not rebuild the object from it (the cause is
+    chained)."""
+
+
+_BY_NAME = {
+    "CDT_ERR_INVALID_ARG": InvalidArgumentError,
+    "CDT_ERR_NO_MEMORY": NoMemoryError,
+    "CDT_ERR_OVERFLOW": OverflowError_,
+    "CDT_ERR_NOT_COMMITTED": InvalidArgumentError,
+    "CDT_ERR_UNSUPPORTED": UnsupportedError,
+    "CDT_ERR_ORDER": OrderError,
+    "CDT_ERR_TRUNCATED": TruncatedError,
+    "CDT_ERR_CALLBACK": CallbackError,
+    "CDT_ERR_FRAME_MAGIC": FrameMagicError,
+    "CDT_ERR_FRAME_VERSION": FrameVersionError,
+    "CDT_ERR_FRAME_MALFORMED": FrameMalformedError,
+    "CDT_ERR_FRAME_TRUNCATED": FrameTruncatedError,
+    "CDT_ERR_FRAME_MISMATCH": FrameMismatchError,
+    "CDT_ERR_BYTE_ORDER": ByteOrderError,
+    "CDT_ERR_INCOMPLETE": IncompleteError,
+    "CDT_ERR_TRANSPORT": TransportError,
+    "CDT_ERR_PEER": PeerError,
+    "CDT_ERR_CANCELED": CanceledError,
+    "CDT_ERR_TIMEOUT": CdtTimeoutError,
+    "CDT_ERR_BUSY": BusyError,
+}
+
+
+def error(code, detail=None):
+    """The exception for status ``code`` (not raised)."""
+    cls = _BY_NAME.get(lib.cdt_err_name(code).decode(), CdtError)
+    return cls(code, detail)
+
+
+def check(code, what=None):
+    """Raise the exception for a negative status; return the status otherwise."""
+    if code < 0:
+        raise error(code, what)
+    return code
+
+
+# --- Python buffers as C addresses (no copy) -------------------------------------------------
+
+
+class Py_buffer(ctypes.Structure):
+    _fields_ = [
+        ("buf", c_void_p),
+        ("obj", c_void_p),
+        ("len", ctypes.c_ssize_t),
+        ("itemsize", ctypes.c_ssize_t),
+        ("readonly", ctypes.c_int),
+        ("ndim", ctypes.c_int),
+        ("format", ctypes.c_char_p),
+        ("shape", c_void_p),
+        ("strides", c_void_p),
+        ("suboffsets", c_void_p),
+        ("internal", c_void_p),
+    ]
+
+
+_api = ctypes.pythonapi
+_api.PyObject_GetBuffer.argtypes = [ctypes.py_object, P(Py_buffer), ctypes.c_int]
+_api.PyObject_GetBuffer.restype = ctypes.c_int
+_api.PyBuffer_Release.argtypes = [P(Py_buffer)]
+_api.PyBuffer_Release.restype = None
+_PyBUF_SIMPLE = 0
+_PyBUF_WRITABLE = 1
+
+
+class Pinned:
+    """A C-contiguous buffer export of a Python object (bytes, bytearray, memoryview, NumPy
+    array, PickleBuffer.raw()): ``address`` and ``nbytes`` stay valid until release()."""
+
+    __slots__ = ("_view", "address", "nbytes", "__weakref__")
+
+    def __init__(self, obj, writable=False):
+        self._view = None
+        view = Py_buffer()
+        # raises BufferError (not contiguous, not writable) through the C API
+        flags = _PyBUF_WRITABLE if writable else _PyBUF_SIMPLE
+        _api.PyObject_GetBuffer(obj, ctypes.byref(view), flags)
+        self._view = view
+        self.address = view.buf or 0
+        self.nbytes = view.len
+
+    def release(self):
+        if self._view is not None:
+            _api.PyBuffer_Release(ctypes.byref(self._view))
+            self._view = None
+
+    def __del__(self):
+        self.release()
+
+
+def view_of(address, nbytes, owner, readonly=True):
+    """A memoryview of ``nbytes`` at ``address`` that keeps ``owner`` alive."""
+    if nbytes == 0:
+        return memoryview(b"")
+    arr = (ctypes.c_char * nbytes).from_address(address)
+    arr._owner = owner
+    mv = memoryview(arr).cast("B")
+    return mv.toreadonly() if readonly else mv
