@@ -1,0 +1,119 @@
+/*
+ * derived.h - the derived datatype engine's internal structures (docs/ENGINE.md).
+ *
+ * A derived type keeps its constructor record (what the user asked for) and, once committed,
+ * its canonical form: a small tree of loop nodes (seed 001's primitives) whose leaves are
+ * contiguous byte runs. Nodes are immutable and reference counted, so a parent's form shares
+ * the subtrees of its children. The form never depends on the count a type is used with.
+ */
+#ifndef CDT_DERIVED_H
+#define CDT_DERIVED_H
+
+#include "type.h"
+
+typedef enum cdt__node_kind {
+    CDT__NODE_LEAF = 1,    /* one contiguous run of `len` bytes at off */
+    CDT__NODE_VECTOR = 2,  /* count copies of child at off + i * stride (strided loop) */
+    CDT__NODE_BLOCK = 3,   /* count copies of child at disps[i] (fixed-length indexed) */
+    CDT__NODE_INDEXED = 4, /* count runs of lens[i] bytes at disps[i] (variable-length) */
+    CDT__NODE_STRUCT = 5,  /* count different children at disps[i] (nested) */
+} cdt__node_kind;
+
+/* Pack kernels chosen at commit (pack_kernels.c). */
+typedef enum cdt__kernel {
+    CDT__K_LEAF = 1,
+    CDT__K_VEC_LEAF,     /* vector of runs */
+    CDT__K_VEC_VEC_LEAF, /* vector of vectors of runs */
+    CDT__K_VEC_BLK_LEAF, /* vector of block-indexed runs */
+    CDT__K_VEC_IDX,      /* vector of short run lists (structs with gaps) */
+    CDT__K_VEC,          /* vector of anything */
+    CDT__K_BLK_LEAF,     /* block-indexed runs */
+    CDT__K_BLK,
+    CDT__K_IDX,
+    CDT__K_STRUCT,
+} cdt__kernel;
+
+typedef struct cdt__node cdt__node;
+struct cdt__node {
+    cdt__node_kind kind;
+    cdt__kernel kern;
+    long refs;
+    int depth;            /* 1 for a leaf */
+    bool nojoin;          /* no two consecutive runs of an instance touch */
+    cdt_count off;        /* LEAF, VECTOR: byte offset of the data (others: 0, disps absolute) */
+    cdt_count count;      /* VECTOR, BLOCK, INDEXED, STRUCT */
+    cdt_count len;        /* LEAF: bytes */
+    cdt_count stride;     /* VECTOR: bytes */
+    cdt_count size;       /* packed bytes of one instance */
+    cdt_count nblocks;    /* runs of one instance (before merging across instances) */
+    cdt_count first;      /* offset of the first run of an instance */
+    cdt_count last_end;   /* end offset of the last run of an instance */
+    cdt_count *disps;     /* BLOCK, INDEXED, STRUCT */
+    cdt_count *lens;      /* INDEXED */
+    cdt_count *prefix;    /* INDEXED, STRUCT: packed bytes before entry i (count + 1) */
+    cdt_count *bprefix;   /* STRUCT: runs before entry i (count + 1) */
+    cdt__node *child;     /* VECTOR, BLOCK */
+    cdt__node **children; /* STRUCT */
+};
+
+typedef enum cdt__ctor {
+    CDT__CTOR_CONTIGUOUS = 1,
+    CDT__CTOR_VECTOR,
+    CDT__CTOR_HVECTOR,
+    CDT__CTOR_INDEXED,
+    CDT__CTOR_HINDEXED,
+    CDT__CTOR_INDEXED_BLOCK,
+    CDT__CTOR_HINDEXED_BLOCK,
+    CDT__CTOR_STRUCT,
+    CDT__CTOR_ALIAS, /* resized, dup and subarray: the layout of `types[0]` */
+} cdt__ctor;
+
+struct cdt__derived {
+    cdt__ctor ctor;
+    cdt_count count, blocklength, stride;
+    cdt_count *blocklens; /* INDEXED, HINDEXED, STRUCT */
+    cdt_count *disps;     /* indexed, struct kinds: as given (units or bytes) */
+    cdt_type *types;      /* STRUCT: count entries; otherwise one (the old type) */
+    cdt_count ntypes;
+    cdt__node *form; /* canonical form, built on first need (commit of it or a parent) */
+};
+
+/* type_commit.c */
+CDT__HIDDEN int cdt__type_form(cdt_type type, cdt__node **form); /* borrowed */
+CDT__HIDDEN void cdt__node_release(cdt__node *n);
+
+/* pack_kernels.c: whole instances, base = address of the instance (off not yet added) */
+CDT__HIDDEN char *cdt__kern_pack(const cdt__node *n, const char *base, char *dst);
+CDT__HIDDEN const char *cdt__kern_unpack(const cdt__node *n, char *base, const char *src);
+/* count instances at base + i * stride */
+CDT__HIDDEN char *cdt__kern_pack_rep(const cdt__node *n, const char *base, cdt_count count,
+                                     cdt_count stride, char *dst);
+CDT__HIDDEN const char *cdt__kern_unpack_rep(const cdt__node *n, char *base, cdt_count count,
+                                             cdt_count stride, const char *src);
+
+/* Stream bytes [offset, offset + len) of (buf, count, type) out of / into the buffer
+ * (type committed or predefined; the range must lie inside the stream). */
+CDT__HIDDEN void cdt__layout_pack(cdt_type type, const void *buf, cdt_count count, cdt_count offset,
+                                  cdt_count len, void *dst);
+CDT__HIDDEN void cdt__layout_unpack(cdt_type type, void *buf, cdt_count count, cdt_count offset,
+                                    cdt_count len, const void *src);
+
+/* Run iterator (iov.c): the runs of (buf, count, type) in packed order, unmerged. */
+typedef struct cdt__runs {
+    struct cdt__runs_frame {
+        const cdt__node *n;
+        char *base;
+        cdt_count i;
+    } * stack;
+    int sp;
+    cdt__node top; /* the count-fold vector over the type's form */
+    struct cdt__runs_frame small[8];
+} cdt__runs;
+CDT__HIDDEN int cdt__runs_init(cdt__runs *it, const void *buf, cdt_count count, cdt_type type);
+/* position at run index k (k <= total runs) */
+CDT__HIDDEN void cdt__runs_seek(cdt__runs *it, cdt_count k);
+/* next run; false at the end */
+CDT__HIDDEN bool cdt__runs_next(cdt__runs *it, char **addr, cdt_count *len);
+CDT__HIDDEN void cdt__runs_fini(cdt__runs *it);
+
+#endif /* CDT_DERIVED_H */

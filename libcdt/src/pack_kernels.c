@@ -1,0 +1,192 @@
+/*
+ * pack_kernels.c - pack/unpack of canonical forms, and the cursor that op.c drives.
+ *
+ * Each node carries the kernel chosen at commit (type_commit.c): vectors of runs copy fixed
+ * sizes with constant-size memcpy (compiled to plain loads/stores), vectors of vectors and of
+ * block-indexed runs run as nested loops without per-element interpretation, index lists are
+ * walked with the run length decided once. Everything else falls back to the generic
+ * recursion, which is also what serves partial fragments at their edges (range functions).
+ * The kernels are written once in pack_template.h and expanded for both directions.
+ */
+#include "derived.h"
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define CDT__FIXED_SIZES(X)                                                                        \
+    X(1) X(2) X(4) X(8) X(12) X(16) X(24) X(32) X(40) X(48) X(64) X(96) X(128) X(256)
+
+/* small variable-length copies without a call: two overlapping fixed-size moves */
+static inline void move_var(char *d, const char *s, cdt_count n)
+{
+    if (n >= 8 && n <= 16) {
+        uint64_t a, b;
+        memcpy(&a, s, 8);
+        memcpy(&b, s + n - 8, 8);
+        memcpy(d, &a, 8);
+        memcpy(d + n - 8, &b, 8);
+    } else if (n > 16 && n <= 32) {
+        uint64_t a[2], b[2];
+        memcpy(a, s, 16);
+        memcpy(b, s + n - 16, 16);
+        memcpy(d, a, 16);
+        memcpy(d + n - 16, b, 16);
+    } else if (n >= 4 && n < 8) {
+        uint32_t a, b;
+        memcpy(&a, s, 4);
+        memcpy(&b, s + n - 4, 4);
+        memcpy(d, &a, 4);
+        memcpy(d + n - 4, &b, 4);
+    } else {
+        memcpy(d, s, (size_t)n);
+    }
+}
+
+#define DIR(x) pack_##x
+#define MOVE(mem, str, n) memcpy((str), (mem), (n))
+#define MOVE_VAR(mem, str, n) move_var((str), (mem), (n))
+#include "pack_template.h"
+#undef DIR
+#undef MOVE
+#undef MOVE_VAR
+
+#define DIR(x) unpack_##x
+#define MOVE(mem, str, n) memcpy((mem), (str), (n))
+#define MOVE_VAR(mem, str, n) move_var((mem), (str), (n))
+#include "pack_template.h"
+#undef DIR
+#undef MOVE
+#undef MOVE_VAR
+
+char *cdt__kern_pack(const cdt__node *n, const char *base, char *dst)
+{
+    return pack_one(n, (char *)base, dst);
+}
+
+const char *cdt__kern_unpack(const cdt__node *n, char *base, const char *src)
+{
+    return unpack_one(n, base, (char *)src);
+}
+
+char *cdt__kern_pack_rep(const cdt__node *n, const char *base, cdt_count count, cdt_count stride,
+                         char *dst)
+{
+    return pack_rep(n, (char *)base, count, stride, dst);
+}
+
+const char *cdt__kern_unpack_rep(const cdt__node *n, char *base, cdt_count count, cdt_count stride,
+                                 const char *src)
+{
+    return unpack_rep(n, base, count, stride, (char *)src);
+}
+
+/* stream range over count elements: whole elements through the rep kernels */
+static void layout_move(cdt_type type, char *buf, cdt_count count, cdt_count offset, cdt_count len,
+                        char *s, bool pack)
+{
+    cdt__node *root;
+    if (len <= 0 || cdt__type_form(type, &root) != CDT_SUCCESS)
+        return;
+    cdt_count es = root->size, ext = type->extent;
+    cdt_count e = offset / es, r = offset % es;
+    (void)count;
+    if (r > 0) {
+        cdt_count take = es - r < len ? es - r : len;
+        s = pack ? pack_range(root, buf + e * ext, r, take, s)
+                 : unpack_range(root, buf + e * ext, r, take, s);
+        len -= take;
+        e++;
+    }
+    cdt_count full = len / es;
+    if (full > 0) {
+        s = pack ? pack_rep(root, buf + e * ext, full, ext, s)
+                 : unpack_rep(root, buf + e * ext, full, ext, s);
+        e += full;
+        len -= full * es;
+    }
+    if (len > 0) {
+        if (pack)
+            pack_range(root, buf + e * ext, 0, len, s);
+        else
+            unpack_range(root, buf + e * ext, 0, len, s);
+    }
+}
+
+void cdt__layout_pack(cdt_type type, const void *buf, cdt_count count, cdt_count offset,
+                      cdt_count len, void *dst)
+{
+    layout_move(type, (char *)buf, count, offset, len, dst, true);
+}
+
+void cdt__layout_unpack(cdt_type type, void *buf, cdt_count count, cdt_count offset, cdt_count len,
+                        const void *src)
+{
+    layout_move(type, buf, count, offset, len, (char *)src, false);
+}
+
+/* The cursor needs no state beyond its arguments: every seek is O(depth * log(entries)), so a
+ * sequential fragment costs the same as continuing where the last one stopped. */
+struct cdt__cursor {
+    cdt_type type;
+    char *buf;
+    cdt_count count, total;
+};
+
+int cdt__cursor_create(cdt_type type, const void *buf, cdt_count count, cdt__cursor **cursor)
+{
+    if (type == NULL || cursor == NULL || count < 0)
+        return CDT_ERR_INVALID_ARG;
+    if (!cdt__type_is_layout(type))
+        return CDT_ERR_NOT_COMMITTED;
+    cdt_count total;
+    if (cdt__mul_overflows(count, type->size, &total))
+        return CDT_ERR_OVERFLOW;
+    cdt__node *root;
+    int rc = cdt__type_form(type, &root);
+    if (rc != CDT_SUCCESS)
+        return rc;
+    cdt__cursor *c = malloc(sizeof(*c));
+    if (c == NULL)
+        return CDT_ERR_NO_MEMORY;
+    c->type = type;
+    c->buf = (char *)buf;
+    c->count = count;
+    c->total = total;
+    *cursor = c;
+    return CDT_SUCCESS;
+}
+
+int cdt__cursor_pack(cdt__cursor *c, cdt_count offset, void *dst, cdt_count len)
+{
+    if (offset < 0 || len < 0 || offset > c->total || len > c->total - offset)
+        return CDT_ERR_TRUNCATED;
+    layout_move(c->type, c->buf, c->count, offset, len, dst, true);
+    return CDT_SUCCESS;
+}
+
+int cdt__cursor_unpack(cdt__cursor *c, cdt_count offset, const void *src, cdt_count len)
+{
+    if (offset < 0 || len < 0 || offset > c->total || len > c->total - offset)
+        return CDT_ERR_TRUNCATED;
+    layout_move(c->type, c->buf, c->count, offset, len, (char *)src, false);
+    return CDT_SUCCESS;
+}
+
+void cdt__cursor_free(cdt__cursor *c)
+{
+    free(c);
+}
+
+int cdt_pack_size(cdt_count count, cdt_type type, cdt_count *size)
+{
+    if (type == NULL || size == NULL || count < 0 || type->cls == CDT__CLASS_CUSTOM)
+        return CDT_ERR_INVALID_ARG;
+    if (!(type->flags & CDT__TYPE_COMMITTED))
+        return CDT_ERR_NOT_COMMITTED;
+    cdt_count s;
+    if (cdt__mul_overflows(count, type->size, &s))
+        return CDT_ERR_OVERFLOW;
+    *size = s;
+    return CDT_SUCCESS;
+}

@@ -1,0 +1,179 @@
+/*
+ * pack_template.h - pack and unpack kernels, written once and expanded twice by
+ * pack_kernels.c: with DIR(x) naming the direction's functions and MOVE(mem, str, n) /
+ * MOVE_VAR(mem, str, n) copying between the user buffer (mem) and the packed stream (str).
+ * No include guard: included once per direction.
+ */
+
+/* count runs of len bytes at p + i * stride; fixed sizes compile to plain loads and stores */
+static char *DIR(runs)(cdt_count len, char *p, cdt_count count, cdt_count stride, char *s)
+{
+    if (stride == len) {
+        MOVE(p, s, (size_t)(count * len));
+        return s + count * len;
+    }
+    switch (len) {
+#define CDT__FIXED_CASE(L)                                                                         \
+    case L:                                                                                        \
+        for (cdt_count i = 0; i < count; i++, p += stride, s += L)                                 \
+            MOVE(p, s, L);                                                                         \
+        return s;
+        CDT__FIXED_SIZES(CDT__FIXED_CASE)
+#undef CDT__FIXED_CASE
+    default:
+        for (cdt_count i = 0; i < count; i++, p += stride, s += len)
+            MOVE_VAR(p, s, len);
+        return s;
+    }
+}
+
+/* runs of len bytes at base + disps[i] */
+static char *DIR(idx_runs)(cdt_count len, char *base, const cdt_count *disps, cdt_count count,
+                           char *s)
+{
+    switch (len) {
+#define CDT__FIXED_CASE(L)                                                                         \
+    case L:                                                                                        \
+        for (cdt_count i = 0; i < count; i++, s += L)                                              \
+            MOVE(base + disps[i], s, L);                                                           \
+        return s;
+        CDT__FIXED_SIZES(CDT__FIXED_CASE)
+#undef CDT__FIXED_CASE
+    default:
+        for (cdt_count i = 0; i < count; i++, s += len)
+            MOVE_VAR(base + disps[i], s, len);
+        return s;
+    }
+}
+
+static char *DIR(one)(const cdt__node *n, char *base, char *s);
+
+/* count instances of n at base + i * stride */
+static char *DIR(rep)(const cdt__node *n, char *base, cdt_count count, cdt_count stride, char *s)
+{
+    if (n->kind == CDT__NODE_LEAF)
+        return DIR(runs)(n->len, base + n->off, count, stride, s);
+    for (cdt_count i = 0; i < count; i++, base += stride)
+        s = DIR(one)(n, base, s);
+    return s;
+}
+
+/* one whole instance of n at base */
+static char *DIR(one)(const cdt__node *n, char *base, char *s)
+{
+    switch (n->kern) {
+    case CDT__K_LEAF:
+        MOVE_VAR(base + n->off, s, n->len);
+        return s + n->len;
+    case CDT__K_VEC_LEAF:
+        return DIR(runs)(n->child->len, base + n->off + n->child->off, n->count, n->stride, s);
+    case CDT__K_VEC_VEC_LEAF: {
+        const cdt__node *c = n->child;
+        char *p = base + n->off + c->off + c->child->off;
+        for (cdt_count i = 0; i < n->count; i++, p += n->stride)
+            s = DIR(runs)(c->child->len, p, c->count, c->stride, s);
+        return s;
+    }
+    case CDT__K_VEC_BLK_LEAF: {
+        const cdt__node *c = n->child;
+        char *p = base + n->off + c->child->off;
+        for (cdt_count i = 0; i < n->count; i++, p += n->stride)
+            s = DIR(idx_runs)(c->child->len, p, c->disps, c->count, s);
+        return s;
+    }
+    case CDT__K_VEC_IDX: {
+        const cdt__node *c = n->child;
+        char *p = base + n->off;
+        const cdt_count *d = c->disps, *l = c->lens, k = c->count;
+        for (cdt_count i = 0; i < n->count; i++, p += n->stride)
+            for (cdt_count j = 0; j < k; j++) {
+                MOVE_VAR(p + d[j], s, l[j]);
+                s += l[j];
+            }
+        return s;
+    }
+    case CDT__K_VEC:
+        return DIR(rep)(n->child, base + n->off, n->count, n->stride, s);
+    case CDT__K_BLK_LEAF:
+        return DIR(idx_runs)(n->child->len, base + n->child->off, n->disps, n->count, s);
+    case CDT__K_BLK:
+        for (cdt_count i = 0; i < n->count; i++)
+            s = DIR(one)(n->child, base + n->disps[i], s);
+        return s;
+    case CDT__K_IDX:
+        for (cdt_count i = 0; i < n->count; i++) {
+            MOVE_VAR(base + n->disps[i], s, n->lens[i]);
+            s += n->lens[i];
+        }
+        return s;
+    case CDT__K_STRUCT:
+        for (cdt_count i = 0; i < n->count; i++)
+            s = DIR(one)(n->children[i], base + n->disps[i], s);
+        return s;
+    }
+    return s;
+}
+
+/* stream bytes [skip, skip + len) of one instance of n at base; 0 < len, skip + len <= size */
+static char *DIR(range)(const cdt__node *n, char *base, cdt_count skip, cdt_count len, char *s)
+{
+    if (skip == 0 && len == n->size)
+        return DIR(one)(n, base, s);
+    switch (n->kind) {
+    case CDT__NODE_LEAF:
+        MOVE(base + n->off + skip, s, (size_t)len);
+        return s + len;
+    case CDT__NODE_VECTOR:
+    case CDT__NODE_BLOCK: {
+        const cdt__node *c = n->child;
+        cdt_count cs = c->size, i = skip / cs, r = skip % cs;
+        bool vec = n->kind == CDT__NODE_VECTOR;
+        char *vbase = base + n->off;
+        if (r > 0) {
+            cdt_count take = cs - r < len ? cs - r : len;
+            s = DIR(range)(c, vec ? vbase + i * n->stride : base + n->disps[i], r, take, s);
+            len -= take;
+            i++;
+        }
+        cdt_count full = len / cs;
+        if (full > 0) {
+            if (vec) {
+                s = DIR(rep)(c, vbase + i * n->stride, full, n->stride, s);
+            } else {
+                for (cdt_count j = i; j < i + full; j++)
+                    s = DIR(one)(c, base + n->disps[j], s);
+            }
+            i += full;
+            len -= full * cs;
+        }
+        if (len > 0)
+            s = DIR(range)(c, vec ? vbase + i * n->stride : base + n->disps[i], 0, len, s);
+        return s;
+    }
+    case CDT__NODE_INDEXED:
+    case CDT__NODE_STRUCT: {
+        cdt_count lo = 0, hi = n->count - 1; /* last entry with prefix <= skip */
+        while (lo < hi) {
+            cdt_count mid = lo + (hi - lo + 1) / 2;
+            if (n->prefix[mid] <= skip)
+                lo = mid;
+            else
+                hi = mid - 1;
+        }
+        for (cdt_count i = lo; len > 0; i++) {
+            cdt_count r = skip - n->prefix[i], es = n->prefix[i + 1] - n->prefix[i];
+            cdt_count take = es - r < len ? es - r : len;
+            if (n->kind == CDT__NODE_INDEXED) {
+                MOVE(base + n->disps[i] + r, s, (size_t)take);
+                s += take;
+            } else {
+                s = DIR(range)(n->children[i], base + n->disps[i], r, take, s);
+            }
+            skip += take;
+            len -= take;
+        }
+        return s;
+    }
+    }
+    return s;
+}
