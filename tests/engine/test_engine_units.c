@@ -1,0 +1,304 @@
+/*
+ * test_engine_units.c - constructors' error cases, the canonical form (cdt_type_describe),
+ * and counts above 2^31 checked through size/extent/iov arithmetic without touching memory.
+ */
+#include "../core/check.h"
+
+#include <string.h>
+
+static char text[4096];
+
+static const char *form(cdt_type t)
+{
+    text[0] = '\0';
+    if (cdt_type_describe(t, text, sizeof(text), NULL) != CDT_SUCCESS)
+        return "<describe failed>";
+    return text;
+}
+
+/* commit t, compare its form with want, free it */
+#define CHECK_FORM(t, want)                                                                        \
+    do {                                                                                           \
+        cdt_type t_ = (t);                                                                         \
+        CHECK_OK(cdt_type_commit(&t_));                                                            \
+        const char *got_ = form(t_);                                                               \
+        if (strcmp(got_, (want)) != 0) {                                                           \
+            check_failures++;                                                                      \
+            fprintf(stderr, "%s:%d: form '%s', expected '%s'\n", __FILE__, __LINE__, got_,         \
+                    (want));                                                                       \
+        }                                                                                          \
+        check_count++;                                                                             \
+        cdt_type_free(&t_);                                                                        \
+    } while (0)
+
+static cdt_type mk(int rc, cdt_type *t)
+{
+    CHECK_OK(rc);
+    return *t;
+}
+
+static void test_errors(void)
+{
+    cdt_type t = NULL, u = NULL;
+    cdt_count bl[2] = {1, 1}, d[2] = {0, 1}, neg[2] = {1, -1};
+    cdt_type types[2] = {CDT_INT32, NULL};
+
+    CHECK_RC(cdt_type_contiguous(-1, CDT_INT32, &t), CDT_ERR_INVALID_ARG);
+    CHECK_RC(cdt_type_contiguous(1, NULL, &t), CDT_ERR_INVALID_ARG);
+    CHECK_RC(cdt_type_contiguous(1, CDT_INT32, NULL), CDT_ERR_INVALID_ARG);
+    CHECK_RC(cdt_type_contiguous(INT64_MAX / 2, CDT_INT64, &t), CDT_ERR_OVERFLOW);
+    CHECK_RC(cdt_type_vector(-1, 1, 1, CDT_INT32, &t), CDT_ERR_INVALID_ARG);
+    CHECK_RC(cdt_type_vector(2, -1, 1, CDT_INT32, &t), CDT_ERR_INVALID_ARG);
+    CHECK_RC(cdt_type_vector(2, 1, INT64_MAX / 2, CDT_INT32, &t), CDT_ERR_OVERFLOW);
+    CHECK_RC(cdt_type_vector(5, 1, INT64_MAX / 8, CDT_INT32, &t), CDT_ERR_OVERFLOW);
+    CHECK_RC(cdt_type_hvector(-2, 1, 8, CDT_INT32, &t), CDT_ERR_INVALID_ARG);
+    CHECK_RC(cdt_type_hvector(3, 1, INT64_MAX / 2 + 1, CDT_INT32, &t), CDT_ERR_OVERFLOW);
+    CHECK_RC(cdt_type_indexed(-1, bl, d, CDT_INT32, &t), CDT_ERR_INVALID_ARG);
+    CHECK_RC(cdt_type_indexed(2, NULL, d, CDT_INT32, &t), CDT_ERR_INVALID_ARG);
+    CHECK_RC(cdt_type_indexed(2, bl, NULL, CDT_INT32, &t), CDT_ERR_INVALID_ARG);
+    CHECK_RC(cdt_type_indexed(2, neg, d, CDT_INT32, &t), CDT_ERR_INVALID_ARG);
+    cdt_count big[2] = {0, INT64_MAX / 2};
+    CHECK_RC(cdt_type_indexed(2, bl, big, CDT_INT32, &t), CDT_ERR_OVERFLOW);
+    CHECK_RC(cdt_type_hindexed(2, bl, NULL, CDT_INT32, &t), CDT_ERR_INVALID_ARG);
+    CHECK_RC(cdt_type_hindexed(2, neg, d, CDT_INT32, &t), CDT_ERR_INVALID_ARG);
+    cdt_count huge[2] = {0, INT64_MAX};
+    CHECK_RC(cdt_type_hindexed(2, bl, huge, CDT_INT32, &t), CDT_ERR_OVERFLOW);
+    CHECK_RC(cdt_type_indexed_block(2, -1, d, CDT_INT32, &t), CDT_ERR_INVALID_ARG);
+    CHECK_RC(cdt_type_indexed_block(2, 1, NULL, CDT_INT32, &t), CDT_ERR_INVALID_ARG);
+    CHECK_RC(cdt_type_indexed_block(-2, 1, d, CDT_INT32, &t), CDT_ERR_INVALID_ARG);
+    CHECK_RC(cdt_type_hindexed_block(2, 1, NULL, CDT_INT32, &t), CDT_ERR_INVALID_ARG);
+    CHECK_RC(cdt_type_hindexed_block(2, -3, d, CDT_INT32, &t), CDT_ERR_INVALID_ARG);
+    CHECK_RC(cdt_type_struct(2, bl, d, NULL, &t), CDT_ERR_INVALID_ARG);
+    CHECK_RC(cdt_type_struct(2, bl, d, types, &t), CDT_ERR_INVALID_ARG); /* NULL entry */
+    CHECK_RC(cdt_type_struct(2, NULL, d, types, &t), CDT_ERR_INVALID_ARG);
+    CHECK_RC(cdt_type_struct(-1, bl, d, types, &t), CDT_ERR_INVALID_ARG);
+    cdt_count sz[2] = {4, 4}, sub[2] = {2, 2}, st[2] = {1, 1}, bad[2] = {3, 0};
+    CHECK_RC(cdt_type_subarray(0, sz, sub, st, CDT_ORDER_C, CDT_INT32, &t), CDT_ERR_INVALID_ARG);
+    CHECK_RC(cdt_type_subarray(33, sz, sub, st, CDT_ORDER_C, CDT_INT32, &t), CDT_ERR_INVALID_ARG);
+    CHECK_RC(cdt_type_subarray(2, sz, sub, st, 7, CDT_INT32, &t), CDT_ERR_INVALID_ARG);
+    CHECK_RC(cdt_type_subarray(2, sz, sub, bad, CDT_ORDER_C, CDT_INT32, &t), CDT_ERR_INVALID_ARG);
+    CHECK_RC(cdt_type_subarray(2, NULL, sub, st, CDT_ORDER_C, CDT_INT32, &t), CDT_ERR_INVALID_ARG);
+    CHECK_RC(cdt_type_resized(NULL, 0, 8, &t), CDT_ERR_INVALID_ARG);
+    CHECK_RC(cdt_type_resized(CDT_INT32, INT64_MAX, 8, &t), CDT_ERR_OVERFLOW);
+    CHECK_RC(cdt_type_dup(NULL, &t), CDT_ERR_INVALID_ARG);
+    CHECK_RC(cdt_type_commit(NULL), CDT_ERR_INVALID_ARG);
+
+    /* uncommitted types cannot be used */
+    CHECK_OK(cdt_type_vector(2, 1, 2, CDT_INT32, &t));
+    int buf[4];
+    cdt_op op;
+    cdt_count n;
+    cdt_iov iov[2];
+    CHECK_RC(cdt_op_pack_begin(buf, 1, t, &op), CDT_ERR_NOT_COMMITTED);
+    CHECK_RC(cdt_pack_size(1, t, &n), CDT_ERR_NOT_COMMITTED);
+    CHECK_RC(cdt_iov_count(buf, 1, t, &n), CDT_ERR_NOT_COMMITTED);
+    CHECK_RC(cdt_iov_get(buf, 1, t, 0, 2, iov, &n), CDT_ERR_NOT_COMMITTED);
+    CHECK_RC(cdt_copy(buf, 1, t, buf, 1, CDT_INT32), CDT_ERR_NOT_COMMITTED);
+    CHECK_RC(cdt_type_describe(t, text, sizeof(text), NULL), CDT_ERR_NOT_COMMITTED);
+    /* a committed parent of an uncommitted child is fine (MPI semantics) */
+    CHECK_OK(cdt_type_contiguous(2, t, &u));
+    CHECK_OK(cdt_type_commit(&u));
+    CHECK_OK(cdt_pack_size(3, u, &n));
+    CHECK(n == 3 * 16);
+    CHECK_RC(cdt_pack_size(-1, u, &n), CDT_ERR_INVALID_ARG);
+    CHECK_RC(cdt_iov_get(buf, 1, u, -1, 2, iov, &n), CDT_ERR_INVALID_ARG);
+    CHECK_RC(cdt_copy(buf, 2, CDT_INT32, buf, 1, CDT_INT32), CDT_ERR_TRUNCATED);
+    CHECK_RC(cdt_type_free(&(cdt_type){CDT_INT32}), CDT_ERR_INVALID_ARG);
+    cdt_type_free(&t);
+    cdt_type_free(&u);
+    CHECK(t == NULL && u == NULL);
+}
+
+static void test_queries(void)
+{
+    cdt_type t;
+    cdt_count size, lb, ext, tlb, text_;
+    /* vector(3, 2, -4, int32): blocks at 0, -16, -32 */
+    CHECK_OK(cdt_type_vector(3, 2, -4, CDT_INT32, &t));
+    CHECK_OK(cdt_type_size(t, &size));
+    CHECK_OK(cdt_type_extent(t, &lb, &ext));
+    CHECK_OK(cdt_type_true_extent(t, &tlb, &text_));
+    CHECK(size == 24 && lb == -32 && ext == 40 && tlb == -32 && text_ == 40);
+    cdt_type r;
+    CHECK_OK(cdt_type_resized(t, -8, -20, &r));
+    CHECK_OK(cdt_type_extent(r, &lb, &ext));
+    CHECK_OK(cdt_type_true_extent(r, &tlb, &text_));
+    CHECK(lb == -8 && ext == -20 && tlb == -32 && text_ == 40);
+    cdt_type d;
+    CHECK_OK(cdt_type_commit(&r));
+    CHECK_OK(cdt_type_dup(r, &d));
+    CHECK_OK(cdt_type_extent(d, &lb, &ext));
+    CHECK(lb == -8 && ext == -20);
+    CHECK_OK(cdt_pack_size(2, d, &size)); /* dup of a committed type is committed */
+    CHECK(size == 48);
+    cdt_kind k;
+    CHECK_OK(cdt_type_kind(d, &k));
+    CHECK(k == CDT_KIND_INT32);
+    cdt_type_free(&t);
+    cdt_type_free(&r);
+    cdt_type_free(&d);
+    /* subarray: lb 0, extent = whole array */
+    cdt_count sz[2] = {4, 6}, sub[2] = {2, 3}, st[2] = {1, 2};
+    CHECK_OK(cdt_type_subarray(2, sz, sub, st, CDT_ORDER_C, CDT_DOUBLE, &t));
+    CHECK_OK(cdt_type_extent(t, &lb, &ext));
+    CHECK_OK(cdt_type_true_extent(t, &tlb, &text_));
+    CHECK(lb == 0 && ext == 4 * 6 * 8 && tlb == (1 * 6 + 2) * 8 && text_ == (6 + 3) * 8);
+    CHECK_FORM(t, "@64 vector(2, 48, contig(24))");
+}
+
+static void test_canonical(void)
+{
+    cdt_type t, u;
+    /* vector with stride == blocklength is contiguous */
+    CHECK_FORM(mk(cdt_type_vector(4, 2, 2, CDT_INT32, &t), &t), "contig(32)");
+    CHECK_FORM(mk(cdt_type_contiguous(8, CDT_INT32, &t), &t), "contig(32)");
+    CHECK_FORM(mk(cdt_type_contiguous(4, CDT_DOUBLE, &t), &t), "contig(32)");
+    /* one strided layout, five constructions */
+    const char *strided = "vector(3, 16, contig(8))";
+    CHECK_FORM(mk(cdt_type_vector(3, 1, 2, CDT_DOUBLE, &t), &t), strided);
+    CHECK_FORM(mk(cdt_type_hvector(3, 1, 16, CDT_DOUBLE, &t), &t), strided);
+    cdt_count d3[3] = {0, 2, 4}, b3[3] = {1, 1, 1}, bd3[3] = {0, 16, 32};
+    CHECK_FORM(mk(cdt_type_indexed_block(3, 1, d3, CDT_DOUBLE, &t), &t), strided);
+    CHECK_FORM(mk(cdt_type_indexed(3, b3, d3, CDT_DOUBLE, &t), &t), strided);
+    cdt_type dt3[3] = {CDT_DOUBLE, CDT_DOUBLE, CDT_DOUBLE};
+    CHECK_FORM(mk(cdt_type_struct(3, b3, bd3, dt3, &t), &t), strided);
+    /* resized extents fold into strides */
+    CHECK_OK(cdt_type_resized(CDT_DOUBLE, 0, 16, &u));
+    CHECK_FORM(mk(cdt_type_contiguous(3, u, &t), &t), strided);
+    cdt_type_free(&u);
+    /* two int32 made into a double-sized pair, in two ways */
+    CHECK_OK(cdt_type_contiguous(2, CDT_INT32, &u));
+    CHECK_FORM(mk(cdt_type_vector(3, 1, 2, u, &t), &t), strided);
+    cdt_type_free(&u);
+    /* adjacent indexed blocks merge */
+    cdt_count bl2[2] = {1, 3}, d2[2] = {0, 1};
+    CHECK_FORM(mk(cdt_type_indexed(2, bl2, d2, CDT_INT32, &t), &t), "contig(16)");
+    /* zero-length blocks vanish */
+    cdt_count blz[3] = {2, 0, 2}, dz[3] = {0, 100, 2};
+    CHECK_FORM(mk(cdt_type_indexed(3, blz, dz, CDT_INT32, &t), &t), "contig(16)");
+    /* struct with a gap: {int a, b, c; double d} */
+    cdt_count sb[4] = {1, 1, 1, 1}, sd[4] = {0, 4, 8, 16};
+    cdt_type st[4] = {CDT_INT32, CDT_INT32, CDT_INT32, CDT_DOUBLE};
+    CHECK_FORM(mk(cdt_type_struct(4, sb, sd, st, &t), &t), "indexed([0:12,16:8])");
+    cdt_count sb2[2] = {3, 1}, sd2[2] = {0, 16};
+    cdt_type st2[2] = {CDT_INT32, CDT_DOUBLE};
+    CHECK_FORM(mk(cdt_type_struct(2, sb2, sd2, st2, &t), &t), "indexed([0:12,16:8])");
+    /* nested vectors whose strides line up flatten; others nest */
+    CHECK_OK(cdt_type_vector(4, 1, 2, CDT_INT32, &u));
+    CHECK_FORM(mk(cdt_type_hvector(3, 1, 32, u, &t), &t), "vector(12, 8, contig(4))");
+    CHECK_FORM(mk(cdt_type_hvector(3, 1, 100, u, &t), &t),
+               "vector(3, 100, vector(4, 8, contig(4)))");
+    cdt_type_free(&u);
+    /* blocks of a non-run child with uneven displacements */
+    CHECK_OK(cdt_type_vector(2, 1, 2, CDT_INT32, &u));
+    cdt_count bd[3] = {0, 100, 164};
+    CHECK_FORM(mk(cdt_type_hindexed_block(3, 1, bd, u, &t), &t),
+               "blockindexed([0,100,164], vector(2, 8, contig(4)))");
+    cdt_type_free(&u);
+    /* subarray in C order equals the Fortran-order subarray of the transposed shape */
+    cdt_count sc[2] = {4, 6}, ssc[2] = {2, 3}, stc[2] = {1, 2};
+    cdt_count sf[2] = {6, 4}, ssf[2] = {3, 2}, stf[2] = {2, 1};
+    cdt_type a, b;
+    CHECK_OK(cdt_type_subarray(2, sc, ssc, stc, CDT_ORDER_C, CDT_FLOAT, &a));
+    CHECK_OK(cdt_type_subarray(2, sf, ssf, stf, CDT_ORDER_FORTRAN, CDT_FLOAT, &b));
+    CHECK_OK(cdt_type_commit(&a));
+    CHECK_OK(cdt_type_commit(&b));
+    char fa[256];
+    snprintf(fa, sizeof(fa), "%s", form(a));
+    CHECK(strcmp(fa, form(b)) == 0);
+    CHECK(strcmp(fa, "@32 vector(2, 24, contig(12))") == 0);
+    cdt_type_free(&a);
+    cdt_type_free(&b);
+    /* empty */
+    CHECK_FORM(mk(cdt_type_contiguous(0, CDT_INT32, &t), &t), "empty");
+    /* describe truncates and reports the full length */
+    CHECK_OK(cdt_type_vector(3, 1, 2, CDT_DOUBLE, &t));
+    CHECK_OK(cdt_type_commit(&t));
+    char small[8];
+    size_t need = 0;
+    CHECK_OK(cdt_type_describe(t, small, sizeof(small), &need));
+    CHECK(need == strlen(strided) && strlen(small) == 7 && !strncmp(small, strided, 7));
+    cdt_type_free(&t);
+}
+
+/* counts above 2^31: arithmetic only, no memory is touched */
+static void test_large(void)
+{
+    cdt_type v, t;
+    cdt_count size, lb, ext, n;
+    CHECK_OK(cdt_type_vector(3, 1, 4, CDT_DOUBLE, &v)); /* 3 runs of 8 bytes, extent 72 */
+    CHECK_OK(cdt_type_resized(v, 0, 96, &t));
+    CHECK_OK(cdt_type_commit(&t));
+    cdt_count count = (cdt_count)1 << 33;
+    CHECK_OK(cdt_pack_size(count, t, &size));
+    CHECK(size == count * 24);
+    char *fake = (char *)(uintptr_t)0x100000; /* never dereferenced */
+    CHECK_OK(cdt_iov_count(fake, count, t, &n));
+    CHECK(n == 3 * count);
+    cdt_iov iov[4];
+    CHECK_OK(cdt_iov_get(fake, count, t, 3 * count - 2, 4, iov, &n));
+    CHECK(n == 2);
+    CHECK((char *)iov[0].base == fake + (count - 1) * 96 + 32 && iov[0].len == 8);
+    CHECK((char *)iov[1].base == fake + (count - 1) * 96 + 64 && iov[1].len == 8);
+    CHECK_OK(cdt_iov_get(fake, count, t, 3 * count, 4, iov, &n));
+    CHECK(n == 0);
+    cdt_type big;
+    CHECK_OK(cdt_type_contiguous((cdt_count)1 << 40, t, &big));
+    CHECK_OK(cdt_type_size(big, &size));
+    CHECK_OK(cdt_type_extent(big, &lb, &ext));
+    CHECK(size == ((cdt_count)24 << 40) && lb == 0 && ext == ((cdt_count)96 << 40));
+    CHECK_OK(cdt_type_commit(&big));
+    CHECK_RC(cdt_pack_size((cdt_count)1 << 40, big, &size), CDT_ERR_OVERFLOW);
+    CHECK(strcmp(form(big), "vector(3298534883328, 32, contig(8))") == 0);
+    cdt_type bigv;
+    CHECK_OK(cdt_type_vector((cdt_count)3 << 31, 2, 5, CDT_INT32, &bigv));
+    CHECK_OK(cdt_type_size(bigv, &size));
+    CHECK(size == ((cdt_count)3 << 31) * 8);
+    cdt_type_free(&bigv);
+    cdt_type_free(&big);
+    cdt_type_free(&t);
+    cdt_type_free(&v);
+}
+
+/* pack at every split of every element through the operation API */
+static void test_split_offsets(void)
+{
+    cdt_type t;
+    cdt_count sb[4] = {1, 1, 1, 1}, sd[4] = {0, 4, 8, 16};
+    cdt_type st[4] = {CDT_INT32, CDT_INT32, CDT_INT32, CDT_DOUBLE};
+    CHECK_OK(cdt_type_struct(4, sb, sd, st, &t));
+    CHECK_OK(cdt_type_commit(&t));
+    unsigned char src[24 * 5], want[20 * 5], got[20 * 5];
+    for (int i = 0; i < (int)sizeof(src); i++)
+        src[i] = (unsigned char)i;
+    for (int e = 0, k = 0; e < 5; e++) {
+        memcpy(want + k, src + 24 * e, 12);
+        memcpy(want + k + 12, src + 24 * e + 16, 8);
+        k += 20;
+    }
+    for (int a = 0; a <= 100; a++)
+        for (int b = a; b <= 100; b++) {
+            cdt_op op;
+            cdt_count used;
+            memset(got, 0, sizeof(got));
+            CHECK_OK(cdt_op_pack_begin(src, 5, t, &op));
+            if (b > a)
+                CHECK_OK(cdt_op_pack(op, a, got + a, b - a, &used));
+            cdt_op_end(op);
+            if (memcmp(got + a, want + a, (size_t)(b - a)) != 0) {
+                CHECK(!"split pack");
+                a = b = 101;
+            }
+        }
+    cdt_type_free(&t);
+}
+
+int main(void)
+{
+    test_errors();
+    test_queries();
+    test_canonical();
+    test_large();
+    test_split_offsets();
+    return check_report("test_engine_units");
+}
