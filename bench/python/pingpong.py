@@ -8,8 +8,8 @@ Methods:
   pickle-oob     mpi4py.util.pkl5: out-of-band buffers, N + 2 messages per object
   cdtypes        cdtypes.mpi: one message per object (frame pieces in place via hindexed)
   cdtypes-gather the same message, gathered into one contiguous buffer before MPI_Send
-Latency is half the round trip (the receiver sends the object it rebuilt back); bandwidth is
-size / latency in MB/s (10^6 bytes).
+Latency is half the median round trip (the receiver sends the object it rebuilt back);
+bandwidth is size / latency in MB/s (10^6 bytes).
 """
 import argparse
 import pickle
@@ -71,16 +71,21 @@ METHODS = {
 
 
 def pingpong(send, recv, obj, iters):
+    """Median one-way time over `iters` round trips (rank 0's clock; rank 1 returns 0)."""
+    times = []
     comm.Barrier()
-    t0 = time.perf_counter()
     for _ in range(iters):
+        t0 = time.perf_counter()
         if rank == 0:
             send(obj, peer, 1)
             recv(peer, 2)
         else:
             back = recv(peer, 1)
             send(back, peer, 2)
-    return (time.perf_counter() - t0) / iters / 2
+            del back
+        times.append(time.perf_counter() - t0)
+    times.sort()
+    return times[len(times) // 2] / 2
 
 
 def main():
@@ -107,7 +112,7 @@ def main():
                 obj = make(case, size) if method != "raw" else None
                 pingpong(send, recv, obj, 2)  # warm up (allocations, connections)
                 t = pingpong(send, recv, obj, 2)
-                iters = int(min(max_iters, max(3, target / max(t * 2, 1e-9))))
+                iters = int(min(max_iters, max(5, target / max(t * 2, 1e-9))))
                 iters = comm.bcast(iters, root=0)
                 lat = pingpong(send, recv, obj, iters)
                 nbytes = obj_bytes(case, size)
