@@ -8,7 +8,7 @@
  * with MPICH, as an MPI datatype. Pack (random fragment sizes and orders through the operation
  * API), unpack, iov and copy are compared byte for byte.
  *
- * usage: test_engine_diff [seeds] [--mpich]   (seeds also from CDT_TEST_SEEDS; default 300)
+ * usage: test_engine_diff [seeds] [--mpich]   (seeds also from CDT_TEST_SEEDS; default 3000)
  */
 #include "../core/check.h"
 
@@ -192,6 +192,7 @@ static void reference(td *t)
 
 /* ---- generator ---- */
 static td *gen(int depth, int64_t budget);
+static void free_td(td *t);
 
 static td *gen_pre(void)
 {
@@ -264,12 +265,7 @@ static td *gen(int depth, int64_t budget)
     }
     reference(t);
     if (t->nmap > 8192) { /* keep it small: replace by a predefined type */
-        for (int i = 0; i < nk; i++) {
-            free(t->kids[i]->map);
-            free(t->kids[i]);
-        }
-        free(t->map);
-        free(t);
+        free_td(t);
         return gen_pre();
     }
     /* build children depth-first at the end (build()) */
@@ -697,7 +693,7 @@ static void check_copy(td *s, int64_t sc, td *d, int64_t dc)
 
 int main(int argc, char **argv)
 {
-    long seeds = 300;
+    long seeds = 3000;
     int want_mpich = 0;
     const char *env = getenv("CDT_TEST_SEEDS");
     if (env != NULL)
