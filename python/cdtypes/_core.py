@@ -18,7 +18,6 @@ from ._lib import (
     CDT_ERR_PY_EXCEPTION,
     CDT_KIND_BYTE,
     CdtError,
-    Pinned,
     check,
     lib,
 )
@@ -33,19 +32,22 @@ except ImportError:  # pragma: no cover - exercised only without NumPy
     _np = None
 
 
+def _alloc_aligned(nbytes):
+    """(buffer, address): ``nbytes`` writable bytes on an ALIGN-byte boundary, owned by
+    Python (a NumPy uint8 array when NumPy is present, a memoryview of a bytearray
+    otherwise); uninitialised with NumPy."""
+    raw = _np.empty(nbytes + ALIGN, dtype=_np.uint8) if _np is not None else bytearray(nbytes + ALIGN)
+    addr = ctypes.addressof(ctypes.c_char.from_buffer(raw))
+    skip = -addr % ALIGN
+    if _np is None:
+        raw = memoryview(raw)
+    return raw[skip : skip + nbytes], addr + skip
+
+
 def default_alloc(nbytes):
     """A writable buffer of ``nbytes`` starting on an ALIGN-byte boundary, owned by Python
     (a NumPy uint8 array when NumPy is present, a memoryview of a bytearray otherwise)."""
-    if _np is not None:
-        raw = _np.empty(nbytes + ALIGN, dtype=_np.uint8)
-        skip = -raw.ctypes.data % ALIGN
-        return raw[skip : skip + nbytes]
-    raw = bytearray(nbytes + ALIGN)
-    mv = memoryview(raw)
-    p = Pinned(mv)
-    skip = -p.address % ALIGN
-    p.release()
-    return mv[skip : skip + nbytes]
+    return _alloc_aligned(nbytes)[0]
 
 
 class Frame:
@@ -107,11 +109,11 @@ class Frame:
 
     def gather_into(self, dst, offset=0):
         """Copy frame bytes [offset, offset + len(dst)) into the writable buffer ``dst``."""
-        p = Pinned(dst, writable=True)
+        keeper, addr, n = _lib.pin(dst, writable=True)
         try:
-            check(lib.cdt_frame_gather(self._handle(), offset, p.address, p.nbytes), "gather")
+            check(lib.cdt_frame_gather(self._handle(), offset, addr, n), "cdt_frame_gather")
         finally:
-            p.release()
+            _lib.release(keeper)
 
     def tobytes(self):
         """The whole frame in one bytes object (a copy)."""
@@ -125,7 +127,7 @@ class Frame:
         if h is not None:
             lib.cdt_frame_free(h)
         for p in self._pins:
-            p.release()
+            _lib.release(p)
         for b in self._buffers:
             b.release()
         self._pins = self._buffers = ()
@@ -155,17 +157,15 @@ def dumps(obj, *, protocol=5):
     try:
         sbufs = (_lib.cdt_sobj_buffer * max(len(buffers), 1))()
         for i, pb in enumerate(buffers):
-            p = Pinned(pb.raw())  # raw(): a contiguous byte view; BufferError otherwise
-            pins.append(p)
-            sbufs[i].base = p.address
-            sbufs[i].len = p.nbytes
-            # bytes: the pickle stream records the element type and byte order itself
-            sbufs[i].kind = CDT_KIND_BYTE
-        ip = Pinned(inband)
-        pins.append(ip)
+            # raw(): a contiguous byte view (BufferError otherwise); bytes travel as bytes:
+            # the pickle stream records the element type and byte order itself
+            keeper, addr, n = _lib.pin(pb.raw())
+            pins.append(keeper)
+            b = sbufs[i]
+            b.base, b.len, b.kind = addr, n, CDT_KIND_BYTE
         so = _lib.cdt_sobj()
-        so.inband = ip.address
-        so.inband_len = ip.nbytes
+        so.inband = ctypes.cast(inband, ctypes.c_void_p)  # inband (bytes) lives until return
+        so.inband_len = len(inband)
         so.buffers = sbufs
         so.nbuffers = len(buffers)
         handle = ctypes.c_void_p()
@@ -175,12 +175,10 @@ def dumps(obj, *, protocol=5):
         )
     except BaseException:
         for p in pins:
-            p.release()
+            _lib.release(p)
         for b in buffers:
             b.release()
         raise
-    ip.release()  # the stream was copied into the frame's head
-    pins.pop()
     return Frame(handle.value, pins, buffers)
 
 
@@ -189,7 +187,7 @@ class _Receiver:
     buffer, pinned while the decoder writes into them."""
 
     def __init__(self, alloc, inplace_base=None, decoder=None):
-        self.alloc = alloc or default_alloc
+        self.alloc = alloc
         self.inplace_base = inplace_base
         self.decoder = decoder
         self.inband = None
@@ -200,28 +198,31 @@ class _Receiver:
 
     def _hook(self, user, index, nbytes, kind, base_out):
         try:
-            if index >= 0 and self.inplace_base is not None:
-                # the region's bytes already lie in the received frame: point at them
-                off, ln, kd = _lib.cdt_count(), _lib.cdt_count(), _lib.cdt_kind()
-                check(
-                    lib.cdt_decoder_region_info(
-                        self.decoder, index, ctypes.byref(ln), ctypes.byref(kd), ctypes.byref(off)
-                    )
-                )
-                mem = self.inplace_view[off.value : off.value + nbytes]
-            elif index < 0:
-                mem = bytearray(nbytes)
-            else:
-                mem = self.alloc(nbytes)
-            p = Pinned(mem, writable=True)
-            self.pins.append(p)
-            if p.nbytes != nbytes:
-                raise ValueError("allocator gave %d bytes, %d were asked" % (p.nbytes, nbytes))
-            if index < 0:
+            if index < 0:  # the pickle stream: small, copied by the decoder
+                mem = ctypes.create_string_buffer(nbytes)
+                addr = ctypes.addressof(mem)
                 self.inband = mem
             else:
+                if self.inplace_base is not None:
+                    # the region's bytes already lie in the received frame: point at them
+                    off, ln, kd = _lib.cdt_count(), _lib.cdt_count(), _lib.cdt_kind()
+                    check(
+                        lib.cdt_decoder_region_info(
+                            self.decoder, index, ctypes.byref(ln), ctypes.byref(kd), ctypes.byref(off)
+                        )
+                    )
+                    mem = self.inplace_view[off.value : off.value + nbytes]
+                    addr = self.inplace_base + off.value
+                elif self.alloc is None:
+                    mem, addr = _alloc_aligned(nbytes)
+                else:
+                    mem = self.alloc(nbytes)
+                    keeper, addr, n = _lib.pin(mem, writable=True)
+                    self.pins.append(keeper)
+                    if n != nbytes:
+                        raise ValueError("allocator gave %d bytes, %d were asked" % (n, nbytes))
                 self.buffers.append(mem)
-            base_out[0] = p.address if nbytes else None
+            base_out[0] = addr if nbytes else None
             return 0
         except BaseException as e:  # never let an exception cross the C frame
             self.exc = e
@@ -229,7 +230,7 @@ class _Receiver:
 
     def release(self):
         for p in self.pins:
-            p.release()
+            _lib.release(p)
         self.pins = []
 
 
@@ -247,16 +248,15 @@ def loads(data, *, alloc=None, inplace=False):
     inplace=True: ``data`` must be writable and the arrays are views of it (no copy at all;
     used by the MPI path, whose receive buffer is allocated once per message).
     Raises a CdtError subclass for anything that is not a complete, valid frame."""
-    src = Pinned(data, writable=inplace)
+    src_keeper, src_addr, n = _lib.pin(data, writable=inplace)
     dec = ctypes.c_void_p()
     rx = None
     so = _lib.cdt_sobj()
     prepared = False
     try:
-        n = src.nbytes
         if n < _lib.CDT_FRAME_FIXED_HEADER_SIZE:
             raise _lib.error(-12, "%d bytes cannot hold a frame header" % n)
-        check(lib.cdt_decoder_create(src.address, n, ctypes.byref(dec)), "cdt_decoder_create")
+        check(lib.cdt_decoder_create(src_addr, n, ctypes.byref(dec)), "cdt_decoder_create")
         info = _lib.cdt_frame_info()
         check(lib.cdt_decoder_info(dec, ctypes.byref(info)), "cdt_decoder_info")
         if info.frame_size > n:  # check before allocating what the header announces
@@ -267,7 +267,7 @@ def loads(data, *, alloc=None, inplace=False):
             raise _lib.error(
                 -11, "%d bytes after the end of the frame" % (n - info.frame_size)
             )
-        rx = _Receiver(alloc, src.address if inplace else None, dec)
+        rx = _Receiver(alloc, src_addr if inplace else None, dec)
         if inplace:
             rx.inplace_view = memoryview(data).cast("B")
         so.alloc = rx.cfunc
@@ -277,11 +277,11 @@ def loads(data, *, alloc=None, inplace=False):
         check(lib.cdt_decoder_bind(dec, ctypes.byref(so), 1, lib.cdt_sobj_type()), "cdt_decoder_bind")
         if inplace:
             head = info.header_size + info.packed_size
-            check(lib.cdt_decoder_write(dec, 0, src.address, head), "cdt_decoder_write")
+            check(lib.cdt_decoder_write(dec, 0, src_addr, head), "cdt_decoder_write")
             for i in range(info.region_count):
                 check(lib.cdt_decoder_region_done(dec, i), "cdt_decoder_region_done")
         else:
-            check(lib.cdt_decoder_write(dec, 0, src.address, n), "cdt_decoder_write")
+            check(lib.cdt_decoder_write(dec, 0, src_addr, n), "cdt_decoder_write")
         check(lib.cdt_decoder_finish(dec), "cdt_decoder_finish")
     finally:
         if dec.value:
@@ -290,7 +290,7 @@ def loads(data, *, alloc=None, inplace=False):
             lib.cdt_sobj_release(ctypes.byref(so))
         if rx is not None:
             rx.release()
-        src.release()
+        _lib.release(src_keeper)
     try:
         return pickle.loads(rx.inband, buffers=rx.buffers)
     except Exception as e:

@@ -333,6 +333,24 @@ class Pinned:
         self.release()
 
 
+def pin(obj, writable=False):
+    """(keeper, address, nbytes) of a C-contiguous buffer: the address stays valid while
+    keeper lives (a ctypes object over a writable buffer, else a Pinned export; call
+    release(keeper) to end a Pinned export early)."""
+    mv = obj if type(obj) is memoryview else memoryview(obj)
+    n = mv.nbytes
+    if n > 0 and not mv.readonly and mv.c_contiguous:
+        keeper = ctypes.c_char.from_buffer(mv)
+        return keeper, ctypes.addressof(keeper), n
+    p = Pinned(obj, writable)
+    return p, p.address, p.nbytes
+
+
+def release(keeper):
+    if type(keeper) is Pinned:
+        keeper.release()
+
+
 def view_of(address, nbytes, owner, readonly=True):
     """A memoryview of ``nbytes`` at ``address`` that keeps ``owner`` alive."""
     if nbytes == 0:
