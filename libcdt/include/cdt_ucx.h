@@ -1,0 +1,252 @@
+/*
+ * cdt_ucx.h - libcdt's UCX transport: send one object as one matched message, with its large
+ * memory regions moving zero-copy on both ends. Protocol: docs/TRANSPORT.md.
+ *
+ * Read top to bottom:
+ *   1. conventions and tags
+ *   2. context and worker (progress without a dedicated thread)
+ *   3. endpoints: listener on host:port, connect, or from an exchanged worker address
+ *   4. send and receive of (buf, count, type), blocking and non-blocking
+ *   5. requests: test, wait, cancel, free
+ *
+ * Conventions: as cdt.h (0 = success, negative cdt status codes, outputs written only on
+ * success, free/destroy functions accept NULL). Every params struct starts with `field_mask`;
+ * set the bit of each field you fill, the others take their documented default, so the
+ * structs can grow without breaking the ABI. A NULL params pointer means all defaults.
+ *
+ * Threads: every function may be called from any thread. A worker serialises its use of UCX
+ * with one mutex (the UCX worker runs in UCS_THREAD_MODE_SERIALIZED); completion work runs
+ * inside whatever call progresses the worker, under that mutex. Blocking calls release the
+ * mutex between progress steps, so threads blocked on one worker all make progress.
+ *
+ * Timeouts are in milliseconds; CDT_UCX_INFINITE waits without bound.
+ */
+#ifndef CDT_UCX_H
+#define CDT_UCX_H
+
+#include "cdt.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ------------------------------------------------------------------------------------------
+ * 1. Handles and tags
+ * ---------------------------------------------------------------------------------------- */
+
+typedef struct cdt_ucx_context_s *cdt_ucx_context;   /* one UCX context (ucp_context_h) */
+typedef struct cdt_ucx_worker_s *cdt_ucx_worker;     /* progress engine, owns endpoints */
+typedef struct cdt_ucx_listener_s *cdt_ucx_listener; /* accepts connections on host:port */
+typedef struct cdt_ucx_ep_s *cdt_ucx_ep;             /* a connection to one peer worker */
+typedef struct cdt_ucx_request_s *cdt_ucx_request;   /* a send or receive in flight */
+
+/* User tags are 63 bits: the top bit of the UCX tag is the transport's private space. */
+typedef uint64_t cdt_ucx_tag;
+#define CDT_UCX_TAG_MAX ((cdt_ucx_tag)0x7fffffffffffffffull)
+/* Tag masks: a receive matches tag t when (t & mask) == (tag & mask). */
+#define CDT_UCX_TAG_MASK_FULL CDT_UCX_TAG_MAX /* exact tag */
+#define CDT_UCX_TAG_MASK_ANY ((cdt_ucx_tag)0) /* any tag (wildcard) */
+
+#define CDT_UCX_INFINITE ((int64_t)-1)
+
+/*! cdt_ucx_version_string() : the UCX library version in use, e.g. "1.13.1". */
+CDT_API const char *cdt_ucx_version_string(void);
+
+/* ------------------------------------------------------------------------------------------
+ * 2. Context and worker
+ * ---------------------------------------------------------------------------------------- */
+
+enum cdt_ucx_context_params_field {
+    CDT_UCX_CONTEXT_PARAM_ESTIMATED_NUM_EPS = 1u << 0,
+};
+
+typedef struct cdt_ucx_context_params {
+    uint64_t field_mask;
+    /* expected number of endpoints (a UCX tuning hint). Default: UCX's. */
+    size_t estimated_num_eps;
+} cdt_ucx_context_params;
+
+/*! cdt_ucx_context_create() : read the UCX configuration (UCX_* environment variables such
+ *  as UCX_TLS) and create a context with tag matching.
+ *  Errors: CDT_ERR_TRANSPORT (UCX failed), CDT_ERR_NO_MEMORY, CDT_ERR_INVALID_ARG. */
+CDT_API int cdt_ucx_context_create(const cdt_ucx_context_params *params,
+                                   cdt_ucx_context *context);
+/*! cdt_ucx_context_destroy() : destroy a context whose workers are all destroyed. */
+CDT_API void cdt_ucx_context_destroy(cdt_ucx_context context);
+
+enum cdt_ucx_worker_params_field {
+    CDT_UCX_WORKER_PARAM_SENDER_ID = 1u << 0,
+    CDT_UCX_WORKER_PARAM_ZCOPY_THRESHOLD = 1u << 1,
+};
+
+/* Bits of a worker's sender id (docs/TRANSPORT.md: it keys the private tag space). */
+#define CDT_UCX_SENDER_ID_BITS 23
+
+typedef struct cdt_ucx_worker_params {
+    uint64_t field_mask;
+    /* This worker's sender id, below 2^CDT_UCX_SENDER_ID_BITS. The ids of all workers that
+     * send to one receiver must differ; a bootstrap that knows ranks (MPI, PMIx) should give
+     * the rank. Default: random (collision chance about n^2 / 2^24 for n senders). */
+    uint32_t sender_id;
+    /* Regions of at least this many bytes move as their own zero-copy message; smaller ones
+     * are gathered into the frame's head message. Default 65536; minimum 1. */
+    cdt_count zcopy_threshold;
+} cdt_ucx_worker_params;
+
+/*! cdt_ucx_worker_create() : create a worker on `context`.
+ *  Errors: CDT_ERR_INVALID_ARG (sender id too large, threshold < 1), CDT_ERR_TRANSPORT,
+ *  CDT_ERR_NO_MEMORY. */
+CDT_API int cdt_ucx_worker_create(cdt_ucx_context context, const cdt_ucx_worker_params *params,
+                                  cdt_ucx_worker *worker);
+/*! cdt_ucx_worker_destroy() : cancel what is still pending, close the worker's endpoints
+ *  and listeners (forcefully), release the worker. Requests not yet freed become invalid. */
+CDT_API void cdt_ucx_worker_destroy(cdt_ucx_worker worker);
+/*! cdt_ucx_worker_progress() : run completions once; @return number of UCX events (>= 0). */
+CDT_API int cdt_ucx_worker_progress(cdt_ucx_worker worker);
+/*! cdt_ucx_worker_address() : this worker's address, for out-of-band exchange (a file, MPI,
+ *  PMIx): the peer passes it to cdt_ucx_ep_create_from_address(). Free it with
+ *  cdt_ucx_worker_address_free(). */
+CDT_API int cdt_ucx_worker_address(cdt_ucx_worker worker, void **address, size_t *length);
+CDT_API void cdt_ucx_worker_address_free(cdt_ucx_worker worker, void *address);
+/*! cdt_ucx_worker_sender_id() : the sender id in use (given or drawn at random). */
+CDT_API uint32_t cdt_ucx_worker_sender_id(cdt_ucx_worker worker);
+/*! cdt_ucx_worker_handle() : the underlying ucp_worker_h (as void *), for programs that also
+ *  use UCX directly. Use it only under the rules of section "Threads" above, i.e. not while
+ *  other threads use this worker. */
+CDT_API void *cdt_ucx_worker_handle(cdt_ucx_worker worker);
+
+/* ------------------------------------------------------------------------------------------
+ * 3. Endpoints
+ *
+ * Every endpoint uses UCX peer error handling: when the peer exits or the connection breaks,
+ * pending sends on the endpoint fail with CDT_ERR_PEER, receives that were part-way through a
+ * message fail with CDT_ERR_PEER (docs/TRANSPORT.md, "Failures"), and cdt_ucx_ep_status()
+ * returns CDT_ERR_PEER.
+ * ---------------------------------------------------------------------------------------- */
+
+enum cdt_ucx_listener_params_field {
+    CDT_UCX_LISTENER_PARAM_HOST = 1u << 0,
+    CDT_UCX_LISTENER_PARAM_PORT = 1u << 1,
+};
+
+typedef struct cdt_ucx_listener_params {
+    uint64_t field_mask;
+    const char *host; /* IPv4/IPv6 literal or name to bind. Default "0.0.0.0" */
+    uint16_t port;    /* Default 0: any free port (see cdt_ucx_listener_port) */
+} cdt_ucx_listener_params;
+
+/*! cdt_ucx_listener_create() : listen for connections; accept them with
+ *  cdt_ucx_listener_accept(). Errors: CDT_ERR_TRANSPORT (e.g. port in use). */
+CDT_API int cdt_ucx_listener_create(cdt_ucx_worker worker, const cdt_ucx_listener_params *params,
+                                    cdt_ucx_listener *listener);
+/*! cdt_ucx_listener_port() : the port actually bound. */
+CDT_API int cdt_ucx_listener_port(cdt_ucx_listener listener, uint16_t *port);
+/*! cdt_ucx_listener_accept() : progress the worker until a connection request arrives, then
+ *  create its endpoint. Errors: CDT_ERR_TIMEOUT, CDT_ERR_TRANSPORT. */
+CDT_API int cdt_ucx_listener_accept(cdt_ucx_listener listener, int64_t timeout_ms,
+                                    cdt_ucx_ep *ep);
+/*! cdt_ucx_listener_destroy() : stop listening; requests not yet accepted are rejected. */
+CDT_API void cdt_ucx_listener_destroy(cdt_ucx_listener listener);
+
+/*! cdt_ucx_ep_connect() : connect to a listener at host:port and wait until the connection
+ *  is up. Errors: CDT_ERR_PEER (refused or unreachable), CDT_ERR_TIMEOUT, CDT_ERR_TRANSPORT. */
+CDT_API int cdt_ucx_ep_connect(cdt_ucx_worker worker, const char *host, uint16_t port,
+                               int64_t timeout_ms, cdt_ucx_ep *ep);
+/*! cdt_ucx_ep_create_from_address() : an endpoint to the worker whose address (from
+ *  cdt_ucx_worker_address) was exchanged out of band. Does not wait for the peer. */
+CDT_API int cdt_ucx_ep_create_from_address(cdt_ucx_worker worker, const void *address,
+                                           size_t length, cdt_ucx_ep *ep);
+/*! cdt_ucx_ep_status() : CDT_SUCCESS while usable, CDT_ERR_PEER after a peer failure. */
+CDT_API int cdt_ucx_ep_status(cdt_ucx_ep ep);
+/*! cdt_ucx_ep_handle() : the underlying ucp_ep_h (as void *). Same rules as worker_handle. */
+CDT_API void *cdt_ucx_ep_handle(cdt_ucx_ep ep);
+/*! cdt_ucx_ep_close() : flush what was sent (at most timeout_ms, then force) and close.
+ *  Returns CDT_SUCCESS, or the error that made it close by force. ep is freed either way. */
+CDT_API int cdt_ucx_ep_close(cdt_ucx_ep ep, int64_t timeout_ms);
+
+/* ------------------------------------------------------------------------------------------
+ * 4. Send and receive
+ *
+ * One call sends the object (buf, count, type) as one message: the receiver matches it once
+ * and gets the whole object. The send side never copies a region of zcopy_threshold bytes or
+ * more; the receive side receives such a region straight into the memory the receiving type
+ * names (or that a prepare callback allocated). buf and every region must stay unchanged
+ * until the send completes; the receive object must not be touched until the receive does.
+ * ---------------------------------------------------------------------------------------- */
+
+/* What a completed receive matched. */
+typedef struct cdt_ucx_recv_info {
+    cdt_ucx_tag tag;        /* the sender's tag */
+    cdt_count frame_size;   /* bytes of the frame (docs/FORMAT.md) */
+    cdt_count packed_size;  /* bytes of the packed stream */
+    cdt_count region_count; /* regions in the frame */
+    cdt_count region_bytes; /* sum of their lengths */
+} cdt_ucx_recv_info;
+
+/* Receive into memory sized from the frame header: called once the header was validated and
+ * before any object byte is written. It must bind the decoder (cdt_decoder_bind, or an adapter
+ * such as cdt_sobj_recv_prepare) and may read every length through cdt_decoder_info /
+ * cdt_decoder_region_info to allocate first. A non-zero return fails the receive with that
+ * code (nothing more is written). The decoder is only valid during the call. */
+typedef int(cdt_ucx_recv_prepare_func_t)(void *arg, cdt_decoder decoder);
+
+enum cdt_ucx_recv_params_field {
+    CDT_UCX_RECV_PARAM_PREPARE = 1u << 0,
+};
+
+typedef struct cdt_ucx_recv_params {
+    uint64_t field_mask;
+    /* When set, buf/count/type of the receive are ignored (pass NULL, 0, NULL) and `prepare`
+     * binds the decoder. Default: bind to the receive's buf, count, type. */
+    cdt_ucx_recv_prepare_func_t *prepare;
+    void *prepare_arg;
+} cdt_ucx_recv_params;
+
+/*! cdt_ucx_isend() : start sending (buf, count, type) with `tag` (<= CDT_UCX_TAG_MAX).
+ *  *request must be completed (test/wait) and freed. When this returns an error no message
+ *  was sent. Errors: as cdt_frame_encode, CDT_ERR_INVALID_ARG, CDT_ERR_PEER, CDT_ERR_TRANSPORT. */
+CDT_API int cdt_ucx_isend(cdt_ucx_ep ep, const void *buf, cdt_count count, cdt_type type,
+                          cdt_ucx_tag tag, cdt_ucx_request *request);
+/*! cdt_ucx_send() : isend + wait + free. On CDT_ERR_TIMEOUT the send is abandoned (the
+ *  endpoint should then be closed). */
+CDT_API int cdt_ucx_send(cdt_ucx_ep ep, const void *buf, cdt_count count, cdt_type type,
+                         cdt_ucx_tag tag, int64_t timeout_ms);
+
+/*! cdt_ucx_irecv() : post a receive of one object whose tag matches (tag, tag_mask). Receives
+ *  match in the order they were posted. params may be NULL.
+ *  Errors: CDT_ERR_INVALID_ARG, CDT_ERR_NO_MEMORY, CDT_ERR_TRANSPORT. The message's own
+ *  errors (malformed frame, mismatch, truncation, peer failure) are the request's status. */
+CDT_API int cdt_ucx_irecv(cdt_ucx_worker worker, void *buf, cdt_count count, cdt_type type,
+                          cdt_ucx_tag tag, cdt_ucx_tag tag_mask, const cdt_ucx_recv_params *params,
+                          cdt_ucx_request *request);
+/*! cdt_ucx_recv() : irecv + wait + free; info may be NULL. On CDT_ERR_TIMEOUT the receive is
+ *  canceled when it had not matched yet. */
+CDT_API int cdt_ucx_recv(cdt_ucx_worker worker, void *buf, cdt_count count, cdt_type type,
+                         cdt_ucx_tag tag, cdt_ucx_tag tag_mask, const cdt_ucx_recv_params *params,
+                         cdt_ucx_recv_info *info, int64_t timeout_ms);
+
+/* ------------------------------------------------------------------------------------------
+ * 5. Requests
+ * ---------------------------------------------------------------------------------------- */
+
+/*! cdt_ucx_request_test() : progress the worker once; @return CDT_INPROGRESS, or the final
+ *  status of the request (CDT_SUCCESS or an error). */
+CDT_API int cdt_ucx_request_test(cdt_ucx_request request);
+/*! cdt_ucx_request_wait() : progress until the request completes or timeout_ms passes;
+ *  @return its final status, or CDT_ERR_TIMEOUT (the request is still pending). */
+CDT_API int cdt_ucx_request_wait(cdt_ucx_request request, int64_t timeout_ms);
+/*! cdt_ucx_request_cancel() : cancel a receive that has not matched a message yet; it then
+ *  completes with CDT_ERR_CANCELED. @return CDT_SUCCESS when the cancel was requested (or the
+ *  request already completed), CDT_ERR_BUSY when it has matched (it completes normally), or
+ *  CDT_ERR_UNSUPPORTED for sends (a posted send completes or fails with its endpoint). */
+CDT_API int cdt_ucx_request_cancel(cdt_ucx_request request);
+/*! cdt_ucx_request_recv_info() : what a successfully completed receive matched. */
+CDT_API int cdt_ucx_request_recv_info(cdt_ucx_request request, cdt_ucx_recv_info *info);
+/*! cdt_ucx_request_free() : free a completed request. A pending request: CDT_ERR_BUSY (cancel
+ *  or wait first). NULL: no-op. */
+CDT_API int cdt_ucx_request_free(cdt_ucx_request request);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* CDT_UCX_H */

@@ -1,0 +1,209 @@
+/*
+ * ucx_context.c - UCX context and worker: setup, progress, addresses, status mapping.
+ */
+#include "ucx_internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <time.h>
+#include <unistd.h>
+
+int cdt__ucx_status(ucs_status_t st)
+{
+    switch (st) {
+    case UCS_OK:
+        return CDT_SUCCESS;
+    case UCS_INPROGRESS:
+        return CDT_INPROGRESS;
+    case UCS_ERR_CANCELED:
+        return CDT_ERR_CANCELED;
+    case UCS_ERR_NO_MEMORY:
+        return CDT_ERR_NO_MEMORY;
+    case UCS_ERR_INVALID_PARAM:
+        return CDT_ERR_INVALID_ARG;
+    case UCS_ERR_MESSAGE_TRUNCATED:
+        return CDT_ERR_FRAME_MALFORMED; /* a message longer than the protocol allows */
+    case UCS_ERR_TIMED_OUT:
+        return CDT_ERR_TIMEOUT;
+    case UCS_ERR_UNREACHABLE:
+    case UCS_ERR_CONNECTION_RESET:
+    case UCS_ERR_ENDPOINT_TIMEOUT:
+    case UCS_ERR_REJECTED:
+    case UCS_ERR_NOT_CONNECTED:
+    case UCS_ERR_IO_ERROR:
+        return CDT_ERR_PEER;
+    default:
+        return CDT_ERR_TRANSPORT;
+    }
+}
+
+int64_t cdt__ucx_now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+const char *cdt_ucx_version_string(void)
+{
+    return ucp_get_version_string();
+}
+
+int cdt_ucx_context_create(const cdt_ucx_context_params *params, cdt_ucx_context *context)
+{
+    if (context == NULL)
+        return CDT_ERR_INVALID_ARG;
+    cdt_ucx_context c = calloc(1, sizeof(*c));
+    if (c == NULL)
+        return CDT_ERR_NO_MEMORY;
+    ucp_config_t *config;
+    ucs_status_t st = ucp_config_read(NULL, NULL, &config);
+    if (st != UCS_OK) {
+        free(c);
+        return CDT_ERR_TRANSPORT;
+    }
+    ucp_params_t p = {
+        .field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_MT_WORKERS_SHARED,
+        .features = UCP_FEATURE_TAG,
+        .mt_workers_shared = 0,
+    };
+    if (params != NULL && (params->field_mask & CDT_UCX_CONTEXT_PARAM_ESTIMATED_NUM_EPS)) {
+        p.field_mask |= UCP_PARAM_FIELD_ESTIMATED_NUM_EPS;
+        p.estimated_num_eps = params->estimated_num_eps;
+    }
+    st = ucp_init(&p, config, &c->ucp);
+    ucp_config_release(config);
+    if (st != UCS_OK) {
+        free(c);
+        return CDT_ERR_TRANSPORT;
+    }
+    *context = c;
+    return CDT_SUCCESS;
+}
+
+void cdt_ucx_context_destroy(cdt_ucx_context context)
+{
+    if (context == NULL)
+        return;
+    ucp_cleanup(context->ucp);
+    free(context);
+}
+
+static uint32_t random_sender_id(void)
+{
+    uint32_t v = 0;
+    if (getrandom(&v, sizeof(v), GRND_NONBLOCK) != (ssize_t)sizeof(v)) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        v = (uint32_t)ts.tv_nsec * 2654435761u ^ (uint32_t)getpid() * 40503u;
+    }
+    return v & ((UINT32_C(1) << CDT_UCX_SENDER_ID_BITS) - 1);
+}
+
+int cdt_ucx_worker_create(cdt_ucx_context context, const cdt_ucx_worker_params *params,
+                          cdt_ucx_worker *worker)
+{
+    if (context == NULL || worker == NULL)
+        return CDT_ERR_INVALID_ARG;
+    uint64_t fm = params != NULL ? params->field_mask : 0;
+    uint32_t sender_id = random_sender_id();
+    cdt_count threshold = CDT__UCX_DEFAULT_ZCOPY_THRESHOLD;
+    if (fm & CDT_UCX_WORKER_PARAM_SENDER_ID) {
+        if (params->sender_id >= (UINT32_C(1) << CDT_UCX_SENDER_ID_BITS))
+            return CDT_ERR_INVALID_ARG;
+        sender_id = params->sender_id;
+    }
+    if (fm & CDT_UCX_WORKER_PARAM_ZCOPY_THRESHOLD) {
+        if (params->zcopy_threshold < 1)
+            return CDT_ERR_INVALID_ARG;
+        threshold = params->zcopy_threshold;
+    }
+    cdt_ucx_worker w = calloc(1, sizeof(*w));
+    if (w == NULL)
+        return CDT_ERR_NO_MEMORY;
+    if (pthread_mutex_init(&w->lock, NULL) != 0) {
+        free(w);
+        return CDT_ERR_NO_MEMORY;
+    }
+    ucp_worker_params_t wp = {
+        .field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE,
+        .thread_mode = UCS_THREAD_MODE_SERIALIZED,
+    };
+    ucs_status_t st = ucp_worker_create(context->ucp, &wp, &w->ucp);
+    if (st != UCS_OK) {
+        pthread_mutex_destroy(&w->lock);
+        free(w);
+        return CDT_ERR_TRANSPORT;
+    }
+    w->ctx = context;
+    w->sender_id = sender_id;
+    w->zcopy_threshold = threshold;
+    *worker = w;
+    return CDT_SUCCESS;
+}
+
+void cdt_ucx_worker_destroy(cdt_ucx_worker worker)
+{
+    if (worker == NULL)
+        return;
+    pthread_mutex_lock(&worker->lock);
+    while (worker->listeners != NULL) {
+        struct cdt_ucx_listener_s *l = worker->listeners;
+        worker->listeners = l->next;
+        for (int i = 0; i < l->queued; i++)
+            ucp_listener_reject(l->ucp, l->queue[i]);
+        ucp_listener_destroy(l->ucp);
+        free(l);
+    }
+    cdt__ucx_ep_force_close_all(worker);
+    pthread_mutex_unlock(&worker->lock);
+    ucp_worker_destroy(worker->ucp);
+    pthread_mutex_destroy(&worker->lock);
+    free(worker);
+}
+
+int cdt_ucx_worker_progress(cdt_ucx_worker worker)
+{
+    if (worker == NULL)
+        return CDT_ERR_INVALID_ARG;
+    pthread_mutex_lock(&worker->lock);
+    unsigned n = ucp_worker_progress(worker->ucp);
+    pthread_mutex_unlock(&worker->lock);
+    return (int)n;
+}
+
+int cdt_ucx_worker_address(cdt_ucx_worker worker, void **address, size_t *length)
+{
+    if (worker == NULL || address == NULL || length == NULL)
+        return CDT_ERR_INVALID_ARG;
+    ucp_address_t *a;
+    size_t len;
+    pthread_mutex_lock(&worker->lock);
+    ucs_status_t st = ucp_worker_get_address(worker->ucp, &a, &len);
+    pthread_mutex_unlock(&worker->lock);
+    if (st != UCS_OK)
+        return cdt__ucx_status(st);
+    *address = a;
+    *length = len;
+    return CDT_SUCCESS;
+}
+
+void cdt_ucx_worker_address_free(cdt_ucx_worker worker, void *address)
+{
+    if (worker == NULL || address == NULL)
+        return;
+    pthread_mutex_lock(&worker->lock);
+    ucp_worker_release_address(worker->ucp, address);
+    pthread_mutex_unlock(&worker->lock);
+}
+
+uint32_t cdt_ucx_worker_sender_id(cdt_ucx_worker worker)
+{
+    return worker != NULL ? worker->sender_id : 0;
+}
+
+void *cdt_ucx_worker_handle(cdt_ucx_worker worker)
+{
+    return worker != NULL ? (void *)worker->ucp : NULL;
+}

@@ -1,0 +1,338 @@
+/*
+ * ucx_endpoint.c - endpoints: listener on host:port, connect, from a worker address; peer
+ * error handling; close.
+ */
+#include "ucx_internal.h"
+
+#include <netdb.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <netinet/in.h>
+#include <arpa/inet.h>
+
+/* called from ucp_worker_progress (lock held) when the peer fails */
+static void ep_error_cb(void *arg, ucp_ep_h ucp_ep, ucs_status_t status)
+{
+    (void)ucp_ep;
+    (void)status;
+    struct cdt_ucx_ep_s *ep = arg;
+    ep->status = CDT_ERR_PEER;
+    /* a receive part-way through a message may be waiting for this peer's regions; the
+     * transport cannot tell which sender a receive belongs to (docs/TRANSPORT.md) */
+    cdt__ucx_fail_body_recvs(ep->w, CDT_ERR_PEER);
+}
+
+static void ep_link(cdt_ucx_worker w, struct cdt_ucx_ep_s *ep)
+{
+    ep->prev = NULL;
+    ep->next = w->eps;
+    if (w->eps != NULL)
+        w->eps->prev = ep;
+    w->eps = ep;
+}
+
+static void ep_unlink(cdt_ucx_worker w, struct cdt_ucx_ep_s *ep)
+{
+    if (ep->prev != NULL)
+        ep->prev->next = ep->next;
+    else
+        w->eps = ep->next;
+    if (ep->next != NULL)
+        ep->next->prev = ep->prev;
+}
+
+/* lock held; fills p's common fields and creates the endpoint */
+static int ep_create_locked(cdt_ucx_worker w, ucp_ep_params_t *p, cdt_ucx_ep *out)
+{
+    struct cdt_ucx_ep_s *ep = calloc(1, sizeof(*ep));
+    if (ep == NULL)
+        return CDT_ERR_NO_MEMORY;
+    ep->w = w;
+    p->field_mask |= UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE | UCP_EP_PARAM_FIELD_ERR_HANDLER;
+    p->err_mode = UCP_ERR_HANDLING_MODE_PEER;
+    p->err_handler.cb = ep_error_cb;
+    p->err_handler.arg = ep;
+    ucs_status_t st = ucp_ep_create(w->ucp, p, &ep->ucp);
+    if (st != UCS_OK) {
+        free(ep);
+        return cdt__ucx_status(st);
+    }
+    ep_link(w, ep);
+    *out = ep;
+    return CDT_SUCCESS;
+}
+
+static void conn_cb(ucp_conn_request_h req, void *arg)
+{
+    struct cdt_ucx_listener_s *l = arg;
+    if (l->queued == CDT__UCX_CONN_QUEUE) {
+        ucp_listener_reject(l->ucp, req);
+        return;
+    }
+    l->queue[l->queued++] = req;
+}
+
+static int resolve(const char *host, uint16_t port, struct sockaddr_storage *ss, socklen_t *len)
+{
+    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM};
+    struct addrinfo *res = NULL;
+    if (getaddrinfo(host, NULL, &hints, &res) != 0 || res == NULL)
+        return CDT_ERR_INVALID_ARG;
+    memcpy(ss, res->ai_addr, res->ai_addrlen);
+    *len = res->ai_addrlen;
+    freeaddrinfo(res);
+    if (ss->ss_family == AF_INET)
+        ((struct sockaddr_in *)ss)->sin_port = htons(port);
+    else if (ss->ss_family == AF_INET6)
+        ((struct sockaddr_in6 *)ss)->sin6_port = htons(port);
+    else
+        return CDT_ERR_INVALID_ARG;
+    return CDT_SUCCESS;
+}
+
+int cdt_ucx_listener_create(cdt_ucx_worker worker, const cdt_ucx_listener_params *params,
+                            cdt_ucx_listener *listener)
+{
+    if (worker == NULL || listener == NULL)
+        return CDT_ERR_INVALID_ARG;
+    uint64_t fm = params != NULL ? params->field_mask : 0;
+    const char *host = (fm & CDT_UCX_LISTENER_PARAM_HOST) && params->host != NULL
+                           ? params->host
+                           : "0.0.0.0";
+    uint16_t port = (fm & CDT_UCX_LISTENER_PARAM_PORT) ? params->port : 0;
+    struct sockaddr_storage ss;
+    socklen_t sslen;
+    int rc = resolve(host, port, &ss, &sslen);
+    if (rc != CDT_SUCCESS)
+        return rc;
+    struct cdt_ucx_listener_s *l = calloc(1, sizeof(*l));
+    if (l == NULL)
+        return CDT_ERR_NO_MEMORY;
+    l->w = worker;
+    ucp_listener_params_t lp = {
+        .field_mask = UCP_LISTENER_PARAM_FIELD_SOCK_ADDR | UCP_LISTENER_PARAM_FIELD_CONN_HANDLER,
+        .sockaddr = {.addr = (const struct sockaddr *)&ss, .addrlen = sslen},
+        .conn_handler = {.cb = conn_cb, .arg = l},
+    };
+    pthread_mutex_lock(&worker->lock);
+    ucs_status_t st = ucp_listener_create(worker->ucp, &lp, &l->ucp);
+    if (st == UCS_OK) {
+        l->next = worker->listeners;
+        if (worker->listeners != NULL)
+            worker->listeners->prev = l;
+        worker->listeners = l;
+    }
+    pthread_mutex_unlock(&worker->lock);
+    if (st != UCS_OK) {
+        free(l);
+        return CDT_ERR_TRANSPORT;
+    }
+    *listener = l;
+    return CDT_SUCCESS;
+}
+
+int cdt_ucx_listener_port(cdt_ucx_listener listener, uint16_t *port)
+{
+    if (listener == NULL || port == NULL)
+        return CDT_ERR_INVALID_ARG;
+    ucp_listener_attr_t a = {.field_mask = UCP_LISTENER_ATTR_FIELD_SOCKADDR};
+    pthread_mutex_lock(&listener->w->lock);
+    ucs_status_t st = ucp_listener_query(listener->ucp, &a);
+    pthread_mutex_unlock(&listener->w->lock);
+    if (st != UCS_OK)
+        return CDT_ERR_TRANSPORT;
+    if (a.sockaddr.ss_family == AF_INET)
+        *port = ntohs(((struct sockaddr_in *)&a.sockaddr)->sin_port);
+    else if (a.sockaddr.ss_family == AF_INET6)
+        *port = ntohs(((struct sockaddr_in6 *)&a.sockaddr)->sin6_port);
+    else
+        return CDT_ERR_TRANSPORT;
+    return CDT_SUCCESS;
+}
+
+int cdt_ucx_listener_accept(cdt_ucx_listener listener, int64_t timeout_ms, cdt_ucx_ep *ep)
+{
+    if (listener == NULL || ep == NULL)
+        return CDT_ERR_INVALID_ARG;
+    cdt_ucx_worker w = listener->w;
+    int64_t deadline = timeout_ms < 0 ? INT64_MAX : cdt__ucx_now_ms() + timeout_ms;
+    for (;;) {
+        pthread_mutex_lock(&w->lock);
+        ucp_worker_progress(w->ucp);
+        if (listener->queued > 0) {
+            ucp_conn_request_h req = listener->queue[0];
+            memmove(listener->queue, listener->queue + 1,
+                    (size_t)(listener->queued - 1) * sizeof(listener->queue[0]));
+            listener->queued--;
+            ucp_ep_params_t p = {.field_mask = UCP_EP_PARAM_FIELD_CONN_REQUEST,
+                                 .conn_request = req};
+            int rc = ep_create_locked(w, &p, ep);
+            pthread_mutex_unlock(&w->lock);
+            return rc;
+        }
+        pthread_mutex_unlock(&w->lock);
+        if (cdt__ucx_now_ms() > deadline)
+            return CDT_ERR_TIMEOUT;
+    }
+}
+
+void cdt_ucx_listener_destroy(cdt_ucx_listener listener)
+{
+    if (listener == NULL)
+        return;
+    cdt_ucx_worker w = listener->w;
+    pthread_mutex_lock(&w->lock);
+    for (int i = 0; i < listener->queued; i++)
+        ucp_listener_reject(listener->ucp, listener->queue[i]);
+    ucp_listener_destroy(listener->ucp);
+    if (listener->prev != NULL)
+        listener->prev->next = listener->next;
+    else
+        w->listeners = listener->next;
+    if (listener->next != NULL)
+        listener->next->prev = listener->prev;
+    pthread_mutex_unlock(&w->lock);
+    free(listener);
+}
+
+/* lock not held: progress until the UCX request completes or the deadline passes.
+ * Returns the UCX status, or UCS_ERR_TIMED_OUT (the request is then still pending). */
+static ucs_status_t wait_ucx(cdt_ucx_worker w, void *req, int64_t deadline)
+{
+    if (req == NULL)
+        return UCS_OK;
+    if (UCS_PTR_IS_ERR(req))
+        return UCS_PTR_STATUS(req);
+    for (;;) {
+        pthread_mutex_lock(&w->lock);
+        ucp_worker_progress(w->ucp);
+        ucs_status_t st = ucp_request_check_status(req);
+        if (st != UCS_INPROGRESS)
+            ucp_request_free(req);
+        pthread_mutex_unlock(&w->lock);
+        if (st != UCS_INPROGRESS)
+            return st;
+        if (cdt__ucx_now_ms() > deadline)
+            return UCS_ERR_TIMED_OUT;
+    }
+}
+
+int cdt_ucx_ep_connect(cdt_ucx_worker worker, const char *host, uint16_t port,
+                       int64_t timeout_ms, cdt_ucx_ep *ep)
+{
+    if (worker == NULL || host == NULL || ep == NULL)
+        return CDT_ERR_INVALID_ARG;
+    struct sockaddr_storage ss;
+    socklen_t sslen;
+    int rc = resolve(host, port, &ss, &sslen);
+    if (rc != CDT_SUCCESS)
+        return rc;
+    int64_t deadline = timeout_ms < 0 ? INT64_MAX : cdt__ucx_now_ms() + timeout_ms;
+    ucp_ep_params_t p = {
+        .field_mask = UCP_EP_PARAM_FIELD_SOCK_ADDR | UCP_EP_PARAM_FIELD_FLAGS,
+        .flags = UCP_EP_PARAMS_FLAGS_CLIENT_SERVER,
+        .sockaddr = {.addr = (const struct sockaddr *)&ss, .addrlen = sslen},
+    };
+    cdt_ucx_ep e = NULL;
+    pthread_mutex_lock(&worker->lock);
+    rc = ep_create_locked(worker, &p, &e);
+    void *flush = NULL;
+    if (rc == CDT_SUCCESS) {
+        ucp_request_param_t fp = {.op_attr_mask = 0};
+        flush = ucp_ep_flush_nbx(e->ucp, &fp);
+    }
+    pthread_mutex_unlock(&worker->lock);
+    if (rc != CDT_SUCCESS)
+        return rc;
+    /* the flush completes once the connection is established */
+    ucs_status_t st = wait_ucx(worker, flush, deadline);
+    if (st == UCS_OK && e->status != CDT_SUCCESS)
+        st = UCS_ERR_UNREACHABLE;
+    if (st != UCS_OK) {
+        cdt_ucx_ep_close(e, 0);
+        return st == UCS_ERR_TIMED_OUT ? CDT_ERR_TIMEOUT : CDT_ERR_PEER;
+    }
+    *ep = e;
+    return CDT_SUCCESS;
+}
+
+int cdt_ucx_ep_create_from_address(cdt_ucx_worker worker, const void *address, size_t length,
+                                   cdt_ucx_ep *ep)
+{
+    if (worker == NULL || address == NULL || length == 0 || ep == NULL)
+        return CDT_ERR_INVALID_ARG;
+    ucp_ep_params_t p = {.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS,
+                         .address = (const ucp_address_t *)address};
+    pthread_mutex_lock(&worker->lock);
+    int rc = ep_create_locked(worker, &p, ep);
+    pthread_mutex_unlock(&worker->lock);
+    return rc;
+}
+
+int cdt_ucx_ep_status(cdt_ucx_ep ep)
+{
+    if (ep == NULL)
+        return CDT_ERR_INVALID_ARG;
+    pthread_mutex_lock(&ep->w->lock);
+    int st = ep->status;
+    pthread_mutex_unlock(&ep->w->lock);
+    return st;
+}
+
+void *cdt_ucx_ep_handle(cdt_ucx_ep ep)
+{
+    return ep != NULL ? (void *)ep->ucp : NULL;
+}
+
+int cdt_ucx_ep_close(cdt_ucx_ep ep, int64_t timeout_ms)
+{
+    if (ep == NULL)
+        return CDT_SUCCESS;
+    cdt_ucx_worker w = ep->w;
+    int64_t deadline = timeout_ms < 0 ? INT64_MAX : cdt__ucx_now_ms() + timeout_ms;
+    pthread_mutex_lock(&w->lock);
+    bool failed = ep->status != CDT_SUCCESS;
+    ucp_request_param_t p = {.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS,
+                             .flags = failed ? UCP_EP_CLOSE_FLAG_FORCE : 0};
+    void *req = ucp_ep_close_nbx(ep->ucp, &p);
+    pthread_mutex_unlock(&w->lock);
+    ucs_status_t st = wait_ucx(w, req, deadline);
+    int rc = CDT_SUCCESS;
+    if (st == UCS_ERR_TIMED_OUT) {
+        /* the flush did not finish: the close request stays with UCX until the worker is
+         * destroyed; our endpoint must outlive any late error callback */
+        pthread_mutex_lock(&w->lock);
+        ep->status = CDT_ERR_TIMEOUT;
+        pthread_mutex_unlock(&w->lock);
+        return CDT_ERR_TIMEOUT;
+    }
+    if (st != UCS_OK && !failed)
+        rc = cdt__ucx_status(st);
+    pthread_mutex_lock(&w->lock);
+    ep_unlink(w, ep);
+    pthread_mutex_unlock(&w->lock);
+    free(ep);
+    return rc;
+}
+
+void cdt__ucx_ep_force_close_all(cdt_ucx_worker w)
+{
+    while (w->eps != NULL) {
+        struct cdt_ucx_ep_s *ep = w->eps;
+        if (ep->status != CDT_ERR_TIMEOUT) { /* timed-out closes are already under way */
+            ucp_request_param_t p = {.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS,
+                                     .flags = UCP_EP_CLOSE_FLAG_FORCE};
+            void *req = ucp_ep_close_nbx(ep->ucp, &p);
+            if (req != NULL && !UCS_PTR_IS_ERR(req)) {
+                int64_t deadline = cdt__ucx_now_ms() + 1000;
+                while (ucp_request_check_status(req) == UCS_INPROGRESS &&
+                       cdt__ucx_now_ms() < deadline)
+                    ucp_worker_progress(w->ucp);
+                ucp_request_free(req);
+            }
+        }
+        ep_unlink(w, ep);
+        free(ep);
+    }
+}

@@ -1,0 +1,136 @@
+/*
+ * ucx_request.c - requests: test, wait (bounded), cancel, free; the blocking send and receive.
+ */
+#include "ucx_internal.h"
+
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+cdt_ucx_request cdt__ucx_request_new(cdt_ucx_worker w, bool is_send)
+{
+    /* the head buffer need not be zeroed: only the fields before it */
+    cdt_ucx_request r = malloc(sizeof(*r));
+    if (r == NULL)
+        return NULL;
+    memset(r, 0, offsetof(struct cdt_ucx_request_s, head));
+    r->w = w;
+    r->is_send = is_send;
+    r->head_sub.req = r;
+    r->head_sub.index = -1;
+    r->tail_sub.req = r;
+    r->tail_sub.index = -1;
+    return r;
+}
+
+void cdt__ucx_request_set_error(cdt_ucx_request r, int status)
+{
+    if (r->status == CDT_SUCCESS)
+        r->status = status;
+}
+
+int cdt_ucx_request_test(cdt_ucx_request request)
+{
+    if (request == NULL)
+        return CDT_ERR_INVALID_ARG;
+    cdt_ucx_worker w = request->w;
+    pthread_mutex_lock(&w->lock);
+    if (!request->done)
+        ucp_worker_progress(w->ucp);
+    int rc = request->done ? request->status : CDT_INPROGRESS;
+    pthread_mutex_unlock(&w->lock);
+    return rc;
+}
+
+int cdt_ucx_request_wait(cdt_ucx_request request, int64_t timeout_ms)
+{
+    if (request == NULL)
+        return CDT_ERR_INVALID_ARG;
+    int64_t deadline = timeout_ms < 0 ? INT64_MAX : cdt__ucx_now_ms() + timeout_ms;
+    for (unsigned spin = 0;; spin++) {
+        int rc = cdt_ucx_request_test(request);
+        if (rc != CDT_INPROGRESS)
+            return rc;
+        if ((spin & 63) == 0 && cdt__ucx_now_ms() > deadline)
+            return CDT_ERR_TIMEOUT;
+    }
+}
+
+int cdt_ucx_request_cancel(cdt_ucx_request request)
+{
+    if (request == NULL)
+        return CDT_ERR_INVALID_ARG;
+    if (request->is_send)
+        return CDT_ERR_UNSUPPORTED;
+    cdt_ucx_worker w = request->w;
+    int rc = CDT_SUCCESS;
+    pthread_mutex_lock(&w->lock);
+    if (!request->done) {
+        if (request->matched)
+            rc = CDT_ERR_BUSY;
+        else if (request->head_sub.ucx != NULL)
+            ucp_request_cancel(w->ucp, request->head_sub.ucx);
+    }
+    pthread_mutex_unlock(&w->lock);
+    return rc;
+}
+
+int cdt_ucx_request_recv_info(cdt_ucx_request request, cdt_ucx_recv_info *info)
+{
+    if (request == NULL || info == NULL || request->is_send)
+        return CDT_ERR_INVALID_ARG;
+    pthread_mutex_lock(&request->w->lock);
+    int rc = !request->done ? CDT_ERR_ORDER : request->status;
+    if (rc == CDT_SUCCESS)
+        *info = request->info;
+    pthread_mutex_unlock(&request->w->lock);
+    return rc;
+}
+
+int cdt_ucx_request_free(cdt_ucx_request request)
+{
+    if (request == NULL)
+        return CDT_SUCCESS;
+    pthread_mutex_lock(&request->w->lock);
+    bool done = request->done;
+    pthread_mutex_unlock(&request->w->lock);
+    if (!done)
+        return CDT_ERR_BUSY;
+    free(request);
+    return CDT_SUCCESS;
+}
+
+int cdt_ucx_send(cdt_ucx_ep ep, const void *buf, cdt_count count, cdt_type type,
+                 cdt_ucx_tag tag, int64_t timeout_ms)
+{
+    cdt_ucx_request r;
+    int rc = cdt_ucx_isend(ep, buf, count, type, tag, &r);
+    if (rc != CDT_SUCCESS)
+        return rc;
+    rc = cdt_ucx_request_wait(r, timeout_ms);
+    if (rc != CDT_ERR_TIMEOUT)
+        cdt_ucx_request_free(r);
+    /* on timeout the request stays with the worker: its memory is still in UCX's hands */
+    return rc;
+}
+
+int cdt_ucx_recv(cdt_ucx_worker worker, void *buf, cdt_count count, cdt_type type,
+                 cdt_ucx_tag tag, cdt_ucx_tag tag_mask, const cdt_ucx_recv_params *params,
+                 cdt_ucx_recv_info *info, int64_t timeout_ms)
+{
+    cdt_ucx_request r;
+    int rc = cdt_ucx_irecv(worker, buf, count, type, tag, tag_mask, params, &r);
+    if (rc != CDT_SUCCESS)
+        return rc;
+    rc = cdt_ucx_request_wait(r, timeout_ms);
+    if (rc == CDT_ERR_TIMEOUT) {
+        /* cancel if still unmatched and give it a bounded moment to settle */
+        if (cdt_ucx_request_cancel(r) == CDT_SUCCESS && cdt_ucx_request_wait(r, 1000) != CDT_ERR_TIMEOUT)
+            cdt_ucx_request_free(r);
+        return CDT_ERR_TIMEOUT;
+    }
+    if (rc == CDT_SUCCESS && info != NULL)
+        *info = r->info;
+    cdt_ucx_request_free(r);
+    return rc;
+}

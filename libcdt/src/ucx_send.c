@@ -1,0 +1,239 @@
+/*
+ * ucx_send.c - send one object: encode its frame, send the head message (prefix + header +
+ * packed stream + small regions), the tail of an inline stream longer than a head message, and
+ * every large region as its own contiguous message straight from the object's memory.
+ */
+#include "ucx_internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static void send_done(cdt_ucx_request r)
+{
+    cdt_frame_free(r->frame); /* state_free of the send: nothing to report to the peer */
+    r->frame = NULL;
+    free(r->bounce);
+    r->bounce = NULL;
+    for (cdt_count i = 0; i < r->nsubs; i++)
+        free(r->subs[i].tmp);
+    free(r->subs);
+    r->subs = NULL;
+    r->nsubs = 0;
+    r->done = true;
+}
+
+static void send_cb(void *ucx_req, ucs_status_t st, void *user_data)
+{
+    cdt__ucx_sub *s = user_data;
+    cdt_ucx_request r = s->req;
+    ucp_request_free(ucx_req);
+    s->ucx = NULL;
+    if (st != UCS_OK)
+        cdt__ucx_request_set_error(r, cdt__ucx_status(st));
+    if (--r->outstanding == 0)
+        send_done(r);
+}
+
+/* lock held: post one contiguous message; the sub completes it */
+static int post(cdt_ucx_request r, ucp_ep_h ep, const void *data, size_t len, uint64_t tag,
+                cdt__ucx_sub *s)
+{
+    s->req = r;
+    ucp_request_param_t p = {
+        .op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA,
+        .cb.send = send_cb,
+        .user_data = s,
+    };
+    void *q = ucp_tag_send_nbx(ep, data, len, tag, &p);
+    if (q == NULL)
+        return CDT_SUCCESS; /* done already */
+    if (UCS_PTR_IS_ERR(q))
+        return cdt__ucx_status(UCS_PTR_STATUS(q));
+    s->ucx = q;
+    r->outstanding++;
+    return CDT_SUCCESS;
+}
+
+/* everything that does not touch UCX: the frame, and which part goes where */
+typedef struct send_plan {
+    const unsigned char *head; /* frame head: header + packed stream */
+    cdt_count head_len;
+    cdt_count nregions;
+    cdt_count inline_len; /* head_len + small regions */
+    cdt_count nsep;       /* regions sent on their own */
+    bool small_regions;
+} send_plan;
+
+static int plan(cdt_ucx_request r, cdt_count threshold, send_plan *pl)
+{
+    const void *head;
+    int rc = cdt_frame_head(r->frame, &head, &pl->head_len);
+    if (rc == CDT_SUCCESS)
+        rc = cdt_frame_region_count(r->frame, &pl->nregions);
+    if (rc != CDT_SUCCESS)
+        return rc;
+    pl->head = head;
+    pl->inline_len = pl->head_len;
+    pl->nsep = 0;
+    pl->small_regions = false;
+    for (cdt_count i = 0; i < pl->nregions; i++) {
+        cdt_count len;
+        rc = cdt_frame_region_info(r->frame, i, &len, NULL, NULL);
+        if (rc != CDT_SUCCESS)
+            return rc;
+        if (cdt__ucx_separate(len, threshold, i)) {
+            pl->nsep++;
+        } else if (len > 0) {
+            pl->inline_len += len;
+            pl->small_regions = true;
+        }
+    }
+    return CDT_SUCCESS;
+}
+
+static void put_prefix(unsigned char *p, uint64_t key, cdt_count threshold, cdt_count tail_len)
+{
+    uint32_t magic = CDT__UCX_PREFIX_MAGIC;
+    for (int i = 0; i < 4; i++)
+        p[i] = (unsigned char)(magic >> (8 * i));
+    p[4] = CDT__UCX_PREFIX_VERSION;
+    p[5] = 0;
+    p[6] = 0; /* flags */
+    p[7] = 0;
+    cdt__ucx_put_le64(p + 8, key);
+    cdt__ucx_put_le64(p + 16, (uint64_t)threshold);
+    cdt__ucx_put_le64(p + 24, (uint64_t)tail_len);
+}
+
+/* lay out prefix + inline stream: the head message in r->head (or r->bounce) and the tail */
+static int build(cdt_ucx_request r, const send_plan *pl, uint64_t key, cdt_count threshold,
+                 const unsigned char **msg, size_t *msg_len, const unsigned char **tail,
+                 cdt_count *tail_len)
+{
+    const cdt_count room = CDT__UCX_HEAD_MAX - CDT__UCX_PREFIX_SIZE;
+    *tail_len = pl->inline_len > room ? pl->inline_len - room : 0;
+    unsigned char *out = r->head;
+    if (pl->small_regions && *tail_len > 0) {
+        /* gathering small regions: the whole inline stream is materialised once */
+        r->bounce = malloc((size_t)(CDT__UCX_PREFIX_SIZE + pl->inline_len));
+        if (r->bounce == NULL)
+            return CDT_ERR_NO_MEMORY;
+        out = r->bounce;
+    }
+    put_prefix(out, key, threshold, *tail_len);
+    unsigned char *p = out + CDT__UCX_PREFIX_SIZE;
+    cdt_count limit = out == r->head ? room : pl->inline_len;
+    cdt_count n = pl->head_len < limit ? pl->head_len : limit;
+    memcpy(p, pl->head, (size_t)n);
+    p += n;
+    if (pl->small_regions) {
+        for (cdt_count i = 0; i < pl->nregions; i++) {
+            cdt_count len, off;
+            int rc = cdt_frame_region_info(r->frame, i, &len, NULL, &off);
+            if (rc != CDT_SUCCESS)
+                return rc;
+            if (len == 0 || cdt__ucx_separate(len, threshold, i))
+                continue;
+            rc = cdt_frame_gather(r->frame, off, p, len);
+            if (rc != CDT_SUCCESS)
+                return rc;
+            p += len;
+        }
+    }
+    *msg = out;
+    *msg_len = (size_t)(CDT__UCX_PREFIX_SIZE + pl->inline_len - *tail_len);
+    if (*tail_len == 0)
+        *tail = NULL;
+    else if (out == r->bounce)
+        *tail = out + CDT__UCX_HEAD_MAX;
+    else
+        *tail = pl->head + room; /* zero-copy: the rest of the frame head */
+    return CDT_SUCCESS;
+}
+
+int cdt_ucx_isend(cdt_ucx_ep ep, const void *buf, cdt_count count, cdt_type type,
+                  cdt_ucx_tag tag, cdt_ucx_request *request)
+{
+    if (ep == NULL || request == NULL || tag > CDT_UCX_TAG_MAX)
+        return CDT_ERR_INVALID_ARG;
+    cdt_ucx_worker w = ep->w;
+    cdt_ucx_request r = cdt__ucx_request_new(w, true);
+    if (r == NULL)
+        return CDT_ERR_NO_MEMORY;
+    /* encode outside the lock: it runs the type's callbacks */
+    int rc = cdt_frame_encode(buf, count, type, NULL, &r->frame);
+    if (rc != CDT_SUCCESS) {
+        free(r);
+        return rc;
+    }
+    const cdt_count threshold = w->zcopy_threshold;
+    send_plan pl;
+    rc = plan(r, threshold, &pl);
+    if (rc == CDT_SUCCESS && pl.nsep > 0) {
+        r->subs = calloc((size_t)pl.nsep, sizeof(*r->subs));
+        rc = r->subs == NULL ? CDT_ERR_NO_MEMORY : CDT_SUCCESS;
+        r->nsubs = pl.nsep;
+    }
+    /* non-contiguous large regions are staged once (a copy; contiguous ones never are) */
+    for (cdt_count i = 0, k = 0; rc == CDT_SUCCESS && i < pl.nregions; i++) {
+        cdt_count len, off, npieces;
+        rc = cdt_frame_region_info(r->frame, i, &len, NULL, &off);
+        if (rc != CDT_SUCCESS || !cdt__ucx_separate(len, threshold, i))
+            continue;
+        cdt__ucx_sub *s = &r->subs[k++];
+        s->index = i;
+        s->len = len;
+        rc = cdt_frame_region_iov_count(r->frame, i, &npieces);
+        if (rc == CDT_SUCCESS && npieces != 1) {
+            s->tmp = malloc((size_t)len);
+            rc = s->tmp == NULL ? CDT_ERR_NO_MEMORY : cdt_frame_gather(r->frame, off, s->tmp, len);
+        }
+    }
+    pthread_mutex_lock(&w->lock);
+    if (rc == CDT_SUCCESS && ep->status != CDT_SUCCESS)
+        rc = ep->status == CDT_ERR_TIMEOUT ? CDT_ERR_INVALID_ARG : CDT_ERR_PEER;
+    uint64_t key = ((uint64_t)w->sender_id << CDT__UCX_SEQ_BITS) | (w->seq++ & CDT__UCX_SEQ_MASK);
+    const unsigned char *msg = NULL, *tail = NULL;
+    size_t msg_len = 0;
+    cdt_count tail_len = 0;
+    if (rc == CDT_SUCCESS)
+        rc = build(r, &pl, key, threshold, &msg, &msg_len, &tail, &tail_len);
+    if (rc == CDT_SUCCESS)
+        rc = post(r, ep->ucp, msg, msg_len, tag, &r->head_sub);
+    if (rc != CDT_SUCCESS) { /* nothing was sent */
+        pthread_mutex_unlock(&w->lock);
+        r->outstanding = 0;
+        send_done(r);
+        free(r);
+        return rc;
+    }
+    /* from here the message exists: later failures are the request's status */
+    if (tail_len > 0) {
+        rc = post(r, ep->ucp, tail, (size_t)tail_len,
+                  cdt__ucx_private_tag(key, CDT__UCX_TAIL_INDEX), &r->tail_sub);
+        if (rc != CDT_SUCCESS)
+            cdt__ucx_request_set_error(r, rc);
+    }
+    for (cdt_count k = 0; k < r->nsubs; k++) {
+        cdt__ucx_sub *s = &r->subs[k];
+        const void *data = s->tmp;
+        if (data == NULL) {
+            cdt_iov iov;
+            cdt_count got;
+            rc = cdt_frame_region_iov(r->frame, s->index, 0, 1, &iov, &got);
+            data = iov.base;
+            if (rc == CDT_SUCCESS && got != 1)
+                rc = CDT_ERR_CALLBACK;
+        }
+        if (rc == CDT_SUCCESS)
+            rc = post(r, ep->ucp, data, (size_t)s->len, cdt__ucx_private_tag(key, (uint64_t)s->index),
+                      s);
+        if (rc != CDT_SUCCESS)
+            cdt__ucx_request_set_error(r, rc);
+    }
+    if (r->outstanding == 0)
+        send_done(r);
+    pthread_mutex_unlock(&w->lock);
+    *request = r;
+    return CDT_SUCCESS;
+}
