@@ -6,7 +6,8 @@ Methods:
   raw            MPI Send/Recv of a preallocated byte buffer: the roofline, no object at all
   pickle-inband  pickle.dumps(protocol=5) without buffer_callback, one message, Mprobe + Recv
   pickle-oob     mpi4py.util.pkl5: out-of-band buffers, N + 2 messages per object
-  cdtypes        cdtypes.mpi: one message per object (frame pieces in place via hindexed)
+  cdtypes        cdtypes.mpi: one message per object (frame pieces in place via hindexed;
+                 frames below 16 KiB gathered)
   cdtypes-gather the same message, gathered into one contiguous buffer before MPI_Send
 Latency is half the median round trip (the receiver sends the object it rebuilt back);
 bandwidth is size / latency in MB/s (10^6 bytes).

@@ -25,6 +25,9 @@ from ._lib import (
 __all__ = ["Frame", "dumps", "loads", "default_alloc", "ALIGN"]
 
 ALIGN = 64  # receive buffers start on this boundary (cache line; enough for every dtype)
+_SOBJ_TYPE = lib.cdt_sobj_type()  # lives for the whole program
+if not _SOBJ_TYPE:
+    raise _lib.error(-2, "cdt_sobj_type")
 
 try:  # NumPy gives uninitialised memory; bytearray(n) would zero it first
     import numpy as _np
@@ -170,7 +173,7 @@ def dumps(obj, *, protocol=5):
         so.nbuffers = len(buffers)
         handle = ctypes.c_void_p()
         check(
-            lib.cdt_frame_encode(ctypes.byref(so), 1, lib.cdt_sobj_type(), None, ctypes.byref(handle)),
+            lib.cdt_frame_encode(ctypes.byref(so), 1, _SOBJ_TYPE, None, ctypes.byref(handle)),
             "cdt_frame_encode",
         )
     except BaseException:
@@ -274,7 +277,7 @@ def loads(data, *, alloc=None, inplace=False):
         code = lib.cdt_sobj_recv_prepare(ctypes.byref(so), dec)
         _raise(code, "cdt_sobj_recv_prepare", rx)
         prepared = True
-        check(lib.cdt_decoder_bind(dec, ctypes.byref(so), 1, lib.cdt_sobj_type()), "cdt_decoder_bind")
+        check(lib.cdt_decoder_bind(dec, ctypes.byref(so), 1, _SOBJ_TYPE), "cdt_decoder_bind")
         if inplace:
             head = info.header_size + info.packed_size
             check(lib.cdt_decoder_write(dec, 0, src_addr, head), "cdt_decoder_write")

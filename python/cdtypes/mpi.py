@@ -21,6 +21,9 @@ from ._core import default_alloc, dumps, loads
 __all__ = ["send", "isend", "recv", "Request", "frame_datatype"]
 
 _MAX_BLOCK = 1 << 30  # MPI block lengths are C ints: split larger pieces
+# frames up to this size are gathered (a copy of a few KiB costs less than building an MPI
+# datatype); larger ones go out in place through an hindexed datatype
+GATHER_BELOW = 16 * 1024
 
 
 def frame_datatype(frame):
@@ -71,15 +74,16 @@ class Request:
         self.wait()
 
 
-def isend(obj, dest, tag=0, comm=None, gather=False):
+def isend(obj, dest, tag=0, comm=None, gather=None):
     """Start sending ``obj`` as one message; returns a Request (wait() before modifying the
-    object's arrays). gather=True copies the frame into one contiguous buffer first (for MPI
-    libraries whose non-contiguous sends are slow; the message is the same)."""
+    object's arrays). gather=True copies the frame into one contiguous buffer first, False
+    sends the pieces in place, None (default) gathers frames below GATHER_BELOW bytes only.
+    The message is the same either way."""
     comm = comm or MPI.COMM_WORLD
     frame = dumps(obj)
     dt = buf = None
     try:
-        if gather:
+        if gather or (gather is None and frame.size < GATHER_BELOW):
             buf = default_alloc(frame.size)
             frame.gather_into(buf)
             frame.close()
@@ -97,7 +101,7 @@ def isend(obj, dest, tag=0, comm=None, gather=False):
     return Request(req, frame, dt, buf)
 
 
-def send(obj, dest, tag=0, comm=None, gather=False):
+def send(obj, dest, tag=0, comm=None, gather=None):
     """Send ``obj`` to ``dest`` as one MPI message (blocking, like MPI_Send)."""
     isend(obj, dest, tag, comm, gather).wait()
 
