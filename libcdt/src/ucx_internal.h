@@ -84,6 +84,7 @@ struct cdt_ucx_listener_s {
 typedef struct cdt__ucx_sub {
     struct cdt_ucx_request_s *req;
     void *ucx;       /* UCX request while pending */
+    bool fired;      /* its callback ran (possibly inside the posting call) */
     cdt_count index; /* region index (recv), -1 for head/tail */
     cdt_count len;   /* expected bytes (recv) */
     void *tmp;       /* staging memory for a non-contiguous region, owned */

@@ -82,22 +82,36 @@ void cdt__ucx_fail_body_recvs(cdt_ucx_worker w, int status)
 static void sub_cb(void *ucx_req, ucs_status_t st, const ucp_tag_recv_info_t *info,
                    void *user_data);
 
-/* lock held: post a receive of exactly one private message */
-static int post(cdt_ucx_request r, cdt__ucx_sub *s, void *dst, size_t len, uint64_t tag)
+/* lock held. The callback may run inside ucp_tag_recv_nbx (UCP_OP_ATTR_FLAG_NO_IMM_CMPL on an
+ * unexpected eager message), so the count is taken first and the handle kept only if the
+ * callback has not run yet. */
+static int post_recv(cdt_ucx_request r, cdt__ucx_sub *s, void *dst, size_t len, uint64_t tag,
+                     uint64_t mask, ucp_tag_recv_nbx_callback_t cb)
 {
     s->req = r;
+    s->fired = false;
+    s->ucx = NULL;
     ucp_request_param_t p = {
         .op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA |
                         UCP_OP_ATTR_FLAG_NO_IMM_CMPL,
-        .cb.recv = sub_cb,
+        .cb.recv = cb,
         .user_data = s,
     };
-    void *q = ucp_tag_recv_nbx(r->w->ucp, dst, len, tag, UINT64_MAX, &p);
-    if (UCS_PTR_IS_ERR(q))
-        return cdt__ucx_status(UCS_PTR_STATUS(q));
-    s->ucx = q;
     r->outstanding++;
+    void *q = ucp_tag_recv_nbx(r->w->ucp, dst, len, tag, mask, &p);
+    if (UCS_PTR_IS_ERR(q)) {
+        r->outstanding--;
+        return cdt__ucx_status(UCS_PTR_STATUS(q));
+    }
+    if (!s->fired)
+        s->ucx = q;
     return CDT_SUCCESS;
+}
+
+/* lock held: post a receive of exactly one private message */
+static int post(cdt_ucx_request r, cdt__ucx_sub *s, void *dst, size_t len, uint64_t tag)
+{
+    return post_recv(r, s, dst, len, tag, UINT64_MAX, sub_cb);
 }
 
 /* The sender sent these regions on their own; we will not receive them into the object (the
@@ -213,21 +227,22 @@ static void sub_cb(void *ucx_req, ucs_status_t st, const ucp_tag_recv_info_t *in
 {
     cdt__ucx_sub *s = user_data;
     cdt_ucx_request r = s->req;
+    size_t length = st == UCS_OK ? info->length : 0; /* info lives in the UCX request */
     ucp_request_free(ucx_req);
     s->ucx = NULL;
+    s->fired = true;
     int rc = cdt__ucx_status(st);
-    if (rc == CDT_SUCCESS && (cdt_count)info->length != s->len)
+    if (rc == CDT_SUCCESS && (cdt_count)length != s->len)
         rc = CDT_ERR_FRAME_TRUNCATED;
     if (rc != CDT_SUCCESS) {
         if (r->status == CDT_SUCCESS)
             fail(r, rc);
     } else if (r->status == CDT_SUCCESS) {
         if (s->index < 0) { /* the tail: the inline stream is complete */
-            r->outstanding--;
             body_ready(r, r->stream, r->stream_len);
             free(r->stream);
             r->stream = NULL;
-            if (r->outstanding == 0)
+            if (--r->outstanding == 0)
                 recv_done(r);
             return;
         }
@@ -306,14 +321,17 @@ static void head_cb(void *ucx_req, ucs_status_t st, const ucp_tag_recv_info_t *i
 {
     cdt__ucx_sub *s = user_data;
     cdt_ucx_request r = s->req;
+    ucp_tag_recv_info_t got = {0};
+    if (st == UCS_OK)
+        got = *info; /* info lives in the UCX request */
     ucp_request_free(ucx_req);
     s->ucx = NULL;
-    r->outstanding--;
+    s->fired = true;
     if (st == UCS_OK)
-        head_arrived(r, info->sender_tag, info->length);
+        head_arrived(r, got.sender_tag, got.length);
     else
         cdt__ucx_request_set_error(r, cdt__ucx_status(st));
-    if (r->outstanding == 0)
+    if (--r->outstanding == 0)
         recv_done(r);
 }
 
@@ -336,26 +354,17 @@ int cdt_ucx_irecv(cdt_ucx_worker worker, void *buf, cdt_count count, cdt_type ty
         r->prepare = params->prepare;
         r->prepare_arg = params->prepare_arg;
     }
-    r->head_sub.req = r;
-    r->head_sub.index = -1;
-    ucp_request_param_t p = {
-        .op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA |
-                        UCP_OP_ATTR_FLAG_NO_IMM_CMPL,
-        .cb.recv = head_cb,
-        .user_data = &r->head_sub,
-    };
     /* user tags never have the private bit; the mask always checks it */
     uint64_t mask = (tag_mask & CDT_UCX_TAG_MAX) | CDT__UCX_PRIVATE_BIT;
     pthread_mutex_lock(&worker->lock);
-    void *q = ucp_tag_recv_nbx(worker->ucp, r->head, CDT__UCX_HEAD_MAX, tag & mask, mask, &p);
-    if (!UCS_PTR_IS_ERR(q)) {
-        r->head_sub.ucx = q;
-        r->outstanding = 1;
-    }
+    r->outstanding = 1; /* held while posting: the message may complete inside the call */
+    int rc = post_recv(r, &r->head_sub, r->head, CDT__UCX_HEAD_MAX, tag & mask, mask, head_cb);
+    if (rc == CDT_SUCCESS && --r->outstanding == 0)
+        recv_done(r);
     pthread_mutex_unlock(&worker->lock);
-    if (UCS_PTR_IS_ERR(q)) {
+    if (rc != CDT_SUCCESS) {
         free(r);
-        return cdt__ucx_status(UCS_PTR_STATUS(q));
+        return rc;
     }
     *request = r;
     return CDT_SUCCESS;

@@ -28,6 +28,7 @@ static void send_cb(void *ucx_req, ucs_status_t st, void *user_data)
     cdt_ucx_request r = s->req;
     ucp_request_free(ucx_req);
     s->ucx = NULL;
+    s->fired = true;
     if (st != UCS_OK)
         cdt__ucx_request_set_error(r, cdt__ucx_status(st));
     if (--r->outstanding == 0)
@@ -39,18 +40,21 @@ static int post(cdt_ucx_request r, ucp_ep_h ep, const void *data, size_t len, ui
                 cdt__ucx_sub *s)
 {
     s->req = r;
+    s->fired = false;
+    s->ucx = NULL;
     ucp_request_param_t p = {
         .op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA,
         .cb.send = send_cb,
         .user_data = s,
     };
-    void *q = ucp_tag_send_nbx(ep, data, len, tag, &p);
-    if (q == NULL)
-        return CDT_SUCCESS; /* done already */
-    if (UCS_PTR_IS_ERR(q))
-        return cdt__ucx_status(UCS_PTR_STATUS(q));
-    s->ucx = q;
     r->outstanding++;
+    void *q = ucp_tag_send_nbx(ep, data, len, tag, &p);
+    if (q == NULL || UCS_PTR_IS_ERR(q)) { /* done already, or failed: no callback */
+        r->outstanding--;
+        return q == NULL ? CDT_SUCCESS : cdt__ucx_status(UCS_PTR_STATUS(q));
+    }
+    if (!s->fired)
+        s->ucx = q;
     return CDT_SUCCESS;
 }
 
@@ -198,6 +202,7 @@ int cdt_ucx_isend(cdt_ucx_ep ep, const void *buf, cdt_count count, cdt_type type
     cdt_count tail_len = 0;
     if (rc == CDT_SUCCESS)
         rc = build(r, &pl, key, threshold, &msg, &msg_len, &tail, &tail_len);
+    r->outstanding = 1; /* held while posting */
     if (rc == CDT_SUCCESS)
         rc = post(r, ep->ucp, msg, msg_len, tag, &r->head_sub);
     if (rc != CDT_SUCCESS) { /* nothing was sent */
@@ -231,7 +236,7 @@ int cdt_ucx_isend(cdt_ucx_ep ep, const void *buf, cdt_count count, cdt_type type
         if (rc != CDT_SUCCESS)
             cdt__ucx_request_set_error(r, rc);
     }
-    if (r->outstanding == 0)
+    if (--r->outstanding == 0)
         send_done(r);
     pthread_mutex_unlock(&w->lock);
     *request = r;

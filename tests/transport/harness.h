@@ -1,0 +1,128 @@
+/*
+ * harness.h - two real processes on loopback for transport tests: the parent forks a child
+ * that listens on 127.0.0.1 (any free port) and tells the parent the port through a pipe; the
+ * parent connects. Each side then runs its half of the test. Everything is bounded by
+ * timeouts: the child is killed if it outlives the parent's patience.
+ */
+#ifndef CDT_TRANSPORT_HARNESS_H
+#define CDT_TRANSPORT_HARNESS_H
+
+#include <cdt_ucx.h>
+
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define T_TIMEOUT_MS 20000
+
+#define CHECK(cond)                                                                                \
+    do {                                                                                           \
+        if (!(cond)) {                                                                             \
+            fprintf(stderr, "[%d] %s:%d: check failed: %s\n", (int)getpid(), __FILE__, __LINE__, \
+                    #cond);                                                                        \
+            _exit(1);                                                                              \
+        }                                                                                          \
+    } while (0)
+
+#define CHECK_RC(expr)                                                                             \
+    do {                                                                                           \
+        int rc_ = (expr);                                                                          \
+        if (rc_ != CDT_SUCCESS) {                                                                  \
+            fprintf(stderr, "[%d] %s:%d: %s -> %s (%d)\n", (int)getpid(), __FILE__, __LINE__,     \
+                    #expr, cdt_err_name(rc_), rc_);                                                \
+            _exit(1);                                                                              \
+        }                                                                                          \
+    } while (0)
+
+typedef struct peer {
+    cdt_ucx_context ctx;
+    cdt_ucx_worker w;
+    cdt_ucx_listener l;
+    cdt_ucx_ep ep;
+    int is_server;
+} peer;
+
+typedef void(side_fn)(peer *p);
+
+static inline void peer_open(peer *p, const cdt_ucx_worker_params *wp)
+{
+    CHECK_RC(cdt_ucx_context_create(NULL, &p->ctx));
+    CHECK_RC(cdt_ucx_worker_create(p->ctx, wp, &p->w));
+}
+
+static inline void peer_close(peer *p)
+{
+    if (p->ep != NULL)
+        cdt_ucx_ep_close(p->ep, 2000);
+    cdt_ucx_listener_destroy(p->l);
+    cdt_ucx_worker_destroy(p->w);
+    cdt_ucx_context_destroy(p->ctx);
+}
+
+/* Run server(p) in a child that listens and client(p) in this process that connects.
+ * Returns 0 when both sides passed. */
+static inline int run_pair(side_fn *server, side_fn *client, const cdt_ucx_worker_params *swp,
+                           const cdt_ucx_worker_params *cwp, int expect_child_status)
+{
+    int fds[2];
+    if (pipe(fds) != 0)
+        return 1;
+    fflush(stdout);
+    fflush(stderr);
+    pid_t pid = fork();
+    if (pid < 0)
+        return 1;
+    if (pid == 0) {
+        close(fds[0]);
+        alarm(60); /* never outlive a broken parent */
+        peer p = {.is_server = 1};
+        peer_open(&p, swp);
+        cdt_ucx_listener_params lp = {.field_mask = CDT_UCX_LISTENER_PARAM_HOST |
+                                                    CDT_UCX_LISTENER_PARAM_PORT,
+                                      .host = "127.0.0.1",
+                                      .port = 0};
+        CHECK_RC(cdt_ucx_listener_create(p.w, &lp, &p.l));
+        uint16_t port;
+        CHECK_RC(cdt_ucx_listener_port(p.l, &port));
+        CHECK(write(fds[1], &port, sizeof(port)) == sizeof(port));
+        close(fds[1]);
+        CHECK_RC(cdt_ucx_listener_accept(p.l, T_TIMEOUT_MS, &p.ep));
+        server(&p);
+        peer_close(&p);
+        _exit(0);
+    }
+    close(fds[1]);
+    uint16_t port = 0;
+    ssize_t got = read(fds[0], &port, sizeof(port));
+    close(fds[0]);
+    int status = 0;
+    if (got != sizeof(port)) {
+        waitpid(pid, &status, 0);
+        fprintf(stderr, "server did not start\n");
+        return 1;
+    }
+    pid_t cpid = fork(); /* the client runs in its own process too, so _exit on failure works */
+    if (cpid == 0) {
+        alarm(60);
+        peer p = {.is_server = 0};
+        peer_open(&p, cwp);
+        CHECK_RC(cdt_ucx_ep_connect(p.w, "127.0.0.1", port, T_TIMEOUT_MS, &p.ep));
+        client(&p);
+        peer_close(&p);
+        _exit(0);
+    }
+    int cstatus = 0;
+    waitpid(cpid, &cstatus, 0);
+    waitpid(pid, &status, 0);
+    int ok = WIFEXITED(cstatus) && WEXITSTATUS(cstatus) == expect_child_status &&
+             WIFEXITED(status) && WEXITSTATUS(status) == 0;
+    if (!ok)
+        fprintf(stderr, "client status 0x%x, server status 0x%x\n", cstatus, status);
+    return ok ? 0 : 1;
+}
+
+#endif

@@ -1,0 +1,690 @@
+/*
+ * test_transport.c - the UCX transport between two real processes on loopback.
+ * Usage: test_transport CASE   (each case is one ctest test; see CMakeLists.txt)
+ */
+#include "harness.h"
+
+#include "seed_types.h"
+#include <cdt_sobj.h>
+#include <ucp/api/ucp.h>
+
+#include <pthread.h>
+
+#define TAG 42
+
+/* ---------------------------------------------------------------- custom types ---------- */
+
+enum { SV_N = 16, SS_N = 1000, DV_N = 12, DV_LEN = 40000 /* 160 KB per array: zero-copy */ };
+
+static void custom_client(peer *p)
+{
+    struct_vec *sv = calloc(SV_N, sizeof(*sv));
+    CHECK(sv != NULL);
+    struct_vec_fill(sv, SV_N, 7);
+    struct_simple ss[SS_N];
+    struct_simple_fill(ss, SS_N, 8);
+    struct_simple_no_gap sn[SS_N];
+    struct_simple_no_gap_fill(sn, SS_N, 9);
+    double_vec dv, small;
+    CHECK_RC(double_vec_init(&dv, DV_N, DV_LEN, 10));
+    CHECK_RC(double_vec_init(&small, 300, 17, 11)); /* many small regions, gathered */
+    CHECK_RC(cdt_ucx_send(p->ep, sv, SV_N, struct_vec_type(), TAG, T_TIMEOUT_MS));
+    CHECK_RC(cdt_ucx_send(p->ep, ss, SS_N, struct_simple_type(), TAG, T_TIMEOUT_MS));
+    CHECK_RC(cdt_ucx_send(p->ep, sn, SS_N, struct_simple_no_gap_type(), TAG, T_TIMEOUT_MS));
+    CHECK_RC(cdt_ucx_send(p->ep, &dv, 1, double_vec_type(), TAG, T_TIMEOUT_MS));
+    CHECK_RC(cdt_ucx_send(p->ep, &small, 1, double_vec_type(), TAG, T_TIMEOUT_MS));
+    /* an empty object */
+    CHECK_RC(cdt_ucx_send(p->ep, ss, 0, struct_simple_type(), TAG, T_TIMEOUT_MS));
+    double_vec_clear(&dv);
+    double_vec_clear(&small);
+    free(sv);
+}
+
+static void custom_server(peer *p)
+{
+    struct_vec *sv = calloc(SV_N, sizeof(*sv)), *sv2 = calloc(SV_N, sizeof(*sv2));
+    CHECK(sv != NULL && sv2 != NULL);
+    struct_vec_fill(sv, SV_N, 7);
+    struct_simple ss[SS_N], ss2[SS_N];
+    struct_simple_fill(ss, SS_N, 8);
+    struct_simple_no_gap sn[SS_N], sn2[SS_N];
+    struct_simple_no_gap_fill(sn, SS_N, 9);
+    double_vec dv, small, dv2 = {0}, small2 = {0};
+    CHECK_RC(double_vec_init(&dv, DV_N, DV_LEN, 10));
+    CHECK_RC(double_vec_init(&small, 300, 17, 11));
+    cdt_ucx_recv_info info;
+    CHECK_RC(cdt_ucx_recv(p->w, sv2, SV_N, struct_vec_type(), TAG, CDT_UCX_TAG_MASK_FULL, NULL,
+                          &info, T_TIMEOUT_MS));
+    CHECK(struct_vec_equal(sv, sv2, SV_N));
+    CHECK(info.tag == TAG && info.region_count == SV_N);
+    CHECK_RC(cdt_ucx_recv(p->w, ss2, SS_N, struct_simple_type(), TAG, CDT_UCX_TAG_MASK_FULL, NULL,
+                          &info, T_TIMEOUT_MS));
+    CHECK(struct_simple_equal(ss, ss2, SS_N) && info.region_count == 0);
+    CHECK(info.packed_size == 20 * SS_N);
+    CHECK_RC(cdt_ucx_recv(p->w, sn2, SS_N, struct_simple_no_gap_type(), TAG,
+                          CDT_UCX_TAG_MASK_FULL, NULL, NULL, T_TIMEOUT_MS));
+    CHECK(struct_simple_no_gap_equal(sn, sn2, SS_N));
+    CHECK_RC(cdt_ucx_recv(p->w, &dv2, 1, double_vec_type(), TAG, CDT_UCX_TAG_MASK_FULL, NULL,
+                          &info, T_TIMEOUT_MS));
+    CHECK(double_vec_equal(&dv, &dv2) && info.region_count == DV_N);
+    CHECK_RC(cdt_ucx_recv(p->w, &small2, 1, double_vec_type(), TAG, CDT_UCX_TAG_MASK_FULL, NULL,
+                          NULL, T_TIMEOUT_MS));
+    CHECK(double_vec_equal(&small, &small2));
+    CHECK_RC(cdt_ucx_recv(p->w, ss2, 0, struct_simple_type(), TAG, CDT_UCX_TAG_MASK_FULL, NULL,
+                          &info, T_TIMEOUT_MS));
+    CHECK(info.packed_size == 0);
+    double_vec_clear(&dv);
+    double_vec_clear(&dv2);
+    double_vec_clear(&small);
+    double_vec_clear(&small2);
+    free(sv);
+    free(sv2);
+}
+
+/* ---------------------------------------------------------------- predefined, derived ---- */
+
+enum { PD_N = 1 << 20 }; /* 4 MiB of int32: the frame makes it a zero-copy region */
+
+static cdt_type strided_type(void)
+{
+    /* every other double of 2 x 1000 x 1000: a derived strided array */
+    cdt_type t;
+    CHECK_RC(cdt_type_vector(1000 * 1000, 1, 2, CDT_DOUBLE, &t));
+    CHECK_RC(cdt_type_commit(&t));
+    return t;
+}
+
+static void derived_client(peer *p)
+{
+    int32_t *a = malloc(PD_N * sizeof(int32_t));
+    double *d = malloc(2000000 * sizeof(double));
+    CHECK(a != NULL && d != NULL);
+    for (int i = 0; i < PD_N; i++)
+        a[i] = i * 3;
+    for (int i = 0; i < 2000000; i++)
+        d[i] = i * 0.5;
+    CHECK_RC(cdt_ucx_send(p->ep, a, PD_N, CDT_INT32, TAG, T_TIMEOUT_MS));
+    CHECK_RC(cdt_ucx_send(p->ep, a, 5, CDT_INT32, TAG, T_TIMEOUT_MS));
+    cdt_type t = strided_type();
+    CHECK_RC(cdt_ucx_send(p->ep, d, 1, t, TAG, T_TIMEOUT_MS));
+    /* strided on the sender, contiguous on the receiver */
+    CHECK_RC(cdt_ucx_send(p->ep, d, 1, t, TAG, T_TIMEOUT_MS));
+    cdt_type_free(&t);
+    free(a);
+    free(d);
+}
+
+static void derived_server(peer *p)
+{
+    int32_t *a = calloc(PD_N, sizeof(int32_t));
+    double *d = calloc(2000000, sizeof(double));
+    CHECK(a != NULL && d != NULL);
+    cdt_ucx_recv_info info;
+    CHECK_RC(cdt_ucx_recv(p->w, a, PD_N, CDT_INT32, TAG, CDT_UCX_TAG_MASK_FULL, NULL, &info,
+                          T_TIMEOUT_MS));
+    for (int i = 0; i < PD_N; i++)
+        CHECK(a[i] == i * 3);
+    CHECK(info.region_count == 1);
+    /* a receive buffer larger than the message fills its leading elements */
+    memset(a, 0, 64);
+    CHECK_RC(cdt_ucx_recv(p->w, a, 16, CDT_INT32, TAG, CDT_UCX_TAG_MASK_FULL, NULL, NULL,
+                          T_TIMEOUT_MS));
+    for (int i = 0; i < 5; i++)
+        CHECK(a[i] == i * 3);
+    cdt_type t = strided_type();
+    CHECK_RC(cdt_ucx_recv(p->w, d, 1, t, TAG, CDT_UCX_TAG_MASK_FULL, NULL, NULL, T_TIMEOUT_MS));
+    for (int i = 0; i < 2000000; i++)
+        CHECK(d[i] == (i % 2 == 0 ? i * 0.5 : 0.0));
+    CHECK_RC(cdt_ucx_recv(p->w, d, 1000000, CDT_DOUBLE, TAG, CDT_UCX_TAG_MASK_FULL, NULL, NULL,
+                          T_TIMEOUT_MS));
+    for (int i = 0; i < 1000000; i++)
+        CHECK(d[i] == i * 1.0);
+    cdt_type_free(&t);
+    free(a);
+    free(d);
+}
+
+/* ---------------------------------------------------------------- wildcards -------------- */
+
+static void wildcard_client(peer *p)
+{
+    for (int64_t t = 1; t <= 4; t++) {
+        int64_t v = t * 100;
+        CHECK_RC(cdt_ucx_send(p->ep, &v, 1, CDT_INT64, (cdt_ucx_tag)(t | 0x500), T_TIMEOUT_MS));
+    }
+    int64_t v = 99;
+    CHECK_RC(cdt_ucx_send(p->ep, &v, 1, CDT_INT64, CDT_UCX_TAG_MAX, T_TIMEOUT_MS));
+}
+
+static void wildcard_server(peer *p)
+{
+    int64_t v = 0;
+    cdt_ucx_recv_info info;
+    /* exact tag out of order: 3 first */
+    CHECK_RC(cdt_ucx_recv(p->w, &v, 1, CDT_INT64, 0x503, CDT_UCX_TAG_MASK_FULL, NULL, &info,
+                          T_TIMEOUT_MS));
+    CHECK(v == 300 && info.tag == 0x503);
+    /* any tag: the earliest remaining (1) */
+    CHECK_RC(cdt_ucx_recv(p->w, &v, 1, CDT_INT64, 0, CDT_UCX_TAG_MASK_ANY, NULL, &info,
+                          T_TIMEOUT_MS));
+    CHECK(v == 100 && info.tag == 0x501);
+    /* low bits wildcard: matches 0x502 */
+    CHECK_RC(cdt_ucx_recv(p->w, &v, 1, CDT_INT64, 0x500, ~(cdt_ucx_tag)0xff, NULL, &info,
+                          T_TIMEOUT_MS));
+    CHECK(v == 200 && info.tag == 0x502);
+    CHECK_RC(cdt_ucx_recv(p->w, &v, 1, CDT_INT64, 0x504, CDT_UCX_TAG_MASK_FULL, NULL, &info,
+                          T_TIMEOUT_MS));
+    CHECK(v == 400);
+    CHECK_RC(cdt_ucx_recv(p->w, &v, 1, CDT_INT64, 0, CDT_UCX_TAG_MASK_ANY, NULL, &info,
+                          T_TIMEOUT_MS));
+    CHECK(v == 99 && info.tag == CDT_UCX_TAG_MAX);
+}
+
+/* ---------------------------------------------------------------- non-blocking overlap --- */
+
+enum { NB_N = 64 };
+
+static void nonblocking_client(peer *p)
+{
+    double_vec dv[NB_N];
+    cdt_ucx_request req[NB_N];
+    for (int i = 0; i < NB_N; i++) {
+        CHECK_RC(double_vec_init(&dv[i], 1 + i % 5, (i % 3) ? 20000 : 10, i));
+        CHECK_RC(cdt_ucx_isend(p->ep, &dv[i], 1, double_vec_type(), (cdt_ucx_tag)i, &req[i]));
+    }
+    for (int i = NB_N - 1; i >= 0; i--) {
+        CHECK_RC(cdt_ucx_request_wait(req[i], T_TIMEOUT_MS));
+        CHECK_RC(cdt_ucx_request_free(req[i]));
+        double_vec_clear(&dv[i]);
+    }
+}
+
+static void nonblocking_server(peer *p)
+{
+    double_vec dv[NB_N];
+    cdt_ucx_request req[NB_N];
+    memset(dv, 0, sizeof(dv));
+    /* posted in reverse tag order; each matches its own tag */
+    for (int i = NB_N - 1; i >= 0; i--)
+        CHECK_RC(cdt_ucx_irecv(p->w, &dv[i], 1, double_vec_type(), (cdt_ucx_tag)i,
+                               CDT_UCX_TAG_MASK_FULL, NULL, &req[i]));
+    int left = NB_N;
+    int64_t deadline = (int64_t)time(NULL) + 20;
+    while (left > 0 && (int64_t)time(NULL) < deadline) {
+        for (int i = 0; i < NB_N; i++) {
+            if (req[i] == NULL)
+                continue;
+            int rc = cdt_ucx_request_test(req[i]);
+            if (rc == CDT_INPROGRESS)
+                continue;
+            CHECK_RC(rc);
+            cdt_ucx_recv_info info;
+            CHECK_RC(cdt_ucx_request_recv_info(req[i], &info));
+            CHECK(info.tag == (cdt_ucx_tag)i);
+            CHECK_RC(cdt_ucx_request_free(req[i]));
+            req[i] = NULL;
+            double_vec ref;
+            CHECK_RC(double_vec_init(&ref, 1 + i % 5, (i % 3) ? 20000 : 10, i));
+            CHECK(double_vec_equal(&ref, &dv[i]));
+            double_vec_clear(&ref);
+            double_vec_clear(&dv[i]);
+            left--;
+        }
+    }
+    CHECK(left == 0);
+}
+
+/* ---------------------------------------------------------------- cancel ------------------ */
+
+static void cancel_client(peer *p)
+{
+    int32_t v = 5;
+    CHECK_RC(cdt_ucx_send(p->ep, &v, 1, CDT_INT32, 2, T_TIMEOUT_MS));
+}
+
+static void cancel_server(peer *p)
+{
+    int32_t v = 0, never = 0;
+    cdt_ucx_request r;
+    CHECK_RC(cdt_ucx_irecv(p->w, &never, 1, CDT_INT32, 1, CDT_UCX_TAG_MASK_FULL, NULL, &r));
+    CHECK(cdt_ucx_request_test(r) == CDT_INPROGRESS);
+    CHECK(cdt_ucx_request_free(r) == CDT_ERR_BUSY);
+    CHECK_RC(cdt_ucx_request_cancel(r));
+    CHECK(cdt_ucx_request_wait(r, T_TIMEOUT_MS) == CDT_ERR_CANCELED);
+    CHECK_RC(cdt_ucx_request_free(r));
+    /* a blocking receive that times out */
+    CHECK(cdt_ucx_recv(p->w, &never, 1, CDT_INT32, 1, CDT_UCX_TAG_MASK_FULL, NULL, NULL, 200) ==
+          CDT_ERR_TIMEOUT);
+    /* the worker still works */
+    CHECK_RC(cdt_ucx_recv(p->w, &v, 1, CDT_INT32, 2, CDT_UCX_TAG_MASK_FULL, NULL, NULL,
+                          T_TIMEOUT_MS));
+    CHECK(v == 5 && never == 0);
+}
+
+/* ---------------------------------------------------------------- threads ----------------- */
+
+enum { TH_N = 8, TH_MSGS = 1000 };
+
+typedef struct th_arg {
+    peer *p;
+    int id;
+} th_arg;
+
+/* object of thread t, message i: a double_vec whose size varies, some regions zero-copy */
+static void th_object(double_vec *v, int t, int i)
+{
+    cdt_count n = 1 + (i % 3), len = (i % 50 == 0) ? 20000 : 1 + (i % 37);
+    CHECK_RC(double_vec_init(v, n, len, t * 100000 + i));
+    v->data[0][0] = t;
+    if (len > 1)
+        v->data[0][1] = i;
+}
+
+static void *th_send(void *argp)
+{
+    th_arg *a = argp;
+    for (int i = 0; i < TH_MSGS; i++) {
+        double_vec v;
+        th_object(&v, a->id, i);
+        CHECK_RC(cdt_ucx_send(a->p->ep, &v, 1, double_vec_type(), TAG, T_TIMEOUT_MS));
+        double_vec_clear(&v);
+    }
+    return NULL;
+}
+
+static void threads_client(peer *p)
+{
+    pthread_t th[TH_N];
+    th_arg args[TH_N];
+    for (int t = 0; t < TH_N; t++) {
+        args[t] = (th_arg){p, t};
+        CHECK(pthread_create(&th[t], NULL, th_send, &args[t]) == 0);
+    }
+    for (int t = 0; t < TH_N; t++)
+        pthread_join(th[t], NULL);
+}
+
+static void threads_server(peer *p)
+{
+    int next[TH_N] = {0};
+    for (int k = 0; k < TH_N * TH_MSGS; k++) {
+        double_vec v = {0};
+        CHECK_RC(cdt_ucx_recv(p->w, &v, 1, double_vec_type(), TAG, CDT_UCX_TAG_MASK_FULL, NULL,
+                              NULL, T_TIMEOUT_MS));
+        int t = v.data[0][0];
+        CHECK(t >= 0 && t < TH_N);
+        int i = next[t]++; /* each thread's messages arrive in its order */
+        double_vec ref;
+        th_object(&ref, t, i);
+        CHECK(double_vec_equal(&ref, &v));
+        double_vec_clear(&ref);
+        double_vec_clear(&v);
+    }
+    for (int t = 0; t < TH_N; t++)
+        CHECK(next[t] == TH_MSGS);
+}
+
+/* ---------------------------------------------------------------- peer failure ------------ */
+
+static void peer_exit_client(peer *p)
+{
+    /* 512 MB in zero-copy regions: start sending, then die before the receiver is done */
+    double_vec v;
+    CHECK_RC(double_vec_init(&v, 64, 2 * 1024 * 1024, 1));
+    cdt_ucx_request r;
+    CHECK_RC(cdt_ucx_isend(p->ep, &v, 1, double_vec_type(), TAG, &r));
+    for (int i = 0; i < 200; i++)
+        cdt_ucx_request_test(r);
+    _exit(3);
+}
+
+static void peer_exit_server(peer *p)
+{
+    double_vec v = {0};
+    int64_t t0 = cdt_ucx_version_string() != NULL ? (int64_t)time(NULL) : 0;
+    int rc = cdt_ucx_recv(p->w, &v, 1, double_vec_type(), TAG, CDT_UCX_TAG_MASK_FULL, NULL, NULL,
+                          T_TIMEOUT_MS);
+    fprintf(stderr, "receive from a peer that exited: %s after %lld s\n", cdt_err_name(rc),
+            (long long)(time(NULL) - t0));
+    CHECK(rc != CDT_SUCCESS);
+    CHECK(rc == CDT_ERR_PEER || rc == CDT_ERR_TIMEOUT || rc == CDT_ERR_TRANSPORT);
+    double_vec_clear(&v);
+    /* sends on the endpoint fail instead of hanging */
+    int32_t x = 1;
+    int64_t deadline = (int64_t)time(NULL) + 15;
+    int src = CDT_SUCCESS;
+    while (src == CDT_SUCCESS && (int64_t)time(NULL) < deadline)
+        src = cdt_ucx_send(p->ep, &x, 1, CDT_INT32, TAG, 2000);
+    fprintf(stderr, "send to a peer that exited: %s\n", cdt_err_name(src));
+    CHECK(src != CDT_SUCCESS);
+    cdt_ucx_ep_close(p->ep, 100);
+    p->ep = NULL;
+}
+
+/* ---------------------------------------------------------------- malformed -------------- */
+
+static void raw_send(peer *p, const void *data, size_t len, uint64_t tag)
+{
+    ucp_request_param_t prm = {.op_attr_mask = 0};
+    void *q = ucp_tag_send_nbx((ucp_ep_h)cdt_ucx_ep_handle(p->ep), data, len, tag, &prm);
+    CHECK(!UCS_PTR_IS_ERR(q));
+    int64_t deadline = (int64_t)time(NULL) + 10;
+    while (q != NULL && ucp_request_check_status(q) == UCS_INPROGRESS &&
+           (int64_t)time(NULL) < deadline)
+        cdt_ucx_worker_progress(p->w);
+    if (q != NULL)
+        ucp_request_free(q);
+}
+
+static void malformed_client(peer *p)
+{
+    unsigned char junk[100];
+    memset(junk, 0xab, sizeof(junk));
+    raw_send(p, junk, sizeof(junk), TAG); /* no prefix */
+    raw_send(p, junk, 3, TAG);            /* too short */
+    /* a valid prefix followed by a broken frame header */
+    unsigned char bad[32 + 48];
+    memset(bad, 0, sizeof(bad));
+    memcpy(bad, "CDTU\x01\0\0\0", 8);
+    bad[16] = 0xff; /* threshold */
+    memcpy(bad + 32, "CDTF\x01\0\0\0", 8);
+    bad[32 + 8] = 47; /* header_size wrong */
+    raw_send(p, bad, sizeof(bad), TAG);
+    /* a huge announced tail that the header does not allow */
+    bad[32 + 8] = 48;
+    bad[24] = 0xff;
+    raw_send(p, bad, sizeof(bad), TAG);
+    /* a valid frame whose regions do not match the receiving type */
+    struct_vec *sv = calloc(2, sizeof(*sv));
+    CHECK(sv != NULL);
+    struct_vec_fill(sv, 2, 3);
+    CHECK_RC(cdt_ucx_send(p->ep, sv, 2, struct_vec_type(), TAG, T_TIMEOUT_MS));
+    /* then good messages */
+    struct_vec_fill(sv, 2, 4);
+    CHECK_RC(cdt_ucx_send(p->ep, sv, 2, struct_vec_type(), TAG, T_TIMEOUT_MS));
+    double_vec dv;
+    CHECK_RC(double_vec_init(&dv, 3, 30000, 5));
+    CHECK_RC(cdt_ucx_send(p->ep, &dv, 1, double_vec_type(), TAG, T_TIMEOUT_MS));
+    /* large regions that the receiver rejects are drained: this send completes */
+    CHECK_RC(cdt_ucx_send(p->ep, &dv, 1, double_vec_type(), TAG, T_TIMEOUT_MS));
+    CHECK_RC(cdt_ucx_send(p->ep, &dv, 1, double_vec_type(), TAG, T_TIMEOUT_MS));
+    double_vec_clear(&dv);
+    free(sv);
+}
+
+static void malformed_server(peer *p)
+{
+    struct_vec *sv = calloc(2, sizeof(*sv)), *ref = calloc(2, sizeof(*ref));
+    CHECK(sv != NULL && ref != NULL);
+    int rc;
+    rc = cdt_ucx_recv(p->w, sv, 2, struct_vec_type(), TAG, CDT_UCX_TAG_MASK_FULL, NULL, NULL,
+                      T_TIMEOUT_MS);
+    CHECK(rc == CDT_ERR_FRAME_MAGIC);
+    rc = cdt_ucx_recv(p->w, sv, 2, struct_vec_type(), TAG, CDT_UCX_TAG_MASK_FULL, NULL, NULL,
+                      T_TIMEOUT_MS);
+    CHECK(rc == CDT_ERR_FRAME_MAGIC);
+    rc = cdt_ucx_recv(p->w, sv, 2, struct_vec_type(), TAG, CDT_UCX_TAG_MASK_FULL, NULL, NULL,
+                      T_TIMEOUT_MS);
+    CHECK(rc == CDT_ERR_FRAME_MALFORMED);
+    rc = cdt_ucx_recv(p->w, sv, 2, struct_vec_type(), TAG, CDT_UCX_TAG_MASK_FULL, NULL, NULL,
+                      T_TIMEOUT_MS);
+    CHECK(rc == CDT_ERR_FRAME_MALFORMED);
+    /* a receiver whose object holds fewer regions than the frame */
+    rc = cdt_ucx_recv(p->w, sv, 1, struct_vec_type(), TAG, CDT_UCX_TAG_MASK_FULL, NULL, NULL,
+                      T_TIMEOUT_MS);
+    CHECK(rc != CDT_SUCCESS);
+    CHECK_RC(cdt_ucx_recv(p->w, sv, 2, struct_vec_type(), TAG, CDT_UCX_TAG_MASK_FULL, NULL, NULL,
+                          T_TIMEOUT_MS));
+    struct_vec_fill(ref, 2, 4);
+    CHECK(struct_vec_equal(sv, ref, 2));
+    double_vec dv = {0}, dref;
+    CHECK_RC(double_vec_init(&dref, 3, 30000, 5));
+    CHECK_RC(cdt_ucx_recv(p->w, &dv, 1, double_vec_type(), TAG, CDT_UCX_TAG_MASK_FULL, NULL, NULL,
+                          T_TIMEOUT_MS));
+    CHECK(double_vec_equal(&dv, &dref));
+    double_vec_clear(&dv);
+    /* a receiver type that rejects the frame (wrong type): the regions are drained */
+    int32_t small[4];
+    rc = cdt_ucx_recv(p->w, small, 4, CDT_INT32, TAG, CDT_UCX_TAG_MASK_FULL, NULL, NULL,
+                      T_TIMEOUT_MS);
+    CHECK(rc != CDT_SUCCESS);
+    CHECK_RC(cdt_ucx_recv(p->w, &dv, 1, double_vec_type(), TAG, CDT_UCX_TAG_MASK_FULL, NULL, NULL,
+                          T_TIMEOUT_MS));
+    CHECK(double_vec_equal(&dv, &dref));
+    double_vec_clear(&dv);
+    double_vec_clear(&dref);
+    free(sv);
+    free(ref);
+}
+
+/* ---------------------------------------------------------------- library-allocated ------ */
+
+enum { SO_BUFS = 5 };
+
+static void sobj_client(peer *p)
+{
+    static char inband[] = "pickle-like in-band bytes";
+    cdt_sobj_buffer bufs[SO_BUFS];
+    for (int i = 0; i < SO_BUFS; i++) {
+        cdt_count len = (cdt_count)(i + 1) * 50000 * 8;
+        double *d = malloc((size_t)len);
+        CHECK(d != NULL);
+        for (cdt_count j = 0; j < len / 8; j++)
+            d[j] = (double)(i * 7 + j);
+        bufs[i] = (cdt_sobj_buffer){d, len, CDT_KIND_DOUBLE};
+    }
+    cdt_sobj o = {.inband = inband, .inband_len = sizeof(inband), .buffers = bufs,
+                  .nbuffers = SO_BUFS};
+    CHECK_RC(cdt_ucx_send(p->ep, &o, 1, cdt_sobj_type(), TAG, T_TIMEOUT_MS));
+    for (int i = 0; i < SO_BUFS; i++)
+        free(bufs[i].base);
+}
+
+typedef struct alloc_log {
+    int calls;
+    cdt_count bytes;
+} alloc_log;
+
+static int my_alloc(void *user, cdt_count index, cdt_count len, cdt_kind kind, void **base)
+{
+    (void)index;
+    (void)kind;
+    alloc_log *log = user;
+    log->calls++;
+    log->bytes += len;
+    *base = malloc(len > 0 ? (size_t)len : 1);
+    return *base != NULL ? CDT_SUCCESS : CDT_ERR_NO_MEMORY;
+}
+
+static int prepare_sobj(void *arg, cdt_decoder dec)
+{
+    int rc = cdt_sobj_recv_prepare(arg, dec);
+    return rc != CDT_SUCCESS ? rc : cdt_decoder_bind(dec, arg, 1, cdt_sobj_type());
+}
+
+static void sobj_server(peer *p)
+{
+    alloc_log log = {0};
+    cdt_sobj o = {.alloc = my_alloc, .alloc_user = &log};
+    cdt_ucx_recv_params rp = {.field_mask = CDT_UCX_RECV_PARAM_PREPARE,
+                              .prepare = prepare_sobj,
+                              .prepare_arg = &o};
+    cdt_ucx_recv_info info;
+    CHECK_RC(cdt_ucx_recv(p->w, NULL, 0, NULL, TAG, CDT_UCX_TAG_MASK_FULL, &rp, &info,
+                          T_TIMEOUT_MS));
+    CHECK(o.nbuffers == SO_BUFS && info.region_count == SO_BUFS);
+    CHECK(strcmp(o.inband, "pickle-like in-band bytes") == 0);
+    for (int i = 0; i < SO_BUFS; i++) {
+        CHECK(o.buffers[i].len == (cdt_count)(i + 1) * 50000 * 8);
+        CHECK(o.buffers[i].kind == CDT_KIND_DOUBLE);
+        const double *d = o.buffers[i].base;
+        for (cdt_count j = 0; j < o.buffers[i].len / 8; j++)
+            CHECK(d[j] == (double)(i * 7 + j));
+        free(o.buffers[i].base);
+    }
+    CHECK(log.calls == SO_BUFS + 1);
+    free(o.inband);
+    cdt_sobj_release(&o);
+}
+
+/* ---------------------------------------------------------------- many regions ----------- */
+
+enum { MR_N = 3000 };
+
+static void many_regions_client(peer *p)
+{
+    double_vec v;
+    CHECK_RC(double_vec_init(&v, MR_N, 1024, 21)); /* 4 KiB each: zero-copy at threshold 4096 */
+    CHECK_RC(cdt_ucx_send(p->ep, &v, 1, double_vec_type(), TAG, T_TIMEOUT_MS));
+    double_vec_clear(&v);
+    CHECK_RC(double_vec_init(&v, MR_N, 100, 22)); /* 400 B each: gathered, header > head */
+    CHECK_RC(cdt_ucx_send(p->ep, &v, 1, double_vec_type(), TAG, T_TIMEOUT_MS));
+    double_vec_clear(&v);
+}
+
+static void many_regions_server(peer *p)
+{
+    for (int k = 0; k < 2; k++) {
+        double_vec v = {0}, ref;
+        CHECK_RC(double_vec_init(&ref, MR_N, k == 0 ? 1024 : 100, 21 + k));
+        cdt_ucx_recv_info info;
+        CHECK_RC(cdt_ucx_recv(p->w, &v, 1, double_vec_type(), TAG, CDT_UCX_TAG_MASK_FULL, NULL,
+                              &info, T_TIMEOUT_MS));
+        CHECK(info.region_count == MR_N);
+        CHECK(double_vec_equal(&v, &ref));
+        double_vec_clear(&v);
+        double_vec_clear(&ref);
+    }
+}
+
+/* ---------------------------------------------------------------- address bootstrap ------ */
+
+static int address_case(void)
+{
+    /* two processes exchange worker addresses through pipes (as a file or MPI would) */
+    int up[2], down[2];
+    CHECK(pipe(up) == 0 && pipe(down) == 0);
+    pid_t pid = fork();
+    CHECK(pid >= 0);
+    peer p = {0};
+    int child = pid == 0;
+    if (child)
+        alarm(60);
+    peer_open(&p, NULL);
+    void *addr;
+    size_t len;
+    CHECK_RC(cdt_ucx_worker_address(p.w, &addr, &len));
+    int wfd = child ? up[1] : down[1], rfd = child ? down[0] : up[0];
+    CHECK(write(wfd, &len, sizeof(len)) == sizeof(len) && write(wfd, addr, len) == (ssize_t)len);
+    size_t plen;
+    CHECK(read(rfd, &plen, sizeof(plen)) == sizeof(plen) && plen < 65536);
+    unsigned char *paddr = malloc(plen);
+    size_t got = 0;
+    while (got < plen) {
+        ssize_t n = read(rfd, paddr + got, plen - got);
+        CHECK(n > 0);
+        got += (size_t)n;
+    }
+    cdt_ucx_worker_address_free(p.w, addr);
+    CHECK_RC(cdt_ucx_ep_create_from_address(p.w, paddr, plen, &p.ep));
+    free(paddr);
+    struct_vec *sv = calloc(3, sizeof(*sv)), *ref = calloc(3, sizeof(*ref));
+    CHECK(sv != NULL && ref != NULL);
+    /* each side sends one object to the other and receives one */
+    struct_vec_fill(sv, 3, child ? 1 : 2);
+    cdt_ucx_request s;
+    CHECK_RC(cdt_ucx_isend(p.ep, sv, 3, struct_vec_type(), TAG, &s));
+    struct_vec *in = calloc(3, sizeof(*in));
+    CHECK(in != NULL);
+    CHECK_RC(cdt_ucx_recv(p.w, in, 3, struct_vec_type(), TAG, CDT_UCX_TAG_MASK_FULL, NULL, NULL,
+                          T_TIMEOUT_MS));
+    struct_vec_fill(ref, 3, child ? 2 : 1);
+    CHECK(struct_vec_equal(in, ref, 3));
+    CHECK_RC(cdt_ucx_request_wait(s, T_TIMEOUT_MS));
+    cdt_ucx_request_free(s);
+    /* both sides are done before either closes */
+    char c = 'x';
+    CHECK(write(wfd, &c, 1) == 1 && read(rfd, &c, 1) == 1);
+    peer_close(&p);
+    free(sv);
+    free(ref);
+    free(in);
+    if (child)
+        _exit(0);
+    int status;
+    waitpid(pid, &status, 0);
+    return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : 1;
+}
+
+/* ---------------------------------------------------------------- > 4 GiB (opt-in) ------- */
+
+static const cdt_count BIG = (cdt_count)4 * 1024 * 1024 * 1024 + 4096 + 12;
+
+static void big_client(peer *p)
+{
+    unsigned char *b = malloc((size_t)BIG);
+    CHECK(b != NULL);
+    for (cdt_count i = 0; i < BIG; i += 4096)
+        b[i] = (unsigned char)(i / 4096);
+    b[BIG - 1] = 0x5a;
+    CHECK_RC(cdt_ucx_send(p->ep, b, BIG, CDT_BYTE, TAG, 120000));
+    free(b);
+}
+
+static void big_server(peer *p)
+{
+    unsigned char *b = calloc(1, (size_t)BIG);
+    CHECK(b != NULL);
+    cdt_ucx_recv_info info;
+    CHECK_RC(cdt_ucx_recv(p->w, b, BIG, CDT_BYTE, TAG, CDT_UCX_TAG_MASK_FULL, NULL, &info,
+                          120000));
+    CHECK(info.frame_size > BIG);
+    for (cdt_count i = 0; i < BIG - 1; i += 4096)
+        CHECK(b[i] == (unsigned char)(i / 4096));
+    CHECK(b[BIG - 1] == 0x5a);
+    free(b);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc != 2) {
+        fprintf(stderr, "usage: %s CASE\n", argv[0]);
+        return 2;
+    }
+    const char *c = argv[1];
+    cdt_ucx_worker_params small_thr = {.field_mask = CDT_UCX_WORKER_PARAM_ZCOPY_THRESHOLD,
+                                       .zcopy_threshold = 4096};
+    if (strcmp(c, "custom") == 0)
+        return run_pair(custom_server, custom_client, NULL, NULL, 0);
+    if (strcmp(c, "custom_small_threshold") == 0)
+        return run_pair(custom_server, custom_client, &small_thr, &small_thr, 0);
+    if (strcmp(c, "derived") == 0)
+        return run_pair(derived_server, derived_client, NULL, NULL, 0);
+    if (strcmp(c, "wildcard") == 0)
+        return run_pair(wildcard_server, wildcard_client, NULL, NULL, 0);
+    if (strcmp(c, "nonblocking") == 0)
+        return run_pair(nonblocking_server, nonblocking_client, NULL, NULL, 0);
+    if (strcmp(c, "cancel") == 0)
+        return run_pair(cancel_server, cancel_client, NULL, NULL, 0);
+    if (strcmp(c, "threads") == 0)
+        return run_pair(threads_server, threads_client, NULL, NULL, 0);
+    if (strcmp(c, "peer_exit") == 0)
+        return run_pair(peer_exit_server, peer_exit_client, NULL, NULL, 3);
+    if (strcmp(c, "malformed") == 0)
+        return run_pair(malformed_server, malformed_client, NULL, NULL, 0);
+    if (strcmp(c, "sobj") == 0)
+        return run_pair(sobj_server, sobj_client, NULL, NULL, 0);
+    if (strcmp(c, "many_regions") == 0)
+        return run_pair(many_regions_server, many_regions_client, &small_thr, &small_thr, 0);
+    if (strcmp(c, "address") == 0)
+        return address_case();
+    if (strcmp(c, "large") == 0) {
+        if (getenv("CDT_TEST_LARGE") == NULL) {
+            printf("skipped: set CDT_TEST_LARGE=1 to send a 4 GiB + 4 KiB object\n");
+            return 77;
+        }
+        return run_pair(big_server, big_client, NULL, NULL, 0);
+    }
+    fprintf(stderr, "unknown case %s\n", c);
+    return 2;
+}
