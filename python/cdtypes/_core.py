@@ -149,39 +149,62 @@ class Frame:
         return "<cdtypes.Frame %s>" % state
 
 
+class _Outgoing:
+    """One object as a filled cdt_sobj: the pickle stream and the pinned out-of-band buffers,
+    alive until release() (the frame or the transport reads them in place)."""
+
+    __slots__ = ("sobj", "inband", "pins", "buffers", "_sbufs")
+
+    def __init__(self, obj, protocol=5):
+        if protocol < 5:
+            raise ValueError("cdtypes needs pickle protocol 5 or later")
+        buffers = []
+        self.inband = pickle.dumps(obj, protocol=protocol, buffer_callback=buffers.append)
+        self.buffers = buffers
+        self.pins = []
+        try:
+            sbufs = (_lib.cdt_sobj_buffer * max(len(buffers), 1))()
+            for i, pb in enumerate(buffers):
+                # raw(): a contiguous byte view (BufferError otherwise); bytes travel as
+                # bytes: the pickle stream records the element type and byte order itself
+                keeper, addr, n = _lib.pin(pb.raw())
+                self.pins.append(keeper)
+                b = sbufs[i]
+                b.base, b.len, b.kind = addr, n, CDT_KIND_BYTE
+        except BaseException:
+            self.release()
+            raise
+        self._sbufs = sbufs
+        so = self.sobj = _lib.cdt_sobj()
+        so.inband = ctypes.cast(self.inband, ctypes.c_void_p)
+        so.inband_len = len(self.inband)
+        so.buffers = sbufs
+        so.nbuffers = len(buffers)
+
+    def release(self):
+        for p in self.pins:
+            _lib.release(p)
+        for b in self.buffers:
+            b.release()
+        self.pins = self.buffers = ()
+        self.inband = None
+
+
 def dumps(obj, *, protocol=5):
     """Serialize ``obj`` into a Frame: the pickle stream travels packed, every PickleBuffer
     (NumPy arrays, bytearray wrapped in PickleBuffer, ...) as a zero-copy region."""
-    if protocol < 5:
-        raise ValueError("cdtypes needs pickle protocol 5 or later")
-    buffers = []
-    inband = pickle.dumps(obj, protocol=protocol, buffer_callback=buffers.append)
-    pins = []
+    out = _Outgoing(obj, protocol)
+    handle = ctypes.c_void_p()
     try:
-        sbufs = (_lib.cdt_sobj_buffer * max(len(buffers), 1))()
-        for i, pb in enumerate(buffers):
-            # raw(): a contiguous byte view (BufferError otherwise); bytes travel as bytes:
-            # the pickle stream records the element type and byte order itself
-            keeper, addr, n = _lib.pin(pb.raw())
-            pins.append(keeper)
-            b = sbufs[i]
-            b.base, b.len, b.kind = addr, n, CDT_KIND_BYTE
-        so = _lib.cdt_sobj()
-        so.inband = ctypes.cast(inband, ctypes.c_void_p)  # inband (bytes) lives until return
-        so.inband_len = len(inband)
-        so.buffers = sbufs
-        so.nbuffers = len(buffers)
-        handle = ctypes.c_void_p()
         check(
-            lib.cdt_frame_encode(ctypes.byref(so), 1, _SOBJ_TYPE, None, ctypes.byref(handle)),
+            lib.cdt_frame_encode(ctypes.byref(out.sobj), 1, _SOBJ_TYPE, None, ctypes.byref(handle)),
             "cdt_frame_encode",
         )
     except BaseException:
-        for p in pins:
-            _lib.release(p)
-        for b in buffers:
-            b.release()
+        out.release()
         raise
+    pins, buffers = out.pins, out.buffers
+    out.pins = out.buffers = ()  # now the frame's
     return Frame(handle.value, pins, buffers)
 
 
@@ -236,6 +259,26 @@ class _Receiver:
             _lib.release(p)
         self.pins = []
 
+    def prepare(self, dec, so):
+        """Size ``so`` from the decoder's header through the allocator hook, then bind.
+        Returns a status (callers raise with raise_status())."""
+        so.alloc = self.cfunc
+        rc = lib.cdt_sobj_recv_prepare(ctypes.byref(so), dec)
+        if rc == 0:
+            rc = lib.cdt_decoder_bind(dec, ctypes.byref(so), 1, _SOBJ_TYPE)
+            if rc != 0:
+                lib.cdt_sobj_release(ctypes.byref(so))
+        return rc
+
+    def raise_status(self, code, what):
+        _raise(code, what, self)
+
+    def unpickle(self):
+        try:
+            return pickle.loads(self.inband, buffers=self.buffers)
+        except Exception as e:
+            raise _lib.UnpicklingFailed(None, "pickle could not rebuild the object: %r" % (e,)) from e
+
 
 def _raise(code, what, rx):
     if code == CDT_ERR_PY_EXCEPTION and rx is not None and rx.exc is not None:
@@ -273,11 +316,8 @@ def loads(data, *, alloc=None, inplace=False):
         rx = _Receiver(alloc, src_addr if inplace else None, dec)
         if inplace:
             rx.inplace_view = memoryview(data).cast("B")
-        so.alloc = rx.cfunc
-        code = lib.cdt_sobj_recv_prepare(ctypes.byref(so), dec)
-        _raise(code, "cdt_sobj_recv_prepare", rx)
+        _raise(rx.prepare(dec, so), "cdt_sobj_recv_prepare", rx)
         prepared = True
-        check(lib.cdt_decoder_bind(dec, ctypes.byref(so), 1, _SOBJ_TYPE), "cdt_decoder_bind")
         if inplace:
             head = info.header_size + info.packed_size
             check(lib.cdt_decoder_write(dec, 0, src_addr, head), "cdt_decoder_write")
@@ -294,7 +334,4 @@ def loads(data, *, alloc=None, inplace=False):
         if rx is not None:
             rx.release()
         _lib.release(src_keeper)
-    try:
-        return pickle.loads(rx.inband, buffers=rx.buffers)
-    except Exception as e:
-        raise _lib.UnpicklingFailed(None, "pickle could not rebuild the object: %r" % (e,)) from e
+    return rx.unpickle()

@@ -136,6 +136,98 @@ for _name, (_res, _args) in DECLARED.items():
     _fn.restype = _res
     _fn.argtypes = _args
 
+# --- the UCX transport (libcdt/include/cdt_ucx.h); present when libcdt was built with UCX ---
+
+cdt_ucx_tag = ctypes.c_uint64
+CDT_UCX_INFINITE = -1
+CDT_UCX_TAG_MAX = (1 << 63) - 1
+CDT_UCX_WORKER_PARAM_SENDER_ID = 1 << 0
+CDT_UCX_WORKER_PARAM_ZCOPY_THRESHOLD = 1 << 1
+CDT_UCX_LISTENER_PARAM_HOST = 1 << 0
+CDT_UCX_LISTENER_PARAM_PORT = 1 << 1
+CDT_UCX_RECV_PARAM_PREPARE = 1 << 0
+
+# int cdt_ucx_recv_prepare_func_t(void *arg, cdt_decoder decoder)
+cdt_ucx_recv_prepare_func_t = ctypes.CFUNCTYPE(ctypes.c_int, c_void_p, c_void_p)
+
+
+class cdt_ucx_context_params(ctypes.Structure):
+    _fields_ = [("field_mask", ctypes.c_uint64), ("estimated_num_eps", ctypes.c_size_t)]
+
+
+class cdt_ucx_worker_params(ctypes.Structure):
+    _fields_ = [
+        ("field_mask", ctypes.c_uint64),
+        ("sender_id", ctypes.c_uint32),
+        ("zcopy_threshold", cdt_count),
+    ]
+
+
+class cdt_ucx_listener_params(ctypes.Structure):
+    _fields_ = [
+        ("field_mask", ctypes.c_uint64),
+        ("host", ctypes.c_char_p),
+        ("port", ctypes.c_uint16),
+    ]
+
+
+class cdt_ucx_recv_info(ctypes.Structure):
+    _fields_ = [
+        ("tag", cdt_ucx_tag),
+        ("frame_size", cdt_count),
+        ("packed_size", cdt_count),
+        ("region_count", cdt_count),
+        ("region_bytes", cdt_count),
+    ]
+
+
+class cdt_ucx_recv_params(ctypes.Structure):
+    _fields_ = [
+        ("field_mask", ctypes.c_uint64),
+        ("prepare", cdt_ucx_recv_prepare_func_t),
+        ("prepare_arg", c_void_p),
+    ]
+
+
+_i64 = ctypes.c_int64
+UCX_DECLARED = {
+    "cdt_ucx_version_string": (ctypes.c_char_p, []),
+    "cdt_ucx_context_create": (_int, [P(cdt_ucx_context_params), P(c_void_p)]),
+    "cdt_ucx_context_destroy": (None, [c_void_p]),
+    "cdt_ucx_worker_create": (_int, [c_void_p, P(cdt_ucx_worker_params), P(c_void_p)]),
+    "cdt_ucx_worker_destroy": (None, [c_void_p]),
+    "cdt_ucx_worker_progress": (_int, [c_void_p]),
+    "cdt_ucx_worker_address": (_int, [c_void_p, P(c_void_p), P(ctypes.c_size_t)]),
+    "cdt_ucx_worker_address_free": (None, [c_void_p, c_void_p]),
+    "cdt_ucx_worker_sender_id": (ctypes.c_uint32, [c_void_p]),
+    "cdt_ucx_listener_create": (_int, [c_void_p, P(cdt_ucx_listener_params), P(c_void_p)]),
+    "cdt_ucx_listener_port": (_int, [c_void_p, P(ctypes.c_uint16)]),
+    "cdt_ucx_listener_accept": (_int, [c_void_p, _i64, P(c_void_p)]),
+    "cdt_ucx_listener_destroy": (None, [c_void_p]),
+    "cdt_ucx_ep_connect": (_int, [c_void_p, ctypes.c_char_p, ctypes.c_uint16, _i64, P(c_void_p)]),
+    "cdt_ucx_ep_create_from_address": (_int, [c_void_p, c_void_p, ctypes.c_size_t, P(c_void_p)]),
+    "cdt_ucx_ep_status": (_int, [c_void_p]),
+    "cdt_ucx_ep_close": (_int, [c_void_p, _i64]),
+    "cdt_ucx_isend": (_int, [c_void_p, c_void_p, cdt_count, c_void_p, cdt_ucx_tag, P(c_void_p)]),
+    "cdt_ucx_irecv": (
+        _int,
+        [c_void_p, c_void_p, cdt_count, c_void_p, cdt_ucx_tag, cdt_ucx_tag,
+         P(cdt_ucx_recv_params), P(c_void_p)],
+    ),
+    "cdt_ucx_request_test": (_int, [c_void_p]),
+    "cdt_ucx_request_wait": (_int, [c_void_p, _i64]),
+    "cdt_ucx_request_cancel": (_int, [c_void_p]),
+    "cdt_ucx_request_recv_info": (_int, [c_void_p, P(cdt_ucx_recv_info)]),
+    "cdt_ucx_request_free": (_int, [c_void_p]),
+}
+
+HAVE_UCX = hasattr(lib, "cdt_ucx_context_create")
+if HAVE_UCX:
+    for _name, (_res, _args) in UCX_DECLARED.items():
+        _fn = getattr(lib, _name)
+        _fn.restype = _res
+        _fn.argtypes = _args
+
 # --- errors ----------------------------------------------------------------------------------
 
 

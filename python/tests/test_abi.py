@@ -1,33 +1,46 @@
 """Every C function cdtypes declares exists in the C ABI list with the same parameter count."""
 import os
+import subprocess
+import sys
+
+import pytest
 
 import cdtypes._lib as L
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 
 
-def abi_list():
+def parse(lines, fns, statuses):
+    for line in lines:
+        line = line.strip()
+        if line.startswith("fn "):
+            name, ret, params = (s.strip() for s in line[3:].split("|"))
+            n = 0 if params == "void" else len(params.split(","))
+            fns[name] = (ret, n)
+        elif line.startswith("status "):
+            name, value = line[len("status ") :].split("=")
+            statuses[name.strip()] = int(value)
+
+
+def abi_list(generated_too=False):
+    """The committed ABI list (bindings/abi.txt, or the copy installed with the package);
+    generated_too: also what bindings/gen_abi.py derives from the headers now."""
     path = os.path.join(REPO, "bindings", "abi.txt")
     if not os.path.exists(path):  # outside a checkout: the copy installed with the package
         path = os.path.join(os.path.dirname(L.__file__), "cdt_abi.txt")
     fns, statuses = {}, {}
     with open(path) as f:
-        for line in f:
-            line = line.strip()
-            if line.startswith("fn "):
-                name, ret, params = (s.strip() for s in line[3:].split("|"))
-                n = 0 if params == "void" else len(params.split(","))
-                fns[name] = (ret, n)
-            elif line.startswith("status "):
-                name, value = line[len("status ") :].split("=")
-                statuses[name.strip()] = int(value)
+        parse(f, fns, statuses)
+    gen = os.path.join(REPO, "bindings", "gen_abi.py")
+    if generated_too and os.path.exists(gen):
+        out = subprocess.run([sys.executable, gen], capture_output=True, text=True, check=True)
+        parse(out.stdout.splitlines(), fns, statuses)
     return fns, statuses
 
 
-def test_declarations_match_abi():
-    fns, _ = abi_list()
+def compare(declared, fns):
     problems = []
-    for name, (res, args) in L.DECLARED.items():
+    for name, (res, args) in declared.items():
         if name not in fns:
             problems.append("%s: not in the C ABI list" % name)
             continue
@@ -36,12 +49,28 @@ def test_declarations_match_abi():
             problems.append("%s: %d parameters declared, the C ABI has %d" % (name, len(args), n))
         if (ret == "void") != (res is None):
             problems.append("%s: return type %s in C, %r declared" % (name, ret, res))
+    return problems
+
+
+def test_declarations_match_abi():
+    problems = compare(L.DECLARED, abi_list()[0])
     assert not problems, "ctypes declarations disagree with bindings/abi.txt:\n" + "\n".join(problems)
+
+
+def test_ucx_declarations_match_abi():
+    fns, _ = abi_list(generated_too=True)  # the list may not have caught up with cdt_ucx.h
+    if not any(n.startswith("cdt_ucx_") for n in fns):
+        pytest.skip("no UCX transport in the ABI list")
+    problems = compare(L.UCX_DECLARED, fns)
+    assert not problems, "UCX ctypes declarations disagree with the C ABI:\n" + "\n".join(problems)
 
 
 def test_every_declared_symbol_is_exported():
     for name in L.DECLARED:
         assert hasattr(L.lib, name)
+    if L.HAVE_UCX:
+        for name in L.UCX_DECLARED:
+            assert hasattr(L.lib, name)
 
 
 def test_status_names_and_exception_classes():
@@ -54,3 +83,10 @@ def test_status_names_and_exception_classes():
             assert e.code == code and e.name == name
             assert e.message == L.lib.cdt_strerror(code).decode()
             assert type(e) is not L.CdtError, "no specific exception class for %s" % name
+
+
+def test_mismatch_is_reported():
+    fns, _ = abi_list()
+    fake = {"cdt_frame_size": (None, [None]), "cdt_no_such_function": (None, [])}
+    problems = compare(fake, fns)
+    assert len(problems) == 3  # parameter count, return type, missing function

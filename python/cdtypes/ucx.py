@@ -1,0 +1,418 @@
+"""Python objects over libcdt's UCX transport (libcdt/include/cdt_ucx.h): one object = one
+matched message; out-of-band buffers of at least the worker's zcopy threshold move zero-copy on
+both ends (the receiver allocates them from the frame header before they arrive).
+
+    from cdtypes import ucx
+    with ucx.listen(port=13337) as listener:         # process A
+        with listener.accept() as ep:
+            obj = ep.recv(tag=1)
+            ep.send(obj, tag=2)
+
+    with ucx.connect("host", 13337) as ep:            # process B
+        ep.send({"x": numpy.arange(10**6)}, tag=1)
+        back = ep.recv(tag=2)
+
+Timeouts are in seconds (None: wait without bound). Errors are cdtypes.CdtError subclasses:
+CdtTimeoutError, PeerError (the peer went away), TransportError, FrameError...
+Receives are matched on the worker: ep.recv() takes the next matching message from any peer of
+the same worker (give each peer its own tags, or its own worker, to keep them apart).
+"""
+
+import ctypes
+
+from . import _core, _lib
+from ._lib import CDT_ERR_PY_EXCEPTION, check, lib
+
+if not _lib.HAVE_UCX:
+    raise ImportError("this libcdt was built without the UCX transport (UCX not found at build time)")
+
+__all__ = ["Worker", "Listener", "Endpoint", "Request", "listen", "connect", "version"]
+
+_INPROGRESS = 1
+_ERR_CANCELED = -22
+_ERR_TIMEOUT = -23
+_ERR_BUSY = -24
+_TAG_ANY = 0
+_TAG_FULL = _lib.CDT_UCX_TAG_MAX
+
+
+def version():
+    """The UCX library version in use."""
+    return lib.cdt_ucx_version_string().decode()
+
+
+def _ms(timeout):
+    if timeout is None:
+        return _lib.CDT_UCX_INFINITE
+    return max(0, int(timeout * 1000))
+
+
+def _tag(tag):
+    if not 0 <= tag <= _lib.CDT_UCX_TAG_MAX:
+        raise ValueError("tags are 0 .. 2**63 - 1")
+    return tag
+
+
+class Worker:
+    """A UCX context and worker (the progress engine of its listeners and endpoints).
+
+    sender_id: unique among the workers sending to one receiver (default: random);
+    zcopy_threshold: buffers of at least this many bytes move zero-copy (default 64 KiB)."""
+
+    def __init__(self, sender_id=None, zcopy_threshold=None):
+        self._ctx = self._w = None
+        self._children = []
+        ctx = ctypes.c_void_p()
+        check(lib.cdt_ucx_context_create(None, ctypes.byref(ctx)), "cdt_ucx_context_create")
+        self._ctx = ctx.value
+        p = _lib.cdt_ucx_worker_params()
+        if sender_id is not None:
+            p.field_mask |= _lib.CDT_UCX_WORKER_PARAM_SENDER_ID
+            p.sender_id = sender_id
+        if zcopy_threshold is not None:
+            p.field_mask |= _lib.CDT_UCX_WORKER_PARAM_ZCOPY_THRESHOLD
+            p.zcopy_threshold = zcopy_threshold
+        w = ctypes.c_void_p()
+        try:
+            check(lib.cdt_ucx_worker_create(self._ctx, ctypes.byref(p), ctypes.byref(w)),
+                  "cdt_ucx_worker_create")
+        except BaseException:
+            lib.cdt_ucx_context_destroy(self._ctx)
+            self._ctx = None
+            raise
+        self._w = w.value
+
+    def _handle(self):
+        if self._w is None:
+            raise ValueError("operation on a closed Worker")
+        return self._w
+
+    @property
+    def sender_id(self):
+        return lib.cdt_ucx_worker_sender_id(self._handle())
+
+    def progress(self):
+        """Run completions once; returns the number of UCX events."""
+        return lib.cdt_ucx_worker_progress(self._handle())
+
+    def address(self):
+        """This worker's address (bytes), for Worker.connect_address() in the peer."""
+        a, n = ctypes.c_void_p(), ctypes.c_size_t()
+        check(lib.cdt_ucx_worker_address(self._handle(), ctypes.byref(a), ctypes.byref(n)))
+        try:
+            return ctypes.string_at(a.value, n.value)
+        finally:
+            lib.cdt_ucx_worker_address_free(self._w, a)
+
+    def listen(self, host=None, port=0):
+        """A Listener on host:port (default all interfaces, any free port: see .port)."""
+        return Listener(self, host, port)
+
+    def connect(self, host, port, timeout=None):
+        """An Endpoint connected to the listener at host:port."""
+        ep = ctypes.c_void_p()
+        check(lib.cdt_ucx_ep_connect(self._handle(), host.encode(), port, _ms(timeout),
+                                     ctypes.byref(ep)), "connect to %s:%d" % (host, port))
+        return self._adopt(Endpoint(self, ep.value))
+
+    def connect_address(self, address):
+        """An Endpoint to the worker whose address() was exchanged out of band."""
+        ep = ctypes.c_void_p()
+        check(lib.cdt_ucx_ep_create_from_address(self._handle(), address, len(address),
+                                                 ctypes.byref(ep)), "cdt_ucx_ep_create_from_address")
+        return self._adopt(Endpoint(self, ep.value))
+
+    def _adopt(self, child):
+        self._children.append(child)
+        return child
+
+    def irecv(self, tag=None, tag_mask=None, alloc=None):
+        """Post a receive of one object (tag None: any tag); returns a Request whose wait()
+        returns the object. alloc(nbytes) -> writable buffer as in cdtypes.loads."""
+        return _RecvRequest(self, tag, tag_mask, alloc)
+
+    def recv(self, tag=None, tag_mask=None, timeout=None, alloc=None):
+        """Receive one object from any peer of this worker."""
+        req = self.irecv(tag, tag_mask, alloc)
+        return req.wait(timeout, cancel_on_timeout=True)
+
+    def close(self):
+        """Close listeners and endpoints (forcefully), then the worker and its context."""
+        for c in reversed(self._children):
+            c._forget()
+        self._children = []
+        w, self._w = self._w, None
+        if w is not None:
+            lib.cdt_ucx_worker_destroy(w)
+        ctx, self._ctx = self._ctx, None
+        if ctx is not None:
+            lib.cdt_ucx_context_destroy(ctx)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __del__(self):
+        self.close()
+
+
+class Listener:
+    """Accepts connections; each accept() gives an Endpoint on the listener's worker."""
+
+    def __init__(self, worker, host=None, port=0, _own_worker=False):
+        self.worker = worker
+        self._own = _own_worker
+        p = _lib.cdt_ucx_listener_params()
+        if host is not None:
+            p.field_mask |= _lib.CDT_UCX_LISTENER_PARAM_HOST
+            p.host = host.encode()
+        p.field_mask |= _lib.CDT_UCX_LISTENER_PARAM_PORT
+        p.port = port
+        h = ctypes.c_void_p()
+        check(lib.cdt_ucx_listener_create(worker._handle(), ctypes.byref(p), ctypes.byref(h)),
+              "listen on %s:%d" % (host or "0.0.0.0", port))
+        self._l = h.value
+        worker._adopt(self)
+
+    def _handle(self):
+        if self._l is None:
+            raise ValueError("operation on a closed Listener")
+        return self._l
+
+    @property
+    def port(self):
+        port = ctypes.c_uint16()
+        check(lib.cdt_ucx_listener_port(self._handle(), ctypes.byref(port)))
+        return port.value
+
+    def accept(self, timeout=None):
+        """Wait for a connection and return its Endpoint."""
+        ep = ctypes.c_void_p()
+        check(lib.cdt_ucx_listener_accept(self._handle(), _ms(timeout), ctypes.byref(ep)),
+              "accept")
+        return self.worker._adopt(Endpoint(self.worker, ep.value))
+
+    def _forget(self):
+        self._l = None
+
+    def close(self):
+        h, self._l = self._l, None
+        if h is not None and self.worker._w is not None:
+            lib.cdt_ucx_listener_destroy(h)
+        if self._own:
+            self.worker.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+class Endpoint:
+    """A connection to one peer: send(obj, tag), recv(tag) -> obj, and their non-blocking
+    variants isend/irecv returning a Request."""
+
+    def __init__(self, worker, handle, _own_worker=False):
+        self.worker = worker
+        self._ep = handle
+        self._own = _own_worker
+
+    def _handle(self):
+        if self._ep is None:
+            raise ValueError("operation on a closed Endpoint")
+        return self._ep
+
+    def isend(self, obj, tag=0):
+        """Start sending ``obj``; returns a Request (do not modify the object's arrays before
+        it completes)."""
+        return _SendRequest(self, obj, _tag(tag))
+
+    def send(self, obj, tag=0, timeout=None):
+        """Send ``obj`` as one message and wait until it is sent."""
+        self.isend(obj, tag).wait(timeout)
+
+    def irecv(self, tag=None, tag_mask=None, alloc=None):
+        return self.worker.irecv(tag, tag_mask, alloc)
+
+    def recv(self, tag=None, tag_mask=None, timeout=None, alloc=None):
+        """Receive one object (matched on this endpoint's worker)."""
+        return self.worker.recv(tag, tag_mask, timeout, alloc)
+
+    @property
+    def ok(self):
+        """False once the peer failed or went away."""
+        return self._ep is not None and lib.cdt_ucx_ep_status(self._ep) == 0
+
+    def _forget(self):
+        self._ep = None
+
+    def close(self, timeout=1.0):
+        """Flush what was sent (at most ``timeout`` seconds) and close."""
+        h, self._ep = self._ep, None
+        try:
+            if h is not None and self.worker._w is not None:
+                rc = lib.cdt_ucx_ep_close(h, _ms(timeout))
+                if rc < 0 and rc != -21:  # a peer already gone is a normal close
+                    check(rc, "cdt_ucx_ep_close")
+        finally:
+            if self._own:
+                self.worker.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+class Request:
+    """A send or receive in flight: test() -> bool, wait(timeout) -> result, cancel()."""
+
+    _req = None
+
+    def _complete(self, status):
+        raise NotImplementedError
+
+    def test(self):
+        """Progress once; True when complete (wait() then returns at once)."""
+        if self._req is None:
+            return True
+        rc = lib.cdt_ucx_request_test(self._req)
+        if rc == _INPROGRESS:
+            return False
+        self._finish(rc)
+        return True
+
+    def wait(self, timeout=None, cancel_on_timeout=False):
+        """Wait for completion and return the result (the object for receives). On timeout
+        CdtTimeoutError is raised and the request stays pending (wait again, or cancel), or,
+        with cancel_on_timeout, a receive that has not matched is canceled first."""
+        if self._req is not None:
+            rc = lib.cdt_ucx_request_wait(self._req, _ms(timeout))
+            if rc == _ERR_TIMEOUT:
+                if not cancel_on_timeout:
+                    check(rc, "wait")
+                lib.cdt_ucx_request_cancel(self._req)
+                rc = lib.cdt_ucx_request_wait(self._req, _lib.CDT_UCX_INFINITE)
+                if rc == _ERR_CANCELED:
+                    rc = _ERR_TIMEOUT
+            self._finish(rc)
+        if self._error is not None:
+            raise self._error
+        return self._result
+
+    def cancel(self):
+        """Cancel a receive that has not matched yet (it then fails with CanceledError)."""
+        if self._req is not None:
+            rc = lib.cdt_ucx_request_cancel(self._req)
+            if rc not in (0, _ERR_BUSY):
+                check(rc, "cdt_ucx_request_cancel")
+
+    def _finish(self, rc):
+        """The request completed with status rc: collect the result, free the request."""
+        req, self._req = self._req, None
+        try:
+            self._result = self._complete(rc, req)
+        except BaseException as e:
+            self._error = e
+        finally:
+            lib.cdt_ucx_request_free(req)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        if self._req is not None:  # leaving the block: cancel a receive, finish a send
+            if isinstance(self, _RecvRequest):
+                self.cancel()
+            try:
+                self.wait()
+            except _lib.CdtError:
+                pass
+
+
+class _SendRequest(Request):
+    def __init__(self, ep, obj, tag):
+        self._result = self._error = None
+        self._out = _core._Outgoing(obj)
+        req = ctypes.c_void_p()
+        try:
+            check(lib.cdt_ucx_isend(ep._handle(), ctypes.byref(self._out.sobj), 1,
+                                    _core._SOBJ_TYPE, tag, ctypes.byref(req)), "cdt_ucx_isend")
+        except BaseException:
+            self._out.release()
+            raise
+        self._req = req.value
+
+    def _complete(self, rc, req):
+        self._out.release()
+        check(rc, "send")
+
+
+class _RecvRequest(Request):
+    def __init__(self, worker, tag, tag_mask, alloc):
+        self._result = self._error = None
+        if tag is None:
+            tag, mask = 0, _TAG_ANY
+        else:
+            mask = _TAG_FULL if tag_mask is None else tag_mask
+        self._rx = _core._Receiver(alloc)
+        self._so = _lib.cdt_sobj()
+        self._prepared = False
+        self._cb = _lib.cdt_ucx_recv_prepare_func_t(self._prepare)
+        params = _lib.cdt_ucx_recv_params()
+        params.field_mask = _lib.CDT_UCX_RECV_PARAM_PREPARE
+        params.prepare = self._cb
+        req = ctypes.c_void_p()
+        check(lib.cdt_ucx_irecv(worker._handle(), None, 0, None, _tag(tag), mask,
+                                ctypes.byref(params), ctypes.byref(req)), "cdt_ucx_irecv")
+        self._req = req.value
+        self._worker = worker
+
+    def _prepare(self, arg, decoder):
+        try:
+            self._rx.decoder = decoder
+            rc = self._rx.prepare(decoder, self._so)
+            self._prepared = rc == 0
+            return rc
+        except BaseException as e:  # never let an exception cross the C frame
+            self._rx.exc = e
+            return CDT_ERR_PY_EXCEPTION
+
+    def _complete(self, rc, req):
+        info = _lib.cdt_ucx_recv_info()
+        if rc == 0:
+            lib.cdt_ucx_request_recv_info(req, ctypes.byref(info))
+        if self._prepared:
+            lib.cdt_sobj_release(ctypes.byref(self._so))
+            self._prepared = False
+        self._rx.release()
+        self._rx.raise_status(rc, "recv")
+        self.tag = info.tag
+        return self._rx.unpickle()
+
+
+def listen(host=None, port=0, **worker_args):
+    """A Listener on its own Worker (closed with the listener). Endpoints it accepts share
+    that worker: close them before the listener."""
+    w = Worker(**worker_args)
+    try:
+        return Listener(w, host, port, _own_worker=True)
+    except BaseException:
+        w.close()
+        raise
+
+
+def connect(host, port, timeout=None, **worker_args):
+    """An Endpoint connected to host:port on its own Worker (closed with the endpoint)."""
+    w = Worker(**worker_args)
+    try:
+        ep = w.connect(host, port, timeout)
+    except BaseException:
+        w.close()
+        raise
+    ep._own = True
+    return ep
