@@ -8,6 +8,10 @@
  * recursion, which is also what serves partial fragments at their edges (range functions).
  * The kernels are written once in pack_template.h and expanded for both directions.
  */
+/* the kernels are the hot loops of the library: let the compiler unroll them whatever the
+ * build type says */
+#pragma GCC optimize("O3")
+
 #include "derived.h"
 
 #include <stdint.h>
@@ -17,21 +21,36 @@
 #define CDT__FIXED_SIZES(X)                                                                        \
     X(1) X(2) X(4) X(8) X(12) X(16) X(24) X(32) X(40) X(48) X(64) X(96) X(128) X(256)
 
-/* small variable-length copies without a call: two overlapping fixed-size moves */
+/* variable-length copies without a call up to 256 bytes: overlapping fixed-size moves */
 static inline void move_var(char *d, const char *s, cdt_count n)
 {
-    if (n >= 8 && n <= 16) {
+    switch (n) { /* the common sizes as constant moves (a jump table, predictable in loops) */
+#define CDT__VAR_CASE(L)                                                                           \
+    case L:                                                                                        \
+        memcpy(d, s, L);                                                                           \
+        return;
+        CDT__VAR_CASE(4)
+        CDT__VAR_CASE(8) CDT__VAR_CASE(16) CDT__VAR_CASE(24) CDT__VAR_CASE(32) CDT__VAR_CASE(48)
+            CDT__VAR_CASE(64) CDT__VAR_CASE(128)
+#undef CDT__VAR_CASE
+                default : break;
+    }
+    if (n > 16 && n <= 256) {
+        cdt_count i = 0;
+        for (; i + 16 < n; i += 16) {
+            uint64_t a[2];
+            memcpy(a, s + i, 16);
+            memcpy(d + i, a, 16);
+        }
+        uint64_t b[2];
+        memcpy(b, s + n - 16, 16);
+        memcpy(d + n - 16, b, 16);
+    } else if (n >= 8 && n <= 16) {
         uint64_t a, b;
         memcpy(&a, s, 8);
         memcpy(&b, s + n - 8, 8);
         memcpy(d, &a, 8);
         memcpy(d + n - 8, &b, 8);
-    } else if (n > 16 && n <= 32) {
-        uint64_t a[2], b[2];
-        memcpy(a, s, 16);
-        memcpy(b, s + n - 16, 16);
-        memcpy(d, a, 16);
-        memcpy(d + n - 16, b, 16);
     } else if (n >= 4 && n < 8) {
         uint32_t a, b;
         memcpy(&a, s, 4);

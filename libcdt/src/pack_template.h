@@ -48,11 +48,38 @@ static char *DIR(idx_runs)(cdt_count len, char *base, const cdt_count *disps, cd
 
 static char *DIR(one)(const cdt__node *n, char *base, char *s);
 
-/* count instances of n at base + i * stride */
+/* count instances of n at base + i * stride: the count loop fused with the node's kernel */
 static char *DIR(rep)(const cdt__node *n, char *base, cdt_count count, cdt_count stride, char *s)
 {
-    if (n->kind == CDT__NODE_LEAF)
+    switch (n->kern) {
+    case CDT__K_LEAF:
         return DIR(runs)(n->len, base + n->off, count, stride, s);
+    case CDT__K_VEC_LEAF: {
+        char *p = base + n->off + n->child->off;
+        for (cdt_count i = 0; i < count; i++, p += stride)
+            s = DIR(runs)(n->child->len, p, n->count, n->stride, s);
+        return s;
+    }
+    case CDT__K_BLK_LEAF: {
+        char *p = base + n->child->off;
+        for (cdt_count i = 0; i < count; i++, p += stride)
+            s = DIR(idx_runs)(n->child->len, p, n->disps, n->count, s);
+        return s;
+    }
+    case CDT__K_IDX:
+        if (n->count <= 4) {
+            const cdt_count *d = n->disps, *l = n->lens, k = n->count;
+            for (cdt_count i = 0; i < count; i++, base += stride)
+                for (cdt_count j = 0; j < k; j++) {
+                    MOVE_VAR(base + d[j], s, l[j]);
+                    s += l[j];
+                }
+            return s;
+        }
+        break;
+    default:
+        break;
+    }
     for (cdt_count i = 0; i < count; i++, base += stride)
         s = DIR(one)(n, base, s);
     return s;
@@ -81,17 +108,7 @@ static char *DIR(one)(const cdt__node *n, char *base, char *s)
             s = DIR(idx_runs)(c->child->len, p, c->disps, c->count, s);
         return s;
     }
-    case CDT__K_VEC_IDX: {
-        const cdt__node *c = n->child;
-        char *p = base + n->off;
-        const cdt_count *d = c->disps, *l = c->lens, k = c->count;
-        for (cdt_count i = 0; i < n->count; i++, p += n->stride)
-            for (cdt_count j = 0; j < k; j++) {
-                MOVE_VAR(p + d[j], s, l[j]);
-                s += l[j];
-            }
-        return s;
-    }
+    case CDT__K_VEC_IDX:
     case CDT__K_VEC:
         return DIR(rep)(n->child, base + n->off, n->count, n->stride, s);
     case CDT__K_BLK_LEAF:

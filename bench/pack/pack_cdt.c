@@ -1,0 +1,165 @@
+/*
+ * pack_cdt.c - libcdt pack/unpack (operation API) of every layout, beside the hand-written loop
+ * and memcpy of the same byte count. Prints CSV rows (case,method,size_bytes,metric,value,unit).
+ * usage: bench_pack_cdt [-t seconds-per-measurement] [-c] (-c: also print commit times)
+ */
+#include <cdt.h>
+
+#include "bench_common.h"
+
+#include <string.h>
+
+static cdt_type must(int rc, cdt_type *t)
+{
+    if (rc != CDT_SUCCESS) {
+        fprintf(stderr, "bench_pack_cdt: constructor failed: %s\n", cdt_strerror(rc));
+        exit(1);
+    }
+    return *t;
+}
+
+static cdt_type b_contig(int64_t n, cdt_type o)
+{
+    cdt_type t;
+    return must(cdt_type_contiguous(n, o, &t), &t);
+}
+static cdt_type b_vector(int64_t c, int64_t bl, int64_t s, cdt_type o)
+{
+    cdt_type t;
+    return must(cdt_type_vector(c, bl, s, o, &t), &t);
+}
+static cdt_type b_hvector(int64_t c, int64_t bl, int64_t s, cdt_type o)
+{
+    cdt_type t;
+    return must(cdt_type_hvector(c, bl, s, o, &t), &t);
+}
+static cdt_type b_idx_block(int64_t c, int64_t bl, const int64_t *d, cdt_type o)
+{
+    cdt_type t;
+    return must(cdt_type_indexed_block(c, bl, d, o, &t), &t);
+}
+static cdt_type b_hidx_block(int64_t c, int64_t bl, const int64_t *d, cdt_type o)
+{
+    cdt_type t;
+    return must(cdt_type_hindexed_block(c, bl, d, o, &t), &t);
+}
+static cdt_type b_struct(int64_t c, const int64_t *bl, const int64_t *d, const cdt_type *ty)
+{
+    cdt_type t;
+    return must(cdt_type_struct(c, bl, d, ty, &t), &t);
+}
+static cdt_type b_resized(cdt_type o, int64_t lb, int64_t ext)
+{
+    cdt_type t;
+    return must(cdt_type_resized(o, lb, ext, &t), &t);
+}
+static cdt_type b_subarray(int nd, const int64_t *sz, const int64_t *sub, const int64_t *st,
+                           cdt_type o)
+{
+    cdt_type t;
+    return must(cdt_type_subarray(nd, sz, sub, st, CDT_ORDER_C, o, &t), &t);
+}
+static void b_free(cdt_type t)
+{
+    cdt_type_free(&t);
+}
+
+#define T cdt_type
+#define T_BYTE CDT_BYTE
+#define T_INT32 CDT_INT32
+#define T_FLOAT CDT_FLOAT
+#define T_DOUBLE CDT_DOUBLE
+#define B_CONTIG b_contig
+#define B_VECTOR b_vector
+#define B_HVECTOR b_hvector
+#define B_IDX_BLOCK b_idx_block
+#define B_HIDX_BLOCK b_hidx_block
+#define B_STRUCT b_struct
+#define B_RESIZED b_resized
+#define B_SUBARRAY b_subarray
+#define B_COMMIT(t) must(cdt_type_commit(&(t)), &(t))
+#define B_FREE b_free
+#define B_BOTTOM CDT_BOTTOM
+#define WITH_MANUAL 1
+#include "layouts.h"
+
+static void cdt_pack_all(const layout *l, char *out)
+{
+    cdt_op op;
+    cdt_count used;
+    cdt_op_pack_begin(l->buf, l->count, l->type, &op);
+    cdt_op_pack(op, 0, out, l->bytes, &used);
+    cdt_op_end(op);
+}
+
+static void cdt_unpack_all(const layout *l, const char *in)
+{
+    cdt_op op;
+    cdt_op_unpack_begin(l->buf, l->count, l->type, &op);
+    cdt_op_unpack(op, 0, in, l->bytes);
+    cdt_op_end(op);
+}
+
+int main(int argc, char **argv)
+{
+    bench_args(argc, argv);
+    int commit_times = 0;
+    for (int i = 1; i < argc; i++)
+        if (!strcmp(argv[i], "-c"))
+            commit_times = 1;
+    static layout ls[64];
+    int n = layouts_make(ls, 64);
+    for (int i = 0; i < n; i++) {
+        layout *l = &ls[i];
+        char *a = malloc((size_t)l->bytes + 64), *b = malloc((size_t)l->bytes + 64);
+        char *src = malloc((size_t)l->bytes + 64);
+        memset(a, 1, (size_t)l->bytes);
+        memset(b, 2, (size_t)l->bytes);
+        memset(src, 3, (size_t)l->bytes);
+        /* the hand-written loop is the specification of the layout: check libcdt against it */
+        cdt_pack_all(l, a);
+        l->manual_pack(l, b);
+        if (memcmp(a, b, (size_t)l->bytes) != 0)
+            fprintf(stderr, "bench_pack_cdt: %s: libcdt and the manual loop pack differently\n",
+                    l->name);
+        char desc[160];
+        cdt_type_describe(l->type, desc, sizeof(desc), NULL);
+        fprintf(stderr, "%-22s %10lld B  %s\n", l->name, (long long)l->bytes, desc);
+        double g;
+        g = BENCH_GBS(l->bytes, cdt_pack_all(l, a));
+        bench_row(l->name, "libcdt", l->bytes, "pack_gbs", g);
+        g = BENCH_GBS(l->bytes, l->manual_pack(l, a));
+        bench_row(l->name, "manual", l->bytes, "pack_gbs", g);
+        g = BENCH_GBS(l->bytes, memcpy(a, src, (size_t)l->bytes); __asm__ volatile("" ::
+                                                                                       : "memory"));
+        bench_row(l->name, "memcpy", l->bytes, "pack_gbs", g);
+        g = BENCH_GBS(l->bytes, cdt_unpack_all(l, b));
+        bench_row(l->name, "libcdt", l->bytes, "unpack_gbs", g);
+        g = BENCH_GBS(l->bytes, l->manual_unpack(l, b));
+        bench_row(l->name, "manual", l->bytes, "unpack_gbs", g);
+        g = BENCH_GBS(l->bytes, memcpy(src, b, (size_t)l->bytes); __asm__ volatile("" ::
+                                                                                       : "memory"));
+        bench_row(l->name, "memcpy", l->bytes, "unpack_gbs", g);
+        free(a);
+        free(b);
+        free(src);
+    }
+    if (commit_times) {
+        /* commit cost against the description size: hindexed_block of n blocks */
+        for (int64_t k = 1000; k <= 1000000; k *= 10) {
+            int64_t *d = malloc(sizeof(int64_t) * (size_t)k);
+            for (int64_t j = 0; j < k; j++)
+                d[j] = j * 24 + (j % 7) * 8;
+            double t0 = now_s();
+            cdt_type t = b_hidx_block(k, 1, d, CDT_DOUBLE);
+            cdt_type_commit(&t);
+            double dt = now_s() - t0;
+            fprintf(stderr, "commit hindexed_block(%lld): %.3f ms (%.1f ns/block)\n", (long long)k,
+                    dt * 1e3, dt * 1e9 / (double)k);
+            cdt_type_free(&t);
+            free(d);
+        }
+    }
+    layouts_free(ls, n);
+    return 0;
+}
