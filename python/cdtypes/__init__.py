@@ -9,7 +9,8 @@ arrays are rebuilt on that memory.
     frame = cdtypes.dumps(obj)      # Frame: .size, .iov(), .head, .tobytes(), close()
     obj2 = cdtypes.loads(frame.tobytes())
 
-cdtypes.mpi sends one MPI message per object over mpi4py.
+cdtypes.mpi sends one MPI message per object over mpi4py; cdtypes.ucx sends objects over
+libcdt's UCX transport (listeners, endpoints, send/recv and their non-blocking variants).
 """
 
 from ._lib import (  # noqa: F401
