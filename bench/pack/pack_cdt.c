@@ -137,7 +137,7 @@ int main(int argc, char **argv)
         bench_row(l->name, "libcdt", l->bytes, "unpack_gbs", g);
         g = BENCH_GBS(l->bytes, l->manual_unpack(l, b));
         bench_row(l->name, "manual", l->bytes, "unpack_gbs", g);
-        g = BENCH_GBS(l->bytes, memcpy(src, b, (size_t)l->bytes); __asm__ volatile("" ::
+        g = BENCH_GBS(l->bytes, memcpy(src, a, (size_t)l->bytes); __asm__ volatile("" ::
                                                                                        : "memory"));
         bench_row(l->name, "memcpy", l->bytes, "unpack_gbs", g);
         free(a);

@@ -38,22 +38,23 @@ struct cdt__node {
     cdt__node_kind kind;
     cdt__kernel kern;
     long refs;
-    int depth;            /* 1 for a leaf */
-    bool nojoin;          /* no two consecutive runs of an instance touch */
-    cdt_count off;        /* LEAF, VECTOR: byte offset of the data (others: 0, disps absolute) */
-    cdt_count count;      /* VECTOR, BLOCK, INDEXED, STRUCT */
-    cdt_count len;        /* LEAF: bytes */
-    cdt_count stride;     /* VECTOR: bytes */
-    cdt_count size;       /* packed bytes of one instance */
-    cdt_count nblocks;    /* runs of one instance (before merging across instances) */
-    cdt_count first;      /* offset of the first run of an instance */
-    cdt_count last_end;   /* end offset of the last run of an instance */
-    cdt_count *disps;     /* BLOCK, INDEXED, STRUCT */
-    cdt_count *lens;      /* INDEXED */
-    cdt_count *prefix;    /* INDEXED, STRUCT: packed bytes before entry i (count + 1) */
-    cdt_count *bprefix;   /* STRUCT: runs before entry i (count + 1) */
-    cdt__node *child;     /* VECTOR, BLOCK */
-    cdt__node **children; /* STRUCT */
+    int depth;          /* 1 for a leaf */
+    bool nojoin;        /* no two consecutive runs of an instance touch */
+    cdt_count off;      /* LEAF, VECTOR: byte offset of the data (others: 0, disps absolute) */
+    cdt_count count;    /* VECTOR, BLOCK, INDEXED, STRUCT */
+    cdt_count len;      /* LEAF: bytes */
+    cdt_count stride;   /* VECTOR: bytes */
+    cdt_count size;     /* packed bytes of one instance */
+    cdt_count nblocks;  /* runs of one instance (before merging across instances) */
+    cdt_count first;    /* offset of the first run of an instance */
+    cdt_count last_end; /* end offset of the last run of an instance */
+    cdt_count minlen, maxlen; /* INDEXED: shortest and longest run */
+    cdt_count *disps;         /* BLOCK, INDEXED, STRUCT */
+    cdt_count *lens;          /* INDEXED */
+    cdt_count *prefix;        /* INDEXED, STRUCT: packed bytes before entry i (count + 1) */
+    cdt_count *bprefix;       /* STRUCT: runs before entry i (count + 1) */
+    cdt__node *child;         /* VECTOR, BLOCK */
+    cdt__node **children;     /* STRUCT */
 };
 
 typedef enum cdt__ctor {

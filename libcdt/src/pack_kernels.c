@@ -22,7 +22,7 @@
     X(1) X(2) X(4) X(8) X(12) X(16) X(24) X(32) X(40) X(48) X(64) X(96) X(128) X(256)
 
 /* variable-length copies without a call up to 256 bytes: overlapping fixed-size moves */
-static inline void move_var(char *d, const char *s, cdt_count n)
+static inline __attribute__((always_inline)) void move_var(char *d, const char *s, cdt_count n)
 {
     switch (n) { /* the common sizes as constant moves (a jump table, predictable in loops) */
 #define CDT__VAR_CASE(L)                                                                           \
@@ -30,12 +30,13 @@ static inline void move_var(char *d, const char *s, cdt_count n)
         memcpy(d, s, L);                                                                           \
         return;
         CDT__VAR_CASE(4)
-        CDT__VAR_CASE(8) CDT__VAR_CASE(16) CDT__VAR_CASE(24) CDT__VAR_CASE(32) CDT__VAR_CASE(48)
-            CDT__VAR_CASE(64) CDT__VAR_CASE(128)
+        CDT__VAR_CASE(8)
+        CDT__VAR_CASE(16) CDT__VAR_CASE(24) CDT__VAR_CASE(32) CDT__VAR_CASE(48) CDT__VAR_CASE(64)
+            CDT__VAR_CASE(128)
 #undef CDT__VAR_CASE
                 default : break;
     }
-    if (n > 16 && n <= 256) {
+    if (n > 16 && n <= 64) {
         cdt_count i = 0;
         for (; i + 16 < n; i += 16) {
             uint64_t a[2];

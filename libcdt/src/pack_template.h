@@ -67,6 +67,41 @@ static char *DIR(rep)(const cdt__node *n, char *base, cdt_count count, cdt_count
         return s;
     }
     case CDT__K_IDX:
+        if (n->count <= 4 && n->minlen >= 8 && n->maxlen <= 16) {
+            /* struct fields of 8 to 16 bytes: two overlapping 8-byte moves each, with the
+             * field offsets and lengths held in registers (count unrolled) */
+            cdt_count d0 = n->disps[0], d1 = n->disps[1], l0 = n->lens[0], l1 = n->lens[1];
+            cdt_count d2 = n->count > 2 ? n->disps[2] : 0, l2 = n->count > 2 ? n->lens[2] : 8;
+            cdt_count d3 = n->count > 3 ? n->disps[3] : 0, l3 = n->count > 3 ? n->lens[3] : 8;
+            cdt_count o1 = l0, o2 = l0 + l1, o3 = o2 + l2, o4 = o3 + l3;
+#define CDT__FIELD(d, l, o)                                                                        \
+    MOVE(base + (d), s + (o), 8);                                                                  \
+    MOVE(base + (d) + (l)-8, s + (o) + (l)-8, 8)
+            switch (n->count) {
+            case 2:
+                for (cdt_count i = 0; i < count; i++, base += stride, s += o2) {
+                    CDT__FIELD(d0, l0, 0);
+                    CDT__FIELD(d1, l1, o1);
+                }
+                return s;
+            case 3:
+                for (cdt_count i = 0; i < count; i++, base += stride, s += o3) {
+                    CDT__FIELD(d0, l0, 0);
+                    CDT__FIELD(d1, l1, o1);
+                    CDT__FIELD(d2, l2, o2);
+                }
+                return s;
+            default:
+                for (cdt_count i = 0; i < count; i++, base += stride, s += o4) {
+                    CDT__FIELD(d0, l0, 0);
+                    CDT__FIELD(d1, l1, o1);
+                    CDT__FIELD(d2, l2, o2);
+                    CDT__FIELD(d3, l3, o3);
+                }
+                return s;
+            }
+#undef CDT__FIELD
+        }
         if (n->count <= 4) {
             const cdt_count *d = n->disps, *l = n->lens, k = n->count;
             for (cdt_count i = 0; i < count; i++, base += stride)

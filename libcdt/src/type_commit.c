@@ -124,8 +124,12 @@ static int finalize(cdt__node *n)
         if (n->prefix == NULL)
             return CDT_ERR_NO_MEMORY;
         n->prefix[0] = 0;
-        for (cdt_count i = 0; i < n->count; i++)
+        n->minlen = n->maxlen = n->lens[0];
+        for (cdt_count i = 0; i < n->count; i++) {
             n->prefix[i + 1] = n->prefix[i] + n->lens[i];
+            n->minlen = n->lens[i] < n->minlen ? n->lens[i] : n->minlen;
+            n->maxlen = n->lens[i] > n->maxlen ? n->lens[i] : n->maxlen;
+        }
         n->size = n->prefix[n->count];
         n->nblocks = n->count;
         n->first = n->disps[0];
