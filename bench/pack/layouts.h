@@ -66,6 +66,16 @@ static int64_t *lay_perm(int64_t dim, int64_t ic) /* first ic entries are used *
     return p;
 }
 
+/* Displacements were taken as absolute addresses; MPICH 4.0's MPI_Pack rejects MPI_BOTTOM
+ * (a NULL inbuf), so every program uses the first array as the base instead. */
+static void *lay_rebase(int64_t *disps, int n)
+{
+    int64_t anchor = disps[0];
+    for (int i = 0; i < n; i++)
+        disps[i] -= anchor;
+    return (void *)(intptr_t)anchor;
+}
+
 #ifdef WITH_MANUAL
 #define MANUAL(l, pk, up)                                                                          \
     do {                                                                                           \
@@ -448,10 +458,10 @@ static void lay_wrf(layout *l, int sa, int64_t ims, int64_t ime, int64_t jms, in
             disps[a] += (o3 * d1 + o1) * 4;
         }
     }
+    l->buf = lay_rebase(disps, 7);
     l->type = B_STRUCT(7, bls, disps, types);
     for (int a = 0; a < 7; a++)
         B_FREE(types[a]);
-    l->buf = B_BOTTOM;
     l->count = 1;
     l->bytes = (4 * sd3 * sd1 + 3 * sd3 * sd2 * sd1) * 4;
     l->p[0] = d1, l->p[1] = d2, l->p[2] = d3, l->p[3] = sd2, l->p[4] = o1, l->p[5] = sd1;
@@ -477,11 +487,11 @@ static void lay_lammps(layout *l, int narrays, int64_t ic, int64_t dim)
             a == 0 ? B_IDX_BLOCK(ic, 3, idx3, T_DOUBLE) : B_IDX_BLOCK(ic, 1, l->idx, T_DOUBLE);
         l->p[a] = a == 0 ? 24 : 8;
     }
+    l->buf = lay_rebase(disps, narrays);
     l->type = B_STRUCT(narrays, bls, disps, types);
     for (int a = 0; a < narrays; a++)
         B_FREE(types[a]);
     free(idx3);
-    l->buf = B_BOTTOM;
     l->count = 1;
     l->bytes = ic * (24 + 8 * (narrays - 1));
     l->p[7] = ic;
@@ -517,11 +527,11 @@ static void lay_specfem_cm(layout *l, int64_t ic, int64_t dim_cm, int64_t dim_ic
         types[a] = B_IDX_BLOCK(ic, 3, idx3, T_FLOAT);
         l->p[a] = 12;
     }
+    l->buf = lay_rebase(disps, 2);
     l->type = B_STRUCT(2, bls, disps, types);
     B_FREE(types[0]);
     B_FREE(types[1]);
     free(idx3);
-    l->buf = B_BOTTOM;
     l->count = 1;
     l->bytes = 2 * ic * 12;
     l->p[7] = ic;
@@ -608,9 +618,9 @@ static void lay_double_vec(layout *l, int64_t n, int64_t len)
         d[i] = (int64_t)(intptr_t)v[i];
     }
     l->mem[l->nmem++] = v;
+    l->buf = lay_rebase(d, (int)n);
     l->type = B_HIDX_BLOCK(n, len / 4, d, T_INT32);
     free(d);
-    l->buf = B_BOTTOM;
     l->count = 1;
     l->bytes = n * len;
     l->p[0] = n, l->p[1] = len;
