@@ -1,20 +1,25 @@
 #!/usr/bin/env python3
 """Table and plot of bench/pack's CSV: GB/s per layout and method, ratios of libcdt to the
-hand-written loop and to the faster MPI, geometric means. usage: report.py pack.csv pack.png"""
+hand-written loop and to the faster MPI, geometric means. usage: report.py raw.csv pack.csv pack.png (raw rows of several passes: the best of each
+case/method/metric goes to pack.csv)"""
 import csv
 import math
 import sys
 
 METHODS = ["libcdt", "manual", "mpich", "openmpi", "memcpy"]
+FIELDS = ["case", "method", "size_bytes", "metric", "value", "unit"]
 
 
 def load(path):
     data, order = {}, []
     with open(path) as f:
-        for r in csv.DictReader(f):
+        for r in csv.DictReader(f, fieldnames=FIELDS):
+            if r["case"] == "case":
+                continue
             if r["case"] not in order:
                 order.append(r["case"])
-            data[(r["case"], r["method"], r["metric"])] = float(r["value"])
+            k = (r["case"], r["method"], r["metric"])
+            data[k] = max(data.get(k, 0.0), float(r["value"]))
     return data, order
 
 
@@ -80,10 +85,20 @@ def plot(data, order, png):
 
 
 if __name__ == "__main__":
-    data, order = load(sys.argv[1])
+    raw, out_csv, png = sys.argv[1:4]
+    data, order = load(raw)
     sizes = {}
-    with open(sys.argv[1]) as f:
-        for r in csv.DictReader(f):
-            sizes[r["case"]] = int(r["size_bytes"])
+    with open(raw) as f:
+        for r in csv.DictReader(f, fieldnames=FIELDS):
+            if r["case"] != "case":
+                sizes[r["case"]] = int(r["size_bytes"])
+    with open(out_csv, "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(FIELDS)
+        for c in order:
+            for metric in ("pack_gbs", "unpack_gbs"):
+                for m in METHODS:
+                    if (c, m, metric) in data:
+                        w.writerow([c, m, sizes[c], metric, f"{data[(c, m, metric)]:.4f}", "GB/s"])
     print(table(data, order))
-    plot(data, order, sys.argv[2])
+    plot(data, order, png)
