@@ -238,6 +238,8 @@ class _Receiver:
                         )
                     )
                     mem = self.inplace_view[off.value : off.value + nbytes]
+                    if off.value < 0 or len(mem) != nbytes:
+                        raise ValueError("region %d lies outside the frame" % index)
                     addr = self.inplace_base + off.value
                 elif self.alloc is None:
                     mem, addr = _alloc_aligned(nbytes)
