@@ -8,10 +8,8 @@
  * recursion, which is also what serves partial fragments at their edges (range functions).
  * The kernels are written once in pack_template.h and expanded for both directions.
  */
-/* the kernels are the hot loops of the library: let the compiler unroll them whatever the
- * build type says */
-#pragma GCC optimize("O3")
-
+/* the kernels are the hot loops of the library: libcdt/CMakeLists.txt compiles this file with
+ * -O3 (outside Debug builds) so the compiler unrolls them whatever the build type says */
 #include "derived.h"
 
 #include <stdint.h>
