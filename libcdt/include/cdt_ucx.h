@@ -184,9 +184,9 @@ typedef struct cdt_ucx_recv_info {
 } cdt_ucx_recv_info;
 
 /* Receive into memory sized from the frame header: called once the header was validated and
- * before any object byte is written. It must bind the decoder (cdt_decoder_bind, or an adapter
- * such as cdt_sobj_recv_prepare) and may read every length through cdt_decoder_info /
- * cdt_decoder_region_info to allocate first. A non-zero return fails the receive with that
+ * before any object byte is written. It may read every length through cdt_decoder_info /
+ * cdt_decoder_region_info to allocate first (an adapter such as cdt_sobj_recv_prepare does
+ * that), and then must bind the decoder with cdt_decoder_bind. A non-zero return fails the receive with that
  * code (nothing more is written). The decoder is only valid during the call. */
 typedef int(cdt_ucx_recv_prepare_func_t)(void *arg, cdt_decoder decoder);
 

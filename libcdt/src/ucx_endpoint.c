@@ -250,6 +250,14 @@ int cdt_ucx_ep_connect(cdt_ucx_worker worker, const char *host, uint16_t port,
     if (st == UCS_OK && e->status != CDT_SUCCESS)
         st = UCS_ERR_UNREACHABLE;
     if (st != UCS_OK) {
+        /* the half-made endpoint must be closed by force: a graceful close would try to flush
+         * towards a peer that never answered */
+        pthread_mutex_lock(&worker->lock);
+        if (st == UCS_ERR_TIMED_OUT)
+            ucp_request_free(flush);
+        if (e->status == CDT_SUCCESS)
+            e->status = CDT_ERR_PEER;
+        pthread_mutex_unlock(&worker->lock);
         cdt_ucx_ep_close(e, 0);
         return st == UCS_ERR_TIMED_OUT ? CDT_ERR_TIMEOUT : CDT_ERR_PEER;
     }
@@ -285,6 +293,26 @@ void *cdt_ucx_ep_handle(cdt_ucx_ep ep)
     return ep != NULL ? (void *)ep->ucp : NULL;
 }
 
+/* lock not held: start ucp_ep_close_nbx and wait for it until the deadline. A close that
+ * does not finish in time is released to UCX (which completes it on its own) and the endpoint
+ * stays on the worker's list, marked closing, until the worker is destroyed: UCX may still call
+ * its error callback with our pointer. Returns true when the endpoint can be freed now. */
+static bool close_ucx_ep(cdt_ucx_worker w, struct cdt_ucx_ep_s *ep, bool force, int64_t deadline)
+{
+    pthread_mutex_lock(&w->lock);
+    ucp_request_param_t p = {.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS,
+                             .flags = force ? UCP_EP_CLOSE_FLAG_FORCE : 0};
+    void *req = ucp_ep_close_nbx(ep->ucp, &p);
+    pthread_mutex_unlock(&w->lock);
+    if (wait_ucx(w, req, deadline) != UCS_ERR_TIMED_OUT)
+        return true;
+    pthread_mutex_lock(&w->lock);
+    ucp_request_free(req);
+    ep->closing = true;
+    pthread_mutex_unlock(&w->lock);
+    return false;
+}
+
 int cdt_ucx_ep_close(cdt_ucx_ep ep, int64_t timeout_ms)
 {
     if (ep == NULL)
@@ -292,27 +320,38 @@ int cdt_ucx_ep_close(cdt_ucx_ep ep, int64_t timeout_ms)
     cdt_ucx_worker w = ep->w;
     int64_t deadline = timeout_ms < 0 ? INT64_MAX : cdt__ucx_now_ms() + timeout_ms;
     pthread_mutex_lock(&w->lock);
-    bool failed = ep->status != CDT_SUCCESS;
-    ucp_request_param_t p = {.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS,
-                             .flags = failed ? UCP_EP_CLOSE_FLAG_FORCE : 0};
-    void *req = ucp_ep_close_nbx(ep->ucp, &p);
-    pthread_mutex_unlock(&w->lock);
-    ucs_status_t st = wait_ucx(w, req, deadline);
-    int rc = CDT_SUCCESS;
-    if (st == UCS_ERR_TIMED_OUT) {
-        /* the flush did not finish: the close request stays with UCX until the worker is
-         * destroyed; our endpoint must outlive any late error callback */
-        pthread_mutex_lock(&w->lock);
-        ep->status = CDT_ERR_TIMEOUT;
-        pthread_mutex_unlock(&w->lock);
-        return CDT_ERR_TIMEOUT;
+    int rc = ep->status;
+    void *flush = NULL;
+    if (rc == CDT_SUCCESS) {
+        ucp_request_param_t fp = {.op_attr_mask = 0};
+        flush = ucp_ep_flush_nbx(ep->ucp, &fp);
     }
-    if (st != UCS_OK && !failed)
-        rc = cdt__ucx_status(st);
-    pthread_mutex_lock(&w->lock);
-    ep_unlink(w, ep);
     pthread_mutex_unlock(&w->lock);
-    free(ep);
+    if (rc == CDT_SUCCESS) {
+        /* flush what was sent, within the caller's time; a flush that does not finish is
+         * released and the close below forces the endpoint shut (pending sends fail) */
+        ucs_status_t st = wait_ucx(w, flush, deadline);
+        if (st == UCS_ERR_TIMED_OUT) {
+            pthread_mutex_lock(&w->lock);
+            ucp_request_free(flush);
+            pthread_mutex_unlock(&w->lock);
+            rc = CDT_ERR_TIMEOUT;
+        } else if (st != UCS_OK) {
+            rc = CDT_ERR_PEER;
+        }
+    }
+    /* a forced close is local and quick; bound it anyway so a sick transport cannot hang us */
+    int64_t close_deadline = cdt__ucx_now_ms() + 1000;
+    if (rc == CDT_SUCCESS && deadline > close_deadline)
+        close_deadline = deadline;
+    if (close_ucx_ep(w, ep, rc != CDT_SUCCESS, close_deadline)) {
+        pthread_mutex_lock(&w->lock);
+        ep_unlink(w, ep);
+        pthread_mutex_unlock(&w->lock);
+        free(ep);
+    } else if (rc == CDT_SUCCESS) {
+        rc = CDT_ERR_TIMEOUT;
+    }
     return rc;
 }
 
@@ -320,7 +359,7 @@ void cdt__ucx_ep_force_close_all(cdt_ucx_worker w)
 {
     while (w->eps != NULL) {
         struct cdt_ucx_ep_s *ep = w->eps;
-        if (ep->status != CDT_ERR_TIMEOUT) { /* timed-out closes are already under way */
+        if (!ep->closing) { /* closing ones were released to UCX already */
             ucp_request_param_t p = {.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS,
                                      .flags = UCP_EP_CLOSE_FLAG_FORCE};
             void *req = ucp_ep_close_nbx(ep->ucp, &p);

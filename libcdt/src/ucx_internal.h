@@ -67,7 +67,8 @@ struct cdt_ucx_worker_s {
 struct cdt_ucx_ep_s {
     cdt_ucx_worker w;
     ucp_ep_h ucp;
-    int status; /* CDT_SUCCESS or CDT_ERR_PEER */
+    int status;   /* CDT_SUCCESS or CDT_ERR_PEER */
+    bool closing; /* closed by the user, UCX's close still under way: freed with the worker */
     struct cdt_ucx_ep_s *next, *prev;
 };
 

@@ -645,6 +645,68 @@ static void big_server(peer *p)
     free(b);
 }
 
+/* ---------------------------------------------------------------- connect / close -------- */
+
+/* connecting to a port nobody listens on fails within the timeout, and the worker that tried
+ * shuts down cleanly afterwards (UCX aborts a worker destroy that finds a half-made endpoint) */
+static int connect_refused_case(void)
+{
+    peer p = {0};
+    peer_open(&p, NULL);
+    cdt_ucx_listener_params lp = {.field_mask = CDT_UCX_LISTENER_PARAM_HOST |
+                                                CDT_UCX_LISTENER_PARAM_PORT,
+                                  .host = "127.0.0.1",
+                                  .port = 0};
+    uint16_t port;
+    CHECK_RC(cdt_ucx_listener_create(p.w, &lp, &p.l));
+    CHECK_RC(cdt_ucx_listener_port(p.l, &port));
+    cdt_ucx_listener_destroy(p.l); /* the port is free again: nobody answers there */
+    p.l = NULL;
+    for (int i = 0; i < 3; i++) {
+        time_t t0 = time(NULL);
+        cdt_ucx_ep ep = NULL;
+        int rc = cdt_ucx_ep_connect(p.w, "127.0.0.1", port, 3000, &ep);
+        fprintf(stderr, "connect to a closed port: %s after %lld s\n", cdt_err_name(rc),
+                (long long)(time(NULL) - t0));
+        CHECK(rc == CDT_ERR_PEER || rc == CDT_ERR_TIMEOUT);
+        CHECK(ep == NULL);
+        CHECK(time(NULL) - t0 <= 10);
+    }
+    peer_close(&p);
+    return 0;
+}
+
+/* closing an endpoint whose rendezvous send the peer never receives: the close returns within
+ * its timeout (UCX may count the send flushed once its rendezvous request left), and the send
+ * completes with an error instead of hanging */
+static void close_stuck_client(peer *p)
+{
+    double_vec v;
+    CHECK_RC(double_vec_init(&v, 4, 8 * 1024 * 1024, 1));
+    cdt_ucx_request r;
+    CHECK_RC(cdt_ucx_isend(p->ep, &v, 1, double_vec_type(), TAG, &r));
+    time_t t0 = time(NULL);
+    int rc = cdt_ucx_ep_close(p->ep, 300);
+    p->ep = NULL;
+    fprintf(stderr, "close with an unreceived send: %s after %lld s\n", cdt_err_name(rc),
+            (long long)(time(NULL) - t0));
+    CHECK(rc == CDT_SUCCESS || rc == CDT_ERR_TIMEOUT);
+    CHECK(time(NULL) - t0 <= 5);
+    rc = cdt_ucx_request_wait(r, 5000);
+    fprintf(stderr, "the send after the forced close: %s\n", cdt_err_name(rc));
+    CHECK(rc != CDT_SUCCESS && rc != CDT_ERR_TIMEOUT);
+    CHECK_RC(cdt_ucx_request_free(r));
+    double_vec_clear(&v);
+}
+
+static void close_stuck_server(peer *p)
+{
+    /* never post a receive; keep the connection alive while the client gives up */
+    time_t t0 = time(NULL);
+    while (time(NULL) - t0 < 3)
+        cdt_ucx_worker_progress(p->w);
+}
+
 int main(int argc, char **argv)
 {
     if (argc != 2) {
@@ -678,6 +740,10 @@ int main(int argc, char **argv)
         return run_pair(many_regions_server, many_regions_client, &small_thr, &small_thr, 0);
     if (strcmp(c, "address") == 0)
         return address_case();
+    if (strcmp(c, "connect_refused") == 0)
+        return connect_refused_case();
+    if (strcmp(c, "close_stuck") == 0)
+        return run_pair(close_stuck_server, close_stuck_client, NULL, NULL, 0);
     if (strcmp(c, "large") == 0) {
         if (getenv("CDT_TEST_LARGE") == NULL) {
             printf("skipped: set CDT_TEST_LARGE=1 to send a 4 GiB + 4 KiB object\n");
