@@ -377,7 +377,14 @@ typedef struct cdt_decoder_s *cdt_decoder; /* a message being received */
 
 enum cdt_frame_params_field {
     CDT_FRAME_PARAM_REGION_THRESHOLD = 1u << 0,
+    CDT_FRAME_PARAM_HEAD_ALLOCATOR = 1u << 1,
 };
+
+/* Memory for a frame's head (header + packed stream). alloc returns `bytes` bytes or NULL
+ * (the encode then fails with CDT_ERR_NO_MEMORY); release takes back what alloc gave, with the
+ * same size, at cdt_frame_free. Both may be called from any thread that encodes or frees. */
+typedef void *(cdt_frame_alloc_func_t)(void *arg, size_t bytes);
+typedef void(cdt_frame_release_func_t)(void *arg, void *ptr, size_t bytes);
 
 /* Encoding options. Set the bits of field_mask for the fields you fill (ABI can grow). */
 typedef struct cdt_frame_params {
@@ -385,6 +392,13 @@ typedef struct cdt_frame_params {
     /* Predefined/derived types whose data is one contiguous block of at least this many bytes
      * travel as a region (zero-copy) instead of being packed. Default 8192; -1 disables. */
     cdt_count region_threshold;
+    /* CDT_FRAME_PARAM_HEAD_ALLOCATOR: where heads larger than the frame's own small inline
+     * storage live. Default malloc/free. A transport that sends many large packed streams
+     * hands out reused buffers here: fresh memory costs a page fault per 4 KiB touched, which
+     * is slower than the packing itself. */
+    cdt_frame_alloc_func_t *head_alloc;
+    cdt_frame_release_func_t *head_release;
+    void *head_alloc_arg;
 } cdt_frame_params;
 
 /*! cdt_frame_encode() : build the frame of (buf, count, type): packs the packed stream into a

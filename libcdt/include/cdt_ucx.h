@@ -77,6 +77,7 @@ CDT_API void cdt_ucx_context_destroy(cdt_ucx_context context);
 enum cdt_ucx_worker_params_field {
     CDT_UCX_WORKER_PARAM_SENDER_ID = 1u << 0,
     CDT_UCX_WORKER_PARAM_ZCOPY_THRESHOLD = 1u << 1,
+    CDT_UCX_WORKER_PARAM_BUFFER_CACHE = 1u << 2,
 };
 
 /* Bits of a worker's sender id (docs/TRANSPORT.md: it keys the private tag space). */
@@ -91,6 +92,10 @@ typedef struct cdt_ucx_worker_params {
     /* Regions of at least this many bytes move as their own zero-copy message; smaller ones
      * are gathered into the frame's head message. Default 65536; minimum 1. */
     cdt_count zcopy_threshold;
+    /* Bytes of staging memory (packed streams, gathered small regions, received tails) the
+     * worker keeps for reuse between messages, at most 8 buffers. Fresh memory costs a page
+     * fault per 4 KiB, more than packing it. Default 256 MiB; 0 frees every buffer at once. */
+    size_t buffer_cache_bytes;
 } cdt_ucx_worker_params;
 
 /*! cdt_ucx_worker_create() : create a worker on `context`.

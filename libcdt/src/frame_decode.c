@@ -26,6 +26,7 @@ struct cdt_decoder_s {
     struct cdt_op_s op_storage;
     bool custom;         /* receiving into a custom type */
     cdt__ranges arrived; /* frame bytes received */
+    bool regions_checked; /* the custom type's regions matched the header once: stays so */
     unsigned char header_inline[INLINE_HEADER];
 };
 
@@ -190,6 +191,8 @@ int cdt_decoder_bind(cdt_decoder d, void *buf, cdt_count count, cdt_type type)
 /* custom receivers: the region callback names the memory; it must match the header */
 static int resolve_regions(cdt_decoder d)
 {
+    if (d->regions_checked)
+        return CDT_SUCCESS;
     int rc = cdt__op_fetch_regions(d->op);
     if (rc == CDT_ERR_ORDER)
         return rc; /* packed stream not complete yet */
@@ -200,6 +203,7 @@ static int resolve_regions(cdt_decoder d)
     for (cdt_count i = 0; i < d->info.region_count; i++)
         if (cdt__op_region_bytes(d->op, i) != d->regions[i].bytes)
             return CDT_ERR_FRAME_MISMATCH;
+    d->regions_checked = true;
     return CDT_SUCCESS;
 }
 

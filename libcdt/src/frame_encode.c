@@ -23,6 +23,8 @@ struct cdt_frame_s {
     cdt_op op; /* &op_storage once begun */
     struct cdt_op_s op_storage;
     unsigned char *head; /* header + packed stream: head_inline or allocated */
+    cdt_frame_release_func_t *head_release; /* NULL: head came from malloc */
+    void *head_alloc_arg;
     cdt_count head_len, frame_size;
     cdt_count region_count;
     frame_region *regions;
@@ -78,7 +80,8 @@ static int collect_pieces(cdt_frame f, const region_src *src)
     return CDT_SUCCESS;
 }
 
-static int layout_frame(cdt_frame f, cdt_count packed_size, const region_src *src)
+static int layout_frame(cdt_frame f, cdt_count packed_size, const region_src *src,
+                        cdt_frame_alloc_func_t *alloc)
 {
     cdt_count header_size, off;
     if (cdt__mul_overflows(f->region_count, CDT_FRAME_REGION_ENTRY_SIZE, &header_size) ||
@@ -98,7 +101,12 @@ static int layout_frame(cdt_frame f, cdt_count packed_size, const region_src *sr
     f->frame_size = off;
     if ((uint64_t)f->head_len > SIZE_MAX)
         return CDT_ERR_NO_MEMORY;
-    f->head = f->head_len <= INLINE_HEAD ? f->head_inline : malloc((size_t)f->head_len);
+    if (f->head_len <= INLINE_HEAD)
+        f->head = f->head_inline;
+    else if (alloc != NULL)
+        f->head = alloc(f->head_alloc_arg, (size_t)f->head_len);
+    else
+        f->head = malloc((size_t)f->head_len);
     if (f->head == NULL)
         return CDT_ERR_NO_MEMORY;
 
@@ -167,6 +175,9 @@ int cdt_frame_encode(const void *buf, cdt_count count, cdt_type type,
 {
     if (out == NULL)
         return CDT_ERR_INVALID_ARG;
+    if (params != NULL && (params->field_mask & CDT_FRAME_PARAM_HEAD_ALLOCATOR) &&
+        (params->head_alloc == NULL || params->head_release == NULL))
+        return CDT_ERR_INVALID_ARG;
     cdt_frame f = malloc(sizeof(*f));
     if (f == NULL)
         return CDT_ERR_NO_MEMORY;
@@ -178,6 +189,12 @@ int cdt_frame_encode(const void *buf, cdt_count count, cdt_type type,
         return rc;
     }
     f->op = &f->op_storage;
+    cdt_frame_alloc_func_t *alloc = NULL;
+    if (params != NULL && (params->field_mask & CDT_FRAME_PARAM_HEAD_ALLOCATOR)) {
+        alloc = params->head_alloc;
+        f->head_release = params->head_release;
+        f->head_alloc_arg = params->head_alloc_arg;
+    }
     region_src *src = NULL;
     region_src whole;
     cdt_count packed_size;
@@ -218,7 +235,7 @@ int cdt_frame_encode(const void *buf, cdt_count count, cdt_type type,
             goto fail;
         }
     }
-    if ((rc = layout_frame(f, packed_size, src)) != CDT_SUCCESS ||
+    if ((rc = layout_frame(f, packed_size, src, alloc)) != CDT_SUCCESS ||
         (rc = pack_stream(f, f->head_len - packed_size, packed_size)) != CDT_SUCCESS ||
         (rc = collect_pieces(f, src)) != CDT_SUCCESS || (rc = build_iov(f)) != CDT_SUCCESS)
         goto fail;
@@ -238,8 +255,12 @@ int cdt_frame_free(cdt_frame f)
     if (f == NULL)
         return CDT_SUCCESS;
     int rc = f->op != NULL ? cdt__op_fini(f->op) : CDT_SUCCESS;
-    if (f->head != f->head_inline)
-        free(f->head);
+    if (f->head != f->head_inline && f->head != NULL) {
+        if (f->head_release != NULL)
+            f->head_release(f->head_alloc_arg, f->head, (size_t)f->head_len);
+        else
+            free(f->head);
+    }
     free(f->regions);
     free(f->pieces);
     if (f->iov != f->iov_inline)

@@ -119,6 +119,9 @@ int cdt_ucx_worker_create(cdt_ucx_context context, const cdt_ucx_worker_params *
             return CDT_ERR_INVALID_ARG;
         threshold = params->zcopy_threshold;
     }
+    size_t cache_limit = CDT__UCX_DEFAULT_CACHE_LIMIT;
+    if (fm & CDT_UCX_WORKER_PARAM_BUFFER_CACHE)
+        cache_limit = params->buffer_cache_bytes;
     cdt_ucx_worker w = calloc(1, sizeof(*w));
     if (w == NULL)
         return CDT_ERR_NO_MEMORY;
@@ -126,12 +129,19 @@ int cdt_ucx_worker_create(cdt_ucx_context context, const cdt_ucx_worker_params *
         free(w);
         return CDT_ERR_NO_MEMORY;
     }
+    if (pthread_mutex_init(&w->cache_lock, NULL) != 0) {
+        pthread_mutex_destroy(&w->lock);
+        free(w);
+        return CDT_ERR_NO_MEMORY;
+    }
+    w->cache_limit = cache_limit;
     ucp_worker_params_t wp = {
         .field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE,
         .thread_mode = UCS_THREAD_MODE_SERIALIZED,
     };
     ucs_status_t st = ucp_worker_create(context->ucp, &wp, &w->ucp);
     if (st != UCS_OK) {
+        pthread_mutex_destroy(&w->cache_lock);
         pthread_mutex_destroy(&w->lock);
         free(w);
         return CDT_ERR_TRANSPORT;
@@ -159,6 +169,8 @@ void cdt_ucx_worker_destroy(cdt_ucx_worker worker)
     cdt__ucx_ep_force_close_all(worker);
     pthread_mutex_unlock(&worker->lock);
     ucp_worker_destroy(worker->ucp);
+    cdt__ucx_buf_cache_clear(worker);
+    pthread_mutex_destroy(&worker->cache_lock);
     pthread_mutex_destroy(&worker->lock);
     free(worker);
 }

@@ -52,6 +52,15 @@ typedef struct cdt__ucx_req_list {
     struct cdt_ucx_request_s *head;
 } cdt__ucx_req_list;
 
+/* staging buffers a worker keeps for reuse (ucx_bufcache.c) */
+#define CDT__UCX_CACHE_SLOTS 8
+#define CDT__UCX_CACHE_MIN ((size_t)64 << 10)
+#define CDT__UCX_DEFAULT_CACHE_LIMIT ((size_t)256 << 20)
+typedef struct cdt__ucx_cached_buf {
+    void *mem;
+    size_t capacity;
+} cdt__ucx_cached_buf;
+
 struct cdt_ucx_worker_s {
     cdt_ucx_context ctx;
     ucp_worker_h ucp;
@@ -62,6 +71,10 @@ struct cdt_ucx_worker_s {
     struct cdt_ucx_ep_s *eps;                 /* open endpoints */
     struct cdt_ucx_listener_s *listeners;     /* open listeners */
     struct cdt_ucx_request_s *body_recvs;     /* receives between head and completion */
+    pthread_mutex_t cache_lock;               /* the buffer cache only */
+    size_t cache_limit, cache_bytes;
+    int cache_n;
+    cdt__ucx_cached_buf cache[CDT__UCX_CACHE_SLOTS];
 };
 
 struct cdt_ucx_ep_s {
@@ -105,6 +118,7 @@ struct cdt_ucx_request_s {
     /* send */
     cdt_frame frame;
     unsigned char *bounce; /* prefix + inline stream when it must be materialised */
+    size_t bounce_len;
     /* recv */
     void *buf;
     cdt_count count;
@@ -130,6 +144,12 @@ CDT__UCX_HIDDEN void cdt__ucx_fail_body_recvs(cdt_ucx_worker w, int status);
 /* ucx_request.c */
 CDT__UCX_HIDDEN cdt_ucx_request cdt__ucx_request_new(cdt_ucx_worker w, bool is_send);
 CDT__UCX_HIDDEN void cdt__ucx_request_set_error(cdt_ucx_request r, int status);
+/* ucx_bufcache.c: staging memory (bytes as asked; give back the same count) */
+CDT__UCX_HIDDEN void *cdt__ucx_buf_get(cdt_ucx_worker w, size_t bytes);
+CDT__UCX_HIDDEN void cdt__ucx_buf_put(cdt_ucx_worker w, void *p, size_t bytes);
+CDT__UCX_HIDDEN void cdt__ucx_buf_cache_clear(cdt_ucx_worker w);
+CDT__UCX_HIDDEN void *cdt__ucx_frame_alloc(void *arg, size_t bytes);
+CDT__UCX_HIDDEN void cdt__ucx_frame_release(void *arg, void *p, size_t bytes);
 /* ucx_endpoint.c */
 CDT__UCX_HIDDEN void cdt__ucx_ep_force_close_all(cdt_ucx_worker w);
 

@@ -47,11 +47,11 @@ static void recv_done(cdt_ucx_request r)
             cdt__ucx_request_set_error(r, rc);
     }
     for (cdt_count i = 0; i < r->nsubs; i++)
-        free(r->subs[i].tmp);
+        cdt__ucx_buf_put(r->w, r->subs[i].tmp, (size_t)r->subs[i].len);
     free(r->subs);
     r->subs = NULL;
     r->nsubs = 0;
-    free(r->stream);
+    cdt__ucx_buf_put(r->w, r->stream, (size_t)r->stream_len);
     r->stream = NULL;
     body_unlink(r);
     r->done = true;
@@ -204,7 +204,7 @@ static void body_ready(cdt_ucx_request r, const unsigned char *S, cdt_count slen
                 rc = CDT_ERR_FRAME_MISMATCH;
             dst = iov.base;
         } else if (rc == CDT_SUCCESS) {
-            s->tmp = malloc((size_t)len);
+            s->tmp = cdt__ucx_buf_get(r->w, (size_t)len);
             dst = s->tmp;
             if (dst == NULL)
                 rc = CDT_ERR_NO_MEMORY;
@@ -213,7 +213,7 @@ static void body_ready(cdt_ucx_request r, const unsigned char *S, cdt_count slen
             rc = post(r, s, dst, (size_t)len, cdt__ucx_private_tag(r->key, (uint64_t)i));
         if (rc != CDT_SUCCESS) {
             r->nsubs--;
-            free(s->tmp);
+            cdt__ucx_buf_put(r->w, s->tmp, (size_t)s->len);
             s->tmp = NULL;
             drain_regions(r, i);
             fail(r, rc);
@@ -240,7 +240,7 @@ static void sub_cb(void *ucx_req, ucs_status_t st, const ucp_tag_recv_info_t *in
     } else if (r->status == CDT_SUCCESS) {
         if (s->index < 0) { /* the tail: the inline stream is complete */
             body_ready(r, r->stream, r->stream_len);
-            free(r->stream);
+            cdt__ucx_buf_put(r->w, r->stream, (size_t)r->stream_len);
             r->stream = NULL;
             if (--r->outstanding == 0)
                 recv_done(r);
@@ -251,7 +251,7 @@ static void sub_cb(void *ucx_req, ucs_status_t st, const ucp_tag_recv_info_t *in
         if (rc == CDT_SUCCESS)
             rc = s->tmp != NULL ? cdt_decoder_write(r->dec, off, s->tmp, s->len)
                                 : cdt_decoder_region_done(r->dec, s->index);
-        free(s->tmp);
+        cdt__ucx_buf_put(r->w, s->tmp, (size_t)s->len);
         s->tmp = NULL;
         if (rc != CDT_SUCCESS)
             fail(r, rc);
@@ -301,13 +301,13 @@ static void head_arrived(cdt_ucx_request r, uint64_t sender_tag, size_t length)
     if (rc == CDT_SUCCESS && (frame_size < 0 || (cdt_count)tail_len > frame_size - part))
         rc = CDT_ERR_FRAME_MALFORMED;
     if (rc == CDT_SUCCESS) {
-        r->stream = malloc((size_t)(part + (cdt_count)tail_len));
+        r->stream_len = part + (cdt_count)tail_len;
+        r->stream = cdt__ucx_buf_get(r->w, (size_t)r->stream_len);
         rc = r->stream == NULL ? CDT_ERR_NO_MEMORY : CDT_SUCCESS;
     }
     if (rc == CDT_SUCCESS) {
         memcpy(r->stream, S, (size_t)part);
         r->tail_sub.index = -1;
-        r->stream_len = part + (cdt_count)tail_len;
         r->tail_sub.len = (cdt_count)tail_len;
         rc = post(r, &r->tail_sub, r->stream + part, (size_t)tail_len,
                   cdt__ucx_private_tag(r->key, CDT__UCX_TAIL_INDEX));

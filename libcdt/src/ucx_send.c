@@ -12,10 +12,10 @@ static void send_done(cdt_ucx_request r)
 {
     cdt_frame_free(r->frame); /* state_free of the send: nothing to report to the peer */
     r->frame = NULL;
-    free(r->bounce);
+    cdt__ucx_buf_put(r->w, r->bounce, r->bounce_len);
     r->bounce = NULL;
     for (cdt_count i = 0; i < r->nsubs; i++)
-        free(r->subs[i].tmp);
+        cdt__ucx_buf_put(r->w, r->subs[i].tmp, (size_t)r->subs[i].len);
     free(r->subs);
     r->subs = NULL;
     r->nsubs = 0;
@@ -119,7 +119,8 @@ static int build(cdt_ucx_request r, const send_plan *pl, uint64_t key, cdt_count
     unsigned char *out = r->head;
     if (pl->small_regions && *tail_len > 0) {
         /* gathering small regions: the whole inline stream is materialised once */
-        r->bounce = malloc((size_t)(CDT__UCX_PREFIX_SIZE + pl->inline_len));
+        r->bounce_len = (size_t)(CDT__UCX_PREFIX_SIZE + pl->inline_len);
+        r->bounce = cdt__ucx_buf_get(r->w, r->bounce_len);
         if (r->bounce == NULL)
             return CDT_ERR_NO_MEMORY;
         out = r->bounce;
@@ -165,7 +166,11 @@ int cdt_ucx_isend(cdt_ucx_ep ep, const void *buf, cdt_count count, cdt_type type
     if (r == NULL)
         return CDT_ERR_NO_MEMORY;
     /* encode outside the lock: it runs the type's callbacks */
-    int rc = cdt_frame_encode(buf, count, type, NULL, &r->frame);
+    cdt_frame_params fp = {.field_mask = CDT_FRAME_PARAM_HEAD_ALLOCATOR,
+                           .head_alloc = cdt__ucx_frame_alloc,
+                           .head_release = cdt__ucx_frame_release,
+                           .head_alloc_arg = w};
+    int rc = cdt_frame_encode(buf, count, type, &fp, &r->frame);
     if (rc != CDT_SUCCESS) {
         free(r);
         return rc;
@@ -189,7 +194,7 @@ int cdt_ucx_isend(cdt_ucx_ep ep, const void *buf, cdt_count count, cdt_type type
         s->len = len;
         rc = cdt_frame_region_iov_count(r->frame, i, &npieces);
         if (rc == CDT_SUCCESS && npieces != 1) {
-            s->tmp = malloc((size_t)len);
+            s->tmp = cdt__ucx_buf_get(w, (size_t)len);
             rc = s->tmp == NULL ? CDT_ERR_NO_MEMORY : cdt_frame_gather(r->frame, off, s->tmp, len);
         }
     }
