@@ -1,0 +1,81 @@
+"""Markdown report of bench/transfer results: per case, latency (libcdt minus raw, in us) and
+bandwidth (libcdt / raw) next to the other methods, plus the machine the run was on.
+
+usage: report.py CSV OUT.md"""
+import csv
+import os
+import platform
+import re
+import subprocess
+import sys
+from collections import defaultdict
+
+
+def machine():
+    cpu = "unknown CPU"
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    cpu = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    ucx = "unknown"
+    try:
+        out = subprocess.run(["ucx_info", "-v"], capture_output=True, text=True).stdout
+        found = re.search(r"(\d+\.\d+\.\d+)", out)
+        ucx = found.group(1) if found else ucx
+    except OSError:
+        pass
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+    return (f"{cpu}, {os.cpu_count()} cores, Linux {platform.release()}, UCX {ucx}, "
+            f"load average {load:.2f} at the end of the run, "
+            f"UCX_TLS={os.environ.get('UCX_TLS', '(default)')}")
+
+
+def main(csv_path, out_path):
+    data = defaultdict(lambda: defaultdict(dict))  # (case, metric) -> method -> size -> value
+    order = []
+    with open(csv_path) as f:
+        for r in csv.DictReader(f):
+            key = (r["case"], r["metric"])
+            if key not in data:
+                order.append(key)
+            data[key][r["method"]][int(r["size_bytes"])] = float(r["value"])
+    methods = ["raw", "libcdt", "manual_pack", "ucx_iov"]
+    out = ["# bench/transfer results", "",
+           "Two processes on one machine over UCX (endpoints from exchanged worker addresses, so",
+           "UCX picks shared memory). `raw`: one contiguous `ucp_tag_send_nbx` of the same byte",
+           "count (the roofline); `libcdt`: `cdt_ucx_isend`/`cdt_ucx_irecv` of the object (one",
+           "matched message); `manual_pack`: hand-written pack into bytes, raw send, hand-written",
+           "unpack; `ucx_iov`: one UCX IOV message (packed fields, then every region). Latency:",
+           "half round trip of a ping-pong; bandwidth: windows of non-blocking sends then an",
+           "acknowledgement. MB = 10^6 bytes. Command: `bench/run transfer`.", "",
+           f"Machine: {machine()}.", ""]
+    for case, metric in order:
+        series = data[(case, metric)]
+        sizes = sorted(set().union(*[set(v) for v in series.values()]))
+        lat = metric == "latency_us"
+        title = "latency (us)" if lat else "bandwidth (MB/s)"
+        present = [m for m in methods if m in series]
+        extra = "libcdt - raw (us)" if lat else "libcdt / raw"
+        out.append(f"## {case}: {title}")
+        out.append("")
+        out.append("| size (B) | " + " | ".join(present) + f" | {extra} |")
+        out.append("|---:|" + "---:|" * (len(present) + 1))
+        for s in sizes:
+            cells = [f"{series[m][s]:.2f}" if s in series[m] else "-" for m in present]
+            if "libcdt" in series and s in series["libcdt"] and s in series.get("raw", {}):
+                a, b = series["libcdt"][s], series["raw"][s]
+                cells.append(f"{a - b:+.2f}" if lat else f"{a / b:.2f}")
+            else:
+                cells.append("-")
+            out.append(f"| {s} | " + " | ".join(cells) + " |")
+        out.append("")
+    with open(out_path, "w") as f:
+        f.write("\n".join(out))
+
+
+if __name__ == "__main__":
+    main(sys.argv[1], sys.argv[2])
