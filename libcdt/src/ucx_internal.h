@@ -27,7 +27,7 @@
 /* index of the tail message; separate regions have indices below it */
 #define CDT__UCX_TAIL_INDEX CDT__UCX_INDEX_MASK
 /* the head message never exceeds this (prefix included): receivers post this much */
-#define CDT__UCX_HEAD_MAX 8192
+#define CDT__UCX_HEAD_MAX 32768
 #define CDT__UCX_PREFIX_SIZE 32
 #define CDT__UCX_PREFIX_MAGIC UINT32_C(0x55544443) /* "CDTU" little-endian */
 #define CDT__UCX_PREFIX_VERSION 1
