@@ -32,7 +32,7 @@
     do {                                                                                           \
         int rc_ = (expr);                                                                          \
         if (rc_ != CDT_SUCCESS)                                                                    \
-            DIE("%s:%d: %s: %s", __FILE__, __LINE__, #expr, cdt_err_name(rc_));                   \
+            DIE("%s:%d: %s: %s", __FILE__, __LINE__, #expr, cdt_err_name(rc_));                    \
     } while (0)
 
 static double now(void)
@@ -93,9 +93,9 @@ typedef struct obj {
     enum kase k;
     cdt_count size; /* data bytes of the object */
     cdt_count count;
-    void *mem;          /* struct arrays / bytes */
-    double_vec dv;      /* send object, or shape of the expected object */
-    double_vec *dv_in;  /* receive targets (one per message of a window) */
+    void *mem;         /* struct arrays / bytes */
+    double_vec dv;     /* send object, or shape of the expected object */
+    double_vec *dv_in; /* receive targets (one per message of a window) */
     int window;
     unsigned char *pack; /* manual pack buffer */
     cdt_count pack_len;
@@ -331,8 +331,8 @@ static handle do_recv(env *e, obj *o, enum method m, uint64_t tag, int slot)
             OK(cdt_ucx_irecv(e->w, &o->dv_in[slot], 1, double_vec_type(), tag,
                              CDT_UCX_TAG_MASK_FULL, NULL, &h.req));
         } else {
-            OK(cdt_ucx_irecv(e->w, o->mem, o->count, obj_type(o), tag, CDT_UCX_TAG_MASK_FULL,
-                             NULL, &h.req));
+            OK(cdt_ucx_irecv(e->w, o->mem, o->count, obj_type(o), tag, CDT_UCX_TAG_MASK_FULL, NULL,
+                             &h.req));
         }
         break;
     case M_MANUAL:
@@ -521,11 +521,10 @@ int main(int argc, char **argv)
                         continue;
                     }
                     int window = pass == 0 ? 1
-                                           : (int)(size >= ((cdt_count)64 << 20)
-                                                       ? 1
-                                                       : ((cdt_count)64 << 20) / size > 64
-                                                             ? 64
-                                                             : ((cdt_count)64 << 20) / size);
+                                           : (int)(size >= ((cdt_count)64 << 20) ? 1
+                                                   : ((cdt_count)64 << 20) / size > 64
+                                                       ? 64
+                                                       : ((cdt_count)64 << 20) / size);
                     obj o;
                     obj_make(&o, kd->k, size, kd->sub, window);
                     double v;
@@ -548,8 +547,8 @@ int main(int argc, char **argv)
                         fflush(stdout);
                         if (csv != NULL)
                             fprintf(csv, "%s,%s,%lld,%s,%.3f,%s\n", kd->name, method_name[m],
-                                    (long long)size, pass == 0 ? "latency_us" : "bandwidth_mbs",
-                                    v, pass == 0 ? "us" : "MB/s");
+                                    (long long)size, pass == 0 ? "latency_us" : "bandwidth_mbs", v,
+                                    pass == 0 ? "us" : "MB/s");
                     }
                     obj_free(&o);
                 }

@@ -52,7 +52,7 @@ static void map_copy_edge(const field_map *m, char *obj, cdt_count offset, char 
 #define MAP_WHOLE_RECORDS(TYPE, RECORD_PACKED, COPY_FIELDS)                                        \
     do {                                                                                           \
         TYPE *o_ = (TYPE *)obj + first;                                                            \
-        for (cdt_count i_ = 0; i_ < n; i_++, o_++, packed += (RECORD_PACKED)) {                  \
+        for (cdt_count i_ = 0; i_ < n; i_++, o_++, packed += (RECORD_PACKED)) {                    \
             COPY_FIELDS;                                                                           \
         }                                                                                          \
     } while (0)

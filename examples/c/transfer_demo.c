@@ -23,7 +23,7 @@
     do {                                                                                           \
         int rc_ = (expr);                                                                          \
         if (rc_ != CDT_SUCCESS) {                                                                  \
-            fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #expr, cdt_strerror(rc_));     \
+            fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #expr, cdt_strerror(rc_));      \
             exit(1);                                                                               \
         }                                                                                          \
     } while (0)
@@ -90,8 +90,7 @@ static int items(objects *o, item *it)
     it[n++] = (item){"double_vec 64 x 128 KiB", &o->dv, 1, double_vec_type(),
                      (cdt_count)DV_N * DV_LEN * 4};
     it[n++] = (item){"struct_simple x65536", o->ss, N_SS, struct_simple_type(), N_SS * 20};
-    it[n++] = (item){"strided double (vector)", o->strided, 1, o->strided_type,
-                     STRIDED_N * 8};
+    it[n++] = (item){"strided double (vector)", o->strided, 1, o->strided_type, STRIDED_N * 8};
     return n;
 }
 
@@ -148,8 +147,8 @@ static int listener_main(uint16_t port)
     cdt_ucx_ep ep;
     OK(cdt_ucx_context_create(NULL, &ctx));
     OK(cdt_ucx_worker_create(ctx, NULL, &w));
-    cdt_ucx_listener_params lp = {.field_mask = CDT_UCX_LISTENER_PARAM_HOST |
-                                                CDT_UCX_LISTENER_PARAM_PORT,
+    cdt_ucx_listener_params lp = {.field_mask =
+                                      CDT_UCX_LISTENER_PARAM_HOST | CDT_UCX_LISTENER_PARAM_PORT,
                                   .host = "127.0.0.1",
                                   .port = port};
     OK(cdt_ucx_listener_create(w, &lp, &l));

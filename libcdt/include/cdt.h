@@ -90,7 +90,8 @@ enum cdt_status {
 /*! cdt_strerror() : @return a static English message for `status` (never NULL). Unknown codes,
  *  such as a callback's own, give "unknown or user-defined error". */
 CDT_API const char *cdt_strerror(int status);
-/*! cdt_err_name() : @return the status' constant name ("CDT_ERR_INVALID_ARG"), or "CDT_ERR_USER". */
+/*! cdt_err_name() : @return the status' constant name ("CDT_ERR_INVALID_ARG"), or
+ *  "CDT_ERR_USER" for codes libcdt does not define. */
 CDT_API const char *cdt_err_name(int status);
 
 /* ------------------------------------------------------------------------------------------
@@ -247,9 +248,8 @@ typedef int(cdt_custom_query_func_t)(void *state, const void *buf, cdt_count cou
 /* Pack bytes [offset, offset + *used) of the packed stream into dst. *used may be less than
  * dst_size (a partial fill: the next call continues at offset + *used) but must be > 0 while
  * offset < packed size. Required. */
-typedef int(cdt_custom_pack_func_t)(void *state, const void *buf, cdt_count count,
-                                    cdt_count offset, void *dst, cdt_count dst_size,
-                                    cdt_count *used);
+typedef int(cdt_custom_pack_func_t)(void *state, const void *buf, cdt_count count, cdt_count offset,
+                                    void *dst, cdt_count dst_size, cdt_count *used);
 /* Unpack src_size bytes found at `offset` of the packed stream. Required for receiving. */
 typedef int(cdt_custom_unpack_func_t)(void *state, void *buf, cdt_count count, cdt_count offset,
                                       const void *src, cdt_count src_size);
@@ -271,14 +271,11 @@ typedef int(cdt_custom_region_func_t)(void *state, void *buf, cdt_count count,
  *  Errors: CDT_ERR_INVALID_ARG when query_fn or pack_fn is NULL, or region_count_fn is set
  *  without region_fn. unpack_fn may be NULL for send-only types (unpacking is then
  *  CDT_ERR_UNSUPPORTED). */
-CDT_API int cdt_type_create_custom(cdt_custom_state_func_t *state_fn,
-                                   cdt_custom_state_free_func_t *state_free_fn,
-                                   cdt_custom_query_func_t *query_fn,
-                                   cdt_custom_pack_func_t *pack_fn,
-                                   cdt_custom_unpack_func_t *unpack_fn,
-                                   cdt_custom_region_count_func_t *region_count_fn,
-                                   cdt_custom_region_func_t *region_fn, void *context,
-                                   int inorder, cdt_type *type);
+CDT_API int cdt_type_create_custom(
+    cdt_custom_state_func_t *state_fn, cdt_custom_state_free_func_t *state_free_fn,
+    cdt_custom_query_func_t *query_fn, cdt_custom_pack_func_t *pack_fn,
+    cdt_custom_unpack_func_t *unpack_fn, cdt_custom_region_count_func_t *region_count_fn,
+    cdt_custom_region_func_t *region_fn, void *context, int inorder, cdt_type *type);
 
 /* ------------------------------------------------------------------------------------------
  * 4. Operations: one engine for every kind of type
@@ -353,8 +350,8 @@ CDT_API int cdt_iov_get(const void *buf, cdt_count count, cdt_type type, cdt_cou
 /*! cdt_copy() : copy the data of (src, scount, stype) into (dst, dcount, dtype) as if packed and
  *  unpacked, without a temporary buffer. CDT_ERR_TRUNCATED when the source holds more bytes
  *  than the destination; a shorter source fills the destination's leading bytes. */
-CDT_API int cdt_copy(const void *src, cdt_count scount, cdt_type stype, void *dst,
-                     cdt_count dcount, cdt_type dtype);
+CDT_API int cdt_copy(const void *src, cdt_count scount, cdt_type stype, void *dst, cdt_count dcount,
+                     cdt_type dtype);
 
 /* ------------------------------------------------------------------------------------------
  * 6. Frames: one object = one message (wire format: docs/FORMAT.md)
@@ -420,8 +417,8 @@ CDT_API int cdt_frame_region_info(cdt_frame frame, cdt_count index, cdt_count *l
 /*! cdt_frame_region_iov_count() / cdt_frame_region_iov() : the memory of region `index` as
  *  contiguous pieces, in order (one piece for a region of contiguous type; none when empty). */
 CDT_API int cdt_frame_region_iov_count(cdt_frame frame, cdt_count index, cdt_count *n);
-CDT_API int cdt_frame_region_iov(cdt_frame frame, cdt_count index, cdt_count first,
-                                 cdt_count max, cdt_iov iov[], cdt_count *n_out);
+CDT_API int cdt_frame_region_iov(cdt_frame frame, cdt_count index, cdt_count first, cdt_count max,
+                                 cdt_iov iov[], cdt_count *n_out);
 /*! cdt_frame_iov_count() / cdt_frame_iov() : the whole frame as pieces, in order (head,
  *  padding, region pieces); their concatenation is the frame. */
 CDT_API int cdt_frame_iov_count(cdt_frame frame, cdt_count *n);

@@ -69,8 +69,7 @@ typedef struct cdt_ucx_context_params {
 /*! cdt_ucx_context_create() : read the UCX configuration (UCX_* environment variables such
  *  as UCX_TLS) and create a context with tag matching.
  *  Errors: CDT_ERR_TRANSPORT (UCX failed), CDT_ERR_NO_MEMORY, CDT_ERR_INVALID_ARG. */
-CDT_API int cdt_ucx_context_create(const cdt_ucx_context_params *params,
-                                   cdt_ucx_context *context);
+CDT_API int cdt_ucx_context_create(const cdt_ucx_context_params *params, cdt_ucx_context *context);
 /*! cdt_ucx_context_destroy() : destroy a context whose workers are all destroyed. */
 CDT_API void cdt_ucx_context_destroy(cdt_ucx_context context);
 
@@ -148,8 +147,7 @@ CDT_API int cdt_ucx_listener_create(cdt_ucx_worker worker, const cdt_ucx_listene
 CDT_API int cdt_ucx_listener_port(cdt_ucx_listener listener, uint16_t *port);
 /*! cdt_ucx_listener_accept() : progress the worker until a connection request arrives, then
  *  create its endpoint. Errors: CDT_ERR_TIMEOUT, CDT_ERR_TRANSPORT. */
-CDT_API int cdt_ucx_listener_accept(cdt_ucx_listener listener, int64_t timeout_ms,
-                                    cdt_ucx_ep *ep);
+CDT_API int cdt_ucx_listener_accept(cdt_ucx_listener listener, int64_t timeout_ms, cdt_ucx_ep *ep);
 /*! cdt_ucx_listener_destroy() : stop listening; requests not yet accepted are rejected. */
 CDT_API void cdt_ucx_listener_destroy(cdt_ucx_listener listener);
 
@@ -191,8 +189,8 @@ typedef struct cdt_ucx_recv_info {
 /* Receive into memory sized from the frame header: called once the header was validated and
  * before any object byte is written. It may read every length through cdt_decoder_info /
  * cdt_decoder_region_info to allocate first (an adapter such as cdt_sobj_recv_prepare does
- * that), and then must bind the decoder with cdt_decoder_bind. A non-zero return fails the receive with that
- * code (nothing more is written). The decoder is only valid during the call. */
+ * that), and then must bind the decoder with cdt_decoder_bind. A non-zero return fails the receive
+ * with that code (nothing more is written). The decoder is only valid during the call. */
 typedef int(cdt_ucx_recv_prepare_func_t)(void *arg, cdt_decoder decoder);
 
 enum cdt_ucx_recv_params_field {

@@ -24,8 +24,8 @@ struct cdt_decoder_s {
     dec_region *regions;
     cdt_op op; /* &op_storage after bind */
     struct cdt_op_s op_storage;
-    bool custom;         /* receiving into a custom type */
-    cdt__ranges arrived; /* frame bytes received */
+    bool custom;          /* receiving into a custom type */
+    cdt__ranges arrived;  /* frame bytes received */
     bool regions_checked; /* the custom type's regions matched the header once: stays so */
     unsigned char header_inline[INLINE_HEADER];
 };

@@ -22,7 +22,7 @@ typedef struct frame_region {
 struct cdt_frame_s {
     cdt_op op; /* &op_storage once begun */
     struct cdt_op_s op_storage;
-    unsigned char *head; /* header + packed stream: head_inline or allocated */
+    unsigned char *head;                    /* header + packed stream: head_inline or allocated */
     cdt_frame_release_func_t *head_release; /* NULL: head came from malloc */
     void *head_alloc_arg;
     cdt_count head_len, frame_size;

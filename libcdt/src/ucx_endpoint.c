@@ -97,9 +97,8 @@ int cdt_ucx_listener_create(cdt_ucx_worker worker, const cdt_ucx_listener_params
     if (worker == NULL || listener == NULL)
         return CDT_ERR_INVALID_ARG;
     uint64_t fm = params != NULL ? params->field_mask : 0;
-    const char *host = (fm & CDT_UCX_LISTENER_PARAM_HOST) && params->host != NULL
-                           ? params->host
-                           : "0.0.0.0";
+    const char *host =
+        (fm & CDT_UCX_LISTENER_PARAM_HOST) && params->host != NULL ? params->host : "0.0.0.0";
     uint16_t port = (fm & CDT_UCX_LISTENER_PARAM_PORT) ? params->port : 0;
     struct sockaddr_storage ss;
     socklen_t sslen;
@@ -218,8 +217,8 @@ static ucs_status_t wait_ucx(cdt_ucx_worker w, void *req, int64_t deadline)
     }
 }
 
-int cdt_ucx_ep_connect(cdt_ucx_worker worker, const char *host, uint16_t port,
-                       int64_t timeout_ms, cdt_ucx_ep *ep)
+int cdt_ucx_ep_connect(cdt_ucx_worker worker, const char *host, uint16_t port, int64_t timeout_ms,
+                       cdt_ucx_ep *ep)
 {
     if (worker == NULL || host == NULL || ep == NULL)
         return CDT_ERR_INVALID_ARG;

@@ -68,10 +68,10 @@ struct cdt_ucx_worker_s {
     uint32_t sender_id;
     uint64_t seq;
     cdt_count zcopy_threshold;
-    struct cdt_ucx_ep_s *eps;                 /* open endpoints */
-    struct cdt_ucx_listener_s *listeners;     /* open listeners */
-    struct cdt_ucx_request_s *body_recvs;     /* receives between head and completion */
-    pthread_mutex_t cache_lock;               /* the buffer cache only */
+    struct cdt_ucx_ep_s *eps;             /* open endpoints */
+    struct cdt_ucx_listener_s *listeners; /* open listeners */
+    struct cdt_ucx_request_s *body_recvs; /* receives between head and completion */
+    pthread_mutex_t cache_lock;           /* the buffer cache only */
     size_t cache_limit, cache_bytes;
     int cache_n;
     cdt__ucx_cached_buf cache[CDT__UCX_CACHE_SLOTS];
@@ -108,9 +108,9 @@ struct cdt_ucx_request_s {
     cdt_ucx_worker w;
     bool is_send;
     bool done;
-    bool matched;   /* recv: head arrived */
-    bool in_body;   /* recv: in w->body_recvs */
-    int status;     /* first error, else CDT_SUCCESS */
+    bool matched;    /* recv: head arrived */
+    bool in_body;    /* recv: in w->body_recvs */
+    int status;      /* first error, else CDT_SUCCESS */
     int outstanding; /* pending UCX operations */
     cdt__ucx_sub head_sub, tail_sub;
     cdt__ucx_sub *subs; /* regions */

@@ -92,8 +92,8 @@ static int post_recv(cdt_ucx_request r, cdt__ucx_sub *s, void *dst, size_t len, 
     s->fired = false;
     s->ucx = NULL;
     ucp_request_param_t p = {
-        .op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA |
-                        UCP_OP_ATTR_FLAG_NO_IMM_CMPL,
+        .op_attr_mask =
+            UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA | UCP_OP_ATTR_FLAG_NO_IMM_CMPL,
         .cb.recv = cb,
         .user_data = s,
     };
@@ -222,8 +222,7 @@ static void body_ready(cdt_ucx_request r, const unsigned char *S, cdt_count slen
     }
 }
 
-static void sub_cb(void *ucx_req, ucs_status_t st, const ucp_tag_recv_info_t *info,
-                   void *user_data)
+static void sub_cb(void *ucx_req, ucs_status_t st, const ucp_tag_recv_info_t *info, void *user_data)
 {
     cdt__ucx_sub *s = user_data;
     cdt_ucx_request r = s->req;
@@ -267,8 +266,8 @@ static void head_arrived(cdt_ucx_request r, uint64_t sender_tag, size_t length)
     r->info.tag = sender_tag;
     body_link(r);
     const unsigned char *p = r->head;
-    uint32_t magic = (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
-                     (uint32_t)p[3] << 24;
+    uint32_t magic =
+        (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
     if (length < CDT__UCX_PREFIX_SIZE || magic != CDT__UCX_PREFIX_MAGIC) {
         fail(r, CDT_ERR_FRAME_MAGIC);
         return;
@@ -294,9 +293,8 @@ static void head_arrived(cdt_ucx_request r, uint64_t sender_tag, size_t length)
     }
     /* a tail follows only a full head message, and fits the frame the header announces */
     cdt_count hs;
-    int rc = part == CDT__UCX_HEAD_MAX - CDT__UCX_PREFIX_SIZE
-                 ? cdt_frame_header_size(S, part, &hs)
-                 : CDT_ERR_FRAME_MALFORMED;
+    int rc = part == CDT__UCX_HEAD_MAX - CDT__UCX_PREFIX_SIZE ? cdt_frame_header_size(S, part, &hs)
+                                                              : CDT_ERR_FRAME_MALFORMED;
     cdt_count frame_size = (cdt_count)cdt__ucx_get_le64(S + 32);
     if (rc == CDT_SUCCESS && (frame_size < 0 || (cdt_count)tail_len > frame_size - part))
         rc = CDT_ERR_FRAME_MALFORMED;
@@ -335,9 +333,8 @@ static void head_cb(void *ucx_req, ucs_status_t st, const ucp_tag_recv_info_t *i
         recv_done(r);
 }
 
-int cdt_ucx_irecv(cdt_ucx_worker worker, void *buf, cdt_count count, cdt_type type,
-                  cdt_ucx_tag tag, cdt_ucx_tag tag_mask, const cdt_ucx_recv_params *params,
-                  cdt_ucx_request *request)
+int cdt_ucx_irecv(cdt_ucx_worker worker, void *buf, cdt_count count, cdt_type type, cdt_ucx_tag tag,
+                  cdt_ucx_tag tag_mask, const cdt_ucx_recv_params *params, cdt_ucx_request *request)
 {
     uint64_t fm = params != NULL ? params->field_mask : 0;
     bool prepare = (fm & CDT_UCX_RECV_PARAM_PREPARE) && params->prepare != NULL;

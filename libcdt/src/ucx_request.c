@@ -100,8 +100,8 @@ int cdt_ucx_request_free(cdt_ucx_request request)
     return CDT_SUCCESS;
 }
 
-int cdt_ucx_send(cdt_ucx_ep ep, const void *buf, cdt_count count, cdt_type type,
-                 cdt_ucx_tag tag, int64_t timeout_ms)
+int cdt_ucx_send(cdt_ucx_ep ep, const void *buf, cdt_count count, cdt_type type, cdt_ucx_tag tag,
+                 int64_t timeout_ms)
 {
     cdt_ucx_request r;
     int rc = cdt_ucx_isend(ep, buf, count, type, tag, &r);
@@ -114,9 +114,9 @@ int cdt_ucx_send(cdt_ucx_ep ep, const void *buf, cdt_count count, cdt_type type,
     return rc;
 }
 
-int cdt_ucx_recv(cdt_ucx_worker worker, void *buf, cdt_count count, cdt_type type,
-                 cdt_ucx_tag tag, cdt_ucx_tag tag_mask, const cdt_ucx_recv_params *params,
-                 cdt_ucx_recv_info *info, int64_t timeout_ms)
+int cdt_ucx_recv(cdt_ucx_worker worker, void *buf, cdt_count count, cdt_type type, cdt_ucx_tag tag,
+                 cdt_ucx_tag tag_mask, const cdt_ucx_recv_params *params, cdt_ucx_recv_info *info,
+                 int64_t timeout_ms)
 {
     cdt_ucx_request r;
     int rc = cdt_ucx_irecv(worker, buf, count, type, tag, tag_mask, params, &r);
@@ -125,7 +125,8 @@ int cdt_ucx_recv(cdt_ucx_worker worker, void *buf, cdt_count count, cdt_type typ
     rc = cdt_ucx_request_wait(r, timeout_ms);
     if (rc == CDT_ERR_TIMEOUT) {
         /* cancel if still unmatched and give it a bounded moment to settle */
-        if (cdt_ucx_request_cancel(r) == CDT_SUCCESS && cdt_ucx_request_wait(r, 1000) != CDT_ERR_TIMEOUT)
+        if (cdt_ucx_request_cancel(r) == CDT_SUCCESS &&
+            cdt_ucx_request_wait(r, 1000) != CDT_ERR_TIMEOUT)
             cdt_ucx_request_free(r);
         return CDT_ERR_TIMEOUT;
     }

@@ -156,8 +156,8 @@ static int build(cdt_ucx_request r, const send_plan *pl, uint64_t key, cdt_count
     return CDT_SUCCESS;
 }
 
-int cdt_ucx_isend(cdt_ucx_ep ep, const void *buf, cdt_count count, cdt_type type,
-                  cdt_ucx_tag tag, cdt_ucx_request *request)
+int cdt_ucx_isend(cdt_ucx_ep ep, const void *buf, cdt_count count, cdt_type type, cdt_ucx_tag tag,
+                  cdt_ucx_request *request)
 {
     if (ep == NULL || request == NULL || tag > CDT_UCX_TAG_MAX)
         return CDT_ERR_INVALID_ARG;
@@ -236,8 +236,8 @@ int cdt_ucx_isend(cdt_ucx_ep ep, const void *buf, cdt_count count, cdt_type type
                 rc = CDT_ERR_CALLBACK;
         }
         if (rc == CDT_SUCCESS)
-            rc = post(r, ep->ucp, data, (size_t)s->len, cdt__ucx_private_tag(key, (uint64_t)s->index),
-                      s);
+            rc = post(r, ep->ucp, data, (size_t)s->len,
+                      cdt__ucx_private_tag(key, (uint64_t)s->index), s);
         if (rc != CDT_SUCCESS)
             cdt__ucx_request_set_error(r, rc);
     }

@@ -22,7 +22,7 @@
 #define CHECK(cond)                                                                                \
     do {                                                                                           \
         if (!(cond)) {                                                                             \
-            fprintf(stderr, "[%d] %s:%d: check failed: %s\n", (int)getpid(), __FILE__, __LINE__, \
+            fprintf(stderr, "[%d] %s:%d: check failed: %s\n", (int)getpid(), __FILE__, __LINE__,   \
                     #cond);                                                                        \
             _exit(1);                                                                              \
         }                                                                                          \
@@ -32,7 +32,7 @@
     do {                                                                                           \
         int rc_ = (expr);                                                                          \
         if (rc_ != CDT_SUCCESS) {                                                                  \
-            fprintf(stderr, "[%d] %s:%d: %s -> %s (%d)\n", (int)getpid(), __FILE__, __LINE__,     \
+            fprintf(stderr, "[%d] %s:%d: %s -> %s (%d)\n", (int)getpid(), __FILE__, __LINE__,      \
                     #expr, cdt_err_name(rc_), rc_);                                                \
             _exit(1);                                                                              \
         }                                                                                          \
@@ -81,8 +81,8 @@ static inline int run_pair(side_fn *server, side_fn *client, const cdt_ucx_worke
         alarm(60); /* never outlive a broken parent */
         peer p = {.is_server = 1};
         peer_open(&p, swp);
-        cdt_ucx_listener_params lp = {.field_mask = CDT_UCX_LISTENER_PARAM_HOST |
-                                                    CDT_UCX_LISTENER_PARAM_PORT,
+        cdt_ucx_listener_params lp = {.field_mask =
+                                          CDT_UCX_LISTENER_PARAM_HOST | CDT_UCX_LISTENER_PARAM_PORT,
                                       .host = "127.0.0.1",
                                       .port = 0};
         CHECK_RC(cdt_ucx_listener_create(p.w, &lp, &p.l));

@@ -61,11 +61,11 @@ static void custom_server(peer *p)
                           &info, T_TIMEOUT_MS));
     CHECK(struct_simple_equal(ss, ss2, SS_N) && info.region_count == 0);
     CHECK(info.packed_size == 20 * SS_N);
-    CHECK_RC(cdt_ucx_recv(p->w, sn2, SS_N, struct_simple_no_gap_type(), TAG,
-                          CDT_UCX_TAG_MASK_FULL, NULL, NULL, T_TIMEOUT_MS));
+    CHECK_RC(cdt_ucx_recv(p->w, sn2, SS_N, struct_simple_no_gap_type(), TAG, CDT_UCX_TAG_MASK_FULL,
+                          NULL, NULL, T_TIMEOUT_MS));
     CHECK(struct_simple_no_gap_equal(sn, sn2, SS_N));
-    CHECK_RC(cdt_ucx_recv(p->w, &dv2, 1, double_vec_type(), TAG, CDT_UCX_TAG_MASK_FULL, NULL,
-                          &info, T_TIMEOUT_MS));
+    CHECK_RC(cdt_ucx_recv(p->w, &dv2, 1, double_vec_type(), TAG, CDT_UCX_TAG_MASK_FULL, NULL, &info,
+                          T_TIMEOUT_MS));
     CHECK(double_vec_equal(&dv, &dv2) && info.region_count == DV_N);
     CHECK_RC(cdt_ucx_recv(p->w, &small2, 1, double_vec_type(), TAG, CDT_UCX_TAG_MASK_FULL, NULL,
                           NULL, T_TIMEOUT_MS));
@@ -127,8 +127,8 @@ static void derived_server(peer *p)
     CHECK(info.region_count == 1);
     /* a receive buffer larger than the message fills its leading elements */
     memset(a, 0, 64);
-    CHECK_RC(cdt_ucx_recv(p->w, a, 16, CDT_INT32, TAG, CDT_UCX_TAG_MASK_FULL, NULL, NULL,
-                          T_TIMEOUT_MS));
+    CHECK_RC(
+        cdt_ucx_recv(p->w, a, 16, CDT_INT32, TAG, CDT_UCX_TAG_MASK_FULL, NULL, NULL, T_TIMEOUT_MS));
     for (int i = 0; i < 5; i++)
         CHECK(a[i] == i * 3);
     cdt_type t = strided_type();
@@ -165,18 +165,18 @@ static void wildcard_server(peer *p)
                           T_TIMEOUT_MS));
     CHECK(v == 300 && info.tag == 0x503);
     /* any tag: the earliest remaining (1) */
-    CHECK_RC(cdt_ucx_recv(p->w, &v, 1, CDT_INT64, 0, CDT_UCX_TAG_MASK_ANY, NULL, &info,
-                          T_TIMEOUT_MS));
+    CHECK_RC(
+        cdt_ucx_recv(p->w, &v, 1, CDT_INT64, 0, CDT_UCX_TAG_MASK_ANY, NULL, &info, T_TIMEOUT_MS));
     CHECK(v == 100 && info.tag == 0x501);
     /* low bits wildcard: matches 0x502 */
-    CHECK_RC(cdt_ucx_recv(p->w, &v, 1, CDT_INT64, 0x500, ~(cdt_ucx_tag)0xff, NULL, &info,
-                          T_TIMEOUT_MS));
+    CHECK_RC(
+        cdt_ucx_recv(p->w, &v, 1, CDT_INT64, 0x500, ~(cdt_ucx_tag)0xff, NULL, &info, T_TIMEOUT_MS));
     CHECK(v == 200 && info.tag == 0x502);
     CHECK_RC(cdt_ucx_recv(p->w, &v, 1, CDT_INT64, 0x504, CDT_UCX_TAG_MASK_FULL, NULL, &info,
                           T_TIMEOUT_MS));
     CHECK(v == 400);
-    CHECK_RC(cdt_ucx_recv(p->w, &v, 1, CDT_INT64, 0, CDT_UCX_TAG_MASK_ANY, NULL, &info,
-                          T_TIMEOUT_MS));
+    CHECK_RC(
+        cdt_ucx_recv(p->w, &v, 1, CDT_INT64, 0, CDT_UCX_TAG_MASK_ANY, NULL, &info, T_TIMEOUT_MS));
     CHECK(v == 99 && info.tag == CDT_UCX_TAG_MAX);
 }
 
@@ -256,8 +256,8 @@ static void cancel_server(peer *p)
     CHECK(cdt_ucx_recv(p->w, &never, 1, CDT_INT32, 1, CDT_UCX_TAG_MASK_FULL, NULL, NULL, 200) ==
           CDT_ERR_TIMEOUT);
     /* the worker still works */
-    CHECK_RC(cdt_ucx_recv(p->w, &v, 1, CDT_INT32, 2, CDT_UCX_TAG_MASK_FULL, NULL, NULL,
-                          T_TIMEOUT_MS));
+    CHECK_RC(
+        cdt_ucx_recv(p->w, &v, 1, CDT_INT32, 2, CDT_UCX_TAG_MASK_FULL, NULL, NULL, T_TIMEOUT_MS));
     CHECK(v == 5 && never == 0);
 }
 
@@ -473,8 +473,8 @@ static void sobj_client(peer *p)
             d[j] = (double)(i * 7 + j);
         bufs[i] = (cdt_sobj_buffer){d, len, CDT_KIND_DOUBLE};
     }
-    cdt_sobj o = {.inband = inband, .inband_len = sizeof(inband), .buffers = bufs,
-                  .nbuffers = SO_BUFS};
+    cdt_sobj o = {
+        .inband = inband, .inband_len = sizeof(inband), .buffers = bufs, .nbuffers = SO_BUFS};
     CHECK_RC(cdt_ucx_send(p->ep, &o, 1, cdt_sobj_type(), TAG, T_TIMEOUT_MS));
     for (int i = 0; i < SO_BUFS; i++)
         free(bufs[i].base);
@@ -506,12 +506,11 @@ static void sobj_server(peer *p)
 {
     alloc_log log = {0};
     cdt_sobj o = {.alloc = my_alloc, .alloc_user = &log};
-    cdt_ucx_recv_params rp = {.field_mask = CDT_UCX_RECV_PARAM_PREPARE,
-                              .prepare = prepare_sobj,
-                              .prepare_arg = &o};
+    cdt_ucx_recv_params rp = {
+        .field_mask = CDT_UCX_RECV_PARAM_PREPARE, .prepare = prepare_sobj, .prepare_arg = &o};
     cdt_ucx_recv_info info;
-    CHECK_RC(cdt_ucx_recv(p->w, NULL, 0, NULL, TAG, CDT_UCX_TAG_MASK_FULL, &rp, &info,
-                          T_TIMEOUT_MS));
+    CHECK_RC(
+        cdt_ucx_recv(p->w, NULL, 0, NULL, TAG, CDT_UCX_TAG_MASK_FULL, &rp, &info, T_TIMEOUT_MS));
     CHECK(o.nbuffers == SO_BUFS && info.region_count == SO_BUFS);
     CHECK(strcmp(o.inband, "pickle-like in-band bytes") == 0);
     for (int i = 0; i < SO_BUFS; i++) {
@@ -636,8 +635,7 @@ static void big_server(peer *p)
     unsigned char *b = calloc(1, (size_t)BIG);
     CHECK(b != NULL);
     cdt_ucx_recv_info info;
-    CHECK_RC(cdt_ucx_recv(p->w, b, BIG, CDT_BYTE, TAG, CDT_UCX_TAG_MASK_FULL, NULL, &info,
-                          120000));
+    CHECK_RC(cdt_ucx_recv(p->w, b, BIG, CDT_BYTE, TAG, CDT_UCX_TAG_MASK_FULL, NULL, &info, 120000));
     CHECK(info.frame_size > BIG);
     for (cdt_count i = 0; i < BIG - 1; i += 4096)
         CHECK(b[i] == (unsigned char)(i / 4096));
@@ -653,8 +651,8 @@ static int connect_refused_case(void)
 {
     peer p = {0};
     peer_open(&p, NULL);
-    cdt_ucx_listener_params lp = {.field_mask = CDT_UCX_LISTENER_PARAM_HOST |
-                                                CDT_UCX_LISTENER_PARAM_PORT,
+    cdt_ucx_listener_params lp = {.field_mask =
+                                      CDT_UCX_LISTENER_PARAM_HOST | CDT_UCX_LISTENER_PARAM_PORT,
                                   .host = "127.0.0.1",
                                   .port = 0};
     uint16_t port;
