@@ -30,9 +30,11 @@ struct cdt_frame_s {
     frame_region *regions;
     cdt_iov *pieces; /* all regions' pieces, in order */
     cdt_count n_pieces;
-    cdt_iov *iov; /* head, then per region: optional pad, pieces */
+    cdt_iov *iov;         /* head, then per region: optional pad, pieces */
+    cdt_count *iov_start; /* frame offset of each iov entry: gather finds its start by bisection */
     cdt_count n_iov;
     cdt_iov iov_inline[INLINE_IOV];
+    cdt_count iov_start_inline[INLINE_IOV];
     unsigned char head_inline[INLINE_HEAD];
 };
 
@@ -146,9 +148,16 @@ static int pack_stream(cdt_frame f, cdt_count header_size, cdt_count packed_size
 static int build_iov(cdt_frame f)
 {
     cdt_count cap = 1 + 2 * f->region_count + f->n_pieces;
-    f->iov = cap <= INLINE_IOV ? f->iov_inline : malloc((size_t)cap * sizeof(cdt_iov));
-    if (f->iov == NULL)
-        return CDT_ERR_NO_MEMORY;
+    if (cap <= INLINE_IOV) {
+        f->iov = f->iov_inline;
+        f->iov_start = f->iov_start_inline;
+    } else {
+        /* one block: the iov list, then the start offsets */
+        f->iov = malloc((size_t)cap * (sizeof(cdt_iov) + sizeof(cdt_count)));
+        if (f->iov == NULL)
+            return CDT_ERR_NO_MEMORY;
+        f->iov_start = (cdt_count *)(f->iov + cap);
+    }
     cdt_count n = 0, off = f->head_len;
     f->iov[n++] = (cdt_iov){f->head, f->head_len};
     for (cdt_count i = 0; i < f->region_count; i++) {
@@ -160,6 +169,10 @@ static int build_iov(cdt_frame f)
         off = r->frame_offset + r->bytes;
     }
     f->n_iov = n;
+    for (cdt_count i = 0, at = 0; i < n; i++) {
+        f->iov_start[i] = at;
+        at += f->iov[i].len;
+    }
     return CDT_SUCCESS;
 }
 
@@ -358,15 +371,24 @@ int cdt_frame_gather(cdt_frame f, cdt_count offset, void *dst, cdt_count len)
     if (f == NULL || offset < 0 || len < 0 || (dst == NULL && len > 0) ||
         cdt__add_overflows(offset, len, &end) || end > f->frame_size)
         return CDT_ERR_INVALID_ARG;
+    if (len == 0)
+        return CDT_SUCCESS;
+    /* the last entry starting at or before offset: a transport gathers region by region, so a
+     * scan from the start would make a frame of n regions cost n^2 */
+    cdt_count lo = 0, hi = f->n_iov - 1;
+    while (lo < hi) {
+        cdt_count mid = lo + (hi - lo + 1) / 2;
+        if (f->iov_start[mid] <= offset)
+            lo = mid;
+        else
+            hi = mid - 1;
+    }
     unsigned char *out = dst;
-    cdt_count pos = 0;
-    for (cdt_count i = 0; i < f->n_iov && pos < end; i++) {
-        cdt_count lo = pos, hi = pos + f->iov[i].len;
-        pos = hi;
-        if (hi <= offset)
-            continue;
-        cdt_count a = lo < offset ? offset : lo, b = hi < end ? hi : end;
-        memcpy(out + (a - offset), (const char *)f->iov[i].base + (a - lo), (size_t)(b - a));
+    for (cdt_count i = lo; i < f->n_iov && f->iov_start[i] < end; i++) {
+        cdt_count a0 = f->iov_start[i], b0 = a0 + f->iov[i].len;
+        cdt_count a = a0 < offset ? offset : a0, b = b0 < end ? b0 : end;
+        if (b > a)
+            memcpy(out + (a - offset), (const char *)f->iov[i].base + (a - a0), (size_t)(b - a));
     }
     return CDT_SUCCESS;
 }

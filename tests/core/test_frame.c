@@ -454,12 +454,43 @@ static void test_malformed(void)
     free(sv);
 }
 
+/* gather of any byte range equals that slice of the whole frame: ranges that start and end in
+ * the head, in padding, inside regions and across many of them (odd lengths force padding) */
+static void test_gather_ranges(void)
+{
+    double_vec v;
+    CHECK_OK(double_vec_init(&v, 37, 3, 5));
+    v.lens[4] = 0; /* an empty region too */
+    cdt_frame f;
+    CHECK_OK(cdt_frame_encode(&v, 1, double_vec_type(), NULL, &f));
+    cdt_count size;
+    CHECK_OK(cdt_frame_size(f, &size));
+    unsigned char *whole = malloc((size_t)size), *part = malloc((size_t)size);
+    CHECK_OK(cdt_frame_gather(f, 0, whole, size));
+    int bad = 0;
+    for (cdt_count off = 0; off <= size; off += 3)
+        for (cdt_count len = 0; off + len <= size; len += 1 + len / 2) {
+            memset(part, 0xa5, (size_t)size);
+            CHECK_OK(cdt_frame_gather(f, off, part, len));
+            bad |= len > 0 && memcmp(part, whole + off, (size_t)len) != 0;
+            bad |= len < size && part[len] != 0xa5; /* nothing past len is written */
+        }
+    CHECK(!bad);
+    CHECK(cdt_frame_gather(f, size - 1, part, 2) == CDT_ERR_INVALID_ARG);
+    free(whole);
+    free(part);
+    cdt_frame_free(f);
+    v.lens[4] = 3;
+    double_vec_clear(&v);
+}
+
 int main(void)
 {
     test_seed_roundtrips();
     test_layout_frames();
     test_sobj();
     test_empty_regions();
+    test_gather_ranges();
     test_malformed();
     return check_report("test_frame");
 }
