@@ -51,9 +51,9 @@ CDT_API cdt_type cdt_sobj_type(void);
 
 /*! cdt_sobj_recv_prepare() : size obj from the header the decoder validated: allocates the
  *  in-band bytes and one buffer per region (through obj->alloc, or malloc), and the buffers
- *  array itself (malloc; freed by cdt_sobj_release). Then bind the decoder to (obj, 1,
- *  cdt_sobj_type()). On error nothing stays allocated by the adapter (memory from obj->alloc is
- *  the caller's). */
+ *  array itself (malloc; freed by cdt_sobj_release). It does not bind the decoder: the caller
+ *  then calls cdt_decoder_bind(decoder, obj, 1, cdt_sobj_type()). On error nothing stays
+ *  allocated by the adapter (memory from obj->alloc is the caller's). */
 CDT_API int cdt_sobj_recv_prepare(cdt_sobj *obj, cdt_decoder decoder);
 
 /*! cdt_sobj_release() : free what recv_prepare allocated itself (the buffers array, and the
