@@ -15,14 +15,14 @@ static char *DIR(runs)(cdt_count len, char *p, cdt_count count, cdt_count stride
     switch (len) {
 #define CDT__FIXED_CASE(L)                                                                         \
     case L:                                                                                        \
-        for (cdt_count i = 0; i < count; i++, p += stride, s += L)                                 \
-            MOVE(p, s, L);                                                                         \
+        for (cdt_count i = 0; i < count; i++, s += L)                                              \
+            MOVE(p + i * stride, s, L);                                                            \
         return s;
         CDT__FIXED_SIZES(CDT__FIXED_CASE)
 #undef CDT__FIXED_CASE
     default:
-        for (cdt_count i = 0; i < count; i++, p += stride, s += len)
-            MOVE_VAR(p, s, len);
+        for (cdt_count i = 0; i < count; i++, s += len)
+            MOVE_VAR(p + i * stride, s, len);
         return s;
     }
 }
@@ -56,14 +56,14 @@ static char *DIR(rep)(const cdt__node *n, char *base, cdt_count count, cdt_count
         return DIR(runs)(n->len, base + n->off, count, stride, s);
     case CDT__K_VEC_LEAF: {
         char *p = base + n->off + n->child->off;
-        for (cdt_count i = 0; i < count; i++, p += stride)
-            s = DIR(runs)(n->child->len, p, n->count, n->stride, s);
+        for (cdt_count i = 0; i < count; i++)
+            s = DIR(runs)(n->child->len, p + i * stride, n->count, n->stride, s);
         return s;
     }
     case CDT__K_BLK_LEAF: {
         char *p = base + n->child->off;
-        for (cdt_count i = 0; i < count; i++, p += stride)
-            s = DIR(idx_runs)(n->child->len, p, n->disps, n->count, s);
+        for (cdt_count i = 0; i < count; i++)
+            s = DIR(idx_runs)(n->child->len, p + i * stride, n->disps, n->count, s);
         return s;
     }
     case CDT__K_IDX:
@@ -75,24 +75,27 @@ static char *DIR(rep)(const cdt__node *n, char *base, cdt_count count, cdt_count
             cdt_count d3 = n->count > 3 ? n->disps[3] : 0, l3 = n->count > 3 ? n->lens[3] : 8;
             cdt_count o1 = l0, o2 = l0 + l1, o3 = o2 + l2, o4 = o3 + l3;
 #define CDT__FIELD(d, l, o)                                                                        \
-    MOVE(base + (d), s + (o), 8);                                                                  \
-    MOVE(base + (d) + (l)-8, s + (o) + (l)-8, 8)
+    MOVE(e + (d), s + (o), 8);                                                                     \
+    MOVE(e + (d) + (l)-8, s + (o) + (l)-8, 8)
             switch (n->count) {
             case 2:
-                for (cdt_count i = 0; i < count; i++, base += stride, s += o2) {
+                for (cdt_count i = 0; i < count; i++, s += o2) {
+                    char *e = base + i * stride;
                     CDT__FIELD(d0, l0, 0);
                     CDT__FIELD(d1, l1, o1);
                 }
                 return s;
             case 3:
-                for (cdt_count i = 0; i < count; i++, base += stride, s += o3) {
+                for (cdt_count i = 0; i < count; i++, s += o3) {
+                    char *e = base + i * stride;
                     CDT__FIELD(d0, l0, 0);
                     CDT__FIELD(d1, l1, o1);
                     CDT__FIELD(d2, l2, o2);
                 }
                 return s;
             default:
-                for (cdt_count i = 0; i < count; i++, base += stride, s += o4) {
+                for (cdt_count i = 0; i < count; i++, s += o4) {
+                    char *e = base + i * stride;
                     CDT__FIELD(d0, l0, 0);
                     CDT__FIELD(d1, l1, o1);
                     CDT__FIELD(d2, l2, o2);
@@ -104,9 +107,9 @@ static char *DIR(rep)(const cdt__node *n, char *base, cdt_count count, cdt_count
         }
         if (n->count <= 4) {
             const cdt_count *d = n->disps, *l = n->lens, k = n->count;
-            for (cdt_count i = 0; i < count; i++, base += stride)
+            for (cdt_count i = 0; i < count; i++)
                 for (cdt_count j = 0; j < k; j++) {
-                    MOVE_VAR(base + d[j], s, l[j]);
+                    MOVE_VAR(base + i * stride + d[j], s, l[j]);
                     s += l[j];
                 }
             return s;
@@ -115,8 +118,8 @@ static char *DIR(rep)(const cdt__node *n, char *base, cdt_count count, cdt_count
     default:
         break;
     }
-    for (cdt_count i = 0; i < count; i++, base += stride)
-        s = DIR(one)(n, base, s);
+    for (cdt_count i = 0; i < count; i++)
+        s = DIR(one)(n, base + i * stride, s);
     return s;
 }
 
@@ -132,15 +135,15 @@ static char *DIR(one)(const cdt__node *n, char *base, char *s)
     case CDT__K_VEC_VEC_LEAF: {
         const cdt__node *c = n->child;
         char *p = base + n->off + c->off + c->child->off;
-        for (cdt_count i = 0; i < n->count; i++, p += n->stride)
-            s = DIR(runs)(c->child->len, p, c->count, c->stride, s);
+        for (cdt_count i = 0; i < n->count; i++)
+            s = DIR(runs)(c->child->len, p + i * n->stride, c->count, c->stride, s);
         return s;
     }
     case CDT__K_VEC_BLK_LEAF: {
         const cdt__node *c = n->child;
         char *p = base + n->off + c->child->off;
-        for (cdt_count i = 0; i < n->count; i++, p += n->stride)
-            s = DIR(idx_runs)(c->child->len, p, c->disps, c->count, s);
+        for (cdt_count i = 0; i < n->count; i++)
+            s = DIR(idx_runs)(c->child->len, p + i * n->stride, c->disps, c->count, s);
         return s;
     }
     case CDT__K_VEC_IDX:

@@ -181,6 +181,19 @@ static cdt__node *empty_node(void)
     return done(leaf(0, 0));
 }
 
+/* Offsets in the form are exact and fit 64 bits, but moving a node to offset 0 and back may
+ * pass through -INT64_MIN: such moves wrap (two's complement), which gives the exact result
+ * whenever the result fits. */
+static cdt_count wrap_add(cdt_count a, cdt_count b)
+{
+    return (cdt_count)((uint64_t)a + (uint64_t)b);
+}
+
+static cdt_count wrap_neg(cdt_count a)
+{
+    return (cdt_count)(0 - (uint64_t)a);
+}
+
 /* the same node moved by delta bytes */
 static cdt__node *shift(cdt__node *n, cdt_count delta)
 {
@@ -195,7 +208,7 @@ static cdt__node *shift(cdt__node *n, cdt_count delta)
     m->stride = n->stride;
     m->child = retain(n->child);
     if (n->kind == CDT__NODE_LEAF || n->kind == CDT__NODE_VECTOR) {
-        m->off += delta;
+        m->off = wrap_add(m->off, delta);
         return done(m);
     }
     m->disps = malloc((size_t)n->count * sizeof(cdt_count));
@@ -211,7 +224,7 @@ static cdt__node *shift(cdt__node *n, cdt_count delta)
         return NULL;
     }
     for (cdt_count i = 0; i < n->count; i++) {
-        m->disps[i] = n->disps[i] + delta;
+        m->disps[i] = wrap_add(n->disps[i], delta);
         if (m->lens != NULL)
             m->lens[i] = n->lens[i];
         if (m->children != NULL)
@@ -266,7 +279,9 @@ static cdt__node *rep(cdt_count count, cdt_count stride, cdt__node *c)
     cdt_count off = own_off(c);
     if (c->kind == CDT__NODE_LEAF && stride == c->len)
         return done(leaf(c->off, count * c->len));
-    if (c->kind == CDT__NODE_VECTOR && stride == c->count * c->stride) {
+    cdt_count whole; /* the inner vector's count * stride need not fit 64 bits */
+    if (c->kind == CDT__NODE_VECTOR && !cdt__mul_overflows(c->count, c->stride, &whole) &&
+        stride == whole) {
         cdt__node *n = node_new(CDT__NODE_VECTOR);
         if (n == NULL)
             return NULL;
@@ -276,7 +291,7 @@ static cdt__node *rep(cdt_count count, cdt_count stride, cdt__node *c)
         n->child = retain(c->child);
         return done(n);
     }
-    cdt__node *inner = shift(c, -off);
+    cdt__node *inner = shift(c, wrap_neg(off));
     if (inner == NULL)
         return NULL;
     cdt__node *n = node_new(CDT__NODE_VECTOR);
@@ -377,7 +392,7 @@ static bool list_add(list *l, cdt_count disp, cdt__node *c)
         break;
     }
     cdt_count off = own_off(c);
-    cdt__node *m = shift(c, -off);
+    cdt__node *m = shift(c, wrap_neg(off));
     if (m != NULL && list_push(l, disp + off, m))
         return true;
     cdt__node_release(m);
@@ -485,6 +500,8 @@ static cdt__node *build(cdt_type t)
         return rep(d->count, d->types[0]->extent, old);
     case CDT__CTOR_VECTOR:
     case CDT__CTOR_HVECTOR: {
+        if (d->count == 0) /* no blocks: the size of one block may not even fit */
+            return rep(0, 0, old);
         cdt_count ext = d->types[0]->extent;
         cdt_count stride = d->ctor == CDT__CTOR_VECTOR ? d->stride * ext : d->stride;
         cdt__node *block = rep(d->blocklength, ext, old);

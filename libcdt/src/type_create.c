@@ -372,8 +372,13 @@ int cdt_type_subarray(int ndims, const cdt_count sizes[], const cdt_count subsiz
     cdt__type_retain(cur);
     int rc = CDT_SUCCESS;
     for (int i = 0; i < ndims; i++) {
+        /* stride first: start * stride must not pass 128 bits */
+        if (!fits(stride)) {
+            rc = CDT_ERR_OVERFLOW;
+            break;
+        }
         disp += (wide)start_f[i] * stride;
-        if (!fits(disp) || !fits(stride)) {
+        if (!fits(disp)) {
             rc = CDT_ERR_OVERFLOW;
             break;
         }

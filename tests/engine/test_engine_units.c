@@ -293,6 +293,50 @@ static void test_split_offsets(void)
     cdt_type_free(&t);
 }
 
+/* cases the type-constructor fuzzer found (tests/fuzz/fuzz_type_create.c); each one was
+ * undefined behaviour, caught by the sanitizer build */
+static void test_fuzz_regressions(void)
+{
+    cdt_type a, b;
+    /* subarray: start * stride of a later dimension passed 128 bits before the check */
+    cdt_count sz[3] = {(cdt_count)1 << 62, (cdt_count)1 << 62, (cdt_count)1 << 40};
+    cdt_count sub[3] = {1, 1, 1}, st[3] = {0, 0, (cdt_count)1 << 39};
+    CHECK_RC(cdt_type_subarray(3, sz, sub, st, CDT_ORDER_FORTRAN, CDT_BYTE, &a), CDT_ERR_OVERFLOW);
+    /* no blocks: the blocklength times the old size need not fit, commit must not compute it */
+    CHECK_FORM(mk(cdt_type_hvector(0, INT64_MAX / 4, 8, CDT_DOUBLE, &a), &a), "empty");
+    /* a vector of a vector whose count * stride does not fit 64 bits */
+    CHECK_OK(cdt_type_hvector(2, 1, (cdt_count)3 << 61, CDT_BYTE, &a));
+    CHECK_FORM(mk(cdt_type_hvector(2, 1, 8, a, &b), &b),
+               "vector(2, 8, vector(2, 6917529027641081856, contig(1)))");
+    cdt_type_free(&a);
+    /* data at INT64_MIN: moving the node to offset 0 negated INT64_MIN */
+    cdt_count one = 1, lowest = INT64_MIN;
+    CHECK_OK(cdt_type_hindexed(1, &one, &lowest, CDT_BYTE, &a));
+    CHECK_OK(cdt_type_resized(a, INT64_MIN, 2, &b));
+    cdt_type_free(&a);
+    CHECK_FORM(mk(cdt_type_contiguous(2, b, &a), &a),
+               "@-9223372036854775808 vector(2, 2, contig(1))");
+    cdt_type_free(&b);
+    /* one element of a type with a huge extent: the kernels stepped the pointer by the extent
+     * past the last element */
+    CHECK_OK(cdt_type_vector(2, 1, 2, CDT_INT32, &a));
+    CHECK_OK(cdt_type_resized(a, 0, -((cdt_count)1 << 62), &b));
+    CHECK_OK(cdt_type_commit(&b));
+    int32_t src[3] = {1, 2, 3}, dst[2] = {0, 0}, back[3] = {0, 0, 0};
+    cdt_op op;
+    cdt_count used = 0;
+    CHECK_OK(cdt_op_pack_begin(src, 1, b, &op));
+    CHECK_OK(cdt_op_pack(op, 0, dst, sizeof(dst), &used));
+    cdt_op_end(op);
+    CHECK(used == 8 && dst[0] == 1 && dst[1] == 3);
+    CHECK_OK(cdt_op_unpack_begin(back, 1, b, &op));
+    CHECK_OK(cdt_op_unpack(op, 0, dst, sizeof(dst)));
+    cdt_op_end(op);
+    CHECK(back[0] == 1 && back[1] == 0 && back[2] == 3);
+    cdt_type_free(&a);
+    cdt_type_free(&b);
+}
+
 int main(void)
 {
     test_errors();
@@ -300,5 +344,6 @@ int main(void)
     test_canonical();
     test_large();
     test_split_offsets();
+    test_fuzz_regressions();
     return check_report("test_engine_units");
 }
