@@ -23,16 +23,32 @@
 static inline __attribute__((always_inline)) void move_var(char *d, const char *s, cdt_count n)
 {
     switch (n) { /* the common sizes as constant moves (a jump table, predictable in loops) */
-#define CDT__VAR_CASE(L)                                                                           \
-    case L:                                                                                        \
-        memcpy(d, s, L);                                                                           \
+    case 4:
+        memcpy(d, s, 4);
         return;
-        CDT__VAR_CASE(4)
-        CDT__VAR_CASE(8)
-        CDT__VAR_CASE(16) CDT__VAR_CASE(24) CDT__VAR_CASE(32) CDT__VAR_CASE(48) CDT__VAR_CASE(64)
-            CDT__VAR_CASE(128)
-#undef CDT__VAR_CASE
-                default : break;
+    case 8:
+        memcpy(d, s, 8);
+        return;
+    case 16:
+        memcpy(d, s, 16);
+        return;
+    case 24:
+        memcpy(d, s, 24);
+        return;
+    case 32:
+        memcpy(d, s, 32);
+        return;
+    case 48:
+        memcpy(d, s, 48);
+        return;
+    case 64:
+        memcpy(d, s, 64);
+        return;
+    case 128:
+        memcpy(d, s, 128);
+        return;
+    default:
+        break;
     }
     if (n > 16 && n <= 64) {
         cdt_count i = 0;
