@@ -461,18 +461,21 @@ static void build_mpi(td *t)
 static long mpi_compared;
 #ifdef CDT_TEST_MPICH
 /* MPICH 4.0's yaksa divides by the size of inner types: it crashes on empty subtypes. It
- * also packs contiguous(n, T) with extent(T) < 0 differently from the typemap definition
- * (copies at i * extent(T)), where libcdt and the reference agree: not compared. */
+ * also packs a run of several T with extent(T) < 0 (contiguous(n, T), or a vector/indexed/
+ * struct block longer than one element) differently from the typemap definition (copies at
+ * i * extent(T)), where libcdt and the reference agree: such types are not compared (found
+ * at seed 9696: vector(1, 2, -817, resized(..., extent -1398))). */
 static int mpi_safe(const td *t)
 {
     if (t->nmap == 0)
         return 0;
-    if (t->ctor == T_CONTIG && t->kids[0]->extent < 0)
-        return 0;
     int nk = t->ctor == T_STRUCT ? (int)t->count : (t->ctor == T_PRE ? 0 : 1);
-    for (int i = 0; i < nk; i++)
+    for (int i = 0; i < nk; i++) {
+        if (t->ctor != T_RESIZED && t->ctor != T_DUP && t->kids[i]->extent < 0)
+            return 0;
         if (!mpi_safe(t->kids[i]))
             return 0;
+    }
     return 1;
 }
 #endif
