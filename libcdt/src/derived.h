@@ -99,6 +99,12 @@ CDT__HIDDEN void cdt__layout_pack(cdt_type type, const void *buf, cdt_count coun
 CDT__HIDDEN void cdt__layout_unpack(cdt_type type, void *buf, cdt_count count, cdt_count offset,
                                     cdt_count len, const void *src);
 
+/* The same over a form (root repeated at stride ext), as operations call it. */
+CDT__HIDDEN void cdt__form_pack(const cdt__node *root, cdt_count ext, const void *buf,
+                                cdt_count offset, cdt_count len, void *dst);
+CDT__HIDDEN void cdt__form_unpack(const cdt__node *root, cdt_count ext, void *buf, cdt_count offset,
+                                  cdt_count len, const void *src);
+
 /* Run iterator (iov.c): the runs of (buf, count, type) in packed order, unmerged. */
 typedef struct cdt__runs {
     struct cdt__runs_frame {

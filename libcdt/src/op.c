@@ -1,10 +1,14 @@
 /*
  * op.c - the operation engine: one resumable pack/unpack driver for every kind of type.
  * Custom types go through their callbacks (with contract checks, inorder buffering and
- * exactly-once state_free); predefined and derived types go through the engine's cursor.
+ * exactly-once state_free); predefined and derived types go straight to the kernels of their
+ * committed form (pack_kernels.c), with no allocation.
  */
 #include "op.h"
 
+#include "derived.h"
+
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -20,11 +24,26 @@ int cdt__op_init(struct cdt_op_s *op, void *buf, cdt_count count, cdt_type type,
         return CDT_ERR_INVALID_ARG;
     if (!(type->flags & CDT__TYPE_COMMITTED))
         return CDT_ERR_NOT_COMMITTED;
-    memset(op, 0, sizeof(*op));
+    /* every field (op.h) set one by one: a memset of the whole struct was a `rep stos`, the
+     * largest part of a small operation's fixed cost */
     op->type = type;
     op->is_pack = is_pack;
     op->buf = buf;
     op->count = count;
+    op->state = NULL;
+    op->form = NULL;
+    op->size_known = false;
+    op->packed_size = 0;
+    op->next_offset = 0;
+    op->arrived.items = NULL; /* the empty set (ranges.h); inline_items unused until then */
+    op->arrived.n = op->arrived.cap = op->arrived.total = 0;
+    op->pending = NULL;
+    op->delivered = 0;
+    op->regions_known = false;
+    op->region_count = 0;
+    op->region_bases = NULL;
+    op->region_lens = NULL;
+    op->region_types = NULL;
 
     int rc;
     if (type->cls == CDT__CLASS_CUSTOM) {
@@ -40,24 +59,69 @@ int cdt__op_init(struct cdt_op_s *op, void *buf, cdt_count count, cdt_type type,
             return CDT_ERR_OVERFLOW;
         op->size_known = true;
         op->regions_known = true; /* layout types have no regions */
-        rc = cdt__cursor_create(type, buf, count, &op->cursor);
+        cdt__node *form;
+        rc = cdt__type_form(type, &form);
         if (rc != CDT_SUCCESS)
             return rc;
+        op->form = form;
     }
     cdt__type_retain(type);
     return CDT_SUCCESS;
+}
+
+/* One finished operation's storage is kept for the next begin: a message-sized pack or unpack
+ * then costs no allocator call (begin/end around one fragment is the common pattern). A single
+ * global slot, taken and given back with atomic exchanges, so any thread may use it. Sanitizer
+ * builds skip it, so that a use after cdt_op_end is still caught. */
+#if defined(__SANITIZE_ADDRESS__)
+#define CDT__OP_CACHE 0
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(memory_sanitizer)
+#define CDT__OP_CACHE 0
+#endif
+#endif
+#ifndef CDT__OP_CACHE
+#define CDT__OP_CACHE 1
+#endif
+
+#if CDT__OP_CACHE
+static struct cdt_op_s *_Atomic op_spare;
+#endif
+
+static cdt_op op_alloc(void)
+{
+#if CDT__OP_CACHE
+    if (atomic_load_explicit(&op_spare, memory_order_relaxed) != NULL) {
+        cdt_op op = atomic_exchange_explicit(&op_spare, NULL, memory_order_acquire);
+        if (op != NULL)
+            return op;
+    }
+#endif
+    return malloc(sizeof(struct cdt_op_s));
+}
+
+static void op_dealloc(cdt_op op)
+{
+#if CDT__OP_CACHE
+    struct cdt_op_s *none = NULL;
+    if (atomic_load_explicit(&op_spare, memory_order_relaxed) == NULL &&
+        atomic_compare_exchange_strong_explicit(&op_spare, &none, op, memory_order_release,
+                                                memory_order_relaxed))
+        return;
+#endif
+    free(op);
 }
 
 static int op_begin(void *buf, cdt_count count, cdt_type type, bool is_pack, cdt_op *out)
 {
     if (out == NULL)
         return CDT_ERR_INVALID_ARG;
-    cdt_op op = malloc(sizeof(*op));
+    cdt_op op = op_alloc();
     if (op == NULL)
         return CDT_ERR_NO_MEMORY;
     int rc = cdt__op_init(op, buf, count, type, is_pack);
     if (rc != CDT_SUCCESS) {
-        free(op);
+        op_dealloc(op);
         return rc;
     }
     *out = op;
@@ -134,11 +198,10 @@ int cdt_op_pack(cdt_op op, cdt_count offset, void *dst, cdt_count dst_size, cdt_
         return CDT_SUCCESS;
     }
 
-    if (op->cursor != NULL) {
-        rc = cdt__cursor_pack(op->cursor, offset, dst, want);
-        if (rc == CDT_SUCCESS)
-            *used = want;
-        return rc;
+    if (op->form != NULL) {
+        cdt__form_pack(op->form, op->type->extent, op->buf, offset, want, dst);
+        *used = want;
+        return CDT_SUCCESS;
     }
 
     const struct cdt__custom *c = op->type->custom;
@@ -159,9 +222,9 @@ int cdt_op_pack(cdt_op op, cdt_count offset, void *dst, cdt_count dst_size, cdt_
 
 static int deliver(cdt_op op, cdt_count offset, const void *src, cdt_count len)
 {
-    int rc;
-    if (op->cursor != NULL)
-        rc = cdt__cursor_unpack(op->cursor, offset, src, len);
+    int rc = CDT_SUCCESS;
+    if (op->form != NULL)
+        cdt__form_unpack(op->form, op->type->extent, op->buf, offset, len, src);
     else
         rc = op->type->custom->unpack_fn(op->state, op->buf, op->count, offset, src, len);
     if (rc == CDT_SUCCESS) {
@@ -218,7 +281,7 @@ int cdt_op_unpack(cdt_op op, cdt_count offset, const void *src, cdt_count src_si
     if (rc != CDT_SUCCESS)
         return rc; /* overlapping fragment */
 
-    bool inorder = op->cursor == NULL && op->type->custom->inorder;
+    bool inorder = op->form == NULL && op->type->custom->inorder;
     if (inorder && offset != op->next_offset)
         return hold(op, offset, src, src_size);
     rc = deliver(op, offset, src, src_size);
@@ -328,17 +391,18 @@ int cdt__op_fini(struct cdt_op_s *op)
     int rc = CDT_SUCCESS;
     if (op->type->cls == CDT__CLASS_CUSTOM && op->type->custom->state_free_fn != NULL)
         rc = op->type->custom->state_free_fn(op->state);
-    if (op->cursor != NULL)
-        cdt__cursor_free(op->cursor);
     while (op->pending != NULL) {
         cdt__pending *p = op->pending;
         op->pending = p->next;
         free(p);
     }
-    cdt__ranges_free(&op->arrived);
-    free(op->region_bases);
-    free(op->region_lens);
-    free(op->region_types);
+    if (op->arrived.items != NULL)
+        cdt__ranges_free(&op->arrived);
+    if (op->region_bases != NULL || op->region_lens != NULL || op->region_types != NULL) {
+        free(op->region_bases);
+        free(op->region_lens);
+        free(op->region_types);
+    }
     cdt__type_release(op->type);
     return rc;
 }
@@ -348,7 +412,7 @@ int cdt_op_end(cdt_op op)
     if (op == NULL)
         return CDT_SUCCESS;
     int rc = cdt__op_fini(op);
-    free(op);
+    op_dealloc(op);
     return rc;
 }
 

@@ -6,14 +6,18 @@
 #include "ranges.h"
 
 typedef struct cdt__pending cdt__pending; /* early fragment waiting for in-order delivery */
+struct cdt__node;
 
+/* cdt__op_init sets every field by name: a new field needs its line there. */
 struct cdt_op_s {
     cdt_type type;
     bool is_pack;
     void *buf;
     cdt_count count;
     void *state;
-    cdt__cursor *cursor; /* predefined and derived types */
+    /* predefined and derived types: the committed form, moved by the kernels directly (no
+     * allocation); NULL for custom types */
+    const struct cdt__node *form;
 
     bool size_known;
     cdt_count packed_size;

@@ -115,16 +115,23 @@ const char *cdt__kern_unpack_rep(const cdt__node *n, char *base, cdt_count count
     return unpack_rep(n, base, count, stride, (char *)src);
 }
 
-/* stream range over count elements: whole elements through the rep kernels */
-static void layout_move(cdt_type type, char *buf, cdt_count count, cdt_count offset, cdt_count len,
-                        char *s, bool pack)
+/* stream range over whole and partial elements of the form root repeated at stride ext: whole
+ * elements through the rep kernels, only the edges through the range walk */
+static inline __attribute__((always_inline)) void form_move(const cdt__node *root, cdt_count ext,
+                                                            char *buf, cdt_count offset,
+                                                            cdt_count len, char *s, bool pack)
 {
-    cdt__node *root;
-    if (len <= 0 || cdt__type_form(type, &root) != CDT_SUCCESS)
+    if (len <= 0)
         return;
-    cdt_count es = root->size, ext = type->extent;
+    cdt_count es = root->size;
+    if (offset == 0 && len == es) { /* the whole stream of one element: its kernel directly */
+        if (pack)
+            pack_one(root, buf, s);
+        else
+            unpack_one(root, buf, s);
+        return;
+    }
     cdt_count e = offset / es, r = offset % es;
-    (void)count;
     if (r > 0) {
         cdt_count take = es - r < len ? es - r : len;
         s = pack ? pack_range(root, buf + e * ext, r, take, s)
@@ -147,16 +154,42 @@ static void layout_move(cdt_type type, char *buf, cdt_count count, cdt_count off
     }
 }
 
+void cdt__form_pack(const cdt__node *root, cdt_count ext, const void *buf, cdt_count offset,
+                    cdt_count len, void *dst)
+{
+    form_move(root, ext, (char *)buf, offset, len, dst, true);
+}
+
+void cdt__form_unpack(const cdt__node *root, cdt_count ext, void *buf, cdt_count offset,
+                      cdt_count len, const void *src)
+{
+    form_move(root, ext, buf, offset, len, (char *)src, false);
+}
+
+static void layout_move(cdt_type type, char *buf, cdt_count offset, cdt_count len, char *s,
+                        bool pack)
+{
+    cdt__node *root;
+    if (len <= 0 || cdt__type_form(type, &root) != CDT_SUCCESS)
+        return;
+    if (pack)
+        cdt__form_pack(root, type->extent, buf, offset, len, s);
+    else
+        cdt__form_unpack(root, type->extent, buf, offset, len, s);
+}
+
 void cdt__layout_pack(cdt_type type, const void *buf, cdt_count count, cdt_count offset,
                       cdt_count len, void *dst)
 {
-    layout_move(type, (char *)buf, count, offset, len, dst, true);
+    (void)count;
+    layout_move(type, (char *)buf, offset, len, dst, true);
 }
 
 void cdt__layout_unpack(cdt_type type, void *buf, cdt_count count, cdt_count offset, cdt_count len,
                         const void *src)
 {
-    layout_move(type, buf, count, offset, len, (char *)src, false);
+    (void)count;
+    layout_move(type, buf, offset, len, (char *)src, false);
 }
 
 /* The cursor needs no state beyond its arguments: every seek is O(depth * log(entries)), so a
@@ -195,7 +228,7 @@ int cdt__cursor_pack(cdt__cursor *c, cdt_count offset, void *dst, cdt_count len)
 {
     if (offset < 0 || len < 0 || offset > c->total || len > c->total - offset)
         return CDT_ERR_TRUNCATED;
-    layout_move(c->type, c->buf, c->count, offset, len, dst, true);
+    layout_move(c->type, c->buf, offset, len, dst, true);
     return CDT_SUCCESS;
 }
 
@@ -203,7 +236,7 @@ int cdt__cursor_unpack(cdt__cursor *c, cdt_count offset, const void *src, cdt_co
 {
     if (offset < 0 || len < 0 || offset > c->total || len > c->total - offset)
         return CDT_ERR_TRUNCATED;
-    layout_move(c->type, c->buf, c->count, offset, len, (char *)src, false);
+    layout_move(c->type, c->buf, offset, len, (char *)src, false);
     return CDT_SUCCESS;
 }
 
