@@ -18,6 +18,9 @@
 
 #define CDT__FIXED_SIZES(X)                                                                        \
     X(1) X(2) X(4) X(8) X(12) X(16) X(24) X(32) X(40) X(48) X(64) X(96) X(128) X(256)
+/* 16-byte moves per run for the other lengths of 17..256 bytes */
+#define CDT__CHUNKS(X)                                                                             \
+    X(2) X(3) X(4) X(5) X(6) X(7) X(8) X(9) X(10) X(11) X(12) X(13) X(14) X(15) X(16)
 
 /* variable-length copies without a call up to 256 bytes: overlapping fixed-size moves */
 static inline __attribute__((always_inline)) void move_var(char *d, const char *s, cdt_count n)

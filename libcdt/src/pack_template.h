@@ -5,45 +5,98 @@
  * No include guard: included once per direction.
  */
 
-/* count runs of len bytes at p + i * stride; fixed sizes compile to plain loads and stores */
+/* count runs of len bytes at p + i * stride; fixed sizes compile to plain loads and stores,
+ * four runs per iteration (more loads in flight on strided, cache-missing sources); other
+ * lengths up to 256 bytes as a constant number of 16-byte moves, the last one ending at the
+ * run's end (overlapping its neighbour when len is not a multiple of 16) */
 static char *DIR(runs)(cdt_count len, char *p, cdt_count count, cdt_count stride, char *s)
 {
     if (stride == len) {
         MOVE(p, s, (size_t)(count * len));
         return s + count * len;
     }
+    cdt_count i = 0;
     switch (len) {
 #define CDT__FIXED_CASE(L)                                                                         \
     case L:                                                                                        \
-        for (cdt_count i = 0; i < count; i++, s += L)                                              \
+        for (; i + 4 <= count; i += 4, s += 4 * L) {                                               \
+            MOVE(p + i * stride, s, L);                                                            \
+            MOVE(p + (i + 1) * stride, s + L, L);                                                  \
+            MOVE(p + (i + 2) * stride, s + 2 * L, L);                                              \
+            MOVE(p + (i + 3) * stride, s + 3 * L, L);                                              \
+        }                                                                                          \
+        for (; i < count; i++, s += L)                                                             \
             MOVE(p + i * stride, s, L);                                                            \
         return s;
         CDT__FIXED_SIZES(CDT__FIXED_CASE)
 #undef CDT__FIXED_CASE
     default:
-        for (cdt_count i = 0; i < count; i++, s += len)
-            MOVE_VAR(p + i * stride, s, len);
-        return s;
+        break;
     }
+    if (len > 16 && len <= 256) {
+        switch ((len + 15) / 16) {
+#define CDT__CHUNK_CASE(K)                                                                         \
+    case K:                                                                                        \
+        for (; i < count; i++, s += len) {                                                         \
+            char *q = p + i * stride;                                                              \
+            for (int c = 0; c < K - 1; c++)                                                        \
+                MOVE(q + 16 * c, s + 16 * c, 16);                                                  \
+            MOVE(q + len - 16, s + len - 16, 16);                                                  \
+        }                                                                                          \
+        return s;
+            CDT__CHUNKS(CDT__CHUNK_CASE)
+#undef CDT__CHUNK_CASE
+        default:
+            break;
+        }
+    }
+    for (; i < count; i++, s += len)
+        MOVE_VAR(p + i * stride, s, len);
+    return s;
 }
 
-/* runs of len bytes at base + disps[i] */
+/* runs of len bytes at base + disps[i], with the same move shapes as DIR(runs) */
 static char *DIR(idx_runs)(cdt_count len, char *base, const cdt_count *disps, cdt_count count,
                            char *s)
 {
+    cdt_count i = 0;
     switch (len) {
 #define CDT__FIXED_CASE(L)                                                                         \
     case L:                                                                                        \
-        for (cdt_count i = 0; i < count; i++, s += L)                                              \
+        for (; i + 4 <= count; i += 4, s += 4 * L) {                                               \
+            MOVE(base + disps[i], s, L);                                                           \
+            MOVE(base + disps[i + 1], s + L, L);                                                   \
+            MOVE(base + disps[i + 2], s + 2 * L, L);                                               \
+            MOVE(base + disps[i + 3], s + 3 * L, L);                                               \
+        }                                                                                          \
+        for (; i < count; i++, s += L)                                                             \
             MOVE(base + disps[i], s, L);                                                           \
         return s;
         CDT__FIXED_SIZES(CDT__FIXED_CASE)
 #undef CDT__FIXED_CASE
     default:
-        for (cdt_count i = 0; i < count; i++, s += len)
-            MOVE_VAR(base + disps[i], s, len);
-        return s;
+        break;
     }
+    if (len > 16 && len <= 256) {
+        switch ((len + 15) / 16) {
+#define CDT__CHUNK_CASE(K)                                                                         \
+    case K:                                                                                        \
+        for (; i < count; i++, s += len) {                                                         \
+            char *q = base + disps[i];                                                             \
+            for (int c = 0; c < K - 1; c++)                                                        \
+                MOVE(q + 16 * c, s + 16 * c, 16);                                                  \
+            MOVE(q + len - 16, s + len - 16, 16);                                                  \
+        }                                                                                          \
+        return s;
+            CDT__CHUNKS(CDT__CHUNK_CASE)
+#undef CDT__CHUNK_CASE
+        default:
+            break;
+        }
+    }
+    for (; i < count; i++, s += len)
+        MOVE_VAR(base + disps[i], s, len);
+    return s;
 }
 
 static char *DIR(one)(const cdt__node *n, char *base, char *s);
