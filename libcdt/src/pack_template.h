@@ -33,7 +33,12 @@ static char *DIR(runs)(cdt_count len, char *p, cdt_count count, cdt_count stride
     default:
         break;
     }
-    if (len > 16 && len <= 256) {
+    if (len > 256) {
+        for (; i < count; i++, s += len)
+            MOVE(p + i * stride, s, (size_t)len);
+        return s;
+    }
+    if (len > 16) {
         switch ((len + 15) / 16) {
 #define CDT__CHUNK_CASE(K)                                                                         \
     case K:                                                                                        \
@@ -99,6 +104,35 @@ static char *DIR(idx_runs)(cdt_count len, char *base, const cdt_count *disps, cd
     return s;
 }
 
+/* runs of different lengths: lists built by merging equal blocks (only a few touched their
+ * neighbours) are mostly runs of the shortest length, which then moves as a fixed size */
+static char *DIR(idx_var)(const cdt__node *n, char *base, char *s)
+{
+    const cdt_count *d = n->disps, *l = n->lens;
+    cdt_count i = 0, count = n->count;
+    switch (n->minlen) {
+#define CDT__FIXED_CASE(L)                                                                         \
+    case L:                                                                                        \
+        for (; i < count; i++) {                                                                   \
+            if (l[i] == L)                                                                         \
+                MOVE(base + d[i], s, L);                                                           \
+            else                                                                                   \
+                MOVE_VAR(base + d[i], s, l[i]);                                                    \
+            s += l[i];                                                                             \
+        }                                                                                          \
+        return s;
+        CDT__FIXED_SIZES(CDT__FIXED_CASE)
+#undef CDT__FIXED_CASE
+    default:
+        break;
+    }
+    for (; i < count; i++) {
+        MOVE_VAR(base + d[i], s, l[i]);
+        s += l[i];
+    }
+    return s;
+}
+
 static char *DIR(one)(const cdt__node *n, char *base, char *s);
 
 /* count instances of n at base + i * stride: the count loop fused with the node's kernel */
@@ -120,7 +154,7 @@ static char *DIR(rep)(const cdt__node *n, char *base, cdt_count count, cdt_count
         return s;
     }
     case CDT__K_IDX:
-        if (n->count <= 4 && n->minlen >= 8 && n->maxlen <= 16) {
+        if (n->count <= 4 && n->minlen >= 8 && n->maxlen <= 16 && count > 0) {
             /* struct fields of 8 to 16 bytes: two overlapping 8-byte moves each, with the
              * field offsets and lengths held in registers (count unrolled) */
             cdt_count d0 = n->disps[0], d1 = n->disps[1], l0 = n->lens[0], l1 = n->lens[1];
@@ -130,31 +164,37 @@ static char *DIR(rep)(const cdt__node *n, char *base, cdt_count count, cdt_count
 #define CDT__FIELD(d, l, o)                                                                        \
     MOVE(e + (d), s + (o), 8);                                                                     \
     MOVE(e + (d) + (l)-8, s + (o) + (l)-8, 8)
+            /* e steps from element to element only while one follows (a pointer past the last
+             * element may not exist for huge extents) */
+            char *e = base;
             switch (n->count) {
             case 2:
-                for (cdt_count i = 0; i < count; i++, s += o2) {
-                    char *e = base + i * stride;
+                for (cdt_count i = 0;; s += o2) {
                     CDT__FIELD(d0, l0, 0);
                     CDT__FIELD(d1, l1, o1);
+                    if (++i == count)
+                        return s + o2;
+                    e += stride;
                 }
-                return s;
             case 3:
-                for (cdt_count i = 0; i < count; i++, s += o3) {
-                    char *e = base + i * stride;
+                for (cdt_count i = 0;; s += o3) {
                     CDT__FIELD(d0, l0, 0);
                     CDT__FIELD(d1, l1, o1);
                     CDT__FIELD(d2, l2, o2);
+                    if (++i == count)
+                        return s + o3;
+                    e += stride;
                 }
-                return s;
             default:
-                for (cdt_count i = 0; i < count; i++, s += o4) {
-                    char *e = base + i * stride;
+                for (cdt_count i = 0;; s += o4) {
                     CDT__FIELD(d0, l0, 0);
                     CDT__FIELD(d1, l1, o1);
                     CDT__FIELD(d2, l2, o2);
                     CDT__FIELD(d3, l3, o3);
+                    if (++i == count)
+                        return s + o4;
+                    e += stride;
                 }
-                return s;
             }
 #undef CDT__FIELD
         }
@@ -209,11 +249,7 @@ static char *DIR(one)(const cdt__node *n, char *base, char *s)
             s = DIR(one)(n->child, base + n->disps[i], s);
         return s;
     case CDT__K_IDX:
-        for (cdt_count i = 0; i < n->count; i++) {
-            MOVE_VAR(base + n->disps[i], s, n->lens[i]);
-            s += n->lens[i];
-        }
-        return s;
+        return DIR(idx_var)(n, base, s);
     case CDT__K_STRUCT:
         for (cdt_count i = 0; i < n->count; i++)
             s = DIR(one)(n->children[i], base + n->disps[i], s);
