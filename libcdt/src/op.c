@@ -8,7 +8,7 @@
 
 #include "derived.h"
 
-#include <stdatomic.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -69,10 +69,11 @@ int cdt__op_init(struct cdt_op_s *op, void *buf, cdt_count count, cdt_type type,
     return CDT_SUCCESS;
 }
 
-/* One finished operation's storage is kept for the next begin: a message-sized pack or unpack
- * then costs no allocator call (begin/end around one fragment is the common pattern). A single
- * global slot, taken and given back with atomic exchanges, so any thread may use it. Sanitizer
- * builds skip it, so that a use after cdt_op_end is still caught. */
+/* One finished operation's storage is kept per thread for that thread's next begin: a
+ * message-sized pack or unpack then costs no allocator call and no atomic operation (begin/end
+ * around one fragment is the common pattern). A thread-specific key frees the kept storage when
+ * its thread exits (the main thread's stays reachable until the process ends). Sanitizer
+ * builds skip the cache, so that a use after cdt_op_end is still caught. */
 #if defined(__SANITIZE_ADDRESS__)
 #define CDT__OP_CACHE 0
 #elif defined(__has_feature)
@@ -85,16 +86,41 @@ int cdt__op_init(struct cdt_op_s *op, void *buf, cdt_count count, cdt_type type,
 #endif
 
 #if CDT__OP_CACHE
-static struct cdt_op_s *_Atomic op_spare;
+#define CDT__TLS _Thread_local __attribute__((tls_model("initial-exec")))
+static CDT__TLS struct cdt_op_s *op_spare; /* this thread's kept storage */
+static CDT__TLS bool op_spare_armed;       /* the key will free op_spare at thread exit */
+static pthread_key_t op_spare_key;
+static pthread_once_t op_spare_once = PTHREAD_ONCE_INIT;
+static bool op_spare_key_ok;
+
+static void op_spare_exit(void *unused)
+{
+    (void)unused;
+    free(op_spare);
+    op_spare = NULL;
+}
+
+static void op_spare_key_make(void)
+{
+    op_spare_key_ok = pthread_key_create(&op_spare_key, op_spare_exit) == 0;
+}
+
+/* an unloaded library must leave no destructor behind for the threads still running */
+__attribute__((destructor)) static void op_spare_unload(void)
+{
+    if (op_spare_key_ok)
+        pthread_key_delete(op_spare_key);
+    op_spare_exit(NULL);
+}
 #endif
 
 static cdt_op op_alloc(void)
 {
 #if CDT__OP_CACHE
-    if (atomic_load_explicit(&op_spare, memory_order_relaxed) != NULL) {
-        cdt_op op = atomic_exchange_explicit(&op_spare, NULL, memory_order_acquire);
-        if (op != NULL)
-            return op;
+    cdt_op op = op_spare;
+    if (op != NULL) {
+        op_spare = NULL;
+        return op;
     }
 #endif
     return malloc(sizeof(struct cdt_op_s));
@@ -103,11 +129,18 @@ static cdt_op op_alloc(void)
 static void op_dealloc(cdt_op op)
 {
 #if CDT__OP_CACHE
-    struct cdt_op_s *none = NULL;
-    if (atomic_load_explicit(&op_spare, memory_order_relaxed) == NULL &&
-        atomic_compare_exchange_strong_explicit(&op_spare, &none, op, memory_order_release,
-                                                memory_order_relaxed))
+    if (op_spare == NULL) {
+        if (!op_spare_armed) {
+            pthread_once(&op_spare_once, op_spare_key_make);
+            if (!op_spare_key_ok || pthread_setspecific(op_spare_key, &op_spare_armed) != 0) {
+                free(op);
+                return;
+            }
+            op_spare_armed = true;
+        }
+        op_spare = op;
         return;
+    }
 #endif
     free(op);
 }
