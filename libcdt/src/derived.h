@@ -11,6 +11,8 @@
 
 #include "type.h"
 
+#include <stdint.h>
+
 typedef enum cdt__node_kind {
     CDT__NODE_LEAF = 1,    /* one contiguous run of `len` bytes at off */
     CDT__NODE_VECTOR = 2,  /* count copies of child at off + i * stride (strided loop) */
@@ -50,6 +52,7 @@ struct cdt__node {
     cdt_count last_end; /* end offset of the last run of an instance */
     cdt_count minlen, maxlen; /* INDEXED: shortest and longest run */
     cdt_count *disps;         /* BLOCK, INDEXED, STRUCT */
+    int32_t *disps32;         /* BLOCK of runs: disps again when all fit 32 bits (else NULL) */
     cdt_count *lens;          /* INDEXED */
     cdt_count *prefix;        /* INDEXED, STRUCT: packed bytes before entry i (count + 1) */
     cdt_count *bprefix;       /* STRUCT: runs before entry i (count + 1) */

@@ -60,22 +60,26 @@ static char *DIR(runs)(cdt_count len, char *p, cdt_count count, cdt_count stride
     return s;
 }
 
-/* runs of len bytes at base + disps[i], with the same move shapes as DIR(runs) */
-static char *DIR(idx_runs)(cdt_count len, char *base, const cdt_count *disps, cdt_count count,
-                           char *s)
+/* runs of len bytes at base + D(i), with the same move shapes as DIR(runs); D(i) reads the
+ * 64-bit displacements, or their 32-bit copy (half the bytes in cache beside the runs) */
+static inline __attribute__((always_inline)) char *
+DIR(idx_runs_any)(cdt_count len, char *base, const void *dv, bool narrow, cdt_count count, char *s)
 {
+    const cdt_count *d64 = dv;
+    const int32_t *d32 = dv;
+#define D(i) (narrow ? (cdt_count)d32[i] : d64[i])
     cdt_count i = 0;
     switch (len) {
 #define CDT__FIXED_CASE(L)                                                                         \
     case L:                                                                                        \
         for (; i + 4 <= count; i += 4, s += 4 * L) {                                               \
-            MOVE(base + disps[i], s, L);                                                           \
-            MOVE(base + disps[i + 1], s + L, L);                                                   \
-            MOVE(base + disps[i + 2], s + 2 * L, L);                                               \
-            MOVE(base + disps[i + 3], s + 3 * L, L);                                               \
+            MOVE(base + D(i), s, L);                                                               \
+            MOVE(base + D(i + 1), s + L, L);                                                       \
+            MOVE(base + D(i + 2), s + 2 * L, L);                                                   \
+            MOVE(base + D(i + 3), s + 3 * L, L);                                                   \
         }                                                                                          \
         for (; i < count; i++, s += L)                                                             \
-            MOVE(base + disps[i], s, L);                                                           \
+            MOVE(base + D(i), s, L);                                                               \
         return s;
         CDT__FIXED_SIZES(CDT__FIXED_CASE)
 #undef CDT__FIXED_CASE
@@ -87,7 +91,7 @@ static char *DIR(idx_runs)(cdt_count len, char *base, const cdt_count *disps, cd
 #define CDT__CHUNK_CASE(K)                                                                         \
     case K:                                                                                        \
         for (; i < count; i++, s += len) {                                                         \
-            char *q = base + disps[i];                                                             \
+            char *q = base + D(i);                                                                 \
             for (int c = 0; c < K - 1; c++)                                                        \
                 MOVE(q + 16 * c, s + 16 * c, 16);                                                  \
             MOVE(q + len - 16, s + len - 16, 16);                                                  \
@@ -100,8 +104,29 @@ static char *DIR(idx_runs)(cdt_count len, char *base, const cdt_count *disps, cd
         }
     }
     for (; i < count; i++, s += len)
-        MOVE_VAR(base + disps[i], s, len);
+        MOVE_VAR(base + D(i), s, len);
     return s;
+#undef D
+}
+
+static char *DIR(idx_runs)(cdt_count len, char *base, const cdt_count *disps, cdt_count count,
+                           char *s)
+{
+    return DIR(idx_runs_any)(len, base, disps, false, count, s);
+}
+
+static char *DIR(idx_runs32)(cdt_count len, char *base, const int32_t *disps, cdt_count count,
+                             char *s)
+{
+    return DIR(idx_runs_any)(len, base, disps, true, count, s);
+}
+
+/* a block-indexed node's runs: the 32-bit displacements where commit made them */
+static char *DIR(blk_runs)(const cdt__node *n, char *base, char *s)
+{
+    if (n->disps32 != NULL)
+        return DIR(idx_runs32)(n->child->len, base, n->disps32, n->count, s);
+    return DIR(idx_runs)(n->child->len, base, n->disps, n->count, s);
 }
 
 /* runs of different lengths: lists built by merging equal blocks (only a few touched their
@@ -150,7 +175,7 @@ static char *DIR(rep)(const cdt__node *n, char *base, cdt_count count, cdt_count
     case CDT__K_BLK_LEAF: {
         char *p = base + n->child->off;
         for (cdt_count i = 0; i < count; i++)
-            s = DIR(idx_runs)(n->child->len, p + i * stride, n->disps, n->count, s);
+            s = DIR(blk_runs)(n, p + i * stride, s);
         return s;
     }
     case CDT__K_IDX:
@@ -236,14 +261,14 @@ static char *DIR(one)(const cdt__node *n, char *base, char *s)
         const cdt__node *c = n->child;
         char *p = base + n->off + c->child->off;
         for (cdt_count i = 0; i < n->count; i++)
-            s = DIR(idx_runs)(c->child->len, p + i * n->stride, c->disps, c->count, s);
+            s = DIR(blk_runs)(c, p + i * n->stride, s);
         return s;
     }
     case CDT__K_VEC_IDX:
     case CDT__K_VEC:
         return DIR(rep)(n->child, base + n->off, n->count, n->stride, s);
     case CDT__K_BLK_LEAF:
-        return DIR(idx_runs)(n->child->len, base + n->child->off, n->disps, n->count, s);
+        return DIR(blk_runs)(n, base + n->child->off, s);
     case CDT__K_BLK:
         for (cdt_count i = 0; i < n->count; i++)
             s = DIR(one)(n->child, base + n->disps[i], s);

@@ -41,6 +41,7 @@ void cdt__node_release(cdt__node *n)
         free(n->children);
     }
     free(n->disps);
+    free(n->disps32);
     free(n->lens);
     free(n->prefix);
     free(n->bprefix);
@@ -117,6 +118,16 @@ static int finalize(cdt__node *n)
             if (n->disps[i] + c->last_end == n->disps[i + 1] + c->first)
                 n->nojoin = false;
         n->kern = c->kind == CDT__NODE_LEAF ? CDT__K_BLK_LEAF : CDT__K_BLK;
+        if (c->kind == CDT__NODE_LEAF && n->disps32 == NULL) {
+            /* the kernels read half the index bytes (index lists compete with the gathered
+             * data for cache); a copy, the range walk and iov keep using disps */
+            bool narrow = true;
+            for (cdt_count i = 0; i < n->count && narrow; i++)
+                narrow = n->disps[i] >= INT32_MIN && n->disps[i] <= INT32_MAX;
+            if (narrow && (n->disps32 = malloc((size_t)n->count * sizeof(int32_t))) != NULL)
+                for (cdt_count i = 0; i < n->count; i++)
+                    n->disps32[i] = (int32_t)n->disps[i];
+        }
         break;
     }
     case CDT__NODE_INDEXED:
