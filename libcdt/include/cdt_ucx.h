@@ -92,7 +92,7 @@ typedef struct cdt_ucx_worker_params {
      * are gathered into the frame's head message. Default 65536; minimum 1. */
     cdt_count zcopy_threshold;
     /* Bytes of staging memory (packed streams, gathered small regions, received tails) the
-     * worker keeps for reuse between messages, at most 8 buffers. Fresh memory costs a page
+     * worker keeps for reuse between messages, at most 64 buffers. Fresh memory costs a page
      * fault per 4 KiB, more than packing it. Default 256 MiB; 0 frees every buffer at once. */
     size_t buffer_cache_bytes;
 } cdt_ucx_worker_params;

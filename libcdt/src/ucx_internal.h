@@ -53,7 +53,7 @@ typedef struct cdt__ucx_req_list {
 } cdt__ucx_req_list;
 
 /* staging buffers a worker keeps for reuse (ucx_bufcache.c) */
-#define CDT__UCX_CACHE_SLOTS 8
+#define CDT__UCX_CACHE_SLOTS 64
 #define CDT__UCX_CACHE_MIN ((size_t)64 << 10)
 #define CDT__UCX_DEFAULT_CACHE_LIMIT ((size_t)256 << 20)
 typedef struct cdt__ucx_cached_buf {
