@@ -262,6 +262,9 @@ static int connector_main(const char *host, uint16_t port)
     }
     int32_t done = 1;
     OK(cdt_ucx_send(ep, &done, 1, CDT_INT32, 3, TIMEOUT_MS));
+    printf("ratio: libcdt / raw UCX of the same byte count into one reused buffer, one object in\n"
+           "flight. Packed fields pay a pack and an unpack that raw does not; double_vec's\n"
+           "receiver allocates its arrays every round (bench/results/transfer_findings.md).\n");
     printf("UCX %s; transports: UCX_TLS=%s\n", cdt_ucx_version_string(),
            getenv("UCX_TLS") ? getenv("UCX_TLS") : "(default)");
     free(raw);
