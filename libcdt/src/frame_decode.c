@@ -225,7 +225,7 @@ static int region_iov(cdt_decoder d, cdt_count index, cdt_count start, cdt_count
 static int write_region(cdt_decoder d, cdt_count index, cdt_count start, const unsigned char *src,
                         cdt_count len)
 {
-    if (!d->custom) /* one stream: the engine's cursor is faster than an iov walk */
+    if (!d->custom) /* one stream: the engine's kernels are faster than an iov walk */
         return cdt_op_unpack(d->op, d->regions[index].stream_offset + start, src, len);
     enum { BATCH = 16 };
     cdt_iov iov[BATCH];

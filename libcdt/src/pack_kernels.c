@@ -1,5 +1,5 @@
 /*
- * pack_kernels.c - pack/unpack of canonical forms, and the cursor that op.c drives.
+ * pack_kernels.c - pack/unpack of canonical forms: the node kernels that op.c drives.
  *
  * Each node carries the kernel chosen at commit (type_commit.c): vectors of runs copy fixed
  * sizes with constant-size memcpy (compiled to plain loads/stores), vectors of vectors and of
@@ -193,59 +193,6 @@ void cdt__layout_unpack(cdt_type type, void *buf, cdt_count count, cdt_count off
 {
     (void)count;
     layout_move(type, buf, offset, len, (char *)src, false);
-}
-
-/* The cursor needs no state beyond its arguments: every seek is O(depth * log(entries)), so a
- * sequential fragment costs the same as continuing where the last one stopped. */
-struct cdt__cursor {
-    cdt_type type;
-    char *buf;
-    cdt_count count, total;
-};
-
-int cdt__cursor_create(cdt_type type, const void *buf, cdt_count count, cdt__cursor **cursor)
-{
-    if (type == NULL || cursor == NULL || count < 0)
-        return CDT_ERR_INVALID_ARG;
-    if (!cdt__type_is_layout(type))
-        return CDT_ERR_NOT_COMMITTED;
-    cdt_count total;
-    if (cdt__mul_overflows(count, type->size, &total))
-        return CDT_ERR_OVERFLOW;
-    cdt__node *root;
-    int rc = cdt__type_form(type, &root);
-    if (rc != CDT_SUCCESS)
-        return rc;
-    cdt__cursor *c = malloc(sizeof(*c));
-    if (c == NULL)
-        return CDT_ERR_NO_MEMORY;
-    c->type = type;
-    c->buf = (char *)buf;
-    c->count = count;
-    c->total = total;
-    *cursor = c;
-    return CDT_SUCCESS;
-}
-
-int cdt__cursor_pack(cdt__cursor *c, cdt_count offset, void *dst, cdt_count len)
-{
-    if (offset < 0 || len < 0 || offset > c->total || len > c->total - offset)
-        return CDT_ERR_TRUNCATED;
-    layout_move(c->type, c->buf, offset, len, dst, true);
-    return CDT_SUCCESS;
-}
-
-int cdt__cursor_unpack(cdt__cursor *c, cdt_count offset, const void *src, cdt_count len)
-{
-    if (offset < 0 || len < 0 || offset > c->total || len > c->total - offset)
-        return CDT_ERR_TRUNCATED;
-    layout_move(c->type, c->buf, offset, len, (char *)src, false);
-    return CDT_SUCCESS;
-}
-
-void cdt__cursor_free(cdt__cursor *c)
-{
-    free(c);
 }
 
 int cdt_pack_size(cdt_count count, cdt_type type, cdt_count *size)

@@ -4,7 +4,7 @@
  * A cdt_type_s is a small common header (class, reference count, size/extent facts) plus a
  * pointer to the class-specific part: the custom callbacks (custom.c) or the derived engine's
  * constructor record and compiled form (derived engine files). Operations (op.c) see only
- * this header and the cursor interface below.
+ * this header.
  */
 #ifndef CDT_TYPE_H
 #define CDT_TYPE_H
@@ -56,21 +56,6 @@ CDT__HIDDEN void cdt__custom_destroy(struct cdt__custom *custom);
 
 /* Derived engine hook, called when the last reference of a derived type goes. */
 CDT__HIDDEN void cdt__derived_destroy(struct cdt__derived *derived);
-
-/*
- * Cursor: the resumable walk over the packed stream of (buf, count, type) for predefined and
- * derived types, implemented by the derived engine. A cursor remembers where the last call
- * stopped, so sequential fragments cost no seek; any offset is still allowed.
- */
-typedef struct cdt__cursor cdt__cursor;
-CDT__HIDDEN int cdt__cursor_create(cdt_type type, const void *buf, cdt_count count,
-                                   cdt__cursor **cursor);
-/* copy stream bytes [offset, offset + len) out of the buffer into dst */
-CDT__HIDDEN int cdt__cursor_pack(cdt__cursor *cursor, cdt_count offset, void *dst, cdt_count len);
-/* copy src into the buffer at stream bytes [offset, offset + len) */
-CDT__HIDDEN int cdt__cursor_unpack(cdt__cursor *cursor, cdt_count offset, const void *src,
-                                   cdt_count len);
-CDT__HIDDEN void cdt__cursor_free(cdt__cursor *cursor);
 
 /* Overflow-checked arithmetic on cdt_count. */
 static inline bool cdt__add_overflows(cdt_count a, cdt_count b, cdt_count *r)
