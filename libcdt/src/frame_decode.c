@@ -24,9 +24,10 @@ struct cdt_decoder_s {
     dec_region *regions;
     cdt_op op; /* &op_storage after bind */
     struct cdt_op_s op_storage;
-    bool custom;          /* receiving into a custom type */
-    cdt__ranges arrived;  /* frame bytes received */
-    bool regions_checked; /* the custom type's regions matched the header once: stays so */
+    bool custom;           /* receiving into a custom type */
+    cdt__ranges arrived;   /* frame bytes received */
+    bool regions_checked;  /* the custom type's regions matched the header once: stays so */
+    cdt_count region_hint; /* the region after the last one written: where writes usually go on */
     unsigned char header_inline[INLINE_HEADER];
 };
 
@@ -227,12 +228,21 @@ static int write_region(cdt_decoder d, cdt_count index, cdt_count start, const u
 {
     if (!d->custom) /* one stream: the engine's kernels are faster than an iov walk */
         return cdt_op_unpack(d->op, d->regions[index].stream_offset + start, src, len);
+    int rc = resolve_regions(d);
+    if (rc != CDT_SUCCESS)
+        return rc;
+    cdt_type t = d->op->region_types[index];
+    if (cdt__layout_is_contiguous(t, d->op->region_lens[index])) { /* the usual region */
+        if (len > 0)
+            memcpy((char *)d->op->region_bases[index] + t->true_lb + start, src, (size_t)len);
+        return CDT_SUCCESS;
+    }
     enum { BATCH = 16 };
     cdt_iov iov[BATCH];
     cdt_count first = 0, done = 0;
     while (done < len) {
         cdt_count n;
-        int rc = region_iov(d, index, start, len, first, BATCH, iov, &n);
+        rc = region_iov(d, index, start, len, first, BATCH, iov, &n);
         if (rc != CDT_SUCCESS)
             return rc;
         if (n == 0)
@@ -270,14 +280,20 @@ static int write_area(cdt_decoder d, cdt_count off, const unsigned char *src, cd
         *consumed = n;
         return cdt_op_unpack(d->op, off - in->header_size, src, n);
     }
-    /* find the region at or after off (regions are sorted by frame offset) */
-    cdt_count lo = 0, hi = in->region_count;
-    while (lo < hi) {
-        cdt_count mid = lo + (hi - lo) / 2;
-        if (d->regions[mid].frame_offset + d->regions[mid].bytes <= off)
-            lo = mid + 1;
-        else
-            hi = mid;
+    /* find the region at or after off (regions are sorted by frame offset); a receiver writes
+     * them in order, so the region after the last one written is tried first */
+    cdt_count lo = 0, hi = in->region_count, h = d->region_hint;
+    if (h < in->region_count && off < d->regions[h].frame_offset + d->regions[h].bytes &&
+        (h == 0 || d->regions[h - 1].frame_offset + d->regions[h - 1].bytes <= off)) {
+        lo = h;
+    } else {
+        while (lo < hi) {
+            cdt_count mid = lo + (hi - lo) / 2;
+            if (d->regions[mid].frame_offset + d->regions[mid].bytes <= off)
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
     }
     if (lo == in->region_count)
         return CDT_ERR_FRAME_MALFORMED; /* past the end: cannot happen after range checks */
@@ -289,6 +305,7 @@ static int write_area(cdt_decoder d, cdt_count off, const unsigned char *src, cd
     }
     cdt_count n = r->frame_offset + r->bytes - off < len ? r->frame_offset + r->bytes - off : len;
     *consumed = n;
+    d->region_hint = off + n == r->frame_offset + r->bytes ? lo + 1 : lo;
     return write_region(d, lo, off - r->frame_offset, src, n);
 }
 

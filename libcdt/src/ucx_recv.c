@@ -157,6 +157,9 @@ static void body_ready(cdt_ucx_request r, const unsigned char *S, cdt_count slen
     if (rc == CDT_SUCCESS)
         rc = cdt_decoder_write(r->dec, in.header_size, S + in.header_size, in.packed_size);
     cdt_count nsep = 0;
+    /* small regions follow each other in the inline stream; those that also follow each other
+     * in the frame (no padding between them) are written with one call */
+    cdt_count run_off = 0, run_len = 0, run_pos = pos;
     for (cdt_count i = 0; rc == CDT_SUCCESS && i < in.region_count; i++) {
         cdt_count len, off;
         rc = cdt_decoder_region_info(r->dec, i, &len, NULL, &off);
@@ -170,9 +173,19 @@ static void body_ready(cdt_ucx_request r, const unsigned char *S, cdt_count slen
             rc = CDT_ERR_FRAME_MALFORMED;
             break;
         }
-        rc = cdt_decoder_write(r->dec, off, S + pos, len);
+        if (run_len > 0 && off != run_off + run_len) {
+            rc = cdt_decoder_write(r->dec, run_off, S + run_pos, run_len);
+            run_len = 0;
+        }
+        if (run_len == 0) {
+            run_off = off;
+            run_pos = pos;
+        }
+        run_len += len;
         pos += len;
     }
+    if (rc == CDT_SUCCESS && run_len > 0)
+        rc = cdt_decoder_write(r->dec, run_off, S + run_pos, run_len);
     if (rc == CDT_SUCCESS && pos != slen)
         rc = CDT_ERR_FRAME_MALFORMED;
     if (rc == CDT_SUCCESS && nsep > 0) {

@@ -139,7 +139,14 @@ static int build(cdt_ucx_request r, const send_plan *pl, uint64_t key, cdt_count
                 return rc;
             if (len == 0 || cdt__ucx_separate(len, threshold, i))
                 continue;
-            rc = cdt_frame_gather(r->frame, off, p, len);
+            /* a region in one piece (the usual case) is copied straight from its memory */
+            cdt_iov piece;
+            cdt_count got = 0;
+            rc = cdt_frame_region_iov(r->frame, i, 0, 1, &piece, &got);
+            if (rc == CDT_SUCCESS && got == 1 && piece.len == len)
+                memcpy(p, piece.base, (size_t)len);
+            else if (rc == CDT_SUCCESS)
+                rc = cdt_frame_gather(r->frame, off, p, len);
             if (rc != CDT_SUCCESS)
                 return rc;
             p += len;
