@@ -51,7 +51,7 @@ def main(csv_path, out_path):
            "matched message); `manual_pack`: hand-written pack into bytes, raw send, hand-written",
            "unpack; `ucx_iov`: one UCX IOV message (packed fields, then every region). Latency:",
            "half round trip of a ping-pong; bandwidth: windows of non-blocking sends then an",
-           "acknowledgement. MB = 10^6 bytes. Command: `bench/run transfer`.", "",
+           "acknowledgement. MB = 10^6 bytes. Command: `bench/run transfer` (two passes, the better value of each point).", "",
            f"Machine: {machine()} (the two benchmark processes busy-poll, so the load is about 2 while it runs).", "",
            "What the numbers say, goal by goal: [transfer_findings.md](transfer_findings.md).", ""]
     for case, metric in order:
