@@ -86,7 +86,9 @@ int cdt__op_init(struct cdt_op_s *op, void *buf, cdt_count count, cdt_type type,
 #endif
 
 #if CDT__OP_CACHE
-#define CDT__TLS _Thread_local __attribute__((tls_model("initial-exec")))
+/* the default (dynamic) TLS model: libcdt is often dlopen()ed (Python's ctypes), where the
+ * initial-exec model would compete for the loader's small static TLS reserve */
+#define CDT__TLS _Thread_local
 static CDT__TLS struct cdt_op_s *op_spare; /* this thread's kept storage */
 static CDT__TLS bool op_spare_armed;       /* the key will free op_spare at thread exit */
 static pthread_key_t op_spare_key;
