@@ -2,6 +2,7 @@
 #include "cdt_sobj.h"
 
 #include <pthread.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -83,22 +84,58 @@ cdt_type cdt_sobj_type(void)
     return sobj_type;
 }
 
+/* one part through the caller's allocator hook */
 static int alloc_one(cdt_sobj *obj, cdt_count index, cdt_count len, cdt_kind kind, void **base)
 {
-    if (obj->alloc != NULL) {
-        void *p = NULL;
-        int rc = obj->alloc(obj->alloc_user, index, len, kind, &p);
+    void *p = NULL;
+    int rc = obj->alloc(obj->alloc_user, index, len, kind, &p);
+    if (rc != CDT_SUCCESS)
+        return rc;
+    if (p == NULL && len > 0)
+        return CDT_ERR_NO_MEMORY;
+    *base = p;
+    return CDT_SUCCESS;
+}
+
+/* Without an allocator hook the in-band bytes and every buffer share one block (one malloc for
+ * the whole object; each part starts on a SOBJ_PART_ALIGN boundary), freed by cdt_sobj_release. */
+#define SOBJ_PART_ALIGN 64
+
+static cdt_count round_up(cdt_count n)
+{
+    return (n + SOBJ_PART_ALIGN - 1) / SOBJ_PART_ALIGN * SOBJ_PART_ALIGN;
+}
+
+static int alloc_block(cdt_sobj *tmp, cdt_decoder decoder, cdt_count nregions)
+{
+    /* the header was validated: every length fits the frame, so the rounded sum fits too
+     * unless the frame is near INT64_MAX; checked anyway */
+    if (tmp->inband_len > INT64_MAX - SOBJ_PART_ALIGN)
+        return CDT_ERR_NO_MEMORY;
+    cdt_count total = round_up(tmp->inband_len);
+    for (cdt_count i = 0; i < nregions; i++) {
+        cdt_sobj_buffer *b = &tmp->buffers[i];
+        int rc = cdt_decoder_region_info(decoder, i, &b->len, &b->kind, NULL);
         if (rc != CDT_SUCCESS)
             return rc;
-        if (p == NULL && len > 0)
+        if (b->len > INT64_MAX - total - SOBJ_PART_ALIGN)
             return CDT_ERR_NO_MEMORY;
-        *base = p;
-        return CDT_SUCCESS;
+        total += round_up(b->len);
     }
-    if ((uint64_t)len > SIZE_MAX)
+    if ((uint64_t)total > SIZE_MAX)
         return CDT_ERR_NO_MEMORY;
-    *base = malloc(len > 0 ? (size_t)len : 1);
-    return *base != NULL ? CDT_SUCCESS : CDT_ERR_NO_MEMORY;
+    unsigned char *block =
+        aligned_alloc(SOBJ_PART_ALIGN, total > 0 ? (size_t)total : SOBJ_PART_ALIGN);
+    if (block == NULL)
+        return CDT_ERR_NO_MEMORY;
+    tmp->inband = block;
+    cdt_count at = round_up(tmp->inband_len);
+    for (cdt_count i = 0; i < nregions; i++) {
+        tmp->buffers[i].base = block + at;
+        at += round_up(tmp->buffers[i].len);
+    }
+    tmp->nbuffers = nregions;
+    return CDT_SUCCESS;
 }
 
 int cdt_sobj_recv_prepare(cdt_sobj *obj, cdt_decoder decoder)
@@ -110,7 +147,7 @@ int cdt_sobj_recv_prepare(cdt_sobj *obj, cdt_decoder decoder)
     if (rc != CDT_SUCCESS)
         return rc;
     cdt_sobj tmp = *obj;
-    /* bit 0: the buffers array is ours; bit 1: the data is ours too */
+    /* bit 0: the buffers array is ours; bit 1: the data is ours too, one block at inband */
     tmp.owns_memory_ = 1 | (obj->alloc == NULL ? 2 : 0);
     tmp.inband = NULL;
     tmp.buffers = NULL;
@@ -122,14 +159,18 @@ int cdt_sobj_recv_prepare(cdt_sobj *obj, cdt_decoder decoder)
         if (tmp.buffers == NULL)
             return CDT_ERR_NO_MEMORY;
     }
-    rc = alloc_one(&tmp, -1, info.packed_size, CDT_KIND_BYTE, &tmp.inband);
-    for (cdt_count i = 0; rc == CDT_SUCCESS && i < info.region_count; i++) {
-        cdt_sobj_buffer *b = &tmp.buffers[i];
-        rc = cdt_decoder_region_info(decoder, i, &b->len, &b->kind, NULL);
-        if (rc == CDT_SUCCESS)
-            rc = alloc_one(&tmp, i, b->len, b->kind, &b->base);
-        if (rc == CDT_SUCCESS)
-            tmp.nbuffers = i + 1;
+    if (obj->alloc == NULL) {
+        rc = alloc_block(&tmp, decoder, info.region_count);
+    } else {
+        rc = alloc_one(&tmp, -1, info.packed_size, CDT_KIND_BYTE, &tmp.inband);
+        for (cdt_count i = 0; rc == CDT_SUCCESS && i < info.region_count; i++) {
+            cdt_sobj_buffer *b = &tmp.buffers[i];
+            rc = cdt_decoder_region_info(decoder, i, &b->len, &b->kind, NULL);
+            if (rc == CDT_SUCCESS)
+                rc = alloc_one(&tmp, i, b->len, b->kind, &b->base);
+            if (rc == CDT_SUCCESS)
+                tmp.nbuffers = i + 1;
+        }
     }
     if (rc != CDT_SUCCESS) {
         cdt_sobj_release(&tmp);
@@ -143,11 +184,8 @@ void cdt_sobj_release(cdt_sobj *obj)
 {
     if (obj == NULL)
         return;
-    if (obj->owns_memory_ & 2) {
-        free(obj->inband);
-        for (cdt_count i = 0; i < obj->nbuffers; i++)
-            free(obj->buffers[i].base);
-    }
+    if (obj->owns_memory_ & 2)
+        free(obj->inband); /* the one block of the in-band bytes and every buffer */
     if (obj->owns_memory_ & 1)
         free(obj->buffers);
     obj->inband = NULL;

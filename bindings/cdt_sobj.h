@@ -50,10 +50,11 @@ typedef struct cdt_sobj {
 CDT_API cdt_type cdt_sobj_type(void);
 
 /*! cdt_sobj_recv_prepare() : size obj from the header the decoder validated: allocates the
- *  in-band bytes and one buffer per region (through obj->alloc, or malloc), and the buffers
- *  array itself (malloc; freed by cdt_sobj_release). It does not bind the decoder: the caller
- *  then calls cdt_decoder_bind(decoder, obj, 1, cdt_sobj_type()). On error nothing stays
- *  allocated by the adapter (memory from obj->alloc is the caller's). */
+ *  in-band bytes and one buffer per region, and the buffers array itself (malloc; freed by
+ *  cdt_sobj_release). With obj->alloc set, each part comes from one call of it; without, the
+ *  whole object is ONE allocation (parts on 64-byte boundaries, freed by cdt_sobj_release). It does
+ * not bind the decoder: the caller then calls cdt_decoder_bind(decoder, obj, 1, cdt_sobj_type()).
+ * On error nothing stays allocated by the adapter (memory from obj->alloc is the caller's). */
 CDT_API int cdt_sobj_recv_prepare(cdt_sobj *obj, cdt_decoder decoder);
 
 /*! cdt_sobj_release() : free what recv_prepare allocated itself (the buffers array, and the

@@ -272,6 +272,12 @@ static void test_sobj(void)
         CHECK(memcmp(in.buffers[0].base, arr1, sizeof(arr1)) == 0);
         CHECK(memcmp(in.buffers[1].base, arr2, sizeof(arr2)) == 0);
         CHECK(!hook || log.calls == 3);
+        if (!hook) { /* one block: in-band bytes, then each buffer on a 64-byte boundary */
+            uintptr_t block = (uintptr_t)in.inband;
+            CHECK(block % 64 == 0);
+            CHECK((uintptr_t)in.buffers[0].base == block + 64);
+            CHECK((uintptr_t)in.buffers[1].base == block + 64 + 2432);
+        }
         cdt_sobj_release(&in);
         for (int i = 0; i < log.calls; i++)
             free(log.ptrs[i]);
