@@ -375,14 +375,7 @@ int cdt_frame_gather(cdt_frame f, cdt_count offset, void *dst, cdt_count len)
         return CDT_SUCCESS;
     /* the last entry starting at or before offset: a transport gathers region by region, so a
      * scan from the start would make a frame of n regions cost n^2 */
-    cdt_count lo = 0, hi = f->n_iov - 1;
-    while (lo < hi) {
-        cdt_count mid = lo + (hi - lo + 1) / 2;
-        if (f->iov_start[mid] <= offset)
-            lo = mid;
-        else
-            hi = mid - 1;
-    }
+    cdt_count lo = cdt__last_at_or_below(f->iov_start, f->n_iov, offset);
     unsigned char *out = dst;
     for (cdt_count i = lo; i < f->n_iov && f->iov_start[i] < end; i++) {
         cdt_count a0 = f->iov_start[i], b0 = a0 + f->iov[i].len;

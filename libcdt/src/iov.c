@@ -83,14 +83,7 @@ void cdt__runs_seek(cdt__runs *it, cdt_count k)
                 f->i = n->count;
                 return;
             }
-            cdt_count lo = 0, hi = n->count - 1;
-            while (lo < hi) {
-                cdt_count mid = lo + (hi - lo + 1) / 2;
-                if (n->bprefix[mid] <= k)
-                    lo = mid;
-                else
-                    hi = mid - 1;
-            }
+            cdt_count lo = cdt__last_at_or_below(n->bprefix, n->count, k);
             k -= n->bprefix[lo];
             f->i = lo + 1;
             it->stack[++it->sp] =

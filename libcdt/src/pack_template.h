@@ -5,6 +5,16 @@
  * No include guard: included once per direction.
  */
 
+/* one run of 16 < len <= 16 * k bytes at q as k 16-byte moves, the last ending at the run's end
+ * (k is a constant at every call, so the loop unrolls) */
+static inline __attribute__((always_inline)) void DIR(chunked)(char *q, char *s, cdt_count len,
+                                                               int k)
+{
+    for (int c = 0; c < k - 1; c++)
+        MOVE(q + 16 * c, s + 16 * c, 16);
+    MOVE(q + len - 16, s + len - 16, 16);
+}
+
 /* count runs of len bytes at p + i * stride; fixed sizes compile to plain loads and stores,
  * four runs per iteration (more loads in flight on strided, cache-missing sources); other
  * lengths up to 256 bytes as a constant number of 16-byte moves, the last one ending at the
@@ -42,12 +52,8 @@ static char *DIR(runs)(cdt_count len, char *p, cdt_count count, cdt_count stride
         switch ((len + 15) / 16) {
 #define CDT__CHUNK_CASE(K)                                                                         \
     case K:                                                                                        \
-        for (; i < count; i++, s += len) {                                                         \
-            char *q = p + i * stride;                                                              \
-            for (int c = 0; c < K - 1; c++)                                                        \
-                MOVE(q + 16 * c, s + 16 * c, 16);                                                  \
-            MOVE(q + len - 16, s + len - 16, 16);                                                  \
-        }                                                                                          \
+        for (; i < count; i++, s += len)                                                           \
+            DIR(chunked)(p + i * stride, s, len, K);                                               \
         return s;
             CDT__CHUNKS(CDT__CHUNK_CASE)
 #undef CDT__CHUNK_CASE
@@ -90,12 +96,8 @@ DIR(idx_runs_any)(cdt_count len, char *base, const void *dv, bool narrow, cdt_co
         switch ((len + 15) / 16) {
 #define CDT__CHUNK_CASE(K)                                                                         \
     case K:                                                                                        \
-        for (; i < count; i++, s += len) {                                                         \
-            char *q = base + D(i);                                                                 \
-            for (int c = 0; c < K - 1; c++)                                                        \
-                MOVE(q + 16 * c, s + 16 * c, 16);                                                  \
-            MOVE(q + len - 16, s + len - 16, 16);                                                  \
-        }                                                                                          \
+        for (; i < count; i++, s += len)                                                           \
+            DIR(chunked)(base + D(i), s, len, K);                                                  \
         return s;
             CDT__CHUNKS(CDT__CHUNK_CASE)
 #undef CDT__CHUNK_CASE
@@ -321,14 +323,7 @@ static char *DIR(range)(const cdt__node *n, char *base, cdt_count skip, cdt_coun
     }
     case CDT__NODE_INDEXED:
     case CDT__NODE_STRUCT: {
-        cdt_count lo = 0, hi = n->count - 1; /* last entry with prefix <= skip */
-        while (lo < hi) {
-            cdt_count mid = lo + (hi - lo + 1) / 2;
-            if (n->prefix[mid] <= skip)
-                lo = mid;
-            else
-                hi = mid - 1;
-        }
+        cdt_count lo = cdt__last_at_or_below(n->prefix, n->count, skip);
         for (cdt_count i = lo; len > 0; i++) {
             cdt_count r = skip - n->prefix[i], es = n->prefix[i + 1] - n->prefix[i];
             cdt_count take = es - r < len ? es - r : len;

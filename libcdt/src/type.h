@@ -57,6 +57,21 @@ CDT__HIDDEN void cdt__custom_destroy(struct cdt__custom *custom);
 /* Derived engine hook, called when the last reference of a derived type goes. */
 CDT__HIDDEN void cdt__derived_destroy(struct cdt__derived *derived);
 
+/* The last index i in [0, n) with sorted[i] <= key, for an ascending array whose first entry
+ * is <= key (0 when n <= 1): the lookup of prefix sums and start offsets. */
+static inline cdt_count cdt__last_at_or_below(const cdt_count *sorted, cdt_count n, cdt_count key)
+{
+    cdt_count lo = 0, hi = n - 1;
+    while (lo < hi) {
+        cdt_count mid = lo + (hi - lo + 1) / 2;
+        if (sorted[mid] <= key)
+            lo = mid;
+        else
+            hi = mid - 1;
+    }
+    return lo;
+}
+
 /* Overflow-checked arithmetic on cdt_count. */
 static inline bool cdt__add_overflows(cdt_count a, cdt_count b, cdt_count *r)
 {
