@@ -78,7 +78,8 @@ CDT_API unsigned cdt_version_number(void);
     X(CDT_ERR_PEER, -21, "peer unreachable or gone")                                               \
     X(CDT_ERR_CANCELED, -22, "request canceled")                                                   \
     X(CDT_ERR_TIMEOUT, -23, "timed out")                                                           \
-    X(CDT_ERR_BUSY, -24, "resource busy")
+    X(CDT_ERR_BUSY, -24, "resource busy")                                                          \
+    X(CDT_ERR_LIMIT, -25, "a limit set by the receiver was exceeded")
 
 enum cdt_status {
 #define CDT_STATUS_ENUM_(name, value, msg) name = (value),
@@ -451,6 +452,31 @@ CDT_API int cdt_frame_header_size(const void *data, cdt_count len, cdt_count *he
  *  more is ignored) and start a decoder. Nothing is allocated in proportion to the values the
  *  header claims beyond its own size. */
 CDT_API int cdt_decoder_create(const void *data, cdt_count len, cdt_decoder *decoder);
+
+enum cdt_decoder_params_field {
+    CDT_DECODER_PARAM_MAX_FRAME_BYTES = 1u << 0,
+    CDT_DECODER_PARAM_MAX_REGIONS = 1u << 1,
+};
+
+/* Limits for frames from peers that are not trusted (docs/SECURITY.md). A frame over a limit
+ * is refused with CDT_ERR_LIMIT by cdt_decoder_create_advanced(), from its header alone,
+ * before anything is allocated for it. Set the bits of field_mask for the fields you fill. */
+typedef struct cdt_decoder_params {
+    uint64_t field_mask;
+    /* CDT_DECODER_PARAM_MAX_FRAME_BYTES: largest frame_size accepted (header, packed stream,
+     * padding and regions). It bounds what a receiver that allocates from the header (such as
+     * cdt_sobj_recv_prepare) is made to allocate. Default: no limit (INT64_MAX). */
+    cdt_count max_frame_bytes;
+    /* CDT_DECODER_PARAM_MAX_REGIONS: most regions accepted. Default: no limit. */
+    cdt_count max_regions;
+} cdt_decoder_params;
+
+/*! cdt_decoder_create_advanced() : cdt_decoder_create() with limits; params may be NULL (no
+ *  limits: the same as cdt_decoder_create). Errors: those of cdt_decoder_create(),
+ *  CDT_ERR_LIMIT (the header announces more than a limit allows), CDT_ERR_INVALID_ARG (a
+ *  negative limit). */
+CDT_API int cdt_decoder_create_advanced(const void *data, cdt_count len,
+                                        const cdt_decoder_params *params, cdt_decoder *decoder);
 CDT_API int cdt_decoder_info(cdt_decoder decoder, cdt_frame_info *info);
 /*! cdt_decoder_region_info() : byte length, element kind and offset within the frame of region
  *  `index`. */

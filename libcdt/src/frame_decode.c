@@ -109,12 +109,31 @@ static int parse_regions(const unsigned char *h, cdt_frame_info *info, dec_regio
 
 int cdt_decoder_create(const void *data, cdt_count len, cdt_decoder *out)
 {
+    return cdt_decoder_create_advanced(data, len, NULL, out);
+}
+
+int cdt_decoder_create_advanced(const void *data, cdt_count len, const cdt_decoder_params *params,
+                                cdt_decoder *out)
+{
     if (data == NULL || out == NULL || len < 0)
         return CDT_ERR_INVALID_ARG;
+    cdt_count max_frame = INT64_MAX, max_regions = INT64_MAX;
+    if (params != NULL) {
+        if (params->field_mask & CDT_DECODER_PARAM_MAX_FRAME_BYTES)
+            max_frame = params->max_frame_bytes;
+        if (params->field_mask & CDT_DECODER_PARAM_MAX_REGIONS)
+            max_regions = params->max_regions;
+        if (max_frame < 0 || max_regions < 0)
+            return CDT_ERR_INVALID_ARG;
+    }
     cdt_frame_info info;
     int rc = parse_fixed(data, len, &info);
     if (rc != CDT_SUCCESS)
         return rc;
+    /* limits come before the region table is even read: nothing is allocated for a frame that
+     * is refused */
+    if (info.frame_size > max_frame || info.region_count > max_regions)
+        return CDT_ERR_LIMIT;
     if (len < info.header_size)
         return CDT_ERR_FRAME_TRUNCATED;
     /* allocation is bounded by the header bytes the caller actually holds */
