@@ -312,7 +312,13 @@ CDT_API int cdt_op_pack(cdt_op op, cdt_count offset, void *dst, cdt_count dst_si
 /*! cdt_op_unpack() : unpack src_size stream bytes that start at `offset`. Fragments may come in
  *  any order; they must not overlap or pass the end of the stream (CDT_ERR_TRUNCATED). For
  *  custom types with inorder set, early fragments are copied and delivered once the gap before
- *  them is filled. Unpack operations only. */
+ *  them is filled. Unpack operations only.
+ *  When the fragment cannot be taken (CDT_ERR_NO_MEMORY, the unpack callback's error), nothing
+ *  of it is recorded and it may be given again. With inorder set, a held fragment whose
+ *  delivery fails stays held: the error is returned by the call that made it due (that call's
+ *  own fragment was taken) and delivery is tried again by the next call, also a zero-length
+ *  one. Fragments still held when the operation ends were not delivered (see
+ *  cdt_op_unpacked_bytes). Pack operations: CDT_ERR_ORDER. */
 CDT_API int cdt_op_unpack(cdt_op op, cdt_count offset, const void *src, cdt_count src_size);
 
 /*! cdt_op_region_count() / cdt_op_regions() : the memory regions of the object (0 unless the

@@ -11,6 +11,7 @@
 
 #include "type.h"
 
+#include <stdatomic.h>
 #include <stdint.h>
 
 typedef enum cdt__node_kind {
@@ -39,7 +40,7 @@ typedef struct cdt__node cdt__node;
 struct cdt__node {
     cdt__node_kind kind;
     cdt__kernel kern;
-    long refs;
+    atomic_long refs;   /* nodes are shared between the forms of types used by any thread */
     int depth;          /* 1 for a leaf */
     bool nojoin;        /* no two consecutive runs of an instance touch */
     cdt_count off;      /* LEAF, VECTOR: byte offset of the data (others: 0, disps absolute) */
@@ -79,7 +80,10 @@ struct cdt__derived {
     cdt_count *disps;     /* indexed, struct kinds: as given (units or bytes) */
     cdt_type *types;      /* STRUCT: count entries; otherwise one (the old type) */
     cdt_count ntypes;
-    cdt__node *form; /* canonical form, built on first need (commit of it or a parent) */
+    /* canonical form, built on first need (commit of it or of a parent). Parents committed
+     * in two threads may build an uncommitted child's form at once: the first one published
+     * wins, the other is released (type_commit.c). */
+    _Atomic(cdt__node *) form;
 };
 
 /* type_commit.c */

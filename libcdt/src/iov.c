@@ -17,7 +17,7 @@ static void top_node(cdt__node *top, cdt__node *root, cdt_count count, cdt_count
 {
     memset(top, 0, sizeof(*top));
     top->kind = CDT__NODE_VECTOR;
-    top->refs = -1;
+    atomic_init(&top->refs, -1); /* static: never freed */
     top->count = count;
     top->stride = extent;
     top->child = root;
@@ -51,7 +51,8 @@ void cdt__runs_fini(cdt__runs *it)
 
 static char *entry_base(const cdt__node *n, char *base, cdt_count i)
 {
-    return n->kind == CDT__NODE_VECTOR ? base + n->off + i * n->stride : base + n->disps[i];
+    return n->kind == CDT__NODE_VECTOR ? CDT__AT(base, n->off + i * n->stride)
+                                       : CDT__AT(base, n->disps[i]);
 }
 
 void cdt__runs_seek(cdt__runs *it, cdt_count k)
@@ -87,7 +88,7 @@ void cdt__runs_seek(cdt__runs *it, cdt_count k)
             k -= n->bprefix[lo];
             f->i = lo + 1;
             it->stack[++it->sp] =
-                (struct cdt__runs_frame){n->children[lo], f->base + n->disps[lo], 0};
+                (struct cdt__runs_frame){n->children[lo], CDT__AT(f->base, n->disps[lo]), 0};
             break;
         }
         }
@@ -103,7 +104,7 @@ bool cdt__runs_next(cdt__runs *it, char **addr, cdt_count *len)
         case CDT__NODE_LEAF:
             if (f->i == 0 && n->len > 0) {
                 f->i = 1;
-                *addr = f->base + n->off;
+                *addr = CDT__AT(f->base, n->off);
                 *len = n->len;
                 return true;
             }
@@ -111,7 +112,7 @@ bool cdt__runs_next(cdt__runs *it, char **addr, cdt_count *len)
             break;
         case CDT__NODE_INDEXED:
             if (f->i < n->count) {
-                *addr = f->base + n->disps[f->i];
+                *addr = CDT__AT(f->base, n->disps[f->i]);
                 *len = n->lens[f->i];
                 f->i++;
                 return true;
@@ -241,11 +242,11 @@ int cdt_copy(const void *src, cdt_count scount, cdt_type stype, void *dst, cdt_c
     if (sbytes == 0)
         return CDT_SUCCESS;
     if (layout_contiguous(dtype, dcount)) {
-        cdt__layout_pack(stype, src, scount, 0, sbytes, (char *)dst + dtype->true_lb);
+        cdt__layout_pack(stype, src, scount, 0, sbytes, CDT__AT(dst, dtype->true_lb));
         return CDT_SUCCESS;
     }
     if (layout_contiguous(stype, scount)) {
-        cdt__layout_unpack(dtype, dst, dcount, 0, sbytes, (const char *)src + stype->true_lb);
+        cdt__layout_unpack(dtype, dst, dcount, 0, sbytes, CDT__AT(src, stype->true_lb));
         return CDT_SUCCESS;
     }
     cdt__runs si, di;

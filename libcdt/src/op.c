@@ -310,19 +310,24 @@ int cdt_op_unpack(cdt_op op, cdt_count offset, const void *src, cdt_count src_si
         return CDT_ERR_OVERFLOW;
     if (op->size_known && end > op->packed_size)
         return CDT_ERR_TRUNCATED;
-    if (src_size == 0)
-        return CDT_SUCCESS;
-    int rc = cdt__ranges_add(&op->arrived, offset, end);
-    if (rc != CDT_SUCCESS)
-        return rc; /* overlapping fragment */
-
     bool inorder = op->form == NULL && op->type->custom->inorder;
+    /* held fragments whose delivery failed before are tried again first */
+    int rc = inorder ? drain(op) : CDT_SUCCESS;
+    if (rc != CDT_SUCCESS || src_size == 0)
+        return rc;
+    /* the range is recorded only once its bytes were delivered or held: after a failure the
+     * same fragment can be given again */
+    rc = cdt__ranges_check(&op->arrived, offset, end);
+    if (rc != CDT_SUCCESS)
+        return rc == CDT_ERR_INVALID_ARG ? CDT_ERR_TRUNCATED : rc; /* overlap: cdt.h */
     if (inorder && offset != op->next_offset)
-        return hold(op, offset, src, src_size);
-    rc = deliver(op, offset, src, src_size);
-    if (rc == CDT_SUCCESS && inorder)
-        rc = drain(op);
-    return rc;
+        rc = hold(op, offset, src, src_size);
+    else
+        rc = deliver(op, offset, src, src_size);
+    if (rc != CDT_SUCCESS)
+        return rc;
+    cdt__ranges_add(&op->arrived, offset, end); /* cannot fail after the check */
+    return inorder ? drain(op) : CDT_SUCCESS;
 }
 
 int cdt_op_unpacked_bytes(cdt_op op, cdt_count *bytes)
@@ -468,7 +473,7 @@ int cdt__layout_range_iov(void *buf, cdt_count count, cdt_type type, cdt_count s
     }
     if (cdt__layout_is_contiguous(type, count)) {
         if (first == 0 && max > 0 && iov != NULL) {
-            iov[0].base = (char *)buf + type->true_lb + start;
+            iov[0].base = CDT__AT(buf, type->true_lb + start);
             iov[0].len = len;
             written = 1;
         }

@@ -137,23 +137,23 @@ static inline __attribute__((always_inline)) void form_move(const cdt__node *roo
     cdt_count e = offset / es, r = offset % es;
     if (r > 0) {
         cdt_count take = es - r < len ? es - r : len;
-        s = pack ? pack_range(root, buf + e * ext, r, take, s)
-                 : unpack_range(root, buf + e * ext, r, take, s);
+        s = pack ? pack_range(root, CDT__AT(buf, e * ext), r, take, s)
+                 : unpack_range(root, CDT__AT(buf, e * ext), r, take, s);
         len -= take;
         e++;
     }
     cdt_count full = len / es;
     if (full > 0) {
-        s = pack ? pack_rep(root, buf + e * ext, full, ext, s)
-                 : unpack_rep(root, buf + e * ext, full, ext, s);
+        s = pack ? pack_rep(root, CDT__AT(buf, e * ext), full, ext, s)
+                 : unpack_rep(root, CDT__AT(buf, e * ext), full, ext, s);
         e += full;
         len -= full * es;
     }
     if (len > 0) {
         if (pack)
-            pack_range(root, buf + e * ext, 0, len, s);
+            pack_range(root, CDT__AT(buf, e * ext), 0, len, s);
         else
-            unpack_range(root, buf + e * ext, 0, len, s);
+            unpack_range(root, CDT__AT(buf, e * ext), 0, len, s);
     }
 }
 

@@ -79,13 +79,13 @@ DIR(idx_runs_any)(cdt_count len, char *base, const void *dv, bool narrow, cdt_co
 #define CDT__FIXED_CASE(L)                                                                         \
     case L:                                                                                        \
         for (; i + 4 <= count; i += 4, s += 4 * L) {                                               \
-            MOVE(base + D(i), s, L);                                                               \
-            MOVE(base + D(i + 1), s + L, L);                                                       \
-            MOVE(base + D(i + 2), s + 2 * L, L);                                                   \
-            MOVE(base + D(i + 3), s + 3 * L, L);                                                   \
+            MOVE(CDT__AT(base, D(i)), s, L);                                                       \
+            MOVE(CDT__AT(base, D(i + 1)), s + L, L);                                               \
+            MOVE(CDT__AT(base, D(i + 2)), s + 2 * L, L);                                           \
+            MOVE(CDT__AT(base, D(i + 3)), s + 3 * L, L);                                           \
         }                                                                                          \
         for (; i < count; i++, s += L)                                                             \
-            MOVE(base + D(i), s, L);                                                               \
+            MOVE(CDT__AT(base, D(i)), s, L);                                                       \
         return s;
         CDT__FIXED_SIZES(CDT__FIXED_CASE)
 #undef CDT__FIXED_CASE
@@ -97,7 +97,7 @@ DIR(idx_runs_any)(cdt_count len, char *base, const void *dv, bool narrow, cdt_co
 #define CDT__CHUNK_CASE(K)                                                                         \
     case K:                                                                                        \
         for (; i < count; i++, s += len)                                                           \
-            DIR(chunked)(base + D(i), s, len, K);                                                  \
+            DIR(chunked)(CDT__AT(base, D(i)), s, len, K);                                          \
         return s;
             CDT__CHUNKS(CDT__CHUNK_CASE)
 #undef CDT__CHUNK_CASE
@@ -106,7 +106,7 @@ DIR(idx_runs_any)(cdt_count len, char *base, const void *dv, bool narrow, cdt_co
         }
     }
     for (; i < count; i++, s += len)
-        MOVE_VAR(base + D(i), s, len);
+        MOVE_VAR(CDT__AT(base, D(i)), s, len);
     return s;
 #undef D
 }
@@ -142,9 +142,9 @@ static char *DIR(idx_var)(const cdt__node *n, char *base, char *s)
     case L:                                                                                        \
         for (; i < count; i++) {                                                                   \
             if (l[i] == L)                                                                         \
-                MOVE(base + d[i], s, L);                                                           \
+                MOVE(CDT__AT(base, d[i]), s, L);                                                   \
             else                                                                                   \
-                MOVE_VAR(base + d[i], s, l[i]);                                                    \
+                MOVE_VAR(CDT__AT(base, d[i]), s, l[i]);                                            \
             s += l[i];                                                                             \
         }                                                                                          \
         return s;
@@ -154,7 +154,7 @@ static char *DIR(idx_var)(const cdt__node *n, char *base, char *s)
         break;
     }
     for (; i < count; i++) {
-        MOVE_VAR(base + d[i], s, l[i]);
+        MOVE_VAR(CDT__AT(base, d[i]), s, l[i]);
         s += l[i];
     }
     return s;
@@ -167,15 +167,15 @@ static char *DIR(rep)(const cdt__node *n, char *base, cdt_count count, cdt_count
 {
     switch (n->kern) {
     case CDT__K_LEAF:
-        return DIR(runs)(n->len, base + n->off, count, stride, s);
+        return DIR(runs)(n->len, CDT__AT(base, n->off), count, stride, s);
     case CDT__K_VEC_LEAF: {
-        char *p = base + n->off + n->child->off;
+        char *p = CDT__AT(base, n->off + n->child->off);
         for (cdt_count i = 0; i < count; i++)
             s = DIR(runs)(n->child->len, p + i * stride, n->count, n->stride, s);
         return s;
     }
     case CDT__K_BLK_LEAF: {
-        char *p = base + n->child->off;
+        char *p = CDT__AT(base, n->child->off);
         for (cdt_count i = 0; i < count; i++)
             s = DIR(blk_runs)(n, p + i * stride, s);
         return s;
@@ -229,7 +229,7 @@ static char *DIR(rep)(const cdt__node *n, char *base, cdt_count count, cdt_count
             const cdt_count *d = n->disps, *l = n->lens, k = n->count;
             for (cdt_count i = 0; i < count; i++)
                 for (cdt_count j = 0; j < k; j++) {
-                    MOVE_VAR(base + i * stride + d[j], s, l[j]);
+                    MOVE_VAR(CDT__AT(base, i * stride + d[j]), s, l[j]);
                     s += l[j];
                 }
             return s;
@@ -239,7 +239,7 @@ static char *DIR(rep)(const cdt__node *n, char *base, cdt_count count, cdt_count
         break;
     }
     for (cdt_count i = 0; i < count; i++)
-        s = DIR(one)(n, base + i * stride, s);
+        s = DIR(one)(n, CDT__AT(base, i * stride), s);
     return s;
 }
 
@@ -248,38 +248,39 @@ static char *DIR(one)(const cdt__node *n, char *base, char *s)
 {
     switch (n->kern) {
     case CDT__K_LEAF:
-        MOVE_VAR(base + n->off, s, n->len);
+        MOVE_VAR(CDT__AT(base, n->off), s, n->len);
         return s + n->len;
     case CDT__K_VEC_LEAF:
-        return DIR(runs)(n->child->len, base + n->off + n->child->off, n->count, n->stride, s);
+        return DIR(runs)(n->child->len, CDT__AT(base, n->off + n->child->off), n->count, n->stride,
+                         s);
     case CDT__K_VEC_VEC_LEAF: {
         const cdt__node *c = n->child;
-        char *p = base + n->off + c->off + c->child->off;
+        char *p = CDT__AT(base, n->off + c->off + c->child->off);
         for (cdt_count i = 0; i < n->count; i++)
             s = DIR(runs)(c->child->len, p + i * n->stride, c->count, c->stride, s);
         return s;
     }
     case CDT__K_VEC_BLK_LEAF: {
         const cdt__node *c = n->child;
-        char *p = base + n->off + c->child->off;
+        char *p = CDT__AT(base, n->off + c->child->off);
         for (cdt_count i = 0; i < n->count; i++)
             s = DIR(blk_runs)(c, p + i * n->stride, s);
         return s;
     }
     case CDT__K_VEC_IDX:
     case CDT__K_VEC:
-        return DIR(rep)(n->child, base + n->off, n->count, n->stride, s);
+        return DIR(rep)(n->child, CDT__AT(base, n->off), n->count, n->stride, s);
     case CDT__K_BLK_LEAF:
-        return DIR(blk_runs)(n, base + n->child->off, s);
+        return DIR(blk_runs)(n, CDT__AT(base, n->child->off), s);
     case CDT__K_BLK:
         for (cdt_count i = 0; i < n->count; i++)
-            s = DIR(one)(n->child, base + n->disps[i], s);
+            s = DIR(one)(n->child, CDT__AT(base, n->disps[i]), s);
         return s;
     case CDT__K_IDX:
         return DIR(idx_var)(n, base, s);
     case CDT__K_STRUCT:
         for (cdt_count i = 0; i < n->count; i++)
-            s = DIR(one)(n->children[i], base + n->disps[i], s);
+            s = DIR(one)(n->children[i], CDT__AT(base, n->disps[i]), s);
         return s;
     }
     return s;
@@ -292,33 +293,35 @@ static char *DIR(range)(const cdt__node *n, char *base, cdt_count skip, cdt_coun
         return DIR(one)(n, base, s);
     switch (n->kind) {
     case CDT__NODE_LEAF:
-        MOVE(base + n->off + skip, s, (size_t)len);
+        MOVE(CDT__AT(base, n->off + skip), s, (size_t)len);
         return s + len;
     case CDT__NODE_VECTOR:
     case CDT__NODE_BLOCK: {
         const cdt__node *c = n->child;
         cdt_count cs = c->size, i = skip / cs, r = skip % cs;
         bool vec = n->kind == CDT__NODE_VECTOR;
-        char *vbase = base + n->off;
+        char *vbase = CDT__AT(base, n->off);
         if (r > 0) {
             cdt_count take = cs - r < len ? cs - r : len;
-            s = DIR(range)(c, vec ? vbase + i * n->stride : base + n->disps[i], r, take, s);
+            s = DIR(range)(c, vec ? CDT__AT(vbase, i * n->stride) : CDT__AT(base, n->disps[i]), r,
+                           take, s);
             len -= take;
             i++;
         }
         cdt_count full = len / cs;
         if (full > 0) {
             if (vec) {
-                s = DIR(rep)(c, vbase + i * n->stride, full, n->stride, s);
+                s = DIR(rep)(c, CDT__AT(vbase, i * n->stride), full, n->stride, s);
             } else {
                 for (cdt_count j = i; j < i + full; j++)
-                    s = DIR(one)(c, base + n->disps[j], s);
+                    s = DIR(one)(c, CDT__AT(base, n->disps[j]), s);
             }
             i += full;
             len -= full * cs;
         }
         if (len > 0)
-            s = DIR(range)(c, vec ? vbase + i * n->stride : base + n->disps[i], 0, len, s);
+            s = DIR(range)(c, vec ? CDT__AT(vbase, i * n->stride) : CDT__AT(base, n->disps[i]), 0,
+                           len, s);
         return s;
     }
     case CDT__NODE_INDEXED:
@@ -328,10 +331,10 @@ static char *DIR(range)(const cdt__node *n, char *base, cdt_count skip, cdt_coun
             cdt_count r = skip - n->prefix[i], es = n->prefix[i + 1] - n->prefix[i];
             cdt_count take = es - r < len ? es - r : len;
             if (n->kind == CDT__NODE_INDEXED) {
-                MOVE(base + n->disps[i] + r, s, (size_t)take);
+                MOVE(CDT__AT(base, n->disps[i] + r), s, (size_t)take);
                 s += take;
             } else {
-                s = DIR(range)(n->children[i], base + n->disps[i], r, take, s);
+                s = DIR(range)(n->children[i], CDT__AT(base, n->disps[i]), r, take, s);
             }
             skip += take;
             len -= take;

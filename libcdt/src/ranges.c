@@ -18,13 +18,44 @@ static cdt_count first_after(const cdt__ranges *set, cdt_count start)
     return lo;
 }
 
-int cdt__ranges_add(cdt__ranges *set, cdt_count start, cdt_count end)
+/* room for one more range, so that the add that follows a successful check cannot fail */
+static int reserve_one(cdt__ranges *set)
+{
+    if (set->items == NULL) {
+        set->items = set->inline_items;
+        set->cap = 2;
+    }
+    if (set->n < set->cap)
+        return CDT_SUCCESS;
+    cdt_count cap = set->cap * 2;
+    bool was_inline = set->items == set->inline_items;
+    cdt__range *items = was_inline ? malloc((size_t)cap * sizeof(cdt__range))
+                                   : realloc(set->items, (size_t)cap * sizeof(cdt__range));
+    if (items == NULL)
+        return CDT_ERR_NO_MEMORY;
+    if (was_inline)
+        memcpy(items, set->inline_items, sizeof(set->inline_items));
+    set->items = items;
+    set->cap = cap;
+    return CDT_SUCCESS;
+}
+
+int cdt__ranges_check(cdt__ranges *set, cdt_count start, cdt_count end)
 {
     if (start >= end)
         return CDT_SUCCESS;
     cdt_count i = first_after(set, start);
     if (i < set->n && set->items[i].start < end)
         return CDT_ERR_INVALID_ARG; /* overlap */
+    return reserve_one(set);
+}
+
+int cdt__ranges_add(cdt__ranges *set, cdt_count start, cdt_count end)
+{
+    int rc = cdt__ranges_check(set, start, end);
+    if (rc != CDT_SUCCESS || start >= end)
+        return rc;
+    cdt_count i = first_after(set, start);
     bool joins_prev = i > 0 && set->items[i - 1].end == start;
     bool joins_next = i < set->n && set->items[i].start == end;
     set->total += end - start;
@@ -37,24 +68,6 @@ int cdt__ranges_add(cdt__ranges *set, cdt_count start, cdt_count end)
     } else if (joins_next) {
         set->items[i].start = start;
     } else {
-        if (set->items == NULL) {
-            set->items = set->inline_items;
-            set->cap = 2;
-        }
-        if (set->n == set->cap) {
-            cdt_count cap = set->cap * 2;
-            bool was_inline = set->items == set->inline_items;
-            cdt__range *items = was_inline ? malloc((size_t)cap * sizeof(cdt__range))
-                                           : realloc(set->items, (size_t)cap * sizeof(cdt__range));
-            if (items == NULL) {
-                set->total -= end - start;
-                return CDT_ERR_NO_MEMORY;
-            }
-            if (was_inline)
-                memcpy(items, set->inline_items, sizeof(set->inline_items));
-            set->items = items;
-            set->cap = cap;
-        }
         memmove(&set->items[i + 1], &set->items[i], (size_t)(set->n - i) * sizeof(cdt__range));
         set->items[i] = (cdt__range){start, end};
         set->n++;

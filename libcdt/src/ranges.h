@@ -21,6 +21,11 @@ typedef struct cdt__ranges {
 } cdt__ranges;
 /* A zero-initialised cdt__ranges is an empty set; it must not be copied once used. */
 
+/* Whether [start, end) can be added: CDT_ERR_INVALID_ARG if it overlaps a range already
+ * present, CDT_ERR_NO_MEMORY if there is no room. After CDT_SUCCESS, adding [start, end)
+ * cannot fail: callers check, then deliver the bytes, then record them, so that bytes are
+ * recorded as arrived only once they reached their destination. */
+CDT__HIDDEN int cdt__ranges_check(cdt__ranges *set, cdt_count start, cdt_count end);
 /* Add [start, end). CDT_ERR_INVALID_ARG if it overlaps a range already present. */
 CDT__HIDDEN int cdt__ranges_add(cdt__ranges *set, cdt_count start, cdt_count end);
 /* 1 when [start, end) is covered entirely. */

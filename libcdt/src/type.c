@@ -80,7 +80,9 @@ const char *cdt_kind_name(cdt_kind kind)
 
 bool cdt__type_is_predefined(cdt_type type)
 {
-    return type >= &predefined[0] && type < &predefined[CDT_KIND_COUNT_];
+    /* by class, not by address: comparing a user's pointer with the bounds of the table is
+     * undefined when it points elsewhere */
+    return type != NULL && type->cls == CDT__CLASS_PREDEFINED;
 }
 
 bool cdt__type_is_layout(cdt_type type)

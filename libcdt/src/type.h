@@ -13,6 +13,7 @@
 
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <stdint.h>
 
 #define CDT__HIDDEN __attribute__((visibility("hidden")))
 
@@ -71,6 +72,11 @@ static inline cdt_count cdt__last_at_or_below(const cdt_count *sorted, cdt_count
     }
     return lo;
 }
+
+/* base + off as an address. With CDT_BOTTOM the base is NULL and the offsets are absolute
+ * addresses; adding to a null pointer is undefined in C, so the first step from a caller's
+ * base is integer arithmetic (the same instruction for the compiler). */
+#define CDT__AT(base, off) ((char *)((uintptr_t)(base) + (uintptr_t)(cdt_count)(off)))
 
 /* Overflow-checked arithmetic on cdt_count. */
 static inline bool cdt__add_overflows(cdt_count a, cdt_count b, cdt_count *r)

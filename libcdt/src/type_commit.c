@@ -16,23 +16,30 @@
  */
 #include "derived.h"
 
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
+/* the reference count of nodes that are never freed (the predefined leaves, stack nodes) */
 #define STATIC_REFS (-1L)
 
-static cdt__node predefined_leaf[17];
+static cdt__node predefined_leaf[CDT_KIND_COUNT_];
+static pthread_once_t predefined_leaf_once = PTHREAD_ONCE_INIT;
 
+/* Node counts are atomic: a committed type may be shared by threads that derive from it, and
+ * each derived form retains the nodes it shares with its children. A static node's count is
+ * never changed, so reading it relaxed is enough to skip it. */
 static cdt__node *retain(cdt__node *n)
 {
-    if (n != NULL && n->refs != STATIC_REFS)
-        n->refs++;
+    if (n != NULL && atomic_load_explicit(&n->refs, memory_order_relaxed) != STATIC_REFS)
+        atomic_fetch_add_explicit(&n->refs, 1, memory_order_relaxed);
     return n;
 }
 
 void cdt__node_release(cdt__node *n)
 {
-    if (n == NULL || n->refs == STATIC_REFS || --n->refs > 0)
+    if (n == NULL || atomic_load_explicit(&n->refs, memory_order_relaxed) == STATIC_REFS ||
+        atomic_fetch_sub_explicit(&n->refs, 1, memory_order_acq_rel) != 1)
         return;
     cdt__node_release(n->child);
     if (n->children != NULL) {
@@ -53,7 +60,7 @@ static cdt__node *node_new(cdt__node_kind kind)
     cdt__node *n = calloc(1, sizeof(*n));
     if (n != NULL) {
         n->kind = kind;
-        n->refs = 1;
+        atomic_init(&n->refs, 1);
     }
     return n;
 }
@@ -486,16 +493,21 @@ out:
     return n;
 }
 
+static void predefined_leaves_init(void)
+{
+    for (int k = CDT_KIND_MIXED + 1; k < CDT_KIND_COUNT_; k++) {
+        cdt__node *n = &predefined_leaf[k];
+        *n = (cdt__node){.kind = CDT__NODE_LEAF, .len = cdt_kind_size((cdt_kind)k)};
+        atomic_init(&n->refs, STATIC_REFS);
+        finalize(n);
+    }
+}
+
 static cdt__node *predefined_form(cdt_type t)
 {
-    cdt__node *n = &predefined_leaf[t->kind];
-    if (n->kind == 0) {
-        /* idempotent, same values from any thread */
-        cdt__node r = {.kind = CDT__NODE_LEAF, .refs = STATIC_REFS, .len = t->size};
-        finalize(&r);
-        *n = r;
-    }
-    return n;
+    /* built once for all kinds, before any thread reads one (pthread_once orders it) */
+    pthread_once(&predefined_leaf_once, predefined_leaves_init);
+    return &predefined_leaf[t->kind];
 }
 
 static cdt__node *build(cdt_type t)
@@ -567,13 +579,19 @@ int cdt__type_form(cdt_type type, cdt__node **form)
     }
     if (type->cls != CDT__CLASS_DERIVED)
         return CDT_ERR_INVALID_ARG;
-    if (type->derived->form == NULL) {
-        cdt__node *n = build(type);
-        if (n == NULL)
+    cdt__node *n = atomic_load_explicit(&type->derived->form, memory_order_acquire);
+    if (n == NULL) {
+        cdt__node *built = build(type);
+        if (built == NULL)
             return CDT_ERR_NO_MEMORY;
-        type->derived->form = n;
+        /* another thread may have published the same form meanwhile: keep the first */
+        if (atomic_compare_exchange_strong_explicit(&type->derived->form, &n, built,
+                                                    memory_order_acq_rel, memory_order_acquire))
+            n = built;
+        else
+            cdt__node_release(built);
     }
-    *form = type->derived->form;
+    *form = n;
     return CDT_SUCCESS;
 }
 

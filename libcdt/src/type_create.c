@@ -135,7 +135,7 @@ void cdt__derived_destroy(struct cdt__derived *d)
 {
     if (d == NULL)
         return;
-    cdt__node_release(d->form);
+    cdt__node_release(atomic_load_explicit(&d->form, memory_order_acquire));
     for (cdt_count i = 0; i < d->ntypes; i++)
         cdt__type_release(d->types[i]);
     record_free(d);
@@ -382,7 +382,7 @@ int cdt_type_subarray(int ndims, const cdt_count sizes[], const cdt_count subsiz
             rc = CDT_ERR_OVERFLOW;
             break;
         }
-        cdt_type next;
+        cdt_type next = NULL; /* constructors write it only on success */
         if (i == 0)
             rc = cdt_type_contiguous(sub_f[0], cur, &next);
         else

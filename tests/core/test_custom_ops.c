@@ -24,6 +24,7 @@ typedef struct tctx {
     int order_violations; /* unpack offsets that went backwards */
     int bad_used;         /* make pack report used = 0 / too much */
     int bad_region;       /* region callback returns a bad region */
+    int fail_unpack_call; /* the unpack call of this number (1 = first) returns ERR_INJECT */
 } tctx;
 
 enum { ST_STATE = 1, ST_QUERY, ST_PACK, ST_UNPACK, ST_RCOUNT, ST_REGION, ST_FREE };
@@ -96,7 +97,7 @@ static int t_unpack(void *state, void *buf, cdt_count count, cdt_count offset, c
 {
     tctx *c = ctx_of(state);
     (void)count;
-    if (c->fail_at == ST_UNPACK)
+    if (c->fail_at == ST_UNPACK || c->fail_unpack_call == c->unpack_calls + 1)
         return ERR_INJECT;
     if (offset < c->last_offset)
         c->order_violations++;
@@ -269,7 +270,7 @@ static void test_unpack_orders(void)
             CHECK_OK(cdt_op_unpacked_bytes(op, &got));
             CHECK(got == SIZE);
             /* overlapping fragment is rejected */
-            CHECK_RC(cdt_op_unpack(op, 3, packed + 3, 2), CDT_ERR_INVALID_ARG);
+            CHECK_RC(cdt_op_unpack(op, 3, packed + 3, 2), CDT_ERR_TRUNCATED);
             CHECK_OK(cdt_op_end(op));
             int good = 1;
             for (int e = 0; e < N; e++)
@@ -430,11 +431,58 @@ static void test_status_names(void)
     CHECK(cdt_type_predefined((cdt_kind)0) == NULL && cdt_type_predefined(CDT_KIND_COUNT_) == NULL);
 }
 
+/* A fragment whose delivery fails is not recorded as arrived: giving it again works, and a
+ * held fragment whose delivery failed is delivered by the next call. (Before, the range was
+ * recorded first and the retry was refused as an overlap.) */
+static void test_unpack_retry(void)
+{
+    tobj src, dst;
+    fill(&src, 1, 9);
+    unsigned char packed[97];
+    for (int k = 0; k < 97; k++)
+        packed[k] = src.data[96 - k];
+    for (int inorder = 0; inorder <= 1; inorder++) {
+        tctx c = {.chunk = 1000, .fail_unpack_call = 1};
+        cdt_type t = make_type(&c, inorder);
+        cdt_op op;
+        memset(&dst, 0, sizeof(dst));
+        CHECK_OK(cdt_op_unpack_begin(&dst, 1, t, &op));
+        CHECK_RC(cdt_op_unpack(op, 0, packed, 30), ERR_INJECT);
+        cdt_count got = -1;
+        CHECK_OK(cdt_op_unpacked_bytes(op, &got));
+        CHECK(got == 0);
+        c.fail_unpack_call = 0;
+        CHECK_OK(cdt_op_unpack(op, 0, packed, 30)); /* the same fragment again */
+        if (inorder) {
+            /* a held fragment (67 bytes at 50) and a failing delivery of the gap before it */
+            CHECK_OK(cdt_op_unpack(op, 50, packed + 50, 47));
+            c.fail_unpack_call = c.unpack_calls + 2; /* the gap is delivered, the held one fails */
+            CHECK_RC(cdt_op_unpack(op, 30, packed + 30, 20), ERR_INJECT);
+            CHECK_OK(cdt_op_unpacked_bytes(op, &got));
+            CHECK(got == 50);
+            c.fail_unpack_call = 0;
+            CHECK_OK(cdt_op_unpack(op, 0, NULL, 0)); /* delivers the held fragment */
+            CHECK_RC(cdt_op_unpack(op, 30, packed + 30, 20), CDT_ERR_TRUNCATED); /* it was taken */
+        } else {
+            c.fail_unpack_call = c.unpack_calls + 1;
+            CHECK_RC(cdt_op_unpack(op, 30, packed + 30, 67), ERR_INJECT);
+            c.fail_unpack_call = 0;
+            CHECK_OK(cdt_op_unpack(op, 30, packed + 30, 67));
+        }
+        CHECK_OK(cdt_op_unpacked_bytes(op, &got));
+        CHECK(got == 97);
+        CHECK(memcmp(dst.data, src.data, 97) == 0);
+        CHECK_OK(cdt_op_end(op));
+        cdt_type_free(&t);
+    }
+}
+
 int main(void)
 {
     test_create_errors();
     test_pack_fragments();
     test_unpack_orders();
+    test_unpack_retry();
     test_regions();
     test_callback_errors();
     test_contract_violations();

@@ -4,6 +4,8 @@
  */
 #include "../core/check.h"
 
+#include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 static char text[4096];
@@ -337,6 +339,74 @@ static void test_fuzz_regressions(void)
     cdt_type_free(&b);
 }
 
+/* Types whose displacements are absolute addresses, used with CDT_BOTTOM (a NULL base): the
+ * engine must form every address from the displacement, never by offsetting a null pointer
+ * (undefined behaviour that UBSan reports as "applying non-zero offset to null pointer"). */
+static void test_bottom(void)
+{
+    static int32_t a[4] = {1, 2, 3, 4};
+    static double b[3] = {0.5, 1.5, 2.5};
+    cdt_count bl[2] = {4, 3};
+    cdt_count disp[2] = {(cdt_count)(intptr_t)a, (cdt_count)(intptr_t)b};
+    cdt_type types[2] = {CDT_INT32, CDT_DOUBLE};
+    cdt_type t;
+    CHECK_OK(cdt_type_struct(2, bl, disp, types, &t));
+    CHECK_OK(cdt_type_commit(&t));
+    cdt_count size = 0;
+    CHECK_OK(cdt_pack_size(1, t, &size));
+    CHECK(size == 4 * 4 + 3 * 8);
+
+    unsigned char packed[40];
+    cdt_op op;
+    cdt_count used = 0, n = 0;
+    CHECK_OK(cdt_op_pack_begin(CDT_BOTTOM, 1, t, &op));
+    CHECK_OK(cdt_op_pack(op, 0, packed, 5, &used)); /* a fragment that splits an element */
+    CHECK_OK(cdt_op_pack(op, 5, packed + 5, size - 5, &used));
+    CHECK_OK(cdt_op_end(op));
+    CHECK(memcmp(packed, a, 16) == 0 && memcmp(packed + 16, b, 24) == 0);
+
+    cdt_iov iov[2];
+    CHECK_OK(cdt_iov_count(CDT_BOTTOM, 1, t, &n));
+    CHECK(n == 2);
+    CHECK_OK(cdt_iov_get(CDT_BOTTOM, 1, t, 0, 2, iov, &n));
+    CHECK(n == 2 && iov[0].base == (void *)a && iov[1].base == (void *)b);
+
+    memset(a, 0, sizeof(a));
+    memset(b, 0, sizeof(b));
+    CHECK_OK(cdt_op_unpack_begin(CDT_BOTTOM, 1, t, &op));
+    CHECK_OK(cdt_op_unpack(op, 7, packed + 7, size - 7));
+    CHECK_OK(cdt_op_unpack(op, 0, packed, 7));
+    CHECK_OK(cdt_op_end(op));
+    CHECK(a[3] == 4 && b[2] == 2.5);
+
+    int32_t c[4];
+    double e[3];
+    cdt_type dst;
+    cdt_count dbl[2] = {4, 3};
+    cdt_count dd[2] = {(cdt_count)(intptr_t)c, (cdt_count)(intptr_t)e};
+    CHECK_OK(cdt_type_struct(2, dbl, dd, types, &dst));
+    CHECK_OK(cdt_type_commit(&dst));
+    CHECK_OK(cdt_copy(CDT_BOTTOM, 1, t, CDT_BOTTOM, 1, dst));
+    CHECK(memcmp(c, a, sizeof(c)) == 0 && memcmp(e, b, sizeof(e)) == 0);
+
+    void *frame_buf = NULL;
+    cdt_frame frame;
+    cdt_count fsize;
+    CHECK_OK(cdt_frame_encode(CDT_BOTTOM, 1, t, NULL, &frame));
+    CHECK_OK(cdt_frame_size(frame, &fsize));
+    frame_buf = malloc((size_t)fsize);
+    CHECK(frame_buf != NULL);
+    CHECK_OK(cdt_frame_gather(frame, 0, frame_buf, fsize));
+    CHECK_OK(cdt_frame_free(frame));
+    memset(c, 0, sizeof(c));
+    memset(e, 0, sizeof(e));
+    CHECK_OK(cdt_frame_decode(frame_buf, fsize, CDT_BOTTOM, 1, dst));
+    CHECK(memcmp(c, a, sizeof(c)) == 0 && memcmp(e, b, sizeof(e)) == 0);
+    free(frame_buf);
+    cdt_type_free(&dst);
+    cdt_type_free(&t);
+}
+
 int main(void)
 {
     test_errors();
@@ -345,5 +415,6 @@ int main(void)
     test_large();
     test_split_offsets();
     test_fuzz_regressions();
+    test_bottom();
     return check_report("test_engine_units");
 }
