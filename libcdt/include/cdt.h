@@ -496,7 +496,12 @@ CDT_API int cdt_decoder_region_info(cdt_decoder decoder, cdt_count index, cdt_co
 CDT_API int cdt_decoder_bind(cdt_decoder decoder, void *buf, cdt_count count, cdt_type type);
 /*! cdt_decoder_write() : deliver frame bytes [offset, offset + len) (offsets of the whole frame;
  *  header bytes are checked against the header given at create, padding must be zero). Pieces
- *  may come in any order but not overlap. */
+ *  may come in any order but not overlap (CDT_ERR_FRAME_MALFORMED). A custom receiver learns
+ *  where regions go only from the complete packed stream, so region bytes that come before it
+ *  are kept in a copy (at most the frame's size) and written when the stream is complete.
+ *  Bytes count as arrived only once written: when a call fails, the parts of the piece before
+ *  the failing area (header, packed stream, padding, a region) were taken, the rest was not,
+ *  and cdt_decoder_finish() reports CDT_ERR_INCOMPLETE until it is given again. */
 CDT_API int cdt_decoder_write(cdt_decoder decoder, cdt_count offset, const void *src,
                               cdt_count len);
 /*! cdt_decoder_region_iov_count() / cdt_decoder_region_iov() : after the packed stream was
@@ -506,7 +511,9 @@ CDT_API int cdt_decoder_region_iov_count(cdt_decoder decoder, cdt_count index, c
 CDT_API int cdt_decoder_region_iov(cdt_decoder decoder, cdt_count index, cdt_count first,
                                    cdt_count max, cdt_iov iov[], cdt_count *n_out);
 CDT_API int cdt_decoder_region_done(cdt_decoder decoder, cdt_count index);
-/*! cdt_decoder_finish() : check that every byte arrived (CDT_ERR_INCOMPLETE otherwise). */
+/*! cdt_decoder_finish() : check that every byte arrived and reached the object
+ *  (CDT_ERR_INCOMPLETE otherwise, also for stream fragments still held for in-order delivery).
+ *  Never reports success for bytes that were refused or not delivered. */
 CDT_API int cdt_decoder_finish(cdt_decoder decoder);
 /*! cdt_decoder_free() : end the unpack operation (state_free) and free; returns its status. */
 CDT_API int cdt_decoder_free(cdt_decoder decoder);

@@ -18,6 +18,15 @@ typedef struct dec_region {
 
 #define INLINE_HEADER 256
 
+/* Region bytes that came before the packed stream was complete, for a custom receiver: where
+ * they go is known only once its region callback can run (after the stream), so they wait in
+ * a copy. Bounded by the frame size the receiver accepted. */
+typedef struct dec_early {
+    struct dec_early *next;
+    cdt_count frame_offset, len;
+    unsigned char data[];
+} dec_early;
+
 struct cdt_decoder_s {
     cdt_frame_info info;
     unsigned char *header; /* copy of the validated header: header_inline or allocated */
@@ -28,6 +37,7 @@ struct cdt_decoder_s {
     cdt__ranges arrived;   /* frame bytes received */
     bool regions_checked;  /* the custom type's regions matched the header once: stays so */
     cdt_count region_hint; /* the region after the last one written: where writes usually go on */
+    dec_early *early;      /* custom receivers: region bytes waiting for the packed stream */
     unsigned char header_inline[INLINE_HEADER];
 };
 
@@ -283,6 +293,48 @@ static bool all_zero(const unsigned char *p, cdt_count n)
     return true;
 }
 
+/* custom receivers: every packed stream byte reached the unpack callback */
+static bool stream_complete(cdt_decoder d)
+{
+    return d->op->delivered == d->info.packed_size;
+}
+
+static int hold_early(cdt_decoder d, cdt_count off, const unsigned char *src, cdt_count len)
+{
+    dec_early *e = malloc(sizeof(*e) + (size_t)len);
+    if (e == NULL)
+        return CDT_ERR_NO_MEMORY;
+    e->frame_offset = off;
+    e->len = len;
+    memcpy(e->data, src, (size_t)len);
+    e->next = d->early;
+    d->early = e;
+    return CDT_SUCCESS;
+}
+
+static int write_area(cdt_decoder d, cdt_count off, const unsigned char *src, cdt_count len,
+                      cdt_count *consumed);
+
+/* once the packed stream is complete, the region bytes that came early go where they belong;
+ * a piece is dropped from the list only once written */
+static int flush_early(cdt_decoder d)
+{
+    while (d->early != NULL && stream_complete(d)) {
+        dec_early *e = d->early;
+        cdt_count done = 0;
+        while (done < e->len) {
+            cdt_count used;
+            int rc = write_area(d, e->frame_offset + done, e->data + done, e->len - done, &used);
+            if (rc != CDT_SUCCESS)
+                return rc;
+            done += used;
+        }
+        d->early = e->next;
+        free(e);
+    }
+    return CDT_SUCCESS;
+}
+
 /* deliver frame bytes [off, off + len), all inside one area, to where they belong */
 static int write_area(cdt_decoder d, cdt_count off, const unsigned char *src, cdt_count len,
                       cdt_count *consumed)
@@ -297,7 +349,8 @@ static int write_area(cdt_decoder d, cdt_count off, const unsigned char *src, cd
     if (off < head_end) {
         cdt_count n = head_end - off < len ? head_end - off : len;
         *consumed = n;
-        return cdt_op_unpack(d->op, off - in->header_size, src, n);
+        int rc = cdt_op_unpack(d->op, off - in->header_size, src, n);
+        return rc == CDT_SUCCESS && d->early != NULL ? flush_early(d) : rc;
     }
     /* find the region at or after off (regions are sorted by frame offset); a receiver writes
      * them in order, so the region after the last one written is tried first */
@@ -325,6 +378,8 @@ static int write_area(cdt_decoder d, cdt_count off, const unsigned char *src, cd
     cdt_count n = r->frame_offset + r->bytes - off < len ? r->frame_offset + r->bytes - off : len;
     *consumed = n;
     d->region_hint = off + n == r->frame_offset + r->bytes ? lo + 1 : lo;
+    if (d->custom && !d->regions_checked && !stream_complete(d))
+        return hold_early(d, off, src, n);
     return write_region(d, lo, off - r->frame_offset, src, n);
 }
 
@@ -338,7 +393,9 @@ int cdt_decoder_write(cdt_decoder d, cdt_count offset, const void *src, cdt_coun
         return CDT_ERR_ORDER;
     if (end > d->info.frame_size)
         return CDT_ERR_FRAME_MALFORMED;
-    int rc = cdt__ranges_add(&d->arrived, offset, end);
+    /* bytes count as arrived only once they reached the object (or wait in an early copy):
+     * check for overlap and room first, record each area after it was written */
+    int rc = cdt__ranges_check(&d->arrived, offset, end);
     if (rc != CDT_SUCCESS)
         return rc == CDT_ERR_INVALID_ARG ? CDT_ERR_FRAME_MALFORMED : rc;
     const unsigned char *p = src;
@@ -347,6 +404,8 @@ int cdt_decoder_write(cdt_decoder d, cdt_count offset, const void *src, cdt_coun
         rc = write_area(d, offset, p, len, &used);
         if (rc != CDT_SUCCESS)
             return rc;
+        /* adjacent to what the check reserved room for: cannot fail */
+        cdt__ranges_add(&d->arrived, offset, offset + used);
         offset += used;
         p += used;
         len -= used;
@@ -412,8 +471,11 @@ int cdt_decoder_finish(cdt_decoder d)
         if (!cdt__ranges_covers(&d->arrived, r->frame_offset, r->frame_offset + r->bytes))
             return CDT_ERR_INCOMPLETE;
     }
-    if (d->op->pending != NULL)
-        return CDT_ERR_INCOMPLETE;
+    if (d->op->pending != NULL || (d->custom && !stream_complete(d)))
+        return CDT_ERR_INCOMPLETE; /* stream fragments still held for in-order delivery */
+    int rc = flush_early(d);
+    if (rc != CDT_SUCCESS)
+        return rc;
     /* a custom receiver with zero regions still confirms it expected none */
     if (d->custom && !d->op->regions_known)
         return resolve_regions(d);
@@ -425,6 +487,11 @@ int cdt_decoder_free(cdt_decoder d)
     if (d == NULL)
         return CDT_SUCCESS;
     int rc = d->op != NULL ? cdt__op_fini(d->op) : CDT_SUCCESS;
+    while (d->early != NULL) {
+        dec_early *e = d->early;
+        d->early = e->next;
+        free(e);
+    }
     cdt__ranges_free(&d->arrived);
     if (d->header != d->header_inline)
         free(d->header);

@@ -49,12 +49,10 @@ static int decode_shuffled(const unsigned char *wire, cdt_count size, void *buf,
     cdt_frame_info info;
     cdt_decoder_info(d, &info);
     rc = cdt_decoder_bind(d, buf, count, type);
-    /* the head (header + packed) first in shuffled pieces, then the regions in shuffled pieces:
-     * a receiver only knows where regions go once the packed stream is in */
-    cdt_count head = info.header_size + info.packed_size;
-    cdt_count bounds[2][2] = {{0, head}, {head, size}};
-    for (int part = 0; part < 2 && rc == CDT_SUCCESS; part++) {
-        cdt_count lo = bounds[part][0], hi = bounds[part][1];
+    /* pieces of the whole frame in any order: region bytes may come before the packed stream
+     * that tells a custom receiver where they go (the decoder keeps them until then) */
+    {
+        cdt_count lo = 0, hi = size;
         cdt_count cuts[64];
         int n = 0;
         for (cdt_count pos = lo; pos < hi && n < 63;) {
@@ -418,6 +416,7 @@ static void test_malformed(void)
     CHECK_RC(cdt_decoder_bind(d, &dv2, 1, double_vec_type()), CDT_ERR_ORDER);
     unsigned char other = dw[10] ^ 1;
     CHECK_RC(cdt_decoder_write(d, 10, &other, 1), CDT_ERR_FRAME_MALFORMED);
+    CHECK_OK(cdt_decoder_write(d, 10, dw + 10, 1)); /* the refused byte was not recorded */
     CHECK_RC(cdt_decoder_write(d, 10, dw + 10, 1), CDT_ERR_FRAME_MALFORMED); /* overlap */
     CHECK_RC(cdt_decoder_write(d, dsize - 2, dw, 4), CDT_ERR_FRAME_MALFORMED);
     CHECK_OK(cdt_decoder_free(d));
@@ -532,11 +531,71 @@ static void test_head_allocator(void)
     free(wire);
 }
 
+/* Region bytes before the packed stream, for a custom receiver (regression: they were
+ * refused with CDT_ERR_ORDER but recorded as arrived, a second try was an overlap, and finish
+ * reported success although the buffer never received them). */
+static void test_region_before_head(void)
+{
+    char inband[] = "stream";
+    unsigned char arr[4096];
+    for (int i = 0; i < 4096; i++)
+        arr[i] = (unsigned char)(i * 7 + 1);
+    cdt_sobj_buffer bufs[1] = {{arr, sizeof(arr), CDT_KIND_BYTE}};
+    cdt_sobj out = {.inband = inband, .inband_len = sizeof(inband), .buffers = bufs, .nbuffers = 1};
+    cdt_count size;
+    unsigned char *wire = encode(&out, 1, cdt_sobj_type(), &size);
+    cdt_sobj in = {0};
+    cdt_decoder d;
+    CHECK_OK(cdt_decoder_create(wire, size, &d));
+    cdt_frame_info info;
+    CHECK_OK(cdt_decoder_info(d, &info));
+    cdt_count head = info.header_size + info.packed_size;
+    CHECK_OK(cdt_sobj_recv_prepare(&in, d));
+    CHECK_OK(cdt_decoder_bind(d, &in, 1, cdt_sobj_type()));
+    CHECK_OK(cdt_decoder_write(d, head, wire + head, size - head)); /* padding + region first */
+    CHECK_RC(cdt_decoder_finish(d), CDT_ERR_INCOMPLETE);
+    CHECK_OK(cdt_decoder_write(d, 0, wire, head));
+    CHECK_RC(cdt_decoder_write(d, head, wire + head, size - head), CDT_ERR_FRAME_MALFORMED);
+    CHECK_OK(cdt_decoder_finish(d));
+    CHECK(memcmp(in.buffers[0].base, arr, sizeof(arr)) == 0);
+    CHECK(memcmp(in.inband, inband, sizeof(inband)) == 0);
+    CHECK_OK(cdt_decoder_free(d));
+    cdt_sobj_release(&in);
+
+    /* a write that fails is not recorded: finish does not report it as arrived */
+    cdt_sobj in2 = {0};
+    CHECK_OK(cdt_decoder_create(wire, size, &d));
+    CHECK_OK(cdt_sobj_recv_prepare(&in2, d));
+    CHECK_OK(cdt_decoder_bind(d, &in2, 1, cdt_sobj_type()));
+    unsigned char bad[70]; /* the header and the first stream bytes */
+    memcpy(bad, wire, sizeof(bad));
+    bad[0] ^= 1; /* header bytes must equal the header given at create */
+    CHECK_RC(cdt_decoder_write(d, 0, bad, sizeof(bad)), CDT_ERR_FRAME_MALFORMED);
+    CHECK_OK(cdt_decoder_write(d, sizeof(bad), wire + sizeof(bad), size - sizeof(bad)));
+    CHECK_RC(cdt_decoder_finish(d), CDT_ERR_INCOMPLETE);
+    CHECK_OK(cdt_decoder_write(d, 0, wire, sizeof(bad))); /* the right bytes, again */
+    CHECK_OK(cdt_decoder_finish(d));
+    CHECK(memcmp(in2.buffers[0].base, arr, sizeof(arr)) == 0);
+    CHECK_OK(cdt_decoder_free(d));
+    cdt_sobj_release(&in2);
+
+    /* region bytes held, then the decoder freed before the stream came: nothing leaks */
+    cdt_sobj in3 = {0};
+    CHECK_OK(cdt_decoder_create(wire, size, &d));
+    CHECK_OK(cdt_sobj_recv_prepare(&in3, d));
+    CHECK_OK(cdt_decoder_bind(d, &in3, 1, cdt_sobj_type()));
+    CHECK_OK(cdt_decoder_write(d, size - 100, wire + size - 100, 100));
+    CHECK_OK(cdt_decoder_free(d));
+    cdt_sobj_release(&in3);
+    free(wire);
+}
+
 int main(void)
 {
     test_seed_roundtrips();
     test_layout_frames();
     test_sobj();
+    test_region_before_head();
     test_empty_regions();
     test_gather_ranges();
     test_head_allocator();
