@@ -347,6 +347,53 @@ static void rest_timeout_server(peer *p)
     free(buf);
 }
 
+/* ------------------------------------------- discarding receives end ------------------- */
+
+/* After a failed receive, the zero-byte receive that discards a region the sender has not sent
+ * yet is canceled at its deadline: a region sent later is received by nobody (its rendezvous
+ * send does not complete), instead of a receive staying posted forever. */
+static void drain_expiry_client(peer *p)
+{
+    uint64_t key = 0x5150, len = 4 << 20;
+    unsigned char head[128];
+    size_t hl = make_head(head, key, 1024, 0, 1, len);
+    CHECK(raw_send(p, head, hl, TAG, T_TIMEOUT_MS) == UCS_OK);
+    wait_fd(0, p); /* the receive failed and its discarding receive expired */
+    unsigned char *region = malloc(len);
+    CHECK(region != NULL);
+    memset(region, 0xEE, len);
+    ucs_status_t st = raw_send(p, region, len, PRIV(key, 0), 3000);
+    fprintf(stderr, "region sent after the discarding receive expired: %s\n",
+            ucs_status_string(st));
+    CHECK(st == UCS_INPROGRESS);
+    signal_fd(1);
+    wait_fd(2, p);
+    /* UCX 1.13 cannot destroy a worker with a rendezvous send nobody received: just end */
+    _exit(0);
+}
+
+static void drain_expiry_server(peer *p)
+{
+    size_t len = 4 << 20;
+    unsigned char *buf = calloc(1, len);
+    CHECK(buf != NULL);
+    cdt_ucx_recv_params rp = {.field_mask = CDT_UCX_RECV_PARAM_REST_TIMEOUT,
+                              .rest_timeout_ms = 300};
+    int rc = cdt_ucx_recv(p->w, buf, (cdt_count)len, CDT_BYTE, TAG, CDT_UCX_TAG_MASK_FULL, &rp,
+                          NULL, T_TIMEOUT_MS);
+    CHECK(rc == CDT_ERR_TIMEOUT);
+    memset(buf, 0x5A, len);
+    int64_t until = now_ms() + 1500; /* the discarding receive lives 300 ms */
+    while (now_ms() < until)
+        cdt_ucx_worker_progress(p->w);
+    signal_fd(0);
+    wait_fd(1, p);
+    check_untouched(buf, len, 0x5A);
+    free(buf);
+    signal_fd(2);
+    p->ep = NULL; /* the peer ends without closing: do not flush towards it */
+}
+
 /* ------------------------------------------- limits on what a peer announces ------------- */
 
 static void limits_client(peer *p)
@@ -643,6 +690,8 @@ int main(int argc, char **argv)
         return run_pair(type_ref_server, type_ref_client, NULL, NULL, 0);
     if (strcmp(c, "rest_timeout") == 0)
         return run_pair(rest_timeout_server, rest_timeout_client, NULL, NULL, 0);
+    if (strcmp(c, "drain_expiry") == 0)
+        return run_pair(drain_expiry_server, drain_expiry_client, NULL, NULL, 0);
     if (strcmp(c, "limits") == 0)
         return run_pair(limits_server, limits_client, NULL, NULL, 0);
     if (strcmp(c, "key_conflict") == 0)
