@@ -208,7 +208,8 @@ enum cdt_ucx_recv_params_field {
  * fails the receive with CDT_ERR_LIMIT, decided from the head message's frame header before
  * anything is allocated or sized for it (the buffer of the rest of the inline stream, the
  * memory a prepare callback allocates) and before any byte is written to the receive's memory.
- * The message's other parts are then discarded. */
+ * The message's other parts are not received: a sender's send of such an object ends with
+ * its own timeout or with its endpoint. */
 typedef struct cdt_ucx_recv_params {
     uint64_t field_mask;
     /* When set, buf/count/type of the receive are ignored (pass NULL, 0, NULL) and `prepare`

@@ -20,7 +20,7 @@
 /* wire constants and the head parser (pure, fuzzed): ucx_head.h */
 #define CDT__UCX_DEFAULT_ZCOPY_THRESHOLD 65536
 /* how long a matched receive waits for the rest of its object by default (ms) */
-#define CDT__UCX_DEFAULT_REST_TIMEOUT_MS 60000
+#define CDT__UCX_DEFAULT_REST_TIMEOUT_MS CDT_UCX_DEFAULT_REST_TIMEOUT_MS
 
 static inline uint64_t cdt__ucx_private_tag(uint64_t key, uint64_t index)
 {
