@@ -54,7 +54,12 @@ CDT_API cdt_type cdt_sobj_type(void);
  *  cdt_sobj_release). With obj->alloc set, each part comes from one call of it; without, the
  *  whole object is ONE allocation (parts on 64-byte boundaries, freed by cdt_sobj_release). It does
  * not bind the decoder: the caller then calls cdt_decoder_bind(decoder, obj, 1, cdt_sobj_type()).
- * On error nothing stays allocated by the adapter (memory from obj->alloc is the caller's). */
+ * On error nothing stays allocated by the adapter (memory from obj->alloc is the caller's).
+ * Memory: without a hook, one block of at most frame_size plus 64 bytes of alignment per part,
+ * plus the buffers array (sizeof(cdt_sobj_buffer) per region); with a hook, the lengths the
+ * header announces. A receiver of untrusted peers bounds both with the frame limits
+ * (cdt_decoder_create_advanced; cdt_ucx_recv_params.max_frame_bytes / max_regions), which are
+ * checked before this is called. */
 CDT_API int cdt_sobj_recv_prepare(cdt_sobj *obj, cdt_decoder decoder);
 
 /*! cdt_sobj_release() : free what recv_prepare allocated itself (the buffers array, and the

@@ -84,9 +84,10 @@ enum cdt_ucx_worker_params_field {
 
 typedef struct cdt_ucx_worker_params {
     uint64_t field_mask;
-    /* This worker's sender id, below 2^CDT_UCX_SENDER_ID_BITS. The ids of all workers that
-     * send to one receiver must differ; a bootstrap that knows ranks (MPI, PMIx) should give
-     * the rank. Default: random (collision chance about n^2 / 2^24 for n senders). */
+    /* This worker's sender id, below 2^CDT_UCX_SENDER_ID_BITS, reported by
+     * cdt_ucx_worker_sender_id (e.g. the rank). Protocol version 2 no longer keys messages by
+     * it: each object's key is drawn from a keyed random function per worker, so equal ids do
+     * not make objects cross (docs/TRANSPORT.md). Default: random. */
     uint32_t sender_id;
     /* Regions of at least this many bytes move as their own zero-copy message; smaller ones
      * are gathered into the frame's head message. Default 65536; minimum 1. */
@@ -195,14 +196,45 @@ typedef int(cdt_ucx_recv_prepare_func_t)(void *arg, cdt_decoder decoder);
 
 enum cdt_ucx_recv_params_field {
     CDT_UCX_RECV_PARAM_PREPARE = 1u << 0,
+    CDT_UCX_RECV_PARAM_MAX_FRAME_BYTES = 1u << 1,
+    CDT_UCX_RECV_PARAM_MAX_REGIONS = 1u << 2,
+    CDT_UCX_RECV_PARAM_REST_TIMEOUT = 1u << 3,
 };
 
+/* Default of rest_timeout_ms: 60 s. */
+#define CDT_UCX_DEFAULT_REST_TIMEOUT_MS ((int64_t)60000)
+
+/* Limits for peers that are not trusted (docs/SECURITY.md): a message that announces more
+ * fails the receive with CDT_ERR_LIMIT, decided from the head message's frame header before
+ * anything is allocated or sized for it (the buffer of the rest of the inline stream, the
+ * memory a prepare callback allocates) and before any byte is written to the receive's memory.
+ * The message's other parts are not received: a sender's send of such an object ends with
+ * its own timeout or with its endpoint. */
 typedef struct cdt_ucx_recv_params {
     uint64_t field_mask;
     /* When set, buf/count/type of the receive are ignored (pass NULL, 0, NULL) and `prepare`
      * binds the decoder. Default: bind to the receive's buf, count, type. */
     cdt_ucx_recv_prepare_func_t *prepare;
     void *prepare_arg;
+    /* CDT_UCX_RECV_PARAM_MAX_FRAME_BYTES: the largest frame_size accepted (header, packed
+     * stream, padding and regions; >= 0). It bounds what the receive allocates for the
+     * message itself (at most the frame's inline stream) and what a prepare callback that
+     * allocates from the header is asked for: cdt_sobj_recv_prepare allocates at most about
+     * frame_size plus 64 bytes per part of alignment (and the buffers array, 24 bytes per
+     * region). Default: no limit. */
+    cdt_count max_frame_bytes;
+    /* CDT_UCX_RECV_PARAM_MAX_REGIONS: the largest region count accepted (>= 0). Default: no
+     * limit (the frame header bounds it by its own size). */
+    cdt_count max_regions;
+    /* CDT_UCX_RECV_PARAM_REST_TIMEOUT: once the head message matched, how long the receive
+     * waits for the rest of the object (tail and regions) in ms, CDT_UCX_INFINITE (any
+     * negative value) for no bound. Past it the receive fails with CDT_ERR_TIMEOUT (its
+     * unmatched parts are canceled) even when the caller waits longer, so a peer that sends a
+     * head and then nothing holds the receive and its memory no longer than this. The same
+     * time bounds the zero-byte receives that discard the parts of an object that failed.
+     * Checked while the worker is progressed (test, wait, worker_progress, blocking calls).
+     * Default CDT_UCX_DEFAULT_REST_TIMEOUT_MS. */
+    int64_t rest_timeout_ms;
 } cdt_ucx_recv_params;
 
 /*! cdt_ucx_isend() : start sending (buf, count, type) with `tag` (<= CDT_UCX_TAG_MAX).
@@ -216,14 +248,19 @@ CDT_API int cdt_ucx_send(cdt_ucx_ep ep, const void *buf, cdt_count count, cdt_ty
                          cdt_ucx_tag tag, int64_t timeout_ms);
 
 /*! cdt_ucx_irecv() : post a receive of one object whose tag matches (tag, tag_mask). Receives
- *  match in the order they were posted. params may be NULL.
- *  Errors: CDT_ERR_INVALID_ARG, CDT_ERR_NO_MEMORY, CDT_ERR_TRANSPORT. The message's own
- *  errors (malformed frame, mismatch, truncation, peer failure) are the request's status. */
+ *  match in the order they were posted. params may be NULL. The receive holds its own
+ *  reference to `type`: the caller may free its handle at once.
+ *  Errors: CDT_ERR_INVALID_ARG (also a negative limit), CDT_ERR_NO_MEMORY, CDT_ERR_TRANSPORT.
+ *  The message's own errors (malformed frame, mismatch, truncation, CDT_ERR_LIMIT,
+ *  CDT_ERR_TIMEOUT past rest_timeout_ms, peer failure) are the request's status. */
 CDT_API int cdt_ucx_irecv(cdt_ucx_worker worker, void *buf, cdt_count count, cdt_type type,
                           cdt_ucx_tag tag, cdt_ucx_tag tag_mask, const cdt_ucx_recv_params *params,
                           cdt_ucx_request *request);
-/*! cdt_ucx_recv() : irecv + wait + free; info may be NULL. On CDT_ERR_TIMEOUT the receive is
- *  canceled when it had not matched yet. */
+/*! cdt_ucx_recv() : irecv + wait + free; info may be NULL. When timeout_ms passes, the receive
+ *  is canceled (cdt_ucx_request_cancel) and CDT_ERR_TIMEOUT returned only once UCX can no longer
+ *  write into the receive's memory: when a region's data is already moving, the call waits for
+ *  that transfer to end (or to fail with its peer). The memory may then hold part of the
+ *  object. If the object completed meanwhile, the result is CDT_SUCCESS. */
 CDT_API int cdt_ucx_recv(cdt_ucx_worker worker, void *buf, cdt_count count, cdt_type type,
                          cdt_ucx_tag tag, cdt_ucx_tag tag_mask, const cdt_ucx_recv_params *params,
                          cdt_ucx_recv_info *info, int64_t timeout_ms);
@@ -238,10 +275,14 @@ CDT_API int cdt_ucx_request_test(cdt_ucx_request request);
 /*! cdt_ucx_request_wait() : progress until the request completes or timeout_ms passes;
  *  @return its final status, or CDT_ERR_TIMEOUT (the request is still pending). */
 CDT_API int cdt_ucx_request_wait(cdt_ucx_request request, int64_t timeout_ms);
-/*! cdt_ucx_request_cancel() : cancel a receive that has not matched a message yet; it then
- *  completes with CDT_ERR_CANCELED. @return CDT_SUCCESS when the cancel was requested (or the
- *  request already completed), CDT_ERR_BUSY when it has matched (it completes normally), or
- *  CDT_ERR_UNSUPPORTED for sends (a posted send completes or fails with its endpoint). */
+/*! cdt_ucx_request_cancel() : abandon a receive, matched or not; it then completes with
+ *  CDT_ERR_CANCELED (or its own result, if that came first). Parts of the message that have
+ *  not been matched are canceled and discarded when they arrive (bounded by rest_timeout_ms);
+ *  a region whose data is already moving into the receive's memory finishes first: the
+ *  request completes only when UCX can no longer write into that memory, so wait for it
+ *  before freeing or reusing the memory. @return CDT_SUCCESS (also when the request had
+ *  completed already), or CDT_ERR_UNSUPPORTED for sends (a posted send completes or fails
+ *  with its endpoint). */
 CDT_API int cdt_ucx_request_cancel(cdt_ucx_request request);
 /*! cdt_ucx_request_recv_info() : what a successfully completed receive matched. */
 CDT_API int cdt_ucx_request_recv_info(cdt_ucx_request request, cdt_ucx_recv_info *info);

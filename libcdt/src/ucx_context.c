@@ -90,15 +90,89 @@ void cdt_ucx_context_destroy(cdt_ucx_context context)
     free(context);
 }
 
+/* random bytes from the kernel; a mix of clocks and ids when it has none to give */
+static void random_bytes(void *out, size_t n)
+{
+    if (getrandom(out, n, GRND_NONBLOCK) == (ssize_t)n)
+        return;
+    static uint64_t counter;
+    unsigned char *p = out;
+    for (size_t i = 0; i < n; i++) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        uint64_t v = (uint64_t)ts.tv_nsec * 0x9e3779b97f4a7c15ull ^ (uint64_t)getpid() << 32 ^
+                     (uint64_t)(uintptr_t)out ^ ++counter * 0xbf58476d1ce4e5b9ull;
+        p[i] = (unsigned char)(v >> 29);
+    }
+}
+
 static uint32_t random_sender_id(void)
 {
     uint32_t v = 0;
-    if (getrandom(&v, sizeof(v), GRND_NONBLOCK) != (ssize_t)sizeof(v)) {
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        v = (uint32_t)ts.tv_nsec * 2654435761u ^ (uint32_t)getpid() * 40503u;
-    }
+    random_bytes(&v, sizeof(v));
     return v & ((UINT32_C(1) << CDT_UCX_SENDER_ID_BITS) - 1);
+}
+
+/* SipHash-2-4 of one 64-bit word: a keyed pseudo-random function. Object keys are
+ * SipHash(worker secret, sequence number), so no peer can predict the keys of another sender's
+ * objects (and so inject bytes into them), and keys of different workers collide only by
+ * chance (2^-43 per pair of objects in flight). */
+#define ROTL(x, b) (uint64_t)(((x) << (b)) | ((x) >> (64 - (b))))
+#define SIPROUND                                                                                   \
+    do {                                                                                           \
+        v0 += v1;                                                                                  \
+        v1 = ROTL(v1, 13);                                                                         \
+        v1 ^= v0;                                                                                  \
+        v0 = ROTL(v0, 32);                                                                         \
+        v2 += v3;                                                                                  \
+        v3 = ROTL(v3, 16);                                                                         \
+        v3 ^= v2;                                                                                  \
+        v0 += v3;                                                                                  \
+        v3 = ROTL(v3, 21);                                                                         \
+        v3 ^= v0;                                                                                  \
+        v2 += v1;                                                                                  \
+        v1 = ROTL(v1, 17);                                                                         \
+        v1 ^= v2;                                                                                  \
+        v2 = ROTL(v2, 32);                                                                         \
+    } while (0)
+
+static uint64_t siphash_u64(const uint64_t k[2], uint64_t m)
+{
+    uint64_t v0 = 0x736f6d6570736575ull ^ k[0], v1 = 0x646f72616e646f6dull ^ k[1];
+    uint64_t v2 = 0x6c7967656e657261ull ^ k[0], v3 = 0x7465646279746573ull ^ k[1];
+    uint64_t b = (uint64_t)8 << 56;
+    v3 ^= m;
+    SIPROUND;
+    SIPROUND;
+    v0 ^= m;
+    v3 ^= b;
+    SIPROUND;
+    SIPROUND;
+    v0 ^= b;
+    v2 ^= 0xff;
+    SIPROUND;
+    SIPROUND;
+    SIPROUND;
+    SIPROUND;
+    return v0 ^ v1 ^ v2 ^ v3;
+}
+
+uint64_t cdt__ucx_next_key(cdt_ucx_worker w)
+{
+    return siphash_u64(w->key_secret, w->seq++) & CDT__UCX_KEY_MASK;
+}
+
+unsigned cdt__ucx_progress(cdt_ucx_worker w)
+{
+    unsigned n = ucp_worker_progress(w->ucp);
+    if (w->body_recvs != NULL || w->drains != NULL) {
+        int64_t now = cdt__ucx_now_ms();
+        if (now >= w->next_expiry_ms) {
+            w->next_expiry_ms = now + 10;
+            cdt__ucx_expire(w, now);
+        }
+    }
+    return n;
 }
 
 int cdt_ucx_worker_create(cdt_ucx_context context, const cdt_ucx_worker_params *params,
@@ -148,6 +222,7 @@ int cdt_ucx_worker_create(cdt_ucx_context context, const cdt_ucx_worker_params *
     }
     w->ctx = context;
     w->sender_id = sender_id;
+    random_bytes(w->key_secret, sizeof(w->key_secret));
     w->zcopy_threshold = threshold;
     *worker = w;
     return CDT_SUCCESS;
@@ -158,6 +233,8 @@ void cdt_ucx_worker_destroy(cdt_ucx_worker worker)
     if (worker == NULL)
         return;
     pthread_mutex_lock(&worker->lock);
+    worker->destroying = true; /* canceled receives post no drains from here on */
+    cdt__ucx_drains_cancel_all(worker);
     while (worker->listeners != NULL) {
         struct cdt_ucx_listener_s *l = worker->listeners;
         worker->listeners = l->next;
@@ -169,6 +246,7 @@ void cdt_ucx_worker_destroy(cdt_ucx_worker worker)
     cdt__ucx_ep_force_close_all(worker);
     pthread_mutex_unlock(&worker->lock);
     ucp_worker_destroy(worker->ucp);
+    cdt__ucx_drains_free_all(worker); /* UCX calls back no more */
     cdt__ucx_buf_cache_clear(worker);
     pthread_mutex_destroy(&worker->cache_lock);
     pthread_mutex_destroy(&worker->lock);
@@ -180,7 +258,7 @@ int cdt_ucx_worker_progress(cdt_ucx_worker worker)
     if (worker == NULL)
         return CDT_ERR_INVALID_ARG;
     pthread_mutex_lock(&worker->lock);
-    unsigned n = ucp_worker_progress(worker->ucp);
+    unsigned n = cdt__ucx_progress(worker);
     pthread_mutex_unlock(&worker->lock);
     return (int)n;
 }

@@ -158,7 +158,7 @@ int cdt_ucx_listener_accept(cdt_ucx_listener listener, int64_t timeout_ms, cdt_u
     int64_t deadline = timeout_ms < 0 ? INT64_MAX : cdt__ucx_now_ms() + timeout_ms;
     for (;;) {
         pthread_mutex_lock(&w->lock);
-        ucp_worker_progress(w->ucp);
+        cdt__ucx_progress(w);
         if (listener->queued > 0) {
             ucp_conn_request_h req = listener->queue[0];
             memmove(listener->queue, listener->queue + 1,
@@ -205,7 +205,7 @@ static ucs_status_t wait_ucx(cdt_ucx_worker w, void *req, int64_t deadline)
         return UCS_PTR_STATUS(req);
     for (;;) {
         pthread_mutex_lock(&w->lock);
-        ucp_worker_progress(w->ucp);
+        cdt__ucx_progress(w);
         ucs_status_t st = ucp_request_check_status(req);
         if (st != UCS_INPROGRESS)
             ucp_request_free(req);

@@ -9,6 +9,7 @@
 #define CDT_UCX_INTERNAL_H
 
 #include "cdt_ucx.h"
+#include "ucx_head.h"
 
 #include <pthread.h>
 #include <stdbool.h>
@@ -16,22 +17,10 @@
 
 #define CDT__UCX_HIDDEN __attribute__((visibility("hidden")))
 
-/* ---- wire constants (docs/TRANSPORT.md) ---- */
-#define CDT__UCX_PRIVATE_BIT (UINT64_C(1) << 63)
-#define CDT__UCX_INDEX_BITS 20
-#define CDT__UCX_SEQ_BITS 20
-#define CDT__UCX_INDEX_MASK ((UINT64_C(1) << CDT__UCX_INDEX_BITS) - 1)
-#define CDT__UCX_SEQ_MASK ((UINT64_C(1) << CDT__UCX_SEQ_BITS) - 1)
-#define CDT__UCX_KEY_BITS (CDT_UCX_SENDER_ID_BITS + CDT__UCX_SEQ_BITS) /* 43 */
-#define CDT__UCX_KEY_MASK ((UINT64_C(1) << CDT__UCX_KEY_BITS) - 1)
-/* index of the tail message; separate regions have indices below it */
-#define CDT__UCX_TAIL_INDEX CDT__UCX_INDEX_MASK
-/* the head message never exceeds this (prefix included): receivers post this much */
-#define CDT__UCX_HEAD_MAX 32768
-#define CDT__UCX_PREFIX_SIZE 32
-#define CDT__UCX_PREFIX_MAGIC UINT32_C(0x55544443) /* "CDTU" little-endian */
-#define CDT__UCX_PREFIX_VERSION 1
+/* wire constants and the head parser (pure, fuzzed): ucx_head.h */
 #define CDT__UCX_DEFAULT_ZCOPY_THRESHOLD 65536
+/* how long a matched receive waits for the rest of its object by default (ms) */
+#define CDT__UCX_DEFAULT_REST_TIMEOUT_MS CDT_UCX_DEFAULT_REST_TIMEOUT_MS
 
 static inline uint64_t cdt__ucx_private_tag(uint64_t key, uint64_t index)
 {
@@ -66,11 +55,15 @@ struct cdt_ucx_worker_s {
     ucp_worker_h ucp;
     pthread_mutex_t lock;
     uint32_t sender_id;
-    uint64_t seq;
+    uint64_t seq;           /* objects sent: input of the key function */
+    uint64_t key_secret[2]; /* random per worker: keys cannot be predicted (ucx_context.c) */
+    bool destroying;
     cdt_count zcopy_threshold;
     struct cdt_ucx_ep_s *eps;             /* open endpoints */
     struct cdt_ucx_listener_s *listeners; /* open listeners */
     struct cdt_ucx_request_s *body_recvs; /* receives between head and completion */
+    struct cdt__ucx_drain *drains;        /* receives that discard an abandoned object's parts */
+    int64_t next_expiry_ms;               /* when cdt__ucx_progress looks at deadlines next */
     pthread_mutex_t cache_lock;           /* the buffer cache only */
     size_t cache_limit, cache_bytes;
     int cache_n;
@@ -104,12 +97,26 @@ typedef struct cdt__ucx_sub {
     void *tmp;       /* staging memory for a non-contiguous region, owned */
 } cdt__ucx_sub;
 
+/* a zero-byte (truncating) receive of one private message of an object that is not received:
+ * the sender's operation completes and nothing stays in the matching queues. Canceled at its
+ * deadline (the sender may never send) and when the worker is destroyed. */
+typedef struct cdt__ucx_drain {
+    struct cdt__ucx_drain *next, *prev;
+    void *ucx;
+    int64_t deadline;
+    bool linked, fired;
+    cdt_ucx_worker w;
+} cdt__ucx_drain;
+
 struct cdt_ucx_request_s {
     cdt_ucx_worker w;
     bool is_send;
     bool done;
     bool matched;    /* recv: head arrived */
     bool in_body;    /* recv: in w->body_recvs */
+    bool has_key;    /* recv: the head was parsed, key is valid */
+    int abandon;     /* recv: abandoned before the regions were posted: drain them, then fail
+                        with this status (cancel, key conflict) */
     int status;      /* first error, else CDT_SUCCESS */
     int outstanding; /* pending UCX operations */
     cdt__ucx_sub head_sub, tail_sub;
@@ -122,7 +129,10 @@ struct cdt_ucx_request_s {
     /* recv */
     void *buf;
     cdt_count count;
-    cdt_type type;
+    cdt_type type; /* a reference is held while the request is pending */
+    cdt__ucx_limits limits;
+    int64_t rest_timeout_ms; /* < 0: infinite */
+    int64_t rest_deadline;   /* matched: when the rest of the object must have arrived */
     cdt_ucx_recv_prepare_func_t *prepare;
     void *prepare_arg;
     uint64_t key;
@@ -139,8 +149,18 @@ struct cdt_ucx_request_s {
 /* ucx_context.c */
 CDT__UCX_HIDDEN int cdt__ucx_status(ucs_status_t st);
 CDT__UCX_HIDDEN int64_t cdt__ucx_now_ms(void);
+CDT__UCX_HIDDEN uint64_t cdt__ucx_next_key(cdt_ucx_worker w);
+/* lock held: ucp_worker_progress, then the deadlines (rest timeouts, drains) */
+CDT__UCX_HIDDEN unsigned cdt__ucx_progress(cdt_ucx_worker w);
 /* ucx_recv.c: fail receives part-way through a message after a peer failure */
 CDT__UCX_HIDDEN void cdt__ucx_fail_body_recvs(cdt_ucx_worker w, int status);
+/* ucx_recv.c, lock held: fail matched receives past their rest deadline, cancel expired
+ * drains; cancel every drain (destroy) */
+CDT__UCX_HIDDEN void cdt__ucx_expire(cdt_ucx_worker w, int64_t now);
+CDT__UCX_HIDDEN void cdt__ucx_drains_cancel_all(cdt_ucx_worker w);
+CDT__UCX_HIDDEN void cdt__ucx_drains_free_all(cdt_ucx_worker w);
+/* ucx_recv.c, lock held: abandon a receive (cdt_ucx_request_cancel) */
+CDT__UCX_HIDDEN void cdt__ucx_recv_abandon(cdt_ucx_request r, int status);
 /* ucx_request.c */
 CDT__UCX_HIDDEN cdt_ucx_request cdt__ucx_request_new(cdt_ucx_worker w, bool is_send);
 CDT__UCX_HIDDEN void cdt__ucx_request_set_error(cdt_ucx_request r, int status);
@@ -152,18 +172,5 @@ CDT__UCX_HIDDEN void *cdt__ucx_frame_alloc(void *arg, size_t bytes);
 CDT__UCX_HIDDEN void cdt__ucx_frame_release(void *arg, void *p, size_t bytes);
 /* ucx_endpoint.c */
 CDT__UCX_HIDDEN void cdt__ucx_ep_force_close_all(cdt_ucx_worker w);
-
-static inline void cdt__ucx_put_le64(unsigned char *p, uint64_t v)
-{
-    for (int i = 0; i < 8; i++)
-        p[i] = (unsigned char)(v >> (8 * i));
-}
-static inline uint64_t cdt__ucx_get_le64(const unsigned char *p)
-{
-    uint64_t v = 0;
-    for (int i = 0; i < 8; i++)
-        v |= (uint64_t)p[i] << (8 * i);
-    return v;
-}
 
 #endif

@@ -3,12 +3,96 @@
  * sees), validate prefix and frame header, bind the destination, unpack the inline stream,
  * then post each large region's message straight into its destination memory.
  */
+#include "type.h"
 #include "ucx_internal.h"
 
 #include <stdlib.h>
 #include <string.h>
 
 static unsigned char discard_byte[8]; /* drained messages land here, truncated */
+
+/* ---- drains: receive and discard the parts of an object that is not received ---- */
+
+static void drain_unlink(cdt__ucx_drain *d)
+{
+    cdt_ucx_worker w = d->w;
+    if (d->prev != NULL)
+        d->prev->next = d->next;
+    else
+        w->drains = d->next;
+    if (d->next != NULL)
+        d->next->prev = d->prev;
+    d->linked = false;
+}
+
+static void drain_cb(void *ucx_req, ucs_status_t st, const ucp_tag_recv_info_t *info,
+                     void *user_data)
+{
+    (void)st;
+    (void)info;
+    cdt__ucx_drain *d = user_data;
+    ucp_request_free(ucx_req);
+    d->fired = true;
+    if (d->linked) {
+        drain_unlink(d);
+        free(d);
+    }
+}
+
+/* lock held: discard the private message `tag` when it comes, at the latest until `deadline` */
+static void post_drain(cdt_ucx_worker w, uint64_t tag, int64_t deadline)
+{
+    if (w->destroying)
+        return;
+    cdt__ucx_drain *d = calloc(1, sizeof(*d));
+    if (d == NULL)
+        return; /* the sender's operation then waits for its own timeout or close */
+    d->w = w;
+    ucp_request_param_t p = {
+        .op_attr_mask =
+            UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA | UCP_OP_ATTR_FLAG_NO_IMM_CMPL,
+        .cb.recv = drain_cb,
+        .user_data = d,
+    };
+    void *q = ucp_tag_recv_nbx(w->ucp, discard_byte, 0, tag, UINT64_MAX, &p);
+    if (UCS_PTR_IS_ERR(q) || d->fired) {
+        free(d);
+        return;
+    }
+    d->ucx = q;
+    d->deadline = deadline;
+    d->prev = NULL;
+    d->next = w->drains;
+    if (w->drains != NULL)
+        w->drains->prev = d;
+    w->drains = d;
+    d->linked = true;
+}
+
+void cdt__ucx_drains_cancel_all(cdt_ucx_worker w)
+{
+    for (cdt__ucx_drain *d = w->drains, *next; d != NULL; d = next) {
+        next = d->next;
+        d->deadline = INT64_MAX;
+        ucp_request_cancel(w->ucp, d->ucx); /* may call drain_cb, which frees d */
+    }
+}
+
+void cdt__ucx_drains_free_all(cdt_ucx_worker w)
+{
+    while (w->drains != NULL) {
+        cdt__ucx_drain *d = w->drains;
+        drain_unlink(d);
+        free(d);
+    }
+}
+
+/* how long the drains of r's object wait for the sender */
+static int64_t drain_deadline(cdt_ucx_request r)
+{
+    int64_t ms = r->rest_timeout_ms >= 0 ? r->rest_timeout_ms : CDT__UCX_DEFAULT_REST_TIMEOUT_MS;
+    return cdt__ucx_now_ms() + ms;
+}
 
 static void body_link(cdt_ucx_request r)
 {
@@ -54,29 +138,69 @@ static void recv_done(cdt_ucx_request r)
     cdt__ucx_buf_put(r->w, r->stream, (size_t)r->stream_len);
     r->stream = NULL;
     body_unlink(r);
+    cdt__type_release(r->type); /* the reference irecv took */
+    r->type = NULL;
     r->done = true;
 }
 
-/* lock held: stop waiting for the rest of the message */
-static void cancel_subs(cdt_ucx_request r)
+/* lock held: stop the receive with `status`. Its receives that have not matched a message are
+ * canceled (their callbacks run inside ucp_request_cancel and post drains); those that have
+ * finish on their own, and the request completes after the last of them: until then UCX may
+ * still write into the receive's memory. */
+static void fail(cdt_ucx_request r, int status)
 {
+    if (r->done)
+        return;
+    cdt__ucx_request_set_error(r, status);
+    r->outstanding++; /* r->subs stays valid while the callbacks run */
     if (r->tail_sub.ucx != NULL)
         ucp_request_cancel(r->w->ucp, r->tail_sub.ucx);
     for (cdt_count i = 0; i < r->nsubs; i++)
         if (r->subs[i].ucx != NULL)
             ucp_request_cancel(r->w->ucp, r->subs[i].ucx);
-}
-
-static void fail(cdt_ucx_request r, int status)
-{
-    cdt__ucx_request_set_error(r, status);
-    cancel_subs(r);
+    if (--r->outstanding == 0)
+        recv_done(r);
 }
 
 void cdt__ucx_fail_body_recvs(cdt_ucx_worker w, int status)
 {
-    for (cdt_ucx_request r = w->body_recvs; r != NULL; r = r->next)
+    for (cdt_ucx_request r = w->body_recvs, next; r != NULL; r = next) {
+        next = r->next;
         fail(r, status);
+    }
+}
+
+void cdt__ucx_expire(cdt_ucx_worker w, int64_t now)
+{
+    for (cdt_ucx_request r = w->body_recvs, next; r != NULL; r = next) {
+        next = r->next;
+        if (now > r->rest_deadline && r->status == CDT_SUCCESS)
+            fail(r, CDT_ERR_TIMEOUT); /* the peer did not send the rest in time */
+    }
+    for (cdt__ucx_drain *d = w->drains, *next; d != NULL; d = next) {
+        next = d->next;
+        if (now > d->deadline) {
+            d->deadline = INT64_MAX; /* cancel once; a message already moving completes */
+            ucp_request_cancel(w->ucp, d->ucx);
+        }
+    }
+}
+
+void cdt__ucx_recv_abandon(cdt_ucx_request r, int status)
+{
+    if (r->done)
+        return;
+    if (!r->matched) {
+        /* the head receive is canceled; if its message matched already (a rendezvous head
+         * still moving), the head arrives later and its parts are drained (body_ready) */
+        r->abandon = status;
+        if (r->head_sub.ucx != NULL)
+            ucp_request_cancel(r->w->ucp, r->head_sub.ucx);
+        return;
+    }
+    if (r->dec == NULL && r->tail_sub.ucx == NULL)
+        r->abandon = status; /* the head is being processed: body_ready drains */
+    fail(r, status);
 }
 
 static void sub_cb(void *ucx_req, ucs_status_t st, const ucp_tag_recv_info_t *info,
@@ -121,28 +245,41 @@ static void drain_regions(cdt_ucx_request r, cdt_count from)
     cdt_frame_info in;
     if (r->dec == NULL || cdt_decoder_info(r->dec, &in) != CDT_SUCCESS)
         return;
+    int64_t deadline = drain_deadline(r);
     for (cdt_count i = from; i < in.region_count; i++) {
         cdt_count len;
         if (cdt_decoder_region_info(r->dec, i, &len, NULL, NULL) != CDT_SUCCESS ||
             !cdt__ucx_separate(len, r->threshold, i))
             continue;
-        ucp_request_param_t p = {.op_attr_mask = 0};
-        void *q = ucp_tag_recv_nbx(r->w->ucp, discard_byte, 0,
-                                   cdt__ucx_private_tag(r->key, (uint64_t)i), UINT64_MAX, &p);
-        if (q != NULL && !UCS_PTR_IS_ERR(q))
-            ucp_request_free(q); /* completes on its own */
+        post_drain(r->w, cdt__ucx_private_tag(r->key, (uint64_t)i), deadline);
     }
 }
 
 /* lock held: the inline stream S (header, packed stream, small regions) is complete */
 static void body_ready(cdt_ucx_request r, const unsigned char *S, cdt_count slen)
 {
-    int rc = cdt_decoder_create(S, slen, &r->dec);
-    cdt_frame_info in;
+    /* the limits were checked on the fixed header already when it was in the head message
+     * (cdt__ucx_parse_head); the decoder checks them before anything is sized in any case */
+    cdt_decoder_params dp = {.field_mask = 0};
+    if (r->limits.max_frame_bytes >= 0) {
+        dp.field_mask |= CDT_DECODER_PARAM_MAX_FRAME_BYTES;
+        dp.max_frame_bytes = r->limits.max_frame_bytes;
+    }
+    if (r->limits.max_regions >= 0) {
+        dp.field_mask |= CDT_DECODER_PARAM_MAX_REGIONS;
+        dp.max_regions = r->limits.max_regions;
+    }
+    int rc = cdt_decoder_create_advanced(S, slen, &dp, &r->dec);
+    cdt_frame_info in = {0};
     if (rc == CDT_SUCCESS)
         rc = cdt_decoder_info(r->dec, &in);
     if (rc != CDT_SUCCESS) {
         fail(r, rc);
+        return;
+    }
+    if (r->abandon != CDT_SUCCESS) { /* nothing goes into the receive's memory */
+        drain_regions(r, 0);
+        fail(r, r->abandon);
         return;
     }
     r->info.frame_size = in.frame_size;
@@ -210,8 +347,8 @@ static void body_ready(cdt_ucx_request r, const unsigned char *S, cdt_count slen
         void *dst = NULL;
         rc = cdt_decoder_region_iov_count(r->dec, i, &npieces);
         if (rc == CDT_SUCCESS && npieces == 1) {
-            cdt_iov iov;
-            cdt_count got;
+            cdt_iov iov = {0};
+            cdt_count got = 0;
             rc = cdt_decoder_region_iov(r->dec, i, 0, 1, &iov, &got);
             if (rc == CDT_SUCCESS && (got != 1 || iov.len != len))
                 rc = CDT_ERR_FRAME_MISMATCH;
@@ -244,6 +381,11 @@ static void sub_cb(void *ucx_req, ucs_status_t st, const ucp_tag_recv_info_t *in
     s->ucx = NULL;
     s->fired = true;
     int rc = cdt__ucx_status(st);
+    if (st == UCS_ERR_CANCELED) /* fail() canceled it: the sender's message is discarded */
+        post_drain(
+            r->w,
+            cdt__ucx_private_tag(r->key, s->index < 0 ? CDT__UCX_TAIL_INDEX : (uint64_t)s->index),
+            drain_deadline(r));
     if (rc == CDT_SUCCESS && (cdt_count)length != s->len)
         rc = CDT_ERR_FRAME_TRUNCATED;
     if (rc != CDT_SUCCESS) {
@@ -272,55 +414,50 @@ static void sub_cb(void *ucx_req, ucs_status_t st, const ucp_tag_recv_info_t *in
         recv_done(r);
 }
 
+/* lock held: another receive in flight uses `key` (colliding keys, or a peer that forged
+ * one): the messages of the two objects could cross, so both fail */
+static cdt_ucx_request key_in_use(cdt_ucx_request r, uint64_t key)
+{
+    for (cdt_ucx_request o = r->w->body_recvs; o != NULL; o = o->next)
+        if (o != r && o->has_key && o->key == key)
+            return o;
+    return NULL;
+}
+
 /* lock held: the head message matched */
 static void head_arrived(cdt_ucx_request r, uint64_t sender_tag, size_t length)
 {
     r->matched = true;
     r->info.tag = sender_tag;
+    r->rest_deadline = r->rest_timeout_ms < 0 ? INT64_MAX : cdt__ucx_now_ms() + r->rest_timeout_ms;
     body_link(r);
-    const unsigned char *p = r->head;
-    uint32_t magic =
-        (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-    if (length < CDT__UCX_PREFIX_SIZE || magic != CDT__UCX_PREFIX_MAGIC) {
-        fail(r, CDT_ERR_FRAME_MAGIC);
+    cdt__ucx_head h;
+    int rc = cdt__ucx_parse_head(r->head, length, &r->limits, &h);
+    if (rc != CDT_SUCCESS) {
+        fail(r, rc);
         return;
     }
-    if (p[4] != CDT__UCX_PREFIX_VERSION || p[5] != 0 || p[6] != 0 || p[7] != 0) {
-        fail(r, CDT_ERR_FRAME_VERSION);
+    r->key = h.key;
+    r->threshold = h.threshold;
+    cdt_ucx_request other = key_in_use(r, h.key);
+    r->has_key = true;
+    if (other != NULL) {
+        fail(other, CDT_ERR_FRAME_MALFORMED);
+        r->abandon = CDT_ERR_FRAME_MALFORMED; /* its parts are drained */
+    }
+    if (h.tail_len == 0) {
+        body_ready(r, h.part, h.part_len);
         return;
     }
-    r->key = cdt__ucx_get_le64(p + 8);
-    uint64_t threshold = cdt__ucx_get_le64(p + 16);
-    uint64_t tail_len = cdt__ucx_get_le64(p + 24);
-    if (r->key > CDT__UCX_KEY_MASK || threshold < 1 || threshold > (uint64_t)INT64_MAX ||
-        tail_len > (uint64_t)INT64_MAX) {
-        fail(r, CDT_ERR_FRAME_MALFORMED);
-        return;
-    }
-    r->threshold = (cdt_count)threshold;
-    const unsigned char *S = p + CDT__UCX_PREFIX_SIZE;
-    cdt_count part = (cdt_count)length - CDT__UCX_PREFIX_SIZE;
-    if (tail_len == 0) {
-        body_ready(r, S, part);
-        return;
-    }
-    /* a tail follows only a full head message, and fits the frame the header announces */
-    cdt_count hs;
-    int rc = part == CDT__UCX_HEAD_MAX - CDT__UCX_PREFIX_SIZE ? cdt_frame_header_size(S, part, &hs)
-                                                              : CDT_ERR_FRAME_MALFORMED;
-    cdt_count frame_size = (cdt_count)cdt__ucx_get_le64(S + 32);
-    if (rc == CDT_SUCCESS && (frame_size < 0 || (cdt_count)tail_len > frame_size - part))
-        rc = CDT_ERR_FRAME_MALFORMED;
+    /* the limits on the frame were checked: the inline stream fits them */
+    r->stream_len = h.stream_len;
+    r->stream = cdt__ucx_buf_get(r->w, (size_t)r->stream_len);
+    rc = r->stream == NULL ? CDT_ERR_NO_MEMORY : CDT_SUCCESS;
     if (rc == CDT_SUCCESS) {
-        r->stream_len = part + (cdt_count)tail_len;
-        r->stream = cdt__ucx_buf_get(r->w, (size_t)r->stream_len);
-        rc = r->stream == NULL ? CDT_ERR_NO_MEMORY : CDT_SUCCESS;
-    }
-    if (rc == CDT_SUCCESS) {
-        memcpy(r->stream, S, (size_t)part);
+        memcpy(r->stream, h.part, (size_t)h.part_len);
         r->tail_sub.index = -1;
-        r->tail_sub.len = (cdt_count)tail_len;
-        rc = post(r, &r->tail_sub, r->stream + part, (size_t)tail_len,
+        r->tail_sub.len = h.tail_len;
+        rc = post(r, &r->tail_sub, r->stream + h.part_len, (size_t)h.tail_len,
                   cdt__ucx_private_tag(r->key, CDT__UCX_TAIL_INDEX));
     }
     if (rc != CDT_SUCCESS)
@@ -354,15 +491,29 @@ int cdt_ucx_irecv(cdt_ucx_worker worker, void *buf, cdt_count count, cdt_type ty
     if (worker == NULL || request == NULL || tag > CDT_UCX_TAG_MAX ||
         (!prepare && (type == NULL || count < 0)))
         return CDT_ERR_INVALID_ARG;
+    if (((fm & CDT_UCX_RECV_PARAM_MAX_FRAME_BYTES) && params->max_frame_bytes < 0) ||
+        ((fm & CDT_UCX_RECV_PARAM_MAX_REGIONS) && params->max_regions < 0))
+        return CDT_ERR_INVALID_ARG;
     cdt_ucx_request r = cdt__ucx_request_new(worker, false);
     if (r == NULL)
         return CDT_ERR_NO_MEMORY;
     r->buf = buf;
     r->count = count;
-    r->type = type;
+    r->limits.max_frame_bytes = -1;
+    r->limits.max_regions = -1;
+    r->rest_timeout_ms = CDT__UCX_DEFAULT_REST_TIMEOUT_MS;
+    if (fm & CDT_UCX_RECV_PARAM_MAX_FRAME_BYTES)
+        r->limits.max_frame_bytes = params->max_frame_bytes;
+    if (fm & CDT_UCX_RECV_PARAM_MAX_REGIONS)
+        r->limits.max_regions = params->max_regions;
+    if (fm & CDT_UCX_RECV_PARAM_REST_TIMEOUT)
+        r->rest_timeout_ms = params->rest_timeout_ms < 0 ? -1 : params->rest_timeout_ms;
     if (prepare) {
         r->prepare = params->prepare;
         r->prepare_arg = params->prepare_arg;
+    } else {
+        r->type = type;
+        cdt__type_retain(type); /* the caller may free its handle while the receive is posted */
     }
     /* user tags never have the private bit; the mask always checks it */
     uint64_t mask = (tag_mask & CDT_UCX_TAG_MAX) | CDT__UCX_PRIVATE_BIT;
@@ -373,6 +524,8 @@ int cdt_ucx_irecv(cdt_ucx_worker worker, void *buf, cdt_count count, cdt_type ty
         recv_done(r);
     pthread_mutex_unlock(&worker->lock);
     if (rc != CDT_SUCCESS) {
+        if (!r->done)
+            cdt__type_release(r->type);
         free(r);
         return rc;
     }

@@ -36,7 +36,7 @@ int cdt_ucx_request_test(cdt_ucx_request request)
     cdt_ucx_worker w = request->w;
     pthread_mutex_lock(&w->lock);
     if (!request->done)
-        ucp_worker_progress(w->ucp);
+        cdt__ucx_progress(w);
     int rc = request->done ? request->status : CDT_INPROGRESS;
     pthread_mutex_unlock(&w->lock);
     return rc;
@@ -63,16 +63,11 @@ int cdt_ucx_request_cancel(cdt_ucx_request request)
     if (request->is_send)
         return CDT_ERR_UNSUPPORTED;
     cdt_ucx_worker w = request->w;
-    int rc = CDT_SUCCESS;
     pthread_mutex_lock(&w->lock);
-    if (!request->done) {
-        if (request->matched)
-            rc = CDT_ERR_BUSY;
-        else if (request->head_sub.ucx != NULL)
-            ucp_request_cancel(w->ucp, request->head_sub.ucx);
-    }
+    if (!request->done)
+        cdt__ucx_recv_abandon(request, CDT_ERR_CANCELED);
     pthread_mutex_unlock(&w->lock);
-    return rc;
+    return CDT_SUCCESS;
 }
 
 int cdt_ucx_request_recv_info(cdt_ucx_request request, cdt_ucx_recv_info *info)
@@ -124,11 +119,13 @@ int cdt_ucx_recv(cdt_ucx_worker worker, void *buf, cdt_count count, cdt_type typ
         return rc;
     rc = cdt_ucx_request_wait(r, timeout_ms);
     if (rc == CDT_ERR_TIMEOUT) {
-        /* cancel if still unmatched and give it a bounded moment to settle */
-        if (cdt_ucx_request_cancel(r) == CDT_SUCCESS &&
-            cdt_ucx_request_wait(r, 1000) != CDT_ERR_TIMEOUT)
-            cdt_ucx_request_free(r);
-        return CDT_ERR_TIMEOUT;
+        /* Abandon the receive and wait until UCX can no longer write into the caller's memory:
+         * receives not matched yet are canceled at once; a region whose data is already moving
+         * finishes (or fails with its peer). Never return while one is still posted. */
+        cdt_ucx_request_cancel(r);
+        rc = cdt_ucx_request_wait(r, CDT_UCX_INFINITE);
+        if (rc == CDT_ERR_CANCELED)
+            rc = CDT_ERR_TIMEOUT;
     }
     if (rc == CDT_SUCCESS && info != NULL)
         *info = r->info;

@@ -95,20 +95,6 @@ static int plan(cdt_ucx_request r, cdt_count threshold, send_plan *pl)
     return CDT_SUCCESS;
 }
 
-static void put_prefix(unsigned char *p, uint64_t key, cdt_count threshold, cdt_count tail_len)
-{
-    uint32_t magic = CDT__UCX_PREFIX_MAGIC;
-    for (int i = 0; i < 4; i++)
-        p[i] = (unsigned char)(magic >> (8 * i));
-    p[4] = CDT__UCX_PREFIX_VERSION;
-    p[5] = 0;
-    p[6] = 0; /* flags */
-    p[7] = 0;
-    cdt__ucx_put_le64(p + 8, key);
-    cdt__ucx_put_le64(p + 16, (uint64_t)threshold);
-    cdt__ucx_put_le64(p + 24, (uint64_t)tail_len);
-}
-
 /* lay out prefix + inline stream: the head message in r->head (or r->bounce) and the tail */
 static int build(cdt_ucx_request r, const send_plan *pl, uint64_t key, cdt_count threshold,
                  const unsigned char **msg, size_t *msg_len, const unsigned char **tail,
@@ -125,7 +111,7 @@ static int build(cdt_ucx_request r, const send_plan *pl, uint64_t key, cdt_count
             return CDT_ERR_NO_MEMORY;
         out = r->bounce;
     }
-    put_prefix(out, key, threshold, *tail_len);
+    cdt__ucx_put_prefix(out, key, threshold, *tail_len);
     unsigned char *p = out + CDT__UCX_PREFIX_SIZE;
     cdt_count limit = out == r->head ? room : pl->inline_len;
     cdt_count n = pl->head_len < limit ? pl->head_len : limit;
@@ -208,7 +194,7 @@ int cdt_ucx_isend(cdt_ucx_ep ep, const void *buf, cdt_count count, cdt_type type
     pthread_mutex_lock(&w->lock);
     if (rc == CDT_SUCCESS && ep->status != CDT_SUCCESS)
         rc = ep->status == CDT_ERR_TIMEOUT ? CDT_ERR_INVALID_ARG : CDT_ERR_PEER;
-    uint64_t key = ((uint64_t)w->sender_id << CDT__UCX_SEQ_BITS) | (w->seq++ & CDT__UCX_SEQ_MASK);
+    uint64_t key = cdt__ucx_next_key(w);
     const unsigned char *msg = NULL, *tail = NULL;
     size_t msg_len = 0;
     cdt_count tail_len = 0;
@@ -224,29 +210,40 @@ int cdt_ucx_isend(cdt_ucx_ep ep, const void *buf, cdt_count count, cdt_type type
         free(r);
         return rc;
     }
-    /* from here the message exists: later failures are the request's status */
+    /* From here the message exists: later failures are the request's status, and the receiver
+     * must learn of them at once. A part that cannot be sent is replaced by an empty message
+     * on its tag (no separate part is empty), which fails the receive with
+     * CDT_ERR_FRAME_TRUNCATED instead of leaving it waiting; every other part is still sent. */
+    bool send_regions = true;
     if (tail_len > 0) {
         rc = post(r, ep->ucp, tail, (size_t)tail_len,
                   cdt__ucx_private_tag(key, CDT__UCX_TAIL_INDEX), &r->tail_sub);
-        if (rc != CDT_SUCCESS)
+        if (rc != CDT_SUCCESS) {
             cdt__ucx_request_set_error(r, rc);
-    }
-    for (cdt_count k = 0; k < r->nsubs; k++) {
-        cdt__ucx_sub *s = &r->subs[k];
-        const void *data = s->tmp;
-        if (data == NULL) {
-            cdt_iov iov;
-            cdt_count got;
-            rc = cdt_frame_region_iov(r->frame, s->index, 0, 1, &iov, &got);
-            data = iov.base;
-            if (rc == CDT_SUCCESS && got != 1)
-                rc = CDT_ERR_CALLBACK;
+            /* without the tail the receiver never learns of the regions: none is sent */
+            send_regions = false;
+            post(r, ep->ucp, NULL, 0, cdt__ucx_private_tag(key, CDT__UCX_TAIL_INDEX), &r->tail_sub);
         }
-        if (rc == CDT_SUCCESS)
-            rc = post(r, ep->ucp, data, (size_t)s->len,
-                      cdt__ucx_private_tag(key, (uint64_t)s->index), s);
-        if (rc != CDT_SUCCESS)
-            cdt__ucx_request_set_error(r, rc);
+    }
+    for (cdt_count k = 0; send_regions && k < r->nsubs; k++) {
+        cdt__ucx_sub *s = &r->subs[k];
+        const uint64_t stag = cdt__ucx_private_tag(key, (uint64_t)s->index);
+        const void *data = s->tmp;
+        int prc = CDT_SUCCESS;
+        if (data == NULL) {
+            cdt_iov iov = {0};
+            cdt_count got = 0;
+            prc = cdt_frame_region_iov(r->frame, s->index, 0, 1, &iov, &got);
+            data = iov.base;
+            if (prc == CDT_SUCCESS && (got != 1 || iov.len != s->len))
+                prc = CDT_ERR_CALLBACK;
+        }
+        if (prc == CDT_SUCCESS)
+            prc = post(r, ep->ucp, data, (size_t)s->len, stag, s);
+        if (prc != CDT_SUCCESS) {
+            cdt__ucx_request_set_error(r, prc);
+            post(r, ep->ucp, NULL, 0, stag, s); /* the abort marker */
+        }
     }
     if (--r->outstanding == 0)
         send_done(r);

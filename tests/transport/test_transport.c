@@ -385,8 +385,8 @@ static void malformed_client(peer *p)
     /* a valid prefix followed by a broken frame header */
     unsigned char bad[32 + 48];
     memset(bad, 0, sizeof(bad));
-    memcpy(bad, "CDTU\x01\0\0\0", 8);
-    bad[16] = 0xff; /* threshold */
+    memcpy(bad, "CDTU\x02\0\0\0", 8); /* prefix version 2 */
+    bad[16] = 0xff;                   /* threshold */
     memcpy(bad + 32, "CDTF\x01\0\0\0", 8);
     bad[32 + 8] = 47; /* header_size wrong */
     raw_send(p, bad, sizeof(bad), TAG);

@@ -1,0 +1,82 @@
+/*
+ * fuzz_ucx_head.c - libFuzzer target: arbitrary bytes as a received UCX head message (transport
+ * prefix + start of the inline stream), parsed as the receive path parses it
+ * (cdt__ucx_parse_head, libcdt/src/ucx_head.c) under several receiver limits, then, for a head
+ * that carries its whole inline stream, decoded as the receive path decodes it
+ * (cdt_decoder_create_advanced with the same limits). Any crash, over-read or undefined
+ * behaviour is a bug, and so is a parsed head that breaks the parser's promises (checked
+ * below).
+ */
+#include "ucx_head.h"
+
+#include <stdlib.h>
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+static void check(int ok)
+{
+    if (!ok)
+        abort();
+}
+
+static void one(const uint8_t *data, size_t size, const cdt__ucx_limits *lim)
+{
+    cdt__ucx_head h;
+    int rc = cdt__ucx_parse_head(data, size, lim, &h);
+    if (size > CDT__UCX_HEAD_MAX) {
+        check(rc == CDT_ERR_INVALID_ARG);
+        return;
+    }
+    if (rc != CDT_SUCCESS)
+        return;
+    check(size >= CDT__UCX_PREFIX_SIZE);
+    check(h.part == data + CDT__UCX_PREFIX_SIZE);
+    check(h.part_len == (cdt_count)size - CDT__UCX_PREFIX_SIZE);
+    check(h.key <= CDT__UCX_KEY_MASK && h.threshold >= 1 && h.tail_len >= 0);
+    check(h.stream_len == h.part_len + h.tail_len);
+    if (h.tail_len > 0)
+        check(h.part_len == CDT__UCX_HEAD_MAX - CDT__UCX_PREFIX_SIZE);
+    if (h.part_len >= CDT_FRAME_FIXED_HEADER_SIZE) {
+        /* what the receive sizes from the head never exceeds the receiver's limits */
+        cdt_count frame_size = (cdt_count)cdt__ucx_get_le64(h.part + 32);
+        cdt_count regions = (cdt_count)cdt__ucx_get_le64(h.part + 24);
+        if (lim != NULL && lim->max_frame_bytes >= 0)
+            check(frame_size <= lim->max_frame_bytes &&
+                  (h.tail_len == 0 || h.stream_len <= lim->max_frame_bytes));
+        if (lim != NULL && lim->max_regions >= 0)
+            check(regions <= lim->max_regions);
+        check(h.stream_len <= frame_size || h.tail_len == 0);
+    }
+    if (h.tail_len == 0) {
+        cdt_decoder_params dp = {.field_mask = 0};
+        if (lim != NULL && lim->max_frame_bytes >= 0) {
+            dp.field_mask |= CDT_DECODER_PARAM_MAX_FRAME_BYTES;
+            dp.max_frame_bytes = lim->max_frame_bytes;
+        }
+        if (lim != NULL && lim->max_regions >= 0) {
+            dp.field_mask |= CDT_DECODER_PARAM_MAX_REGIONS;
+            dp.max_regions = lim->max_regions;
+        }
+        cdt_decoder d;
+        if (cdt_decoder_create_advanced(h.part, h.part_len, &dp, &d) == CDT_SUCCESS) {
+            cdt_frame_info in;
+            check(cdt_decoder_info(d, &in) == CDT_SUCCESS);
+            for (cdt_count i = 0; i < in.region_count && i < 64; i++) {
+                cdt_count len, off;
+                check(cdt_decoder_region_info(d, i, &len, NULL, &off) == CDT_SUCCESS);
+                check(len >= 0 && off >= 0 && off <= in.frame_size && len <= in.frame_size - off);
+            }
+            cdt_decoder_free(d);
+        }
+    }
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    const cdt__ucx_limits none = {-1, -1}, tight = {4096, 2}, zero = {0, 0};
+    one(data, size, NULL);
+    one(data, size, &none);
+    one(data, size, &tight);
+    one(data, size, &zero);
+    return 0;
+}
