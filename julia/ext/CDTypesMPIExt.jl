@@ -12,15 +12,20 @@ using MPI
 
 Send `obj` to rank `dest` as one MPI message (blocking, like MPI_Send).
 """
-function CDTypes.send(obj, comm::MPI.Comm; dest::Integer, tag::Integer=0,
-                      threshold::Integer=CDTypes.DEFAULT_THRESHOLD)
-    f = CDTypes.encode(obj; threshold=threshold)
+function CDTypes.send(
+    obj,
+    comm::MPI.Comm;
+    dest::Integer,
+    tag::Integer = 0,
+    threshold::Integer = CDTypes.DEFAULT_THRESHOLD,
+)
+    f = CDTypes.encode(obj; threshold = threshold)
     buf = try
         CDTypes.tobytes(f)
     finally
         close(f)
     end
-    MPI.Send(buf, comm; dest=dest, tag=tag)
+    MPI.Send(buf, comm; dest = dest, tag = tag)
     return nothing
 end
 
@@ -29,9 +34,12 @@ end
 
 Receive one object sent by `CDTypes.send(obj, comm; ...)` (nothing: any source / any tag).
 """
-function CDTypes.recv(comm::MPI.Comm; source::Union{Nothing,Integer}=nothing,
-                      tag::Union{Nothing,Integer}=nothing)
-    kw = Pair{Symbol,Int}[]
+function CDTypes.recv(
+    comm::MPI.Comm;
+    source::Union{Nothing, Integer} = nothing,
+    tag::Union{Nothing, Integer} = nothing,
+)
+    kw = Pair{Symbol, Int}[]
     source === nothing || push!(kw, :source => Int(source))
     tag === nothing || push!(kw, :tag => Int(tag))
     msg, status = MPI.Mprobe(comm, MPI.Status; kw...)
@@ -42,7 +50,8 @@ function CDTypes.recv(comm::MPI.Comm; source::Union{Nothing,Integer}=nothing,
 end
 
 # an Endpoint is not an object to send over MPI: keep the two `send` families apart
-CDTypes.send(::CDTypes.Endpoint, ::MPI.Comm; kw...) =
-    throw(ArgumentError("send(ep, obj) sends over UCX, send(obj, comm) over MPI"))
+CDTypes.send(::CDTypes.Endpoint, ::MPI.Comm; kw...) = throw(ArgumentError(
+    "send(ep, obj) sends over UCX, send(obj, comm) over MPI",
+))
 
 end # module

@@ -7,7 +7,7 @@ const _LIB_LOCK = ReentrantLock()
 const _LIB_HANDLE = Ref{Ptr{Cvoid}}(C_NULL)
 const _LIB_PATH = Ref{String}("")
 # copy-on-write table: lock-free lookups (also from finalizers), inserts under _LIB_LOCK
-const _SYMS = Ref(Base.ImmutableDict{Symbol,Ptr{Cvoid}}())
+const _SYMS = Ref(Base.ImmutableDict{Symbol, Ptr{Cvoid}}())
 
 """
     CDTypes.library_candidates() -> Vector{String}
@@ -23,7 +23,14 @@ Where libcdt is looked for, in order:
 function library_candidates()
     env = get(ENV, "CDTYPES_LIBCDT", "")
     isempty(env) || return [env]
-    repo = normpath(joinpath(@__DIR__, "..", "..", "build", "libcdt", "libcdt." * Libdl.dlext))
+    repo = normpath(joinpath(
+        @__DIR__,
+        "..",
+        "..",
+        "build",
+        "libcdt",
+        "libcdt." * Libdl.dlext,
+    ))
     return [repo, "libcdt"]
 end
 
@@ -48,7 +55,11 @@ function libhandle()
                 push!(tried, cand * " (no such file)")
                 continue
             end
-            hh = Libdl.dlopen(cand, Libdl.RTLD_LAZY | Libdl.RTLD_GLOBAL; throw_error=false)
+            hh = Libdl.dlopen(
+                cand,
+                Libdl.RTLD_LAZY | Libdl.RTLD_GLOBAL;
+                throw_error = false,
+            )
             if hh === nothing || hh == C_NULL
                 push!(tried, cand * " (could not be loaded)")
                 continue
@@ -57,9 +68,12 @@ function libhandle()
             _LIB_HANDLE[] = hh
             return hh
         end
-        error("libcdt not found; tried: " * join(tried, ", ") *
-              ". Set ENV[\"CDTYPES_LIBCDT\"] to the path of libcdt.so, or build the repository " *
-              "(cmake -S . -B build && cmake --build build).")
+        error(
+            "libcdt not found; tried: " *
+                join(tried, ", ") *
+                ". Set ENV[\"CDTYPES_LIBCDT\"] to the path of libcdt.so, or build the repository " *
+                "(cmake -S . -B build && cmake --build build).",
+        )
     end
 end
 
@@ -74,7 +88,7 @@ function cfn(name::Symbol)
     return lock(_LIB_LOCK) do
         q = get(_SYMS[], name, C_NULL)
         q == C_NULL || return q
-        r = Libdl.dlsym(libhandle(), name; throw_error=false)
+        r = Libdl.dlsym(libhandle(), name; throw_error = false)
         (r === nothing || r == C_NULL) &&
             error("libcdt at $(_LIB_PATH[]) does not export $(name)")
         _SYMS[] = Base.ImmutableDict(_SYMS[], name => r)
@@ -84,7 +98,7 @@ end
 
 """True when the loaded libcdt was built with the UCX transport."""
 function has_ucx()
-    p = Libdl.dlsym(libhandle(), :cdt_ucx_context_create; throw_error=false)
+    p = Libdl.dlsym(libhandle(), :cdt_ucx_context_create; throw_error = false)
     return !(p === nothing || p == C_NULL)
 end
 
@@ -99,7 +113,7 @@ const CDT_ERR_FRAME_TRUNCATED = Cint(-12)
 const CDT_ERR_FRAME_MISMATCH = Cint(-13)
 const CDT_ERR_TIMEOUT = Cint(-23)
 const CDT_ERR_USER_BASE = Cint(-1000)
-const CDT_ERR_JULIA_EXCEPTION = CDT_ERR_USER_BASE - Cint(1)  # a Julia callback threw
+const CDT_ERR_JULIA_EXCEPTION = CDT_ERR_USER_BASE - Cint(1) # a Julia callback threw
 
 const CDT_FRAME_FIXED_HEADER_SIZE = 48
 const CDT_DECODER_PARAM_MAX_FRAME_BYTES = UInt64(1) << 0
@@ -109,9 +123,21 @@ const CDT_KIND_BYTE = Cint(1)
 const CDT_KIND_BOOL = Cint(15)
 
 # element kinds of Julia bits types (docs/FORMAT.md, section 3); others travel as bytes
-const _KINDS = Dict{DataType,Cint}(
-    Int8 => 3, Int16 => 4, Int32 => 5, Int64 => 6, UInt8 => 7, UInt16 => 8, UInt32 => 9,
-    UInt64 => 10, Float32 => 11, Float64 => 12, ComplexF32 => 13, ComplexF64 => 14, Bool => 15)
+const _KINDS = Dict{DataType, Cint}(
+    Int8 => 3,
+    Int16 => 4,
+    Int32 => 5,
+    Int64 => 6,
+    UInt8 => 7,
+    UInt16 => 8,
+    UInt32 => 9,
+    UInt64 => 10,
+    Float32 => 11,
+    Float64 => 12,
+    ComplexF32 => 13,
+    ComplexF64 => 14,
+    Bool => 15,
+)
 cdt_kind_of(::Type{T}) where {T} = get(_KINDS, T, CDT_KIND_BYTE)
 
 # --- mirrored C structs (field order and types exactly as the headers; checked by
@@ -223,7 +249,7 @@ struct CDTypesError <: Exception
     context::String
 end
 
-function CDTypesError(code::Integer, context::AbstractString="")
+function CDTypesError(code::Integer, context::AbstractString = "")
     c = Cint(code)
     name = unsafe_string(ccall(cfn(:cdt_err_name), Cstring, (Cint,), c))
     msg = unsafe_string(ccall(cfn(:cdt_strerror), Cstring, (Cint,), c))
@@ -241,15 +267,25 @@ end
 
 Throw a `CDTypesError` for a negative status; return the status otherwise.
 """
-@inline function check(rc::Integer, context::AbstractString="")
+@inline function check(rc::Integer, context::AbstractString = "")
     rc < 0 && throw(CDTypesError(rc, context))
     return rc
 end
 
 "Name of a status code (`cdt_err_name`)."
-err_name(code::Integer) = unsafe_string(ccall(cfn(:cdt_err_name), Cstring, (Cint,), Cint(code)))
+err_name(code::Integer) = unsafe_string(ccall(
+    cfn(:cdt_err_name),
+    Cstring,
+    (Cint,),
+    Cint(code),
+))
 "Message of a status code (`cdt_strerror`)."
-strerror(code::Integer) = unsafe_string(ccall(cfn(:cdt_strerror), Cstring, (Cint,), Cint(code)))
+strerror(code::Integer) = unsafe_string(ccall(
+    cfn(:cdt_strerror),
+    Cstring,
+    (Cint,),
+    Cint(code),
+))
 
 "Version of the loaded libcdt: major * 10000 + minor * 100 + patch."
 libcdt_version() = Int(ccall(cfn(:cdt_version_number), Cuint, ()))
@@ -257,6 +293,11 @@ libcdt_version() = Int(ccall(cfn(:cdt_version_number), Cuint, ()))
 "Size in bytes of one element of `kind` (0 for an invalid kind)."
 kind_size(kind::Integer) = Int(ccall(cfn(:cdt_kind_size), Int64, (Cint,), Cint(kind)))
 "Name of an element kind (\"double\", ...)."
-kind_name(kind::Integer) = unsafe_string(ccall(cfn(:cdt_kind_name), Cstring, (Cint,), Cint(kind)))
+kind_name(kind::Integer) = unsafe_string(ccall(
+    cfn(:cdt_kind_name),
+    Cstring,
+    (Cint,),
+    Cint(kind),
+))
 
 _sobj_type() = ccall(cfn(:cdt_sobj_type), Ptr{Cvoid}, ())
