@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Everything CI runs for the Julia package CDTypes.jl on a machine without Julia, plus the
+# package's own tests where Julia exists:
+#   syntax check (tree-sitter-julia), ABI check (ccalls and mirrored structs against the C
+#   headers and bindings/abi.txt), fatou lint + format check, the checkers' own tests, and
+#   `julia --project=julia -e 'using Pkg; Pkg.test()'` when julia is on PATH.
+set -euo pipefail
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+root="$(dirname "$here")"
+py="${PYTHON:-python3}"
+
+need=()
+"$py" -c "import tree_sitter" 2>/dev/null || need+=(tree-sitter)
+"$py" -c "import tree_sitter_julia" 2>/dev/null || need+=(tree-sitter-julia)
+"$py" -c "import pytest" 2>/dev/null || need+=(pytest)
+command -v fatou >/dev/null 2>&1 || need+=(fatou)
+if [ ${#need[@]} -gt 0 ]; then
+    "$py" -m pip install -q "${need[@]}"
+fi
+
+cd "$here"
+echo "== julia: syntax check (tree-sitter-julia)"
+"$py" tools/check_syntax.py
+echo "== julia: ABI check (ccalls and structs against the C headers and bindings/abi.txt)"
+"$py" tools/check_abi.py
+if command -v fatou >/dev/null 2>&1; then
+    echo "== julia: fatou lint and format check"
+    fatou lint src ext test
+    fatou format --check src ext test
+else
+    echo "== julia: fatou not available: lint skipped"
+fi
+echo "== julia: the checkers' own tests"
+"$py" -m pytest -q tools/tests
+
+if command -v julia >/dev/null 2>&1; then
+    echo "== julia: Pkg.test()"
+    cd "$root"
+    julia --project=julia -e 'using Pkg; Pkg.test()'
+else
+    echo "julia tests: SKIPPED (no julia on PATH; syntax, ABI and lint checks ran)"
+fi

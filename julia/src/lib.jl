@@ -1,0 +1,303 @@
+# Low level: where libcdt comes from, the C structs mirrored field for field, status codes
+# as exceptions. Every `ccall` of the package goes through `cfn(:name)` (the function pointer
+# of `name` in the loaded libcdt); julia/tools/check_abi.py checks each one against the C
+# headers and bindings/abi.txt (name, argument count, argument and return types).
+
+const _LIB_LOCK = ReentrantLock()
+const _LIB_HANDLE = Ref{Ptr{Cvoid}}(C_NULL)
+const _LIB_PATH = Ref{String}("")
+# copy-on-write table: lock-free lookups (also from finalizers), inserts under _LIB_LOCK
+const _SYMS = Ref(Base.ImmutableDict{Symbol, Ptr{Cvoid}}())
+
+"""
+    CDTypes.library_candidates() -> Vector{String}
+
+Where libcdt is looked for, in order:
+
+1. `ENV["CDTYPES_LIBCDT"]`, a path to the shared library (nothing else is tried when it is set);
+2. the library of the repository build next to this package, `../build/libcdt/libcdt.so`
+   (`.dylib` on macOS) relative to the `julia/` folder;
+3. the system's `libcdt` (the dynamic loader's search path: `LD_LIBRARY_PATH`, the install
+   prefix's `lib/`, ...).
+"""
+function library_candidates()
+    env = get(ENV, "CDTYPES_LIBCDT", "")
+    isempty(env) || return [env]
+    repo = normpath(joinpath(
+        @__DIR__,
+        "..",
+        "..",
+        "build",
+        "libcdt",
+        "libcdt." * Libdl.dlext,
+    ))
+    return [repo, "libcdt"]
+end
+
+"""
+    CDTypes.libcdt_path() -> String
+
+The path of the libcdt that is loaded (loading it on first use).
+"""
+function libcdt_path()
+    libhandle()
+    return _LIB_PATH[]
+end
+
+function libhandle()
+    h = _LIB_HANDLE[]
+    h == C_NULL || return h
+    return lock(_LIB_LOCK) do
+        _LIB_HANDLE[] == C_NULL || return _LIB_HANDLE[]
+        tried = String[]
+        for cand in library_candidates()
+            if cand != "libcdt" && !isfile(cand)
+                push!(tried, cand * " (no such file)")
+                continue
+            end
+            hh = Libdl.dlopen(
+                cand,
+                Libdl.RTLD_LAZY | Libdl.RTLD_GLOBAL;
+                throw_error = false,
+            )
+            if hh === nothing || hh == C_NULL
+                push!(tried, cand * " (could not be loaded)")
+                continue
+            end
+            _LIB_PATH[] = cand == "libcdt" ? Libdl.dlpath(hh) : cand
+            _LIB_HANDLE[] = hh
+            return hh
+        end
+        error(
+            "libcdt not found; tried: " *
+                join(tried, ", ") *
+                ". Set ENV[\"CDTYPES_LIBCDT\"] to the path of libcdt.so, or build the repository " *
+                "(cmake -S . -B build && cmake --build build).",
+        )
+    end
+end
+
+"""
+    CDTypes.cfn(name::Symbol) -> Ptr{Cvoid}
+
+The address of the C function `name` in libcdt (looked up once, then cached).
+"""
+function cfn(name::Symbol)
+    p = get(_SYMS[], name, C_NULL)
+    p == C_NULL || return p
+    return lock(_LIB_LOCK) do
+        q = get(_SYMS[], name, C_NULL)
+        q == C_NULL || return q
+        r = Libdl.dlsym(libhandle(), name; throw_error = false)
+        (r === nothing || r == C_NULL) &&
+            error("libcdt at $(_LIB_PATH[]) does not export $(name)")
+        _SYMS[] = Base.ImmutableDict(_SYMS[], name => r)
+        return r
+    end
+end
+
+"""True when the loaded libcdt was built with the UCX transport."""
+function has_ucx()
+    p = Libdl.dlsym(libhandle(), :cdt_ucx_context_create; throw_error = false)
+    return !(p === nothing || p == C_NULL)
+end
+
+# --- constants (values are stable ABI: cdt.h) ----------------------------------------------
+
+const CDT_SUCCESS = Cint(0)
+const CDT_INPROGRESS = Cint(1)
+const CDT_ERR_INVALID_ARG = Cint(-1)
+const CDT_ERR_NO_MEMORY = Cint(-2)
+const CDT_ERR_FRAME_MALFORMED = Cint(-11)
+const CDT_ERR_FRAME_TRUNCATED = Cint(-12)
+const CDT_ERR_FRAME_MISMATCH = Cint(-13)
+const CDT_ERR_TIMEOUT = Cint(-23)
+const CDT_ERR_USER_BASE = Cint(-1000)
+const CDT_ERR_JULIA_EXCEPTION = CDT_ERR_USER_BASE - Cint(1) # a Julia callback threw
+
+const CDT_FRAME_FIXED_HEADER_SIZE = 48
+const CDT_DECODER_PARAM_MAX_FRAME_BYTES = UInt64(1) << 0
+const CDT_DECODER_PARAM_MAX_REGIONS = UInt64(1) << 1
+
+const CDT_KIND_BYTE = Cint(1)
+const CDT_KIND_BOOL = Cint(15)
+
+# element kinds of Julia bits types (docs/FORMAT.md, section 3); others travel as bytes
+const _KINDS = Dict{DataType, Cint}(
+    Int8 => 3,
+    Int16 => 4,
+    Int32 => 5,
+    Int64 => 6,
+    UInt8 => 7,
+    UInt16 => 8,
+    UInt32 => 9,
+    UInt64 => 10,
+    Float32 => 11,
+    Float64 => 12,
+    ComplexF32 => 13,
+    ComplexF64 => 14,
+    Bool => 15,
+)
+cdt_kind_of(::Type{T}) where {T} = get(_KINDS, T, CDT_KIND_BYTE)
+
+# --- mirrored C structs (field order and types exactly as the headers; checked by
+# --- julia/tools/check_abi.py) ---------------------------------------------------------------
+
+"`cdt_iov` (cdt.h): a contiguous piece of memory."
+struct CdtIov
+    base::Ptr{Cvoid}
+    len::Int64
+end
+
+"`cdt_frame_params` (cdt.h): encoding options."
+struct CdtFrameParams
+    field_mask::UInt64
+    region_threshold::Int64
+    head_alloc::Ptr{Cvoid}
+    head_release::Ptr{Cvoid}
+    head_alloc_arg::Ptr{Cvoid}
+end
+
+"`cdt_frame_info` (cdt.h): what a valid header says."
+struct CdtFrameInfo
+    version::UInt32
+    flags::UInt32
+    header_size::Int64
+    packed_size::Int64
+    region_count::Int64
+    region_bytes::Int64
+    frame_size::Int64
+end
+CdtFrameInfo() = CdtFrameInfo(0, 0, 0, 0, 0, 0, 0)
+
+"`cdt_decoder_params` (cdt.h): receiver limits."
+struct CdtDecoderParams
+    field_mask::UInt64
+    max_frame_bytes::Int64
+    max_regions::Int64
+end
+
+"`cdt_sobj_buffer` (bindings/cdt_sobj.h): one out-of-band buffer."
+struct CdtSobjBuffer
+    base::Ptr{Cvoid}
+    len::Int64
+    kind::Cint
+end
+
+"`cdt_sobj` (bindings/cdt_sobj.h): in-band bytes + out-of-band buffers."
+struct CdtSobj
+    inband::Ptr{Cvoid}
+    inband_len::Int64
+    buffers::Ptr{CdtSobjBuffer}
+    nbuffers::Int64
+    alloc::Ptr{Cvoid}
+    alloc_user::Ptr{Cvoid}
+    owns_memory_::Cint
+end
+
+"`cdt_ucx_context_params` (cdt_ucx.h)."
+struct CdtUcxContextParams
+    field_mask::UInt64
+    estimated_num_eps::Csize_t
+end
+
+"`cdt_ucx_worker_params` (cdt_ucx.h)."
+struct CdtUcxWorkerParams
+    field_mask::UInt64
+    sender_id::UInt32
+    zcopy_threshold::Int64
+    buffer_cache_bytes::Csize_t
+end
+
+"`cdt_ucx_listener_params` (cdt_ucx.h)."
+struct CdtUcxListenerParams
+    field_mask::UInt64
+    host::Ptr{UInt8}
+    port::UInt16
+end
+
+"`cdt_ucx_recv_info` (cdt_ucx.h): what a completed receive matched."
+struct CdtUcxRecvInfo
+    tag::UInt64
+    frame_size::Int64
+    packed_size::Int64
+    region_count::Int64
+    region_bytes::Int64
+end
+CdtUcxRecvInfo() = CdtUcxRecvInfo(0, 0, 0, 0, 0)
+
+"`cdt_ucx_recv_params` (cdt_ucx.h)."
+struct CdtUcxRecvParams
+    field_mask::UInt64
+    prepare::Ptr{Cvoid}
+    prepare_arg::Ptr{Cvoid}
+end
+
+# --- errors ----------------------------------------------------------------------------------
+
+"""
+    CDTypesError(code, name, message, context)
+
+A libcdt call failed: `code` is the status (negative), `name` its constant name from
+`cdt_err_name` ("CDT_ERR_FRAME_MAGIC"), `message` the library's text from `cdt_strerror`,
+`context` what was being done.
+"""
+struct CDTypesError <: Exception
+    code::Int
+    name::String
+    message::String
+    context::String
+end
+
+function CDTypesError(code::Integer, context::AbstractString = "")
+    c = Cint(code)
+    name = unsafe_string(ccall(cfn(:cdt_err_name), Cstring, (Cint,), c))
+    msg = unsafe_string(ccall(cfn(:cdt_strerror), Cstring, (Cint,), c))
+    return CDTypesError(Int(code), name, msg, String(context))
+end
+
+function Base.showerror(io::IO, e::CDTypesError)
+    print(io, "CDTypesError: ")
+    isempty(e.context) || print(io, e.context, ": ")
+    print(io, e.message, " (", e.name, ", ", e.code, ")")
+end
+
+"""
+    CDTypes.check(rc, context="") -> rc
+
+Throw a `CDTypesError` for a negative status; return the status otherwise.
+"""
+@inline function check(rc::Integer, context::AbstractString = "")
+    rc < 0 && throw(CDTypesError(rc, context))
+    return rc
+end
+
+"Name of a status code (`cdt_err_name`)."
+err_name(code::Integer) = unsafe_string(ccall(
+    cfn(:cdt_err_name),
+    Cstring,
+    (Cint,),
+    Cint(code),
+))
+"Message of a status code (`cdt_strerror`)."
+strerror(code::Integer) = unsafe_string(ccall(
+    cfn(:cdt_strerror),
+    Cstring,
+    (Cint,),
+    Cint(code),
+))
+
+"Version of the loaded libcdt: major * 10000 + minor * 100 + patch."
+libcdt_version() = Int(ccall(cfn(:cdt_version_number), Cuint, ()))
+
+"Size in bytes of one element of `kind` (0 for an invalid kind)."
+kind_size(kind::Integer) = Int(ccall(cfn(:cdt_kind_size), Int64, (Cint,), Cint(kind)))
+"Name of an element kind (\"double\", ...)."
+kind_name(kind::Integer) = unsafe_string(ccall(
+    cfn(:cdt_kind_name),
+    Cstring,
+    (Cint,),
+    Cint(kind),
+))
+
+_sobj_type() = ccall(cfn(:cdt_sobj_type), Ptr{Cvoid}, ())

@@ -1,0 +1,231 @@
+using Test
+using Serialization
+using CDTypes
+using CDTypes: encode, decode, decode_frame, tobytes, iov, pieces, nregions
+
+include("types.jl")
+include("json_min.jl")
+
+const REPO = normpath(joinpath(@__DIR__, "..", ".."))
+
+errname(f) = try
+    f()
+    "no error"
+catch e
+    e isa CDTypesError ? e.name : string(typeof(e))
+end
+
+roundtrip(x; kw...) = decode(tobytes(encode(x; kw...)))
+
+@testset "CDTypes" begin
+    @testset "library and errors" begin
+        @test isfile(CDTypes.libcdt_path()) || !isempty(CDTypes.libcdt_path())
+        @test CDTypes.libcdt_version() >= 100
+        @test CDTypes.kind_size(12) == 8
+        @test CDTypes.kind_name(12) == "double"
+        e = try
+            CDTypes.check(-9, "reading")
+        catch err
+            err
+        end
+        @test e isa CDTypesError
+        @test e.code == -9 && e.name == "CDT_ERR_FRAME_MAGIC"
+        @test e.message == "not a libcdt frame (bad magic)"
+        @test occursin(
+            "reading: not a libcdt frame (bad magic) (CDT_ERR_FRAME_MAGIC",
+            sprint(showerror, e),
+        )
+        @test CDTypes.check(0) == 0
+        # every status code of the C ABI list has its name
+        abi = joinpath(REPO, "bindings", "abi.txt")
+        if isfile(abi)
+            for line in eachline(abi)
+                m = match(r"^status (\w+) = (-?\d+)", line)
+                m === nothing && continue
+                @test CDTypes.err_name(parse(Int, m[2])) == m[1]
+            end
+        end
+        @test CDTypes.err_name(-5000) == "CDT_ERR_USER"
+    end
+
+    @testset "round trips" begin
+        for x in Any[
+                1,
+                2.5,
+                "text",
+                :sym,
+                nothing,
+                missing,
+                (1, "a", 2.0),
+                Dict("a" => 1, "b" => [1, 2, 3]),
+                Dict(:k => Dict(:inner => rand(2000))),
+                reshape(collect(1.0:1000.0), 10, 10, 10),
+                ComplexF64.(1:1000, 1:1000),
+                BitArray(rand(Bool, 10000)),
+                [1.0, missing, 2.0],
+                Any[rand(300), rand(Int32, 2000), [[1, 2], [3]]],
+                Point(1.5, 2),
+                [Point(i, i) for i in 1:1000],
+                Node("n", rand(1000), Node("m", Float64[], nothing)),
+                Float64[],
+                zeros(0, 3),
+                fill(7.0),
+                sample_object(),
+            ]
+            @test isequal(roundtrip(x), x)
+            @test isequal(roundtrip(x; threshold = -1), x)
+            @test isequal(roundtrip(x; threshold = 0), x)
+        end
+        @test roundtrip(reshape(collect(1.0:512.0), 8, 8, 8)) isa Array{Float64, 3}
+    end
+
+    @testset "out-of-band arrays" begin
+        a = rand(10_000)
+        b = rand(Int32, 3, 400)
+        f = encode((a, b, "small", rand(3)))
+        @test nregions(f) == 2
+        # zero-copy: the frame's pieces include the arrays' own memory
+        ps = iov(f)
+        @test any(p -> p.base == Ptr{Cvoid}(pointer(a)) && p.len == sizeof(a), ps)
+        @test any(p -> p.base == Ptr{Cvoid}(pointer(b)) && p.len == sizeof(b), ps)
+        @test sum(p -> p.len, ps) == f.size
+        @test reduce(vcat, [copy(p) for p in pieces(f)]) == tobytes(f)
+        raw = decode_frame(tobytes(f))
+        @test raw.kinds == [12, 5] # double, int32
+        @test raw.regions[1] == reinterpret(UInt8, a)
+        @test length(raw.header) == raw.info.header_size == 48 + 16 * 2
+        close(f)
+        @test !isopen(f)
+        @test_throws ArgumentError iov(f)
+        close(f) # idempotent
+
+        # the same array twice: one region, identity kept
+        x = rand(1000)
+        f = encode((x, x))
+        @test nregions(f) == 1
+        y = decode(tobytes(f))
+        @test y[1] === y[2] && y[1] == x
+        # BitArray stays in band, and so do small arrays and arrays of non-bits types
+        @test nregions(encode(trues(100_000))) == 0
+        @test nregions(encode(rand(10))) == 0
+        @test nregions(encode(fill("s", 1000))) == 0
+        @test nregions(encode(rand(1000); threshold = -1)) == 0
+        # each array is allocated with its type and dimensions from the stream
+        z = decode(tobytes(encode(Dict(
+            :c => ComplexF64.(1:500),
+            :p => [Point(1, 2) for _ in 1:100],
+        ))))
+        @test z[:c] isa Vector{ComplexF64} && z[:p] isa Vector{Point}
+    end
+
+    @testset "malformed frames" begin
+        good = tobytes(encode(Dict("a" => rand(1000), "b" => 1)))
+        @test errname(() -> decode(good[1:end - 1])) == "CDT_ERR_FRAME_TRUNCATED"
+        @test errname(() -> decode(good[1:40])) == "CDT_ERR_FRAME_TRUNCATED"
+        @test errname(() -> decode(UInt8[])) == "CDT_ERR_FRAME_TRUNCATED"
+        bad = copy(good)
+        bad[1] = UInt8('X')
+        @test errname(() -> decode(bad)) == "CDT_ERR_FRAME_MAGIC"
+        bad = copy(good)
+        bad[5] = 0x02
+        @test errname(() -> decode(bad)) == "CDT_ERR_FRAME_VERSION"
+        bad = copy(good)
+        bad[41] = 0x01 # reserved field
+        @test errname(() -> decode(bad)) == "CDT_ERR_FRAME_MALFORMED"
+        @test errname(() -> decode(vcat(good, 0x00))) == "CDT_ERR_FRAME_MALFORMED"
+        @test errname(() -> decode_frame(good[1:end - 8])) == "CDT_ERR_FRAME_TRUNCATED"
+        @test errname(() -> decode(good; max_regions = 0)) == "CDT_ERR_LIMIT"
+        @test errname(() -> decode(good; max_frame_bytes = 100)) == "CDT_ERR_LIMIT"
+        @test isequal(decode(good; max_regions = 1, max_frame_bytes = length(good))["b"], 1)
+        # corrupted headers are errors or (a changed kind) still a frame; never a crash
+        for i in 1:200
+            bad = copy(good)
+            bad[rand(1:64)] ⊻= UInt8(1) << rand(0:7) # header bytes only
+            try
+                decode(bad)
+            catch
+            end
+        end
+        @test true
+    end
+
+    @testset "frames written by C and Python" begin
+        dir = joinpath(REPO, "tests", "vectors")
+        files = isdir(dir) ? filter(f -> endswith(f, ".bin"), readdir(dir)) : String[]
+        if isempty(files)
+            @info "no test vectors in $dir"
+        end
+        for name in files
+            path = joinpath(dir, name)
+            jpath = path[1:end - 4] * ".json"
+            isfile(jpath) || continue
+            want = JSONMin.parse_json(read(jpath, String))
+            want isa Dict || continue
+            raw = decode_frame(read(path))
+            for key in (
+                    "header_size",
+                    "packed_size",
+                    "region_count",
+                    "region_bytes",
+                    "frame_size",
+                )
+                haskey(want, key) && @test getfield(raw.info, Symbol(key)) == want[key]
+            end
+            haskey(want, "header_hex") && @test bytes2hex(raw.header) == want["header_hex"]
+            haskey(want, "stream_hex") && @test bytes2hex(raw.stream) == want["stream_hex"]
+            if haskey(want, "regions") && want["regions"] isa Vector
+                @test length(raw.regions) == length(want["regions"])
+                for (r, (bytes, kind)) in zip(want["regions"], zip(raw.regions, raw.kinds))
+                    r isa Dict || continue
+                    haskey(r, "len") && @test length(bytes) == r["len"]
+                    haskey(r, "kind") && @test kind == r["kind"]
+                    haskey(r, "hex") && @test bytes2hex(bytes) == r["hex"]
+                end
+            end
+            # a Python (pickle) frame is a valid frame but not a Julia stream
+            startswith(name, "python_") && @test_throws ArgumentError decode(read(path))
+        end
+    end
+
+    @testset "UCX, two processes" begin
+        if !CDTypes.has_ucx()
+            @info "libcdt was built without UCX: two-process test skipped"
+        elseif get(ENV, "CDTYPES_SKIP_UCX", "") == "1"
+            @info "CDTYPES_SKIP_UCX=1: two-process test skipped"
+        else
+            @test !isempty(CDTypes.ucx_version())
+            l = CDTypes.listen(host = "127.0.0.1", port = 0)
+            port = CDTypes.port(l)
+            @test port > 0
+            peer = run(
+                pipeline(
+                    `$(Base.julia_cmd()) --project=$(Base.active_project()) $(joinpath(@__DIR__, "ucx_peer.jl")) $port`;
+                    stdout = stdout,
+                    stderr = stderr,
+                );
+                wait = false,
+            )
+            try
+                ep = CDTypes.accept(l; timeout = 300)
+                obj = CDTypes.recv(ep; tag = 1, timeout = 300)
+                @test isequal(obj, sample_object())
+                @test obj["field"] isa Array{Float64, 3}
+                CDTypes.send(ep, obj; tag = 2, timeout = 60)
+                @test_throws CDTypesError CDTypes.recv(ep; tag = 99, timeout = 0.2)
+                e = try
+                    CDTypes.recv(ep; tag = 99, timeout = 0.2)
+                catch err
+                    err
+                end
+                @test e.name == "CDT_ERR_TIMEOUT"
+                wait(peer)
+                @test success(peer)
+                close(ep)
+            finally
+                process_running(peer) && kill(peer)
+                close(l)
+            end
+            @test !isopen(l.worker)
+        end
+    end
+end
