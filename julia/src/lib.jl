@@ -231,6 +231,9 @@ struct CdtUcxRecvParams
     field_mask::UInt64
     prepare::Ptr{Cvoid}
     prepare_arg::Ptr{Cvoid}
+    max_frame_bytes::Int64
+    max_regions::Int64
+    rest_timeout_ms::Int64
 end
 
 # --- errors ----------------------------------------------------------------------------------

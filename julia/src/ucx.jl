@@ -442,6 +442,9 @@ function recv(
             CDT_UCX_RECV_PARAM_PREPARE,
             _prepare_cfunc(),
             pointer_from_objref(st),
+            0,
+            0,
+            0,
         ))
         try
             rc = ccall(
