@@ -1,0 +1,1 @@
+//! The UCX transport (cdt_ucx.h).
