@@ -49,11 +49,17 @@ fn main() {
     for dir in &include_dirs {
         builder = builder.clang_arg(format!("-I{}", dir.display()));
     }
-    let bindings = builder.generate().expect("bindgen failed on cdt.h / cdt_ucx.h / cdt_sobj.h");
+    let bindings = builder
+        .generate()
+        .expect("bindgen failed on cdt.h / cdt_ucx.h / cdt_sobj.h");
     let text = bindings.to_string();
     fs::write(out.join("bindings.rs"), &text).expect("write bindings.rs");
 
-    write_abi_table(&repo.join("bindings").join("abi.txt"), &text, &out.join("abi_table.rs"));
+    write_abi_table(
+        &repo.join("bindings").join("abi.txt"),
+        &text,
+        &out.join("abi_table.rs"),
+    );
 }
 
 /// Build the repository's libcdt with CMake; returns the include directories.
@@ -101,7 +107,9 @@ fn write_abi_table(abi: &Path, bindings: &str, dst: &Path) {
         if let Some(rest) = line.strip_prefix("fn ") {
             let name = rest.split('|').next().unwrap_or("").trim();
             if bindings.contains(&format!("pub fn {name}(")) {
-                fns.push_str(&format!("        (\"{name}\", {name} as *const () as usize),\n"));
+                fns.push_str(&format!(
+                    "        (\"{name}\", {name} as *const () as usize),\n"
+                ));
             }
         } else if let Some(rest) = line
             .strip_prefix("status ")

@@ -13,14 +13,18 @@ use syn::{parse_macro_input, parse_quote, Data, DeriveInput, Fields, GenericPara
 #[proc_macro_derive(Pack)]
 pub fn derive_pack(input: TokenStream) -> TokenStream {
     let input = parse_macro_input!(input as DeriveInput);
-    expand(input, true).unwrap_or_else(|e| e.to_compile_error()).into()
+    expand(input, true)
+        .unwrap_or_else(|e| e.to_compile_error())
+        .into()
 }
 
 /// Derive `cdtypes::Unpack`.
 #[proc_macro_derive(Unpack)]
 pub fn derive_unpack(input: TokenStream) -> TokenStream {
     let input = parse_macro_input!(input as DeriveInput);
-    expand(input, false).unwrap_or_else(|e| e.to_compile_error()).into()
+    expand(input, false)
+        .unwrap_or_else(|e| e.to_compile_error())
+        .into()
 }
 
 /// The text the fingerprint hashes for the fields of a struct or variant.

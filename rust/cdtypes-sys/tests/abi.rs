@@ -34,7 +34,10 @@ fn every_abi_constant_has_its_value() {
     let bound: std::collections::HashMap<_, _> =
         cdtypes_sys::abi::ABI_CONSTANTS.iter().copied().collect();
     for line in list.lines() {
-        let Some(rest) = line.strip_prefix("status ").or_else(|| line.strip_prefix("kind ")) else {
+        let Some(rest) = line
+            .strip_prefix("status ")
+            .or_else(|| line.strip_prefix("kind "))
+        else {
             continue;
         };
         let (name, value) = rest.split_once('=').unwrap();

@@ -80,7 +80,9 @@ impl<'a> Frame<'a> {
         let obj = SendObj::new(value);
         let mut raw = ptr::null_mut();
         // SAFETY: the object and everything it points at live as long as the frame
-        check(unsafe { sys::cdt_frame_encode(obj.as_ptr(), 1, sobj_type()?, ptr::null(), &mut raw) })?;
+        check(unsafe {
+            sys::cdt_frame_encode(obj.as_ptr(), 1, sobj_type()?, ptr::null(), &mut raw)
+        })?;
         Ok(Frame {
             raw,
             _obj: Some(obj),
@@ -173,7 +175,11 @@ impl<'a> Frame<'a> {
             .iter()
             .filter(|v| v.len > 0)
             // SAFETY: each piece is frame or value memory that lives as long as &self
-            .map(|v| IoSlice::new(unsafe { std::slice::from_raw_parts(v.base as *const u8, v.len as usize) }))
+            .map(|v| {
+                IoSlice::new(unsafe {
+                    std::slice::from_raw_parts(v.base as *const u8, v.len as usize)
+                })
+            })
             .collect())
     }
 
@@ -272,7 +278,12 @@ impl<'b> Decoder<'b> {
         let mut raw = ptr::null_mut();
         // SAFETY: bytes is readable for its length
         check(unsafe {
-            sys::cdt_decoder_create_advanced(bytes.as_ptr().cast(), bytes.len() as i64, &params, &mut raw)
+            sys::cdt_decoder_create_advanced(
+                bytes.as_ptr().cast(),
+                bytes.len() as i64,
+                &params,
+                &mut raw,
+            )
         })?;
         Ok(Decoder {
             raw,
@@ -305,7 +316,12 @@ impl<'b> Decoder<'b> {
     fn write(&self, offset: u64, bytes: &[u8]) -> Result<()> {
         // SAFETY: bytes readable; the decoder was bound by the caller
         check(unsafe {
-            sys::cdt_decoder_write(self.raw, offset as i64, bytes.as_ptr() as *const c_void, bytes.len() as i64)
+            sys::cdt_decoder_write(
+                self.raw,
+                offset as i64,
+                bytes.as_ptr() as *const c_void,
+                bytes.len() as i64,
+            )
         })
     }
 

@@ -51,7 +51,9 @@ pub mod ucx;
 
 pub use cdtypes_sys as sys;
 pub use error::{Error, Result};
-pub use frame::{decode_typed, from_bytes, from_bytes_with_limits, to_vec, Decoder, Frame, FrameInfo, RegionInfo};
+pub use frame::{
+    decode_typed, from_bytes, from_bytes_with_limits, to_vec, Decoder, Frame, FrameInfo, RegionInfo,
+};
 pub use pack::{Pack, Packer, PlainData, Schema, Unpack, Unpacker};
 pub use sobj::Limits;
 pub use types::{AsType, Datatype, Kind, Order, TypeBuilder};

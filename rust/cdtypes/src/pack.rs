@@ -157,9 +157,8 @@ impl<'a> Packer<'a> {
     /// Append one plain value to the stream.
     pub fn write<T: PlainData>(&mut self, value: T) {
         // SAFETY: PlainData has no padding, so all its bytes are initialised
-        let bytes = unsafe {
-            std::slice::from_raw_parts(&value as *const T as *const u8, size_of::<T>())
-        };
+        let bytes =
+            unsafe { std::slice::from_raw_parts(&value as *const T as *const u8, size_of::<T>()) };
         self.stream.extend_from_slice(bytes);
     }
 
@@ -379,7 +378,10 @@ impl Unpacker {
     }
 
     pub(crate) fn region_of_kind<T: PlainData>(&mut self, kind: Kind) -> Result<Vec<T>> {
-        let slot = self.regions.get_mut(self.next_region).and_then(Option::take);
+        let slot = self
+            .regions
+            .get_mut(self.next_region)
+            .and_then(Option::take);
         let buf = slot.ok_or_else(|| {
             Error::mismatch(format!(
                 "no region left for a Vec<{}>",

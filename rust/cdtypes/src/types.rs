@@ -176,7 +176,12 @@ impl Clone for Datatype {
         let mut raw = ptr::null_mut();
         // SAFETY: valid committed type; only fails without memory
         let rc = unsafe { sys::cdt_type_dup(self.raw, &mut raw) };
-        assert_eq!(rc, sys::CDT_SUCCESS, "cdt_type_dup: {}", Error::from_code(rc));
+        assert_eq!(
+            rc,
+            sys::CDT_SUCCESS,
+            "cdt_type_dup: {}",
+            Error::from_code(rc)
+        );
         Datatype { raw, owned: true }
     }
 }
@@ -225,7 +230,12 @@ impl TypeBuilder {
     }
 
     /// As [`vector`](Self::vector) with the stride in bytes (`cdt_type_hvector`).
-    pub fn hvector(count: i64, blocklength: i64, stride_bytes: i64, old: &impl AsType) -> Result<Self> {
+    pub fn hvector(
+        count: i64,
+        blocklength: i64,
+        stride_bytes: i64,
+        old: &impl AsType,
+    ) -> Result<Self> {
         // SAFETY: valid handle and output pointer
         make(|out| unsafe {
             sys::cdt_type_hvector(count, blocklength, stride_bytes, old.as_raw(), out)
@@ -248,7 +258,11 @@ impl TypeBuilder {
     }
 
     /// As [`indexed`](Self::indexed) with displacements in bytes (`cdt_type_hindexed`).
-    pub fn hindexed(blocklengths: &[i64], byte_displacements: &[i64], old: &impl AsType) -> Result<Self> {
+    pub fn hindexed(
+        blocklengths: &[i64],
+        byte_displacements: &[i64],
+        old: &impl AsType,
+    ) -> Result<Self> {
         same_len(blocklengths.len(), byte_displacements.len())?;
         // SAFETY: arrays of `count` entries each
         make(|out| unsafe {
@@ -263,7 +277,11 @@ impl TypeBuilder {
     }
 
     /// Blocks of one length at element displacements (`cdt_type_indexed_block`).
-    pub fn indexed_block(blocklength: i64, displacements: &[i64], old: &impl AsType) -> Result<Self> {
+    pub fn indexed_block(
+        blocklength: i64,
+        displacements: &[i64],
+        old: &impl AsType,
+    ) -> Result<Self> {
         // SAFETY: array of `count` entries
         make(|out| unsafe {
             sys::cdt_type_indexed_block(
@@ -277,7 +295,11 @@ impl TypeBuilder {
     }
 
     /// Blocks of one length at byte displacements (`cdt_type_hindexed_block`).
-    pub fn hindexed_block(blocklength: i64, byte_displacements: &[i64], old: &impl AsType) -> Result<Self> {
+    pub fn hindexed_block(
+        blocklength: i64,
+        byte_displacements: &[i64],
+        old: &impl AsType,
+    ) -> Result<Self> {
         // SAFETY: array of `count` entries
         make(|out| unsafe {
             sys::cdt_type_hindexed_block(
@@ -292,7 +314,11 @@ impl TypeBuilder {
 
     /// Blocks of `blocklengths[i]` elements of `types[i]` at byte displacements
     /// (`cdt_type_struct`).
-    pub fn structure(blocklengths: &[i64], byte_displacements: &[i64], types: &[&dyn AsType]) -> Result<Self> {
+    pub fn structure(
+        blocklengths: &[i64],
+        byte_displacements: &[i64],
+        types: &[&dyn AsType],
+    ) -> Result<Self> {
         same_len(blocklengths.len(), byte_displacements.len())?;
         same_len(blocklengths.len(), types.len())?;
         let raws: Vec<sys::cdt_type> = types.iter().map(|t| t.as_raw()).collect();
@@ -309,7 +335,13 @@ impl TypeBuilder {
     }
 
     /// A subarray of an n-dimensional array (`cdt_type_subarray`).
-    pub fn subarray(sizes: &[i64], subsizes: &[i64], starts: &[i64], order: Order, old: &impl AsType) -> Result<Self> {
+    pub fn subarray(
+        sizes: &[i64],
+        subsizes: &[i64],
+        starts: &[i64],
+        order: Order,
+        old: &impl AsType,
+    ) -> Result<Self> {
         same_len(sizes.len(), subsizes.len())?;
         same_len(sizes.len(), starts.len())?;
         let ndims = c_int::try_from(sizes.len())
@@ -424,7 +456,12 @@ impl Datatype {
         let mut buf = vec![0u8; needed + 1];
         // SAFETY: buf holds needed + 1 bytes
         check(unsafe {
-            sys::cdt_type_describe(self.raw, buf.as_mut_ptr().cast(), buf.len(), ptr::null_mut())
+            sys::cdt_type_describe(
+                self.raw,
+                buf.as_mut_ptr().cast(),
+                buf.len(),
+                ptr::null_mut(),
+            )
         })?;
         buf.truncate(needed);
         Ok(String::from_utf8_lossy(&buf).into_owned())
@@ -435,7 +472,10 @@ impl Datatype {
     pub(crate) fn check_span(&self, count: i64, len: usize) -> Result<()> {
         let bad = |what: &str| Error::with_detail(sys::CDT_ERR_TRUNCATED, what.to_string());
         if count < 0 {
-            return Err(Error::with_detail(sys::CDT_ERR_INVALID_ARG, "negative count"));
+            return Err(Error::with_detail(
+                sys::CDT_ERR_INVALID_ARG,
+                "negative count",
+            ));
         }
         if count == 0 || self.size()? == 0 {
             return Ok(());

@@ -209,7 +209,11 @@ impl Worker {
         let mut len = 0usize;
         // SAFETY: valid worker; the address is copied and freed
         unsafe {
-            check(sys::cdt_ucx_worker_address(self.inner.raw, &mut p, &mut len))?;
+            check(sys::cdt_ucx_worker_address(
+                self.inner.raw,
+                &mut p,
+                &mut len,
+            ))?;
             let v = std::slice::from_raw_parts(p as *const u8, len).to_vec();
             sys::cdt_ucx_worker_address_free(self.inner.raw, p);
             Ok(v)
@@ -220,7 +224,8 @@ impl Worker {
     pub fn listen(&self, host: &str, port: u16) -> Result<Listener> {
         let host = cstring(host)?;
         let p = sys::cdt_ucx_listener_params {
-            field_mask: (sys::CDT_UCX_LISTENER_PARAM_HOST | sys::CDT_UCX_LISTENER_PARAM_PORT) as u64,
+            field_mask: (sys::CDT_UCX_LISTENER_PARAM_HOST | sys::CDT_UCX_LISTENER_PARAM_PORT)
+                as u64,
             host: host.as_ptr(),
             port,
         };
@@ -261,7 +266,8 @@ impl Worker {
 
     /// Receive one value whose tag is `tag` (exactly).
     pub fn recv<T: Unpack>(&self, tag: Tag, timeout: Option<Duration>) -> Result<T> {
-        self.recv_matching(tag, TAG_MASK_FULL, timeout).map(|(v, _)| v)
+        self.recv_matching(tag, TAG_MASK_FULL, timeout)
+            .map(|(v, _)| v)
     }
 
     /// Receive one value whose tag matches `(tag, mask)`, with what it matched.
@@ -287,7 +293,16 @@ impl Worker {
         let mut raw = ptr::null_mut();
         // SAFETY: the state lives until the request completes (or is leaked with it)
         let rc = unsafe {
-            sys::cdt_ucx_irecv(self.inner.raw, ptr::null_mut(), 0, ptr::null_mut(), tag, mask, &params, &mut raw)
+            sys::cdt_ucx_irecv(
+                self.inner.raw,
+                ptr::null_mut(),
+                0,
+                ptr::null_mut(),
+                tag,
+                mask,
+                &params,
+                &mut raw,
+            )
         };
         if rc != sys::CDT_SUCCESS {
             // SAFETY: not posted: ours again
@@ -411,11 +426,20 @@ impl Endpoint {
     }
 
     fn closed() -> Error {
-        Error::with_detail(sys::CDT_ERR_PEER, "endpoint closed (after a send timed out)")
+        Error::with_detail(
+            sys::CDT_ERR_PEER,
+            "endpoint closed (after a send timed out)",
+        )
     }
 
     /// Start a send of the object (buf, 1, type) on this endpoint.
-    fn isend_raw(&self, buf: *const c_void, count: i64, ty: sys::cdt_type, tag: Tag) -> Result<sys::cdt_ucx_request> {
+    fn isend_raw(
+        &self,
+        buf: *const c_void,
+        count: i64,
+        ty: sys::cdt_type,
+        tag: Tag,
+    ) -> Result<sys::cdt_ucx_request> {
         let ep = self.raw.read().unwrap_or_else(|e| e.into_inner());
         if ep.0.is_null() {
             return Err(Self::closed());
@@ -464,7 +488,12 @@ impl Endpoint {
     /// (zero-copy). A posted send cannot be withdrawn: when it does not complete within
     /// `timeout`, the endpoint is closed by force (later calls fail) and `CDT_ERR_TIMEOUT` is
     /// returned.
-    pub fn send<T: Pack + ?Sized>(&self, value: &T, tag: Tag, timeout: Option<Duration>) -> Result<()> {
+    pub fn send<T: Pack + ?Sized>(
+        &self,
+        value: &T,
+        tag: Tag,
+        timeout: Option<Duration>,
+    ) -> Result<()> {
         let obj = SendObj::new(value);
         let req = self.isend_raw(obj.as_ptr(), 1, sobj_type()?, tag)?;
         self.wait_borrowed(req, timeout)
@@ -492,7 +521,14 @@ impl Endpoint {
     }
 
     /// Send `count` elements of a predefined or derived `datatype` laid out in `buf`.
-    pub fn send_typed(&self, buf: &[u8], count: i64, datatype: &Datatype, tag: Tag, timeout: Option<Duration>) -> Result<()> {
+    pub fn send_typed(
+        &self,
+        buf: &[u8],
+        count: i64,
+        datatype: &Datatype,
+        tag: Tag,
+        timeout: Option<Duration>,
+    ) -> Result<()> {
         datatype.check_span(count, buf.len())?;
         let req = self.isend_raw(buf.as_ptr().cast(), count, datatype_raw(datatype), tag)?;
         self.wait_borrowed(req, timeout)

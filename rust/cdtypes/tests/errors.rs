@@ -41,7 +41,10 @@ fn name<T>(r: cdtypes::Result<T>) -> &'static str {
 #[test]
 fn wrong_type_is_a_mismatch() {
     let bytes = cdtypes::to_vec(&vec![1u32, 2]).unwrap();
-    assert_eq!(name(from_bytes::<Vec<i32>>(&bytes)), "CDT_ERR_FRAME_MISMATCH");
+    assert_eq!(
+        name(from_bytes::<Vec<i32>>(&bytes)),
+        "CDT_ERR_FRAME_MISMATCH"
+    );
     assert_eq!(name(from_bytes::<String>(&bytes)), "CDT_ERR_FRAME_MISMATCH");
     assert_eq!(name(from_bytes::<u64>(&bytes)), "CDT_ERR_FRAME_MISMATCH");
     let a = cdtypes::to_vec(&A { x: 1, y: 2 }).unwrap();
@@ -49,7 +52,11 @@ fn wrong_type_is_a_mismatch() {
     assert_eq!(from_bytes::<A>(&a).unwrap(), A { x: 1, y: 2 });
     let err = from_bytes::<B>(&a).unwrap_err();
     assert_eq!(err.code(), cdtypes::sys::CDT_ERR_FRAME_MISMATCH);
-    assert!(err.to_string().starts_with("CDT_ERR_FRAME_MISMATCH (-13): "), "{err}");
+    assert!(
+        err.to_string()
+            .starts_with("CDT_ERR_FRAME_MISMATCH (-13): "),
+        "{err}"
+    );
     assert!(err.detail().unwrap().contains("another type"));
 }
 
@@ -58,11 +65,18 @@ fn truncated_frames_are_errors() {
     let bytes = cdtypes::to_vec(&mixed()).unwrap();
     for len in 0..bytes.len() {
         let err = from_bytes::<Mixed>(&bytes[..len]).unwrap_err();
-        assert_eq!(err.name(), "CDT_ERR_FRAME_TRUNCATED", "prefix of {len}: {err}");
+        assert_eq!(
+            err.name(),
+            "CDT_ERR_FRAME_TRUNCATED",
+            "prefix of {len}: {err}"
+        );
     }
     let mut longer = bytes.clone();
     longer.push(0);
-    assert_eq!(name(from_bytes::<Mixed>(&longer)), "CDT_ERR_FRAME_MALFORMED");
+    assert_eq!(
+        name(from_bytes::<Mixed>(&longer)),
+        "CDT_ERR_FRAME_MALFORMED"
+    );
     assert_eq!(from_bytes::<Mixed>(&bytes).unwrap(), mixed());
 }
 
@@ -109,7 +123,10 @@ fn corrupt_contents_are_mismatches() {
     let mut b = bytes.clone();
     b[header + 16..header + 24].copy_from_slice(&1u64.to_ne_bytes());
     let err = from_bytes::<Mixed>(&b).unwrap_err();
-    assert!(err.detail().unwrap().contains("kind") || err.detail().unwrap().contains("region"), "{err}");
+    assert!(
+        err.detail().unwrap().contains("kind") || err.detail().unwrap().contains("region"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -119,13 +136,24 @@ fn receiver_limits() {
         max_frame_bytes: Some(1000),
         max_regions: None,
     };
-    assert_eq!(name(from_bytes_with_limits::<Vec<u8>>(&bytes, &small)), "CDT_ERR_LIMIT");
+    assert_eq!(
+        name(from_bytes_with_limits::<Vec<u8>>(&bytes, &small)),
+        "CDT_ERR_LIMIT"
+    );
     let few = Limits {
         max_frame_bytes: None,
         max_regions: Some(0),
     };
-    assert_eq!(name(from_bytes_with_limits::<Vec<u8>>(&bytes, &few)), "CDT_ERR_LIMIT");
-    assert_eq!(from_bytes_with_limits::<Vec<u8>>(&bytes, &Limits::default()).unwrap().len(), 10_000);
+    assert_eq!(
+        name(from_bytes_with_limits::<Vec<u8>>(&bytes, &few)),
+        "CDT_ERR_LIMIT"
+    );
+    assert_eq!(
+        from_bytes_with_limits::<Vec<u8>>(&bytes, &Limits::default())
+            .unwrap()
+            .len(),
+        10_000
+    );
 }
 
 #[test]
@@ -136,7 +164,10 @@ fn errors_carry_name_and_message_from_the_library() {
     assert!(e.is_peer_gone());
     let user = Error::from_code(-1001);
     assert_eq!(user.name(), "CDT_ERR_USER");
-    assert_eq!(format!("{user}"), format!("CDT_ERR_USER (-1001): {}", user.message()));
+    assert_eq!(
+        format!("{user}"),
+        format!("CDT_ERR_USER (-1001): {}", user.message())
+    );
 }
 
 #[test]
@@ -153,40 +184,76 @@ fn derived_datatypes() {
     assert_eq!(vec.size().unwrap(), 8);
     let vec = vec.commit().unwrap();
     assert_eq!(vec.extent().unwrap(), (0, 16));
-    let idx = TypeBuilder::indexed(&[1, 1], &[0, 3], &int).unwrap().commit().unwrap();
+    let idx = TypeBuilder::indexed(&[1, 1], &[0, 3], &int)
+        .unwrap()
+        .commit()
+        .unwrap();
     assert_eq!(idx.describe().unwrap(), vec.describe().unwrap());
-    let hidx = TypeBuilder::hindexed(&[1, 1], &[0, 12], &int).unwrap().commit().unwrap();
+    let hidx = TypeBuilder::hindexed(&[1, 1], &[0, 12], &int)
+        .unwrap()
+        .commit()
+        .unwrap();
     assert_eq!(hidx.describe().unwrap(), vec.describe().unwrap());
-    let blk = TypeBuilder::indexed_block(1, &[0, 3], &int).unwrap().commit().unwrap();
-    let hblk = TypeBuilder::hindexed_block(1, &[0, 12], &int).unwrap().commit().unwrap();
-    let hvec = TypeBuilder::hvector(2, 1, 12, &int).unwrap().commit().unwrap();
+    let blk = TypeBuilder::indexed_block(1, &[0, 3], &int)
+        .unwrap()
+        .commit()
+        .unwrap();
+    let hblk = TypeBuilder::hindexed_block(1, &[0, 12], &int)
+        .unwrap()
+        .commit()
+        .unwrap();
+    let hvec = TypeBuilder::hvector(2, 1, 12, &int)
+        .unwrap()
+        .commit()
+        .unwrap();
     for t in [&blk, &hblk, &hvec] {
         assert_eq!(t.describe().unwrap(), vec.describe().unwrap());
     }
     let dbl = Kind::Double.datatype();
-    let st = TypeBuilder::structure(&[1, 1], &[0, 8], &[&int, &dbl]).unwrap().commit().unwrap();
+    let st = TypeBuilder::structure(&[1, 1], &[0, 8], &[&int, &dbl])
+        .unwrap()
+        .commit()
+        .unwrap();
     assert_eq!(st.size().unwrap(), 12);
     assert_eq!(st.kind().unwrap(), None);
-    let sub = TypeBuilder::subarray(&[4, 4], &[2, 2], &[1, 1], Order::C, &int).unwrap().commit().unwrap();
+    let sub = TypeBuilder::subarray(&[4, 4], &[2, 2], &[1, 1], Order::C, &int)
+        .unwrap()
+        .commit()
+        .unwrap();
     assert_eq!(sub.size().unwrap(), 16);
     let rs = TypeBuilder::resized(&int, 0, 8).unwrap().commit().unwrap();
     assert_eq!(rs.extent().unwrap(), (0, 8));
     let dup = TypeBuilder::dup(&vec).unwrap().commit().unwrap();
     assert_eq!(dup.pack_size(3).unwrap(), 24);
     assert_eq!(format!("{:?}", vec.clone()), format!("{vec:?}"));
-    assert_eq!(name(TypeBuilder::indexed(&[1], &[0, 1], &int)), "CDT_ERR_INVALID_ARG");
-    assert_eq!(name(TypeBuilder::contiguous(-1, &int)), "CDT_ERR_INVALID_ARG");
+    assert_eq!(
+        name(TypeBuilder::indexed(&[1], &[0, 1], &int)),
+        "CDT_ERR_INVALID_ARG"
+    );
+    assert_eq!(
+        name(TypeBuilder::contiguous(-1, &int)),
+        "CDT_ERR_INVALID_ARG"
+    );
 
     // the subarray's 2x2 block of a 4x4 matrix, through a frame
     let m: Vec<u8> = (0..16i32).flat_map(|i| i.to_ne_bytes()).collect();
     let frame = Frame::encode_typed(&m, 1, &sub).unwrap();
     let mut out = vec![0u8; 64];
     decode_typed(&frame.to_vec().unwrap(), &mut out, 1, &sub).unwrap();
-    let ints: Vec<i32> = out.chunks(4).map(|c| i32::from_ne_bytes(c.try_into().unwrap())).collect();
+    let ints: Vec<i32> = out
+        .chunks(4)
+        .map(|c| i32::from_ne_bytes(c.try_into().unwrap()))
+        .collect();
     assert_eq!(ints, [0, 0, 0, 0, 0, 5, 6, 0, 0, 9, 10, 0, 0, 0, 0, 0]);
     // only the touched bytes [20, 44) must be inside the buffer
     assert!(Frame::encode_typed(&m[..44], 1, &sub).is_ok());
     // a type that reaches past the buffer is refused
-    assert_eq!(name(Frame::encode_typed(&m[..40], 1, &sub)), "CDT_ERR_TRUNCATED");
-    assert_eq!(name(decode_typed(&[], &mut out[..40], 1, &sub)), "CDT_ERR_TRUNCATED");
+    assert_eq!(
+        name(Frame::encode_typed(&m[..40], 1, &sub)),
+        "CDT_ERR_TRUNCATED"
+    );
+    assert_eq!(
+        name(decode_typed(&[], &mut out[..40], 1, &sub)),
+        "CDT_ERR_TRUNCATED"
+    );
 }

@@ -121,7 +121,10 @@ fn containers() {
     round(&VecDeque::from(vec![1i32, 2]));
     round(&BTreeSet::from([3u8, 1, 2]));
     round(&HashSet::<i64>::from([5, 6]));
-    round(&HashMap::<String, Vec<f64>>::from([("a".into(), vec![1.0]), ("b".into(), vec![])]));
+    round(&HashMap::<String, Vec<f64>>::from([
+        ("a".into(), vec![1.0]),
+        ("b".into(), vec![]),
+    ]));
     round(&BTreeMap::<u32, String>::from([(1, "one".into())]));
 }
 
@@ -180,12 +183,17 @@ fn send_side_borrowed_forms_match_owned() {
     assert_eq!(owned, "abc");
     let v: Vec<u32> = from_bytes(&cdtypes::to_vec(&[1u32, 2][..]).unwrap()).unwrap();
     assert_eq!(v, [1, 2]);
-    let h: HashMap<u8, u8> = from_bytes(&cdtypes::to_vec(&BTreeMap::from([(1u8, 2u8)])).unwrap()).unwrap();
+    let h: HashMap<u8, u8> =
+        from_bytes(&cdtypes::to_vec(&BTreeMap::from([(1u8, 2u8)])).unwrap()).unwrap();
     assert_eq!(h[&1], 2);
 }
 
 fn arb_particle() -> impl Strategy<Value = Particle> {
-    (any::<u64>(), any::<[f64; 3]>(), any::<bool>()).prop_map(|(id, pos, alive)| Particle { id, pos, alive })
+    (any::<u64>(), any::<[f64; 3]>(), any::<bool>()).prop_map(|(id, pos, alive)| Particle {
+        id,
+        pos,
+        alive,
+    })
 }
 
 fn arb_shape() -> impl Strategy<Value = Shape> {
@@ -193,7 +201,8 @@ fn arb_shape() -> impl Strategy<Value = Shape> {
         Just(Shape::Empty),
         any::<f64>().prop_map(Shape::Circle),
         (any::<f32>(), any::<f32>()).prop_map(|(w, h)| Shape::Rect { w, h }),
-        (prop::collection::vec(any::<[f32; 2]>(), 0..20), ".*").prop_map(|(v, s)| Shape::Poly(v, s)),
+        (prop::collection::vec(any::<[f32; 2]>(), 0..20), ".*")
+            .prop_map(|(v, s)| Shape::Poly(v, s)),
     ]
 }
 

@@ -12,8 +12,8 @@ const LONG: Option<Duration> = Some(Duration::from_secs(120));
 struct Snapshot {
     step: u64,
     name: String,
-    field: Vec<f64>,         // large: its own zero-copy message
-    rows: Vec<Vec<u32>>,     // many regions
+    field: Vec<f64>,     // large: its own zero-copy message
+    rows: Vec<Vec<u32>>, // many regions
     tags: Vec<String>,
     origin: Option<[f32; 3]>,
 }
@@ -31,7 +31,13 @@ fn snapshot(n: usize) -> Snapshot {
 
 fn spawn_child(role: &str, port: u16) -> Child {
     Command::new(std::env::current_exe().unwrap())
-        .args(["--exact", "child_main", "--ignored", "--nocapture", "--test-threads=1"])
+        .args([
+            "--exact",
+            "child_main",
+            "--ignored",
+            "--nocapture",
+            "--test-threads=1",
+        ])
         .env("CDT_RUST_TEST_ROLE", role)
         .env("CDT_RUST_TEST_PORT", port.to_string())
         .spawn()
@@ -45,7 +51,10 @@ fn child_main() {
     let Ok(role) = std::env::var("CDT_RUST_TEST_ROLE") else {
         return;
     };
-    let port: u16 = std::env::var("CDT_RUST_TEST_PORT").unwrap().parse().unwrap();
+    let port: u16 = std::env::var("CDT_RUST_TEST_PORT")
+        .unwrap()
+        .parse()
+        .unwrap();
     let worker = Worker::new().unwrap();
     let ep = worker.connect("127.0.0.1", port, LONG).unwrap();
     match role.as_str() {
@@ -82,7 +91,10 @@ fn two_processes_round_trip() {
     assert_eq!(back, sent);
     assert_eq!(info.tag, 2);
     assert_eq!(info.region_count, 1 + 5 + 2 + 1);
-    assert_eq!(info.region_bytes, 800_000 + 4 * (100 + 200 + 300 + 400) + 3 + 3);
+    assert_eq!(
+        info.region_bytes,
+        800_000 + 4 * (100 + 200 + 300 + 400) + 3 + 3
+    );
 
     // a frame of another type: an error, not a value
     let err = worker.recv::<u64>(3, LONG).unwrap_err();
@@ -93,7 +105,10 @@ fn two_processes_round_trip() {
     let got = req.wait(LONG).unwrap();
     assert_eq!(got, snapshot(10));
     assert_eq!(req.info().unwrap().tag, 4);
-    assert!(req.wait(LONG).is_err(), "a completed receive gives its value once");
+    assert!(
+        req.wait(LONG).is_err(),
+        "a completed receive gives its value once"
+    );
 
     let mut bye = ep.isend(String::from("bye"), 9).unwrap();
     bye.wait(LONG).unwrap();
@@ -139,7 +154,10 @@ fn receive_timeout_and_cancel() {
 
     let mut req = worker.irecv::<Vec<u8>>(78, TAG_MASK_FULL).unwrap();
     assert!(req.test().unwrap().is_none());
-    assert!(req.wait(Some(Duration::from_millis(10))).unwrap_err().is_timeout());
+    assert!(req
+        .wait(Some(Duration::from_millis(10)))
+        .unwrap_err()
+        .is_timeout());
     req.cancel().unwrap();
     let err = req.wait(LONG).unwrap_err();
     assert!(err.is_canceled(), "{err}");
@@ -200,13 +218,20 @@ fn derived_datatype_over_ucx() {
     });
     let ep = listener.accept(LONG).unwrap();
     let mut out = vec![0u8; 32];
-    let info = server.recv_typed(&mut out, 1, &column, 1, TAG_MASK_FULL, LONG).unwrap();
+    let info = server
+        .recv_typed(&mut out, 1, &column, 1, TAG_MASK_FULL, LONG)
+        .unwrap();
     assert_eq!(info.frame_size > 16, true);
-    let ints: Vec<i32> = out.chunks(4).map(|c| i32::from_ne_bytes(c.try_into().unwrap())).collect();
+    let ints: Vec<i32> = out
+        .chunks(4)
+        .map(|c| i32::from_ne_bytes(c.try_into().unwrap()))
+        .collect();
     assert_eq!(ints, [0, 0, 2, 0, 4, 0, 6, 0]);
     // a buffer too small for the type is refused before anything is posted
     let mut small = vec![0u8; 8];
-    let err = server.recv_typed(&mut small, 1, &column, 1, TAG_MASK_FULL, LONG).unwrap_err();
+    let err = server
+        .recv_typed(&mut small, 1, &column, 1, TAG_MASK_FULL, LONG)
+        .unwrap_err();
     assert_eq!(err.name(), "CDT_ERR_TRUNCATED");
     ep.send(&true, 2, LONG).unwrap();
     client.join().unwrap();
