@@ -590,7 +590,10 @@ impl<T: Unpack, const N: usize> Unpack for [T; N] {
             let mut v: Vec<Self> = Vec::new();
             // SAFETY: [T; 0] is zero-sized with a single value that holds no T, so any length up
             // to the capacity (usize::MAX for zero-sized types) is initialised
-            unsafe { v.set_len(n) };
+            #[allow(clippy::uninit_vec)]
+            unsafe {
+                v.set_len(n)
+            };
             return Ok(v);
         }
         let flat = T::unpack_vec(u)?;
