@@ -51,7 +51,10 @@ fn server(port: u16, spawn_client: bool) -> cdtypes::Result<()> {
     );
     let total: f64 = snap.temperature.iter().sum();
     ep.send(&total, 2, TIMEOUT)?;
-    ep.close(TIMEOUT)?;
+    // the client's last word: once it arrived, nothing of ours is in flight
+    let done: bool = worker.recv(3, TIMEOUT)?;
+    assert!(done);
+    drop(ep); // flushes and closes (as does the end of scope)
     if let Some(mut child) = child {
         let status = child.wait().expect("wait for the client");
         assert!(status.success(), "client failed: {status}");
@@ -74,7 +77,8 @@ fn client(host: &str, port: u16) -> cdtypes::Result<()> {
     let total: f64 = worker.recv(2, TIMEOUT)?;
     println!("client: the server summed {total}");
     assert_eq!(total, snap.temperature.iter().sum::<f64>());
-    ep.close(TIMEOUT)
+    ep.send(&true, 3, TIMEOUT)?;
+    Ok(()) // dropping the endpoint flushes the last message and closes
 }
 
 fn main() -> cdtypes::Result<()> {
