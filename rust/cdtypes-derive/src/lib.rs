@@ -1,0 +1,206 @@
+//! `#[derive(Pack, Unpack)]` for the `cdtypes` crate (re-exported there under the `derive`
+//! feature).
+//!
+//! Structs pack their fields in declaration order; enums pack the variant index as `u32` and
+//! then the variant's fields. The type fingerprint covers the type's name, its field (and
+//! variant) names, the field types as written, and the fingerprints of its type parameters.
+use proc_macro::TokenStream;
+use proc_macro2::{Span, TokenStream as Tokens};
+use quote::{format_ident, quote, ToTokens};
+use syn::{parse_macro_input, parse_quote, Data, DeriveInput, Fields, GenericParam, Ident, Index};
+
+/// Derive `cdtypes::Pack`.
+#[proc_macro_derive(Pack)]
+pub fn derive_pack(input: TokenStream) -> TokenStream {
+    let input = parse_macro_input!(input as DeriveInput);
+    expand(input, true)
+        .unwrap_or_else(|e| e.to_compile_error())
+        .into()
+}
+
+/// Derive `cdtypes::Unpack`.
+#[proc_macro_derive(Unpack)]
+pub fn derive_unpack(input: TokenStream) -> TokenStream {
+    let input = parse_macro_input!(input as DeriveInput);
+    expand(input, false)
+        .unwrap_or_else(|e| e.to_compile_error())
+        .into()
+}
+
+/// The text the fingerprint hashes for the fields of a struct or variant.
+fn fields_text(fields: &Fields) -> String {
+    match fields {
+        Fields::Named(f) => {
+            let parts: Vec<String> = f
+                .named
+                .iter()
+                .map(|f| {
+                    format!(
+                        "{}:{}",
+                        f.ident.as_ref().unwrap(),
+                        f.ty.to_token_stream().to_string().replace(' ', "")
+                    )
+                })
+                .collect();
+            format!("{{{}}}", parts.join(","))
+        }
+        Fields::Unnamed(f) => {
+            let parts: Vec<String> = f
+                .unnamed
+                .iter()
+                .map(|f| f.ty.to_token_stream().to_string().replace(' ', ""))
+                .collect();
+            format!("({})", parts.join(","))
+        }
+        Fields::Unit => String::new(),
+    }
+}
+
+fn expand(mut input: DeriveInput, pack: bool) -> syn::Result<Tokens> {
+    let name = &input.ident;
+    let trait_path: syn::Path = if pack {
+        parse_quote!(::cdtypes::Pack)
+    } else {
+        parse_quote!(::cdtypes::Unpack)
+    };
+    // every type parameter gets the trait as a bound
+    let type_params: Vec<Ident> = input
+        .generics
+        .params
+        .iter()
+        .filter_map(|p| match p {
+            GenericParam::Type(t) => Some(t.ident.clone()),
+            _ => None,
+        })
+        .collect();
+    for p in input.generics.params.iter_mut() {
+        if let GenericParam::Type(t) = p {
+            t.bounds.push(parse_quote!(#trait_path));
+        }
+    }
+    let (impl_g, ty_g, where_g) = input.generics.split_for_impl();
+
+    let mut text = String::new();
+    let body;
+    match &input.data {
+        Data::Struct(s) => {
+            text.push_str(&format!("struct {name}{}", fields_text(&s.fields)));
+            body = if pack {
+                let writes = s.fields.iter().enumerate().map(|(i, f)| {
+                    let access = match &f.ident {
+                        Some(id) => quote!(self.#id),
+                        None => {
+                            let idx = Index::from(i);
+                            quote!(self.#idx)
+                        }
+                    };
+                    quote!(::cdtypes::Pack::pack(&#access, p);)
+                });
+                quote!(#(#writes)*)
+            } else {
+                let build = construct(quote!(#name), &s.fields);
+                quote!(::std::result::Result::Ok(#build))
+            };
+        }
+        Data::Enum(e) => {
+            text.push_str(&format!("enum {name}{{"));
+            for v in &e.variants {
+                text.push_str(&format!("{}{};", v.ident, fields_text(&v.fields)));
+            }
+            text.push('}');
+            if pack {
+                let arms = e.variants.iter().enumerate().map(|(i, v)| {
+                    let vname = &v.ident;
+                    let idx = i as u32;
+                    let binds: Vec<Ident> = (0..v.fields.len())
+                        .map(|j| format_ident!("__f{}", j))
+                        .collect();
+                    let pattern = match &v.fields {
+                        Fields::Named(f) => {
+                            let names = f.named.iter().map(|f| f.ident.as_ref().unwrap());
+                            quote!(#name::#vname { #(#names: #binds),* })
+                        }
+                        Fields::Unnamed(_) => quote!(#name::#vname(#(#binds),*)),
+                        Fields::Unit => quote!(#name::#vname),
+                    };
+                    quote!(#pattern => {
+                        p.write(#idx);
+                        #(::cdtypes::Pack::pack(#binds, p);)*
+                    })
+                });
+                body = if e.variants.is_empty() {
+                    quote!(match *self {})
+                } else {
+                    quote!(match self { #(#arms)* })
+                };
+            } else {
+                let arms = e.variants.iter().enumerate().map(|(i, v)| {
+                    let vname = &v.ident;
+                    let idx = i as u32;
+                    let build = construct(quote!(#name::#vname), &v.fields);
+                    quote!(#idx => ::std::result::Result::Ok(#build),)
+                });
+                let msg = format!("variant index {{}} of enum {name}");
+                body = quote!(
+                    let __tag: u32 = u.read()?;
+                    match __tag {
+                        #(#arms)*
+                        t => ::std::result::Result::Err(::cdtypes::Error::with_detail(
+                            ::cdtypes::sys::CDT_ERR_FRAME_MISMATCH,
+                            ::std::format!(#msg, t),
+                        )),
+                    }
+                );
+            }
+        }
+        Data::Union(_) => {
+            return Err(syn::Error::new(
+                Span::call_site(),
+                "cdtypes: unions cannot derive Pack or Unpack",
+            ))
+        }
+    }
+    let describe = quote!(
+        fn describe(s: &mut ::cdtypes::Schema) {
+            s.push(#text);
+            #(<#type_params as #trait_path>::describe(s);)*
+        }
+    );
+    Ok(if pack {
+        quote!(
+            impl #impl_g ::cdtypes::Pack for #name #ty_g #where_g {
+                #[allow(unused_variables)]
+                fn pack<'cdt_a>(&'cdt_a self, p: &mut ::cdtypes::Packer<'cdt_a>) {
+                    #body
+                }
+                #describe
+            }
+        )
+    } else {
+        quote!(
+            impl #impl_g ::cdtypes::Unpack for #name #ty_g #where_g {
+                #[allow(unused_variables)]
+                fn unpack(u: &mut ::cdtypes::Unpacker) -> ::cdtypes::Result<Self> {
+                    #body
+                }
+                #describe
+            }
+        )
+    })
+}
+
+/// `Path { a: unpack?, .. }`, `Path(unpack?, ..)` or `Path`; fields are read in order.
+fn construct(path: Tokens, fields: &Fields) -> Tokens {
+    let read = quote!(::cdtypes::Unpack::unpack(u)?);
+    match fields {
+        Fields::Named(f) => {
+            let names = f.named.iter().map(|f| f.ident.as_ref().unwrap());
+            quote!(#path { #(#names: #read),* })
+        }
+        Fields::Unnamed(f) => {
+            let reads = f.unnamed.iter().map(|_| &read);
+            quote!(#path(#(#reads),*))
+        }
+        Fields::Unit => path,
+    }
+}

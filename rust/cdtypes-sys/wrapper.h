@@ -1,0 +1,3 @@
+#include "cdt.h"
+#include "cdt_ucx.h"
+#include "cdt_sobj.h"

@@ -1,0 +1,62 @@
+//! Send any Rust value between processes as **one message**: a frame with a header that
+//! announces every length, the value's packed fields, and its large memory regions, which
+//! move without a copy (libcdt, docs/FORMAT.md).
+//!
+//! - [`Pack`] / [`Unpack`]: Serde-like traits. Fixed-size fields go into the packed stream;
+//!   a `Vec<T>` of plain data ([`PlainData`]: integers, floats, bool, char, arrays of them) is
+//!   one zero-copy region, a `Vec<Vec<T>>` or `Vec<String>` many. On receive, every region's
+//!   memory is allocated from the header's lengths before its bytes arrive and becomes the
+//!   received `Vec` without a copy. `#[derive(Pack, Unpack)]` (feature `derive`, on by
+//!   default) for structs and enums.
+//! - [`Frame`], [`to_vec`], [`from_bytes`]: frames as bytes or as I/O slices.
+//! - [`ucx`]: the UCX transport (listen/accept, connect, blocking and non-blocking send and
+//!   receive with timeouts).
+//! - [`TypeBuilder`] / [`Datatype`]: MPI-style derived datatypes.
+//!
+//! Every failure is an [`Error`] with libcdt's status code, name and message. Receiving a
+//! frame as another type, or a truncated or corrupt frame, is an error, never undefined
+//! behaviour: the stream starts with a type fingerprint ([`Schema`]) and every length and kind
+//! is checked.
+//!
+//! ```
+//! use cdtypes::{Pack, Unpack};
+//!
+//! #[derive(Pack, Unpack, Debug, PartialEq)]
+//! struct Step {
+//!     id: u32,
+//!     field: Vec<f64>,        // one region, zero-copy
+//!     names: Vec<String>,     // one region per string
+//! }
+//!
+//! let step = Step { id: 7, field: vec![0.5; 1000], names: vec!["x".into(), "y".into()] };
+//! let frame = cdtypes::Frame::encode(&step).unwrap();
+//! assert_eq!(frame.region_count(), 3);
+//! let back: Step = cdtypes::from_bytes(&frame.to_vec().unwrap()).unwrap();
+//! assert_eq!(back, step);
+//! ```
+//!
+//! Threads: [`Datatype`] (committed types) and the UCX handles ([`ucx::Context`],
+//! [`ucx::Worker`], [`ucx::Endpoint`], [`ucx::Listener`]) are `Send + Sync`, as the C library
+//! allows (cdt.h: committed types may be shared by threads; cdt_ucx.h: every transport
+//! function may be called from any thread). Requests are `Send` (one owner at a time);
+//! uncommitted [`TypeBuilder`]s and [`Decoder`]s are not shared.
+#![warn(missing_docs)]
+
+mod error;
+mod frame;
+mod pack;
+mod sobj;
+mod types;
+pub mod ucx;
+
+pub use cdtypes_sys as sys;
+pub use error::{Error, Result};
+pub use frame::{
+    decode_typed, from_bytes, from_bytes_with_limits, to_vec, Decoder, Frame, FrameInfo, RegionInfo,
+};
+pub use pack::{Pack, Packer, PlainData, Schema, Unpack, Unpacker};
+pub use sobj::Limits;
+pub use types::{AsType, Datatype, Kind, Order, TypeBuilder};
+
+#[cfg(feature = "derive")]
+pub use cdtypes_derive::{Pack, Unpack};

@@ -1,0 +1,907 @@
+//! The Serde-like traits: a value describes itself to a [`Packer`] (fixed-size fields go into
+//! the packed stream, slices of plain data become zero-copy regions) and is rebuilt from an
+//! [`Unpacker`], whose regions were allocated from the frame header's lengths before their
+//! bytes arrived and become the received `Vec`s without a copy.
+//!
+//! Stream layout (all integers in the sender's byte order, which the frame records): an 8-byte
+//! type fingerprint ([`Schema`]), then the fields in declaration order; a sequence is its length
+//! as `u64` followed by its elements, except a sequence of [`PlainData`] (and `String`), which
+//! is one region and nothing in the stream.
+use std::alloc::{self, Layout};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet, VecDeque};
+use std::hash::{BuildHasher, Hash};
+use std::marker::PhantomData;
+use std::mem::{align_of, size_of};
+use std::ptr::NonNull;
+
+use cdtypes_sys as sys;
+
+use crate::error::{Error, Result};
+use crate::types::Kind;
+
+/// A type fingerprint: a 64-bit FNV-1a hash of a description of the type, written first in
+/// the stream and checked by the receiver, so that receiving a frame as another type is an
+/// error. Derived types describe themselves by name, field names and field types as written
+/// (and their generic parameters); std types by their structure.
+#[derive(Clone, Debug)]
+pub struct Schema {
+    hash: u64,
+}
+
+impl Default for Schema {
+    fn default() -> Self {
+        Schema {
+            hash: 0xcbf2_9ce4_8422_2325,
+        }
+    }
+}
+
+impl Schema {
+    /// Mix `part` (and a separator) into the fingerprint.
+    pub fn push(&mut self, part: &str) {
+        for b in part.bytes().chain(std::iter::once(0xff)) {
+            self.hash ^= u64::from(b);
+            self.hash = self.hash.wrapping_mul(0x0000_0100_0000_01b3);
+        }
+    }
+
+    /// The fingerprint so far.
+    pub fn finish(&self) -> u64 {
+        self.hash
+    }
+
+    /// The fingerprint of `T` as a sender describes it.
+    pub fn of_pack<T: Pack + ?Sized>() -> u64 {
+        let mut s = Schema::default();
+        T::describe(&mut s);
+        s.finish()
+    }
+
+    /// The fingerprint of `T` as a receiver describes it.
+    pub fn of_unpack<T: Unpack>() -> u64 {
+        let mut s = Schema::default();
+        T::describe(&mut s);
+        s.finish()
+    }
+}
+
+/// Plain data: a `Copy` type with no padding and no pointers whose bytes are sent as they are
+/// in memory, with a frame element [`Kind`]. A slice of it travels as one zero-copy region.
+///
+/// # Safety
+/// `Self` must have no padding bytes, no pointers, `align_of::<Self>()` equal to the kind's
+/// element alignment, and every byte pattern for which [`valid`](PlainData::valid) returns true
+/// must be a valid value.
+pub unsafe trait PlainData: Copy + 'static {
+    /// The element kind recorded in the frame.
+    const KIND: Kind;
+    /// Whether `bytes` (a whole number of elements) are valid values (e.g. bool is 0 or 1).
+    fn valid(bytes: &[u8]) -> bool {
+        let _ = bytes;
+        true
+    }
+}
+
+/// A value that can be sent: it writes its fields to the [`Packer`].
+pub trait Pack {
+    /// Write `self`: fixed-size fields into the stream, plain-data slices as regions (which
+    /// borrow `self` for `'a`: they are not copied).
+    fn pack<'a>(&'a self, p: &mut Packer<'a>);
+
+    /// Describe the type for the fingerprint (see [`Schema`]). Must match the receiving
+    /// type's [`Unpack::describe`].
+    fn describe(s: &mut Schema) {
+        s.push(std::any::type_name::<Self>());
+    }
+
+    /// Write a slice of `Self` (a `Vec<Self>`): by default its length and each element;
+    /// plain-data types override it to send the slice as one region.
+    #[doc(hidden)]
+    fn pack_slice<'a>(items: &'a [Self], p: &mut Packer<'a>)
+    where
+        Self: Sized,
+    {
+        p.write_len(items.len());
+        for x in items {
+            x.pack(p);
+        }
+    }
+}
+
+/// A value that can be received: it reads its fields from the [`Unpacker`] in the order
+/// [`Pack`] wrote them.
+pub trait Unpack: Sized {
+    /// Read a value.
+    fn unpack(u: &mut Unpacker) -> Result<Self>;
+
+    /// Describe the type for the fingerprint; must match the sender's [`Pack::describe`].
+    fn describe(s: &mut Schema) {
+        s.push(std::any::type_name::<Self>());
+    }
+
+    /// Read what [`Pack::pack_slice`] wrote.
+    #[doc(hidden)]
+    fn unpack_vec(u: &mut Unpacker) -> Result<Vec<Self>> {
+        let n = u.read_count()?;
+        let mut v = Vec::with_capacity(n.min(4096));
+        for _ in 0..n {
+            v.push(Self::unpack(u)?);
+        }
+        Ok(v)
+    }
+}
+
+/// Where a value writes itself: the packed stream and the list of regions.
+pub struct Packer<'a> {
+    pub(crate) stream: Vec<u8>,
+    pub(crate) regions: Vec<sys::cdt_sobj_buffer>,
+    _borrow: PhantomData<&'a [u8]>,
+}
+
+impl<'a> Packer<'a> {
+    pub(crate) fn new(fingerprint: u64) -> Self {
+        let mut p = Packer {
+            stream: Vec::with_capacity(64),
+            regions: Vec::new(),
+            _borrow: PhantomData,
+        };
+        p.write(fingerprint);
+        p
+    }
+
+    /// Append bytes to the stream.
+    pub fn write_bytes(&mut self, bytes: &[u8]) {
+        self.stream.extend_from_slice(bytes);
+    }
+
+    /// Append one plain value to the stream.
+    pub fn write<T: PlainData>(&mut self, value: T) {
+        // SAFETY: PlainData has no padding, so all its bytes are initialised
+        let bytes =
+            unsafe { std::slice::from_raw_parts(&value as *const T as *const u8, size_of::<T>()) };
+        self.stream.extend_from_slice(bytes);
+    }
+
+    /// Append a length (as `u64`).
+    pub fn write_len(&mut self, n: usize) {
+        self.write(n as u64);
+    }
+
+    /// Send `data` as one region (zero-copy: the frame points at it).
+    pub fn region<T: PlainData>(&mut self, data: &'a [T]) {
+        self.region_of_kind(data, T::KIND);
+    }
+
+    pub(crate) fn region_of_kind<T: PlainData>(&mut self, data: &'a [T], kind: Kind) {
+        self.regions.push(sys::cdt_sobj_buffer {
+            base: data.as_ptr() as *mut std::os::raw::c_void,
+            len: std::mem::size_of_val(data) as i64,
+            kind: kind.raw(),
+        });
+    }
+
+    /// Bytes written to the stream so far (the fingerprint included).
+    pub fn stream_len(&self) -> usize {
+        self.stream.len()
+    }
+
+    /// Regions so far.
+    pub fn region_count(&self) -> usize {
+        self.regions.len()
+    }
+}
+
+/// Memory of one received region: allocated from the header's length with the alignment of
+/// its kind, so that it becomes a `Vec<T>` without a copy.
+pub(crate) struct RegionBuf {
+    ptr: NonNull<u8>,
+    len: usize,
+    align: usize,
+    kind: Kind,
+}
+
+// SAFETY: owned memory
+unsafe impl Send for RegionBuf {}
+
+impl RegionBuf {
+    pub(crate) fn alloc(len: usize, kind: Kind) -> Result<Self> {
+        let align = kind.align();
+        let ptr = if len == 0 {
+            NonNull::new(align as *mut u8).expect("non-zero alignment")
+        } else {
+            let layout = Layout::from_size_align(len, align)
+                .map_err(|_| Error::from_code(sys::CDT_ERR_NO_MEMORY))?;
+            // SAFETY: non-zero size
+            NonNull::new(unsafe { alloc::alloc(layout) })
+                .ok_or_else(|| Error::from_code(sys::CDT_ERR_NO_MEMORY))?
+        };
+        Ok(RegionBuf {
+            ptr,
+            len,
+            align,
+            kind,
+        })
+    }
+
+    pub(crate) fn as_mut_ptr(&mut self) -> *mut u8 {
+        self.ptr.as_ptr()
+    }
+
+    fn into_vec<T: PlainData>(self, kind: Kind) -> Result<Vec<T>> {
+        let size = size_of::<T>();
+        if self.kind != kind || size == 0 || self.len % size != 0 || self.align != align_of::<T>() {
+            return Err(Error::mismatch(format!(
+                "region of {} bytes of {} received as {}",
+                self.len,
+                self.kind.name(),
+                std::any::type_name::<T>()
+            )));
+        }
+        if self.len == 0 {
+            return Ok(Vec::new());
+        }
+        // SAFETY: len bytes were allocated and written (the decoder finished)
+        let bytes = unsafe { std::slice::from_raw_parts(self.ptr.as_ptr(), self.len) };
+        if !T::valid(bytes) {
+            return Err(Error::mismatch(format!(
+                "region holds values that are not valid {}",
+                std::any::type_name::<T>()
+            )));
+        }
+        let n = self.len / size;
+        let ptr = self.ptr.as_ptr() as *mut T;
+        std::mem::forget(self);
+        // SAFETY: allocated by the global allocator with Layout (n * size_of T, align_of T),
+        // which is exactly Layout::array::<T>(n); every element is initialised and valid
+        Ok(unsafe { Vec::from_raw_parts(ptr, n, n) })
+    }
+}
+
+impl Drop for RegionBuf {
+    fn drop(&mut self) {
+        if self.len > 0 {
+            // SAFETY: allocated in alloc() with this layout
+            unsafe {
+                alloc::dealloc(
+                    self.ptr.as_ptr(),
+                    Layout::from_size_align_unchecked(self.len, self.align),
+                )
+            };
+        }
+    }
+}
+
+/// Where a value reads itself from: the received stream and regions.
+pub struct Unpacker {
+    stream: Vec<u8>,
+    pos: usize,
+    regions: Vec<Option<RegionBuf>>,
+    next_region: usize,
+}
+
+impl Unpacker {
+    pub(crate) fn new(stream: Vec<u8>, regions: Vec<RegionBuf>) -> Self {
+        Unpacker {
+            stream,
+            pos: 0,
+            regions: regions.into_iter().map(Some).collect(),
+            next_region: 0,
+        }
+    }
+
+    /// Read the fingerprint, unpack a `T`, and check that everything was consumed.
+    pub(crate) fn unpack_value<T: Unpack>(mut self) -> Result<T> {
+        let want = Schema::of_unpack::<T>();
+        let got: u64 = self.read().map_err(|_| {
+            Error::mismatch(format!(
+                "stream too short for a {}",
+                std::any::type_name::<T>()
+            ))
+        })?;
+        if got != want {
+            return Err(Error::mismatch(format!(
+                "the frame holds another type than {} (fingerprint {got:#x}, expected {want:#x})",
+                std::any::type_name::<T>()
+            )));
+        }
+        let value = T::unpack(&mut self)?;
+        if self.pos != self.stream.len() || self.next_region != self.regions.len() {
+            return Err(Error::mismatch(format!(
+                "{} left {} stream bytes and {} regions unread",
+                std::any::type_name::<T>(),
+                self.stream.len() - self.pos,
+                self.regions.len() - self.next_region
+            )));
+        }
+        Ok(value)
+    }
+
+    /// Stream bytes not read yet.
+    pub fn remaining(&self) -> usize {
+        self.stream.len() - self.pos
+    }
+
+    /// Regions not taken yet.
+    pub fn remaining_regions(&self) -> usize {
+        self.regions.len() - self.next_region
+    }
+
+    /// The next `n` bytes of the stream.
+    pub fn read_bytes(&mut self, n: usize) -> Result<&[u8]> {
+        if n > self.remaining() {
+            return Err(Error::mismatch(format!(
+                "stream ends: {n} bytes wanted, {} left",
+                self.remaining()
+            )));
+        }
+        let s = &self.stream[self.pos..self.pos + n];
+        self.pos += n;
+        Ok(s)
+    }
+
+    /// One plain value from the stream.
+    pub fn read<T: PlainData>(&mut self) -> Result<T> {
+        let bytes = self.read_bytes(size_of::<T>())?;
+        if !T::valid(bytes) {
+            return Err(Error::mismatch(format!(
+                "stream holds an invalid {}",
+                std::any::type_name::<T>()
+            )));
+        }
+        // SAFETY: size_of::<T>() bytes that are a valid T (PlainData contract)
+        Ok(unsafe { std::ptr::read_unaligned(bytes.as_ptr() as *const T) })
+    }
+
+    /// A length written by [`Packer::write_len`].
+    pub fn read_len(&mut self) -> Result<usize> {
+        let n: u64 = self.read()?;
+        usize::try_from(n).map_err(|_| Error::mismatch("length does not fit usize"))
+    }
+
+    /// A number of elements that follow: at most the bytes and regions left, so that a corrupt
+    /// length cannot make the receiver allocate or loop without bound.
+    pub fn read_count(&mut self) -> Result<usize> {
+        let n = self.read_len()?;
+        if n > self.remaining() + self.remaining_regions() {
+            return Err(Error::mismatch(format!(
+                "sequence of {n} elements in {} stream bytes and {} regions",
+                self.remaining(),
+                self.remaining_regions()
+            )));
+        }
+        Ok(n)
+    }
+
+    /// The next region as a `Vec<T>` (no copy).
+    pub fn region<T: PlainData>(&mut self) -> Result<Vec<T>> {
+        self.region_of_kind(T::KIND)
+    }
+
+    pub(crate) fn region_of_kind<T: PlainData>(&mut self, kind: Kind) -> Result<Vec<T>> {
+        let slot = self
+            .regions
+            .get_mut(self.next_region)
+            .and_then(Option::take);
+        let buf = slot.ok_or_else(|| {
+            Error::mismatch(format!(
+                "no region left for a Vec<{}>",
+                std::any::type_name::<T>()
+            ))
+        })?;
+        self.next_region += 1;
+        buf.into_vec(kind)
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// impls: primitives (plain data)
+
+macro_rules! plain {
+    ($($t:ty => $kind:expr, $name:literal;)*) => {$(
+        // SAFETY: primitive without padding; alignment equals the kind's (Kind::align)
+        unsafe impl PlainData for $t {
+            const KIND: Kind = $kind;
+        }
+        impl Pack for $t {
+            fn pack<'a>(&'a self, p: &mut Packer<'a>) {
+                p.write(*self);
+            }
+            fn describe(s: &mut Schema) {
+                s.push($name);
+            }
+            fn pack_slice<'a>(items: &'a [Self], p: &mut Packer<'a>) {
+                p.region(items);
+            }
+        }
+        impl Unpack for $t {
+            fn unpack(u: &mut Unpacker) -> Result<Self> {
+                u.read()
+            }
+            fn describe(s: &mut Schema) {
+                s.push($name);
+            }
+            fn unpack_vec(u: &mut Unpacker) -> Result<Vec<Self>> {
+                u.region()
+            }
+        }
+    )*};
+}
+
+plain! {
+    u8 => Kind::Uint8, "u8";
+    u16 => Kind::Uint16, "u16";
+    u32 => Kind::Uint32, "u32";
+    u64 => Kind::Uint64, "u64";
+    i8 => Kind::Int8, "i8";
+    i16 => Kind::Int16, "i16";
+    i32 => Kind::Int32, "i32";
+    i64 => Kind::Int64, "i64";
+    f32 => Kind::Float, "f32";
+    f64 => Kind::Double, "f64";
+}
+
+// usize/isize travel as 64-bit values (the same bytes on 64-bit hosts)
+#[cfg(target_pointer_width = "64")]
+plain! {
+    usize => Kind::Uint64, "usize";
+    isize => Kind::Int64, "isize";
+}
+
+// SAFETY: one byte; only 0 and 1 are accepted
+unsafe impl PlainData for bool {
+    const KIND: Kind = Kind::Bool;
+    fn valid(bytes: &[u8]) -> bool {
+        bytes.iter().all(|b| *b <= 1)
+    }
+}
+
+// SAFETY: four bytes; only Unicode scalar values are accepted
+unsafe impl PlainData for char {
+    const KIND: Kind = Kind::Uint32;
+    fn valid(bytes: &[u8]) -> bool {
+        bytes
+            .chunks_exact(4)
+            .all(|c| char::from_u32(u32::from_ne_bytes([c[0], c[1], c[2], c[3]])).is_some())
+    }
+}
+
+macro_rules! plain_checked {
+    ($($t:ty, $name:literal;)*) => {$(
+        impl Pack for $t {
+            fn pack<'a>(&'a self, p: &mut Packer<'a>) {
+                p.write(*self);
+            }
+            fn describe(s: &mut Schema) {
+                s.push($name);
+            }
+            fn pack_slice<'a>(items: &'a [Self], p: &mut Packer<'a>) {
+                p.region(items);
+            }
+        }
+        impl Unpack for $t {
+            fn unpack(u: &mut Unpacker) -> Result<Self> {
+                u.read()
+            }
+            fn describe(s: &mut Schema) {
+                s.push($name);
+            }
+            fn unpack_vec(u: &mut Unpacker) -> Result<Vec<Self>> {
+                u.region()
+            }
+        }
+    )*};
+}
+
+plain_checked! {
+    bool, "bool";
+    char, "char";
+}
+
+// SAFETY: an array of plain data has no padding and the element's alignment
+unsafe impl<T: PlainData, const N: usize> PlainData for [T; N] {
+    const KIND: Kind = T::KIND;
+    fn valid(bytes: &[u8]) -> bool {
+        T::valid(bytes)
+    }
+}
+
+macro_rules! wide {
+    ($($t:ty, $name:literal;)*) => {$(
+        impl Pack for $t {
+            fn pack<'a>(&'a self, p: &mut Packer<'a>) {
+                p.write_bytes(&self.to_ne_bytes());
+            }
+            fn describe(s: &mut Schema) {
+                s.push($name);
+            }
+        }
+        impl Unpack for $t {
+            fn unpack(u: &mut Unpacker) -> Result<Self> {
+                let b = u.read_bytes(16)?;
+                Ok(<$t>::from_ne_bytes(b.try_into().expect("16 bytes")))
+            }
+            fn describe(s: &mut Schema) {
+                s.push($name);
+            }
+        }
+    )*};
+}
+
+wide! {
+    u128, "u128";
+    i128, "i128";
+}
+
+impl Pack for () {
+    fn pack<'a>(&'a self, _p: &mut Packer<'a>) {}
+    fn describe(s: &mut Schema) {
+        s.push("()");
+    }
+}
+
+impl Unpack for () {
+    fn unpack(_u: &mut Unpacker) -> Result<Self> {
+        Ok(())
+    }
+    fn describe(s: &mut Schema) {
+        s.push("()");
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// arrays
+
+impl<T: Pack, const N: usize> Pack for [T; N] {
+    fn pack<'a>(&'a self, p: &mut Packer<'a>) {
+        for x in self {
+            x.pack(p);
+        }
+    }
+    fn describe(s: &mut Schema) {
+        s.push("[");
+        T::describe(s);
+        s.push(&N.to_string());
+    }
+    fn pack_slice<'a>(items: &'a [Self], p: &mut Packer<'a>) {
+        if N == 0 {
+            p.write_len(items.len());
+        } else {
+            T::pack_slice(items.as_flattened(), p);
+        }
+    }
+}
+
+impl<T: Unpack, const N: usize> Unpack for [T; N] {
+    fn unpack(u: &mut Unpacker) -> Result<Self> {
+        let mut v = Vec::with_capacity(N);
+        for _ in 0..N {
+            v.push(T::unpack(u)?);
+        }
+        Ok(v.try_into().ok().expect("N elements"))
+    }
+    fn describe(s: &mut Schema) {
+        s.push("[");
+        T::describe(s);
+        s.push(&N.to_string());
+    }
+    fn unpack_vec(u: &mut Unpacker) -> Result<Vec<Self>> {
+        if N == 0 {
+            let n = u.read_len()?;
+            let mut v: Vec<Self> = Vec::new();
+            // SAFETY: [T; 0] is zero-sized with a single value that holds no T, so any length up
+            // to the capacity (usize::MAX for zero-sized types) is initialised
+            #[allow(clippy::uninit_vec)]
+            unsafe {
+                v.set_len(n)
+            };
+            return Ok(v);
+        }
+        let flat = T::unpack_vec(u)?;
+        if flat.len() % N != 0 {
+            return Err(Error::mismatch(format!(
+                "{} elements are not a whole number of [_; {N}]",
+                flat.len()
+            )));
+        }
+        if flat.capacity() == flat.len() {
+            let mut flat = std::mem::ManuallyDrop::new(flat);
+            let n = flat.len() / N;
+            // SAFETY: [T; N] has the layout of N consecutive T, so the allocation of n * N
+            // elements of T is exactly Layout::array::<[T; N]>(n)
+            return Ok(unsafe { Vec::from_raw_parts(flat.as_mut_ptr() as *mut [T; N], n, n) });
+        }
+        let mut out = Vec::with_capacity(flat.len() / N);
+        let mut it = flat.into_iter();
+        while it.len() > 0 {
+            let chunk: Vec<T> = it.by_ref().take(N).collect();
+            out.push(chunk.try_into().ok().expect("N elements"));
+        }
+        Ok(out)
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// tuples
+
+macro_rules! tuple {
+    ($($name:ident)+) => {
+        impl<$($name: Pack),+> Pack for ($($name,)+) {
+            #[allow(non_snake_case)]
+            fn pack<'a>(&'a self, p: &mut Packer<'a>) {
+                let ($($name,)+) = self;
+                $($name.pack(p);)+
+            }
+            fn describe(s: &mut Schema) {
+                s.push("(");
+                $($name::describe(s);)+
+                s.push(")");
+            }
+        }
+        impl<$($name: Unpack),+> Unpack for ($($name,)+) {
+            fn unpack(u: &mut Unpacker) -> Result<Self> {
+                Ok(($($name::unpack(u)?,)+))
+            }
+            fn describe(s: &mut Schema) {
+                s.push("(");
+                $(<$name as Unpack>::describe(s);)+
+                s.push(")");
+            }
+        }
+    };
+}
+
+tuple!(A);
+tuple!(A B);
+tuple!(A B C);
+tuple!(A B C D);
+tuple!(A B C D E);
+tuple!(A B C D E F);
+tuple!(A B C D E F G);
+tuple!(A B C D E F G H);
+
+// ---------------------------------------------------------------------------------------------
+// references, Box, Option
+
+impl<T: Pack + ?Sized> Pack for &T {
+    fn pack<'a>(&'a self, p: &mut Packer<'a>) {
+        (**self).pack(p)
+    }
+    fn describe(s: &mut Schema) {
+        T::describe(s)
+    }
+}
+
+impl<T: Pack + ?Sized> Pack for Box<T> {
+    fn pack<'a>(&'a self, p: &mut Packer<'a>) {
+        (**self).pack(p)
+    }
+    fn describe(s: &mut Schema) {
+        T::describe(s)
+    }
+}
+
+impl<T: Unpack> Unpack for Box<T> {
+    fn unpack(u: &mut Unpacker) -> Result<Self> {
+        T::unpack(u).map(Box::new)
+    }
+    fn describe(s: &mut Schema) {
+        T::describe(s)
+    }
+}
+
+impl<T: Pack> Pack for Option<T> {
+    fn pack<'a>(&'a self, p: &mut Packer<'a>) {
+        match self {
+            None => p.write(0u8),
+            Some(x) => {
+                p.write(1u8);
+                x.pack(p);
+            }
+        }
+    }
+    fn describe(s: &mut Schema) {
+        s.push("Option");
+        T::describe(s);
+    }
+}
+
+impl<T: Unpack> Unpack for Option<T> {
+    fn unpack(u: &mut Unpacker) -> Result<Self> {
+        match u.read::<u8>()? {
+            0 => Ok(None),
+            1 => T::unpack(u).map(Some),
+            t => Err(Error::mismatch(format!("Option tag {t}"))),
+        }
+    }
+    fn describe(s: &mut Schema) {
+        s.push("Option");
+        T::describe(s);
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// sequences and strings
+
+impl<T: Pack> Pack for [T] {
+    fn pack<'a>(&'a self, p: &mut Packer<'a>) {
+        T::pack_slice(self, p)
+    }
+    fn describe(s: &mut Schema) {
+        s.push("Vec");
+        T::describe(s);
+    }
+}
+
+impl<T: Pack> Pack for Vec<T> {
+    fn pack<'a>(&'a self, p: &mut Packer<'a>) {
+        T::pack_slice(self, p)
+    }
+    fn describe(s: &mut Schema) {
+        s.push("Vec");
+        T::describe(s);
+    }
+}
+
+impl<T: Unpack> Unpack for Vec<T> {
+    fn unpack(u: &mut Unpacker) -> Result<Self> {
+        T::unpack_vec(u)
+    }
+    fn describe(s: &mut Schema) {
+        s.push("Vec");
+        T::describe(s);
+    }
+}
+
+impl Pack for str {
+    fn pack<'a>(&'a self, p: &mut Packer<'a>) {
+        p.region_of_kind(self.as_bytes(), Kind::Char);
+    }
+    fn describe(s: &mut Schema) {
+        s.push("String");
+    }
+}
+
+impl Pack for String {
+    fn pack<'a>(&'a self, p: &mut Packer<'a>) {
+        self.as_str().pack(p)
+    }
+    fn describe(s: &mut Schema) {
+        s.push("String");
+    }
+}
+
+impl Unpack for String {
+    fn unpack(u: &mut Unpacker) -> Result<Self> {
+        let bytes = u.region_of_kind::<u8>(Kind::Char)?;
+        String::from_utf8(bytes).map_err(|_| Error::mismatch("a String region is not UTF-8"))
+    }
+    fn describe(s: &mut Schema) {
+        s.push("String");
+    }
+}
+
+macro_rules! seq {
+    ($name:literal, $ty:ident < T $(: $b0:ident $(+ $b:ident)*)? >, $insert:ident) => {
+        impl<T: Pack> Pack for $ty<T> {
+            fn pack<'a>(&'a self, p: &mut Packer<'a>) {
+                p.write_len(self.len());
+                for x in self {
+                    x.pack(p);
+                }
+            }
+            fn describe(s: &mut Schema) {
+                s.push($name);
+                T::describe(s);
+            }
+        }
+        impl<T: Unpack $(+ $b0 $(+ $b)*)?> Unpack for $ty<T> {
+            fn unpack(u: &mut Unpacker) -> Result<Self> {
+                let n = u.read_count()?;
+                let mut c = $ty::new();
+                for _ in 0..n {
+                    c.$insert(T::unpack(u)?);
+                }
+                Ok(c)
+            }
+            fn describe(s: &mut Schema) {
+                s.push($name);
+                T::describe(s);
+            }
+        }
+    };
+}
+
+seq!("VecDeque", VecDeque<T>, push_back);
+seq!("BTreeSet", BTreeSet<T: Ord>, insert);
+
+impl<T: Pack, S> Pack for HashSet<T, S> {
+    fn pack<'a>(&'a self, p: &mut Packer<'a>) {
+        p.write_len(self.len());
+        for x in self {
+            x.pack(p);
+        }
+    }
+    fn describe(s: &mut Schema) {
+        s.push("HashSet");
+        T::describe(s);
+    }
+}
+
+impl<T: Unpack + Eq + Hash, S: BuildHasher + Default> Unpack for HashSet<T, S> {
+    fn unpack(u: &mut Unpacker) -> Result<Self> {
+        let n = u.read_count()?;
+        let mut c = HashSet::with_capacity_and_hasher(n.min(4096), S::default());
+        for _ in 0..n {
+            c.insert(T::unpack(u)?);
+        }
+        Ok(c)
+    }
+    fn describe(s: &mut Schema) {
+        s.push("HashSet");
+        T::describe(s);
+    }
+}
+
+impl<K: Pack, V: Pack, S> Pack for HashMap<K, V, S> {
+    fn pack<'a>(&'a self, p: &mut Packer<'a>) {
+        p.write_len(self.len());
+        for (k, v) in self {
+            k.pack(p);
+            v.pack(p);
+        }
+    }
+    fn describe(s: &mut Schema) {
+        s.push("Map");
+        K::describe(s);
+        V::describe(s);
+    }
+}
+
+impl<K: Unpack + Eq + Hash, V: Unpack, S: BuildHasher + Default> Unpack for HashMap<K, V, S> {
+    fn unpack(u: &mut Unpacker) -> Result<Self> {
+        let n = u.read_count()?;
+        let mut m = HashMap::with_capacity_and_hasher(n.min(4096), S::default());
+        for _ in 0..n {
+            let k = K::unpack(u)?;
+            m.insert(k, V::unpack(u)?);
+        }
+        Ok(m)
+    }
+    fn describe(s: &mut Schema) {
+        s.push("Map");
+        K::describe(s);
+        V::describe(s);
+    }
+}
+
+impl<K: Pack, V: Pack> Pack for BTreeMap<K, V> {
+    fn pack<'a>(&'a self, p: &mut Packer<'a>) {
+        p.write_len(self.len());
+        for (k, v) in self {
+            k.pack(p);
+            v.pack(p);
+        }
+    }
+    fn describe(s: &mut Schema) {
+        s.push("Map");
+        K::describe(s);
+        V::describe(s);
+    }
+}
+
+impl<K: Unpack + Ord, V: Unpack> Unpack for BTreeMap<K, V> {
+    fn unpack(u: &mut Unpacker) -> Result<Self> {
+        let n = u.read_count()?;
+        let mut m = BTreeMap::new();
+        for _ in 0..n {
+            let k = K::unpack(u)?;
+            m.insert(k, V::unpack(u)?);
+        }
+        Ok(m)
+    }
+    fn describe(s: &mut Schema) {
+        s.push("Map");
+        K::describe(s);
+        V::describe(s);
+    }
+}

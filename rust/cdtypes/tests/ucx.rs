@@ -1,0 +1,242 @@
+//! The UCX transport: two processes over loopback (the test binary runs itself as the child),
+//! non-blocking requests, and the error cases (wrong type, peer gone, timeout, cancel).
+use std::process::{Child, Command};
+use std::time::Duration;
+
+use cdtypes::ucx::{Worker, TAG_MASK_ANY, TAG_MASK_FULL};
+use cdtypes::{Pack, Unpack};
+
+const LONG: Option<Duration> = Some(Duration::from_secs(120));
+
+#[derive(Pack, Unpack, Debug, PartialEq, Clone)]
+struct Snapshot {
+    step: u64,
+    name: String,
+    field: Vec<f64>,     // large: its own zero-copy message
+    rows: Vec<Vec<u32>>, // many regions
+    tags: Vec<String>,
+    origin: Option<[f32; 3]>,
+}
+
+fn snapshot(n: usize) -> Snapshot {
+    Snapshot {
+        step: 42,
+        name: "run".into(),
+        field: (0..n).map(|i| i as f64 / 3.0).collect(),
+        rows: (0..5).map(|r| (0..r * 100).collect()).collect(),
+        tags: vec!["a".into(), "bb".into()],
+        origin: Some([1.0, 2.0, 3.0]),
+    }
+}
+
+fn spawn_child(role: &str, port: u16) -> Child {
+    Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--exact",
+            "child_main",
+            "--ignored",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env("CDT_RUST_TEST_ROLE", role)
+        .env("CDT_RUST_TEST_PORT", port.to_string())
+        .spawn()
+        .expect("spawn child")
+}
+
+/// The child side of the two-process tests (run only by them).
+#[test]
+#[ignore = "the child process of the two-process tests"]
+fn child_main() {
+    let Ok(role) = std::env::var("CDT_RUST_TEST_ROLE") else {
+        return;
+    };
+    let port: u16 = std::env::var("CDT_RUST_TEST_PORT")
+        .unwrap()
+        .parse()
+        .unwrap();
+    let worker = Worker::new().unwrap();
+    let ep = worker.connect("127.0.0.1", port, LONG).unwrap();
+    match role.as_str() {
+        "echo" => {
+            // echo one snapshot back, then send a String the parent receives as another type
+            let s: Snapshot = worker.recv(1, LONG).unwrap();
+            ep.send(&s, 2, LONG).unwrap();
+            ep.send("not a number", 3, LONG).unwrap();
+            let mut req = ep.isend(snapshot(10), 4).unwrap();
+            req.wait(LONG).unwrap();
+            let bye: String = worker.recv(9, LONG).unwrap();
+            assert_eq!(bye, "bye");
+            // the last message goes to the parent, which receives it before it lets go
+            ep.send(&true, 10, LONG).unwrap();
+        }
+        "vanish" => {
+            // tell the parent we are up, then exit without closing anything
+            ep.send(&1u8, 1, LONG).unwrap();
+            std::process::exit(0);
+        }
+        other => panic!("unknown role {other}"),
+    }
+}
+
+#[test]
+fn two_processes_round_trip() {
+    let worker = Worker::new().unwrap();
+    let listener = worker.listen("127.0.0.1", 0).unwrap();
+    let mut child = spawn_child("echo", listener.port().unwrap());
+    let ep = listener.accept(LONG).unwrap();
+
+    let sent = snapshot(100_000); // 800 kB: above the zero-copy threshold
+    ep.send(&sent, 1, LONG).unwrap();
+    let (back, info): (Snapshot, _) = worker.recv_matching(2, TAG_MASK_FULL, LONG).unwrap();
+    assert_eq!(back, sent);
+    assert_eq!(info.tag, 2);
+    assert_eq!(info.region_count, 1 + 5 + 2 + 1);
+    assert_eq!(
+        info.region_bytes,
+        800_000 + 4 * (100 + 200 + 300 + 400) + 3 + 3
+    );
+
+    // a frame of another type: an error, not a value
+    let err = worker.recv::<u64>(3, LONG).unwrap_err();
+    assert_eq!(err.name(), "CDT_ERR_FRAME_MISMATCH", "{err}");
+
+    // non-blocking receive, any tag
+    let mut req = worker.irecv::<Snapshot>(0, TAG_MASK_ANY).unwrap();
+    let got = req.wait(LONG).unwrap();
+    assert_eq!(got, snapshot(10));
+    assert_eq!(req.info().unwrap().tag, 4);
+    assert!(
+        req.wait(LONG).is_err(),
+        "a completed receive gives its value once"
+    );
+
+    let mut bye = ep.isend(String::from("bye"), 9).unwrap();
+    bye.wait(LONG).unwrap();
+    assert_eq!(bye.into_value().ok().unwrap(), "bye");
+    // a completed send may still sit in the transport's queue: the worker must progress
+    // until the child answered
+    let last: bool = worker.recv(10, LONG).unwrap();
+    assert!(last);
+    assert!(child.wait().unwrap().success());
+    drop(ep);
+}
+
+#[test]
+fn peer_gone_is_an_error() {
+    let worker = Worker::new().unwrap();
+    let listener = worker.listen("127.0.0.1", 0).unwrap();
+    let mut child = spawn_child("vanish", listener.port().unwrap());
+    let ep = listener.accept(LONG).unwrap();
+    let up: u8 = worker.recv(1, LONG).unwrap();
+    assert_eq!(up, 1);
+    assert!(child.wait().unwrap().success());
+    // sends to the dead peer fail with CDT_ERR_PEER (a large one needs the peer to fetch it)
+    let big = vec![7u8; 1 << 20];
+    let mut err = None;
+    for _ in 0..100 {
+        if let Err(e) = ep.send(&big, 5, LONG) {
+            err = Some(e);
+            break;
+        }
+    }
+    let err = err.expect("sends to a dead peer kept succeeding");
+    assert!(err.is_peer_gone(), "{err}");
+    assert!(ep.status().is_err());
+}
+
+#[test]
+fn receive_timeout_and_cancel() {
+    let worker = Worker::new().unwrap();
+    // nobody sends: the receive times out
+    let err = worker
+        .recv::<u32>(77, Some(Duration::from_millis(50)))
+        .unwrap_err();
+    assert!(err.is_timeout(), "{err}");
+    assert_eq!(err.code(), cdtypes::sys::CDT_ERR_TIMEOUT);
+    assert_eq!(err.message(), "timed out");
+
+    let mut req = worker.irecv::<Vec<u8>>(78, TAG_MASK_FULL).unwrap();
+    assert!(req.test().unwrap().is_none());
+    assert!(req
+        .wait(Some(Duration::from_millis(10)))
+        .unwrap_err()
+        .is_timeout());
+    req.cancel().unwrap();
+    let err = req.wait(LONG).unwrap_err();
+    assert!(err.is_canceled(), "{err}");
+    // dropping pending requests is fine
+    let _pending = worker.irecv::<String>(79, TAG_MASK_FULL).unwrap();
+}
+
+#[test]
+fn one_process_loopback_with_threads_and_limits() {
+    let server = Worker::with_options(&cdtypes::ucx::WorkerOptions {
+        limits: cdtypes::Limits {
+            max_frame_bytes: Some(1 << 20),
+            max_regions: None,
+        },
+        ..Default::default()
+    })
+    .unwrap();
+    let listener = server.listen("127.0.0.1", 0).unwrap();
+    let port = listener.port().unwrap();
+    let client = std::thread::spawn(move || {
+        let worker = Worker::new().unwrap();
+        let ep = worker.connect("127.0.0.1", port, LONG).unwrap();
+        ep.send(&vec![1u32, 2, 3], 1, LONG).unwrap();
+        // over the receiver's limit: the receive fails, the sender's message is dropped
+        let mut big = ep.isend(vec![0u8; 2 << 20], 2).unwrap();
+        ep.send(&vec![4u32], 3, LONG).unwrap();
+        let _ = big.wait(LONG);
+        let done: bool = worker.recv(4, LONG).unwrap();
+        assert!(done);
+    });
+    let ep = listener.accept(LONG).unwrap();
+    assert_eq!(server.recv::<Vec<u32>>(1, LONG).unwrap(), [1, 2, 3]);
+    let err = server.recv::<Vec<u8>>(2, LONG).unwrap_err();
+    assert_eq!(err.name(), "CDT_ERR_LIMIT", "{err}");
+    assert_eq!(server.recv::<Vec<u32>>(3, LONG).unwrap(), [4]);
+    ep.send(&true, 4, LONG).unwrap();
+    client.join().unwrap();
+}
+
+#[test]
+fn derived_datatype_over_ucx() {
+    use cdtypes::{Kind, TypeBuilder};
+    let server = Worker::new().unwrap();
+    let listener = server.listen("127.0.0.1", 0).unwrap();
+    let port = listener.port().unwrap();
+    // every other i32 of 8
+    let column = TypeBuilder::vector(4, 1, 2, &Kind::Int32.datatype())
+        .unwrap()
+        .commit()
+        .unwrap();
+    let column2 = column.clone();
+    let client = std::thread::spawn(move || {
+        let worker = Worker::new().unwrap();
+        let ep = worker.connect("127.0.0.1", port, LONG).unwrap();
+        let data: Vec<u8> = (0..8i32).flat_map(|i| i.to_ne_bytes()).collect();
+        ep.send_typed(&data, 1, &column2, 1, LONG).unwrap();
+        let _: bool = worker.recv(2, LONG).unwrap();
+    });
+    let ep = listener.accept(LONG).unwrap();
+    let mut out = vec![0u8; 32];
+    let info = server
+        .recv_typed(&mut out, 1, &column, 1, TAG_MASK_FULL, LONG)
+        .unwrap();
+    assert!(info.frame_size > 16);
+    let ints: Vec<i32> = out
+        .chunks(4)
+        .map(|c| i32::from_ne_bytes(c.try_into().unwrap()))
+        .collect();
+    assert_eq!(ints, [0, 0, 2, 0, 4, 0, 6, 0]);
+    // a buffer too small for the type is refused before anything is posted
+    let mut small = vec![0u8; 8];
+    let err = server
+        .recv_typed(&mut small, 1, &column, 1, TAG_MASK_FULL, LONG)
+        .unwrap_err();
+    assert_eq!(err.name(), "CDT_ERR_TRUNCATED");
+    ep.send(&true, 2, LONG).unwrap();
+    client.join().unwrap();
+}

@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Everything CI runs for the Rust crates, from a clean checkout: formatting, clippy with
+# warnings as errors, and the whole workspace's tests (unit, integration, two-process UCX,
+# doc examples), plus the example program run once.
+# Needs cargo (rustup), CMake, a C compiler and libucx-dev (scripts/setup installs them);
+# installs libclang-dev (for bindgen) when it is missing.
+# Environment: CARGO_JOBS (default 2), CDTYPES_SYS_FROM_SOURCE=1 to ignore an installed libcdt.
+set -euo pipefail
+cd "$(dirname "$0")"
+jobs=${CARGO_JOBS:-2}
+
+step() { printf '\n=== %s ===\n' "$*"; }
+
+if ! ls /usr/lib/llvm-*/lib/libclang*.so* >/dev/null 2>&1 && ! ldconfig -p 2>/dev/null | grep -q libclang; then
+  step "installing libclang-dev (bindgen)"
+  sudo=""
+  [ "$(id -u)" -ne 0 ] && sudo="sudo"
+  $sudo apt-get install -y libclang-dev || { $sudo apt-get update && $sudo apt-get install -y libclang-dev; }
+fi
+if ! command -v cargo >/dev/null; then
+  [ -f "$HOME/.cargo/env" ] && . "$HOME/.cargo/env"
+fi
+rustup component add rustfmt clippy >/dev/null 2>&1 || true
+
+step "cargo fmt --check"
+cargo fmt --all --check
+
+step "cargo clippy --all-targets -- -D warnings"
+cargo clippy -j "$jobs" --workspace --all-targets -- -D warnings
+
+step "cargo test --workspace"
+cargo test -j "$jobs" --workspace
+
+step "example: two processes send a derived struct (examples/rust)"
+cargo run -j "$jobs" -q -p cdtypes-examples
+
+printf '\nrust: all checks passed\n'
