@@ -514,12 +514,13 @@ typedef struct stats {
     uint64_t tmo_matched; /* dvec: cdt_ucx_recv timed out with the object partly written */
     uint64_t late_write;  /* dvec: a timed-out receive's object written after the return */
     uint64_t connects, reconnects, accepts, idle_timeouts;
+    uint64_t recv_canceled_unasked; /* CDT_ERR_CANCELED on a receive the soak did not cancel */
     uint64_t err_send[NSTATUS], err_recv[NSTATUS], err_conn[NSTATUS];
     uint64_t final_sent[MAX_PEERS], final_recv[MAX_PEERS], final_send_err, final_done;
     uint64_t largest;
 } stats;
 
-enum { M_HELLO, M_STATS, M_FAIL, M_INFO, M_UP, M_DOWN, M_QUIESCE, M_FINAL, M_STOP, M_BYE };
+enum { M_HELLO, M_STATS, M_FAIL, M_NOTE, M_INFO, M_UP, M_DOWN, M_QUIESCE, M_FINAL, M_STOP, M_BYE };
 
 typedef struct msg {
     int type, peer, gen, port;
@@ -561,22 +562,38 @@ static void send_msg(msg *m)
     (void)n;
 }
 
-static void report(const char *fmt, ...)
+static void vreport(int type, const char *fmt, va_list ap)
 {
-    static msg m; /* under g_lock below is not needed for building: report is rare */
+    static msg m; /* report is rare: one buffer under its own lock */
     static pthread_mutex_t rl = PTHREAD_MUTEX_INITIALIZER;
     pthread_mutex_lock(&rl);
     memset(&m, 0, sizeof(m));
-    m.type = M_FAIL;
+    m.type = type;
     m.peer = g_me;
     m.gen = g_gen;
-    va_list ap;
-    va_start(ap, fmt);
     vsnprintf(m.text, sizeof(m.text), fmt, ap);
-    va_end(ap);
-    fprintf(stderr, "soak: peer %d.%d (pid %d): %s\n", g_me, g_gen, (int)getpid(), m.text);
+    fprintf(stderr, "soak: peer %d.%d (pid %d): %s%s\n", g_me, g_gen, (int)getpid(),
+            type == M_NOTE ? "note: " : "", m.text);
     send_msg(&m);
     pthread_mutex_unlock(&rl);
+}
+
+/* a failure: the run fails */
+static void report(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vreport(M_FAIL, fmt, ap);
+    va_end(ap);
+}
+
+/* a clean but notable event, listed in the report */
+static void note(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vreport(M_NOTE, fmt, ap);
+    va_end(ap);
 }
 
 static void beat(int th)
@@ -763,8 +780,16 @@ static int send_one(int th, conn *c, int target, int final, uint64_t *seq, rng *
     cdt_ucx_request q;
     rc = cdt_ucx_isend(c->ep, fam_send_buf(&o), 1, fam_send_type(&o), tag, &q);
     if (rc == CDT_SUCCESS) {
+        double t0 = now_s();
         rc = wait_req(q, 30000, th);
         if (rc == CDT_ERR_TIMEOUT) {
+            pthread_mutex_lock(&g_lock);
+            int still = tab_port[target] != 0 && tab_gen[target] == gen;
+            pthread_mutex_unlock(&g_lock);
+            note("send of a %s object (%" PRId64 " B, tag 0x%016" PRIx64 ") to peer %d.%d "
+                 "pending after %.0f s (peer %s); endpoint closed",
+                 fam_name[fam], o.bytes, (uint64_t)tag, target, gen, now_s() - t0,
+                 still ? "still alive" : "gone since");
             /* close by force: the send must then complete (with an error) */
             cdt_ucx_ep_close(c->ep, 0);
             c->ep = NULL;
@@ -1034,6 +1059,8 @@ static void *receiver_main(void *arg)
         }
         rc = wait_req(q, 1000, th);
         int idle = 0;
+        if (rc == CDT_ERR_CANCELED)
+            ADD(g_st.recv_canceled_unasked, 1);
         if (rc == CDT_ERR_TIMEOUT) {
             int c = cdt_ucx_request_cancel(q);
             int64_t more = c == CDT_ERR_BUSY ? (int64_t)opt.hang_s * 500 : 10000;
@@ -1046,6 +1073,8 @@ static void *receiver_main(void *arg)
                 continue;
             }
             idle = rc == CDT_ERR_CANCELED && !x->prepared;
+            if (rc == CDT_ERR_CANCELED && x->prepared)
+                ADD(g_st.recv_canceled_unasked, 1); /* it had matched: not our cancel */
         }
         if (rc == CDT_SUCCESS) {
             cdt_ucx_recv_info info;
@@ -1340,7 +1369,9 @@ static slot slots[MAX_PEERS];
 static sample *samples;
 static size_t nsamples, capsamples;
 static double t_start;
-static int n_fail_msgs, n_bad_deaths, deaths;
+static int n_fail_msgs, n_bad_deaths, deaths, n_notes;
+static char *note_log;
+static size_t note_log_len;
 static char *fail_log; /* the first failures, for the report */
 static size_t fail_log_len;
 static char *transports;
@@ -1427,6 +1458,16 @@ static void handle(int i, msg *m)
     case M_FAIL:
         n_fail_msgs++;
         fail_note("peer %d.%d (pid %d): %s", m->peer, m->gen, (int)in->pid, m->text);
+        break;
+    case M_NOTE:
+        n_notes++;
+        printf("[%7.1f s] note: peer %d.%d: %s\n", now_s() - t_start, m->peer, m->gen, m->text);
+        if (note_log_len < 32 * 1024) {
+            size_t n = strlen(m->text);
+            note_log = realloc(note_log, note_log_len + n + 64);
+            note_log_len += (size_t)sprintf(note_log + note_log_len, "- [%.0f s] peer %d.%d: %s\n",
+                                            now_s() - t_start, m->peer, m->gen, m->text);
+        }
         break;
     case M_INFO:
         if (transports == NULL)
@@ -1750,6 +1791,9 @@ static void write_report(FILE *f, int pass, double secs, const char *cmdline)
         t.connects, t.reconnects, t.accepts);
     fprintf(f, "| idle receives timed out or canceled (no message) | %" PRIu64 " |\n",
             t.idle_timeouts);
+    fprintf(
+        f, "| derived/sobj receives that ended CDT_ERR_CANCELED without a cancel | %" PRIu64 " |\n",
+        t.recv_canceled_unasked);
     fprintf(f, "| wrong objects | %" PRIu64 " |\n| unexpected statuses | %" PRIu64 " |\n", t.wrong,
             t.unexpected);
     fprintf(f, "| requests stuck after cancel/close | %" PRIu64 " |\n", t.stuck);
@@ -1830,8 +1874,12 @@ static void write_report(FILE *f, int pass, double secs, const char *cmdline)
     }
     fprintf(f, "\nTransports of one peer-to-peer endpoint (ucp_ep_print_info):\n\n```\n%s```\n\n",
             transports ? transports : "(not captured)\n");
+    if (note_log != NULL)
+        fprintf(f, "Notes (clean statuses worth a look, %d in all):\n\n%s\n", n_notes, note_log);
     if (fail_log != NULL)
         fprintf(f, "Failures (first ones):\n\n%s\n", fail_log);
+    fprintf(f, "Counts of a killed process are those of its last report (one a second), so sent, "
+               "received and verified differ by what was in flight at the kills.\n");
 }
 
 static void usage(void)
