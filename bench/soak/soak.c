@@ -1822,11 +1822,15 @@ static void write_report(FILE *f, int pass, double secs, const char *cmdline)
                     s == NSTATUS - 1 ? "other" : cdt_err_name(-s), t.err_send[s], t.err_recv[s],
                     t.err_conn[s]);
     double total = now_s() - t_start;
-    fprintf(f, "\nReceiver RSS (VmRSS, sampled every second; bench/results/soak.csv) of the "
-               "processes that lived through more than half of the run. Growth: median of the "
-               "last quarter of its life against the median of its second quarter (the first "
-               "quarter warms the buffer caches); it grew when that rose by more than 10%% and "
-               "32 MiB.\n\n");
+    const char *csv_name = opt.csv ? strrchr(opt.csv, '/') : NULL;
+    csv_name = csv_name ? csv_name + 1 : opt.csv ? opt.csv : "no CSV";
+    fprintf(f,
+            "\nReceiver RSS (VmRSS, sampled every second; %s) of the "
+            "processes that lived through more than half of the run. Growth: median of the "
+            "last quarter of its life against the median of its second quarter (the first "
+            "quarter warms the buffer caches); it grew when that rose by more than 10%% and "
+            "32 MiB.\n\n",
+            csv_name);
     fprintf(f, "Timed-out dvec receives that had matched keep their object (it may still be "
                "written): those bytes are the soak's own quarantine, shown apart, and growth is "
                "judged on RSS minus them.\n\n");
