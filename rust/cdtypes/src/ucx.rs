@@ -285,10 +285,26 @@ impl Worker {
     /// Post a receive of one value whose tag matches `(tag, mask)`.
     pub fn irecv<T: Unpack>(&self, tag: Tag, mask: Tag) -> Result<RecvRequest<T>> {
         let state = Box::into_raw(RecvState::new(self.inner.limits));
+        // the transport checks the limits on the head, before it sizes anything from it
+        let limits = self.inner.limits;
+        let mut field_mask = sys::CDT_UCX_RECV_PARAM_PREPARE as u64;
+        if limits.max_frame_bytes.is_some() {
+            field_mask |= sys::CDT_UCX_RECV_PARAM_MAX_FRAME_BYTES as u64;
+        }
+        if limits.max_regions.is_some() {
+            field_mask |= sys::CDT_UCX_RECV_PARAM_MAX_REGIONS as u64;
+        }
         let params = sys::cdt_ucx_recv_params {
-            field_mask: sys::CDT_UCX_RECV_PARAM_PREPARE as u64,
+            field_mask,
             prepare: Some(ucx_prepare),
             prepare_arg: state.cast(),
+            max_frame_bytes: limits
+                .max_frame_bytes
+                .map_or(0, |m| m.min(i64::MAX as u64) as i64),
+            max_regions: limits
+                .max_regions
+                .map_or(0, |m| m.min(i64::MAX as u64) as i64),
+            rest_timeout_ms: 0,
         };
         let mut raw = ptr::null_mut();
         // SAFETY: the state lives until the request completes (or is leaked with it)

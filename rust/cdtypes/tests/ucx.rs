@@ -71,8 +71,12 @@ fn child_main() {
             ep.send(&true, 10, LONG).unwrap();
         }
         "vanish" => {
-            // tell the parent we are up, then exit without closing anything
+            // tell the parent we are up and wait for its answer (a send completes once its
+            // bytes are handed to the transport, not once they arrived: exiting right after
+            // it could lose them), then exit without closing anything
             ep.send(&1u8, 1, LONG).unwrap();
+            let ack: u8 = worker.recv(2, LONG).unwrap();
+            assert_eq!(ack, 2);
             std::process::exit(0);
         }
         other => panic!("unknown role {other}"),
@@ -130,6 +134,7 @@ fn peer_gone_is_an_error() {
     let ep = listener.accept(LONG).unwrap();
     let up: u8 = worker.recv(1, LONG).unwrap();
     assert_eq!(up, 1);
+    ep.send(&2u8, 2, LONG).unwrap();
     assert!(child.wait().unwrap().success());
     // sends to the dead peer fail with CDT_ERR_PEER (a large one needs the peer to fetch it)
     let big = vec![7u8; 1 << 20];
