@@ -114,7 +114,8 @@ int main(void)
                (unsigned long long)s1,
                changed ? "WRITTEN AFTER CDT_ERR_TIMEOUT WAS RETURNED" : "unchanged");
         if (n0 > 0 && !changed)
-            printf("(the object was partly allocated when CDT_ERR_TIMEOUT was returned)\n");
+            printf("(the receive had matched and written part of the object, as cdt_ucx.h "
+                   "allows; nothing was written after it returned)\n");
     }
     fflush(stdout);
     int status;
@@ -124,5 +125,5 @@ int main(void)
     cdt_ucx_listener_destroy(l);
     cdt_ucx_worker_destroy(w);
     cdt_ucx_context_destroy(ctx);
-    return changed || (rc == CDT_ERR_TIMEOUT && n0 > 0) ? 1 : 0;
+    return changed ? 1 : 0;
 }
