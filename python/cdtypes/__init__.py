@@ -28,6 +28,7 @@ from ._lib import (  # noqa: F401
     FrameVersionError,
     IncompleteError,
     InvalidArgumentError,
+    LimitError,
     NoMemoryError,
     OrderError,
     PeerError,
