@@ -321,10 +321,20 @@ def loads(data, *, alloc=None, inplace=False):
         _raise(rx.prepare(dec, so), "cdt_sobj_recv_prepare", rx)
         prepared = True
         if inplace:
-            head = info.header_size + info.packed_size
-            check(lib.cdt_decoder_write(dec, 0, src_addr, head), "cdt_decoder_write")
+            # the regions already lie in data: the decoder checks the header, takes the stream,
+            # and checks the padding between the parts; the regions are only marked done
+            pos = info.header_size + info.packed_size
+            check(lib.cdt_decoder_write(dec, 0, src_addr, pos), "cdt_decoder_write")
+            off, ln, kd = _lib.cdt_count(), _lib.cdt_count(), _lib.cdt_kind()
             for i in range(info.region_count):
+                check(
+                    lib.cdt_decoder_region_info(dec, i, ctypes.byref(ln), ctypes.byref(kd), ctypes.byref(off)),
+                    "cdt_decoder_region_info",
+                )
+                if off.value > pos:  # padding: must be zero
+                    check(lib.cdt_decoder_write(dec, pos, src_addr + pos, off.value - pos), "cdt_decoder_write")
                 check(lib.cdt_decoder_region_done(dec, i), "cdt_decoder_region_done")
+                pos = max(pos, off.value + ln.value)
         else:
             check(lib.cdt_decoder_write(dec, 0, src_addr, n), "cdt_decoder_write")
         check(lib.cdt_decoder_finish(dec), "cdt_decoder_finish")
