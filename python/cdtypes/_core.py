@@ -13,7 +13,7 @@ arrays directly on the memory the allocator gave.
 import ctypes
 import pickle
 
-from . import _lib
+from . import _lib, _stream
 from ._lib import (
     CDT_ERR_PY_EXCEPTION,
     CDT_KIND_BYTE,
@@ -217,6 +217,7 @@ class _Receiver:
         self.inplace_base = inplace_base
         self.decoder = decoder
         self.inband = None
+        self.inband_keeper = None
         self.buffers = []
         self.pins = []
         self.exc = None
@@ -225,9 +226,10 @@ class _Receiver:
     def _hook(self, user, index, nbytes, kind, base_out):
         try:
             if index < 0:  # the pickle stream: small, copied by the decoder
-                mem = ctypes.create_string_buffer(nbytes)
-                addr = ctypes.addressof(mem)
+                mem = bytearray(nbytes)
+                keeper, addr, _ = _lib.pin(mem, writable=True) if nbytes else (None, 0, 0)
                 self.inband = mem
+                self.inband_keeper = keeper
             else:
                 if self.inplace_base is not None:
                     # the region's bytes already lie in the received frame: point at them
@@ -260,6 +262,7 @@ class _Receiver:
         for p in self.pins:
             _lib.release(p)
         self.pins = []
+        self.inband_keeper = None  # the decoder is done writing the stream
 
     def prepare(self, dec, so):
         """Size ``so`` from the decoder's header through the allocator hook, then bind.
@@ -275,9 +278,20 @@ class _Receiver:
     def raise_status(self, code, what):
         _raise(code, what, self)
 
-    def unpickle(self):
+    def unpickle(self, strict=False):
+        """Rebuild the object. The stream is checked first without running it (``strict``:
+        every length and memo index; otherwise what would make pickle fail inside an
+        allocation: BYTEARRAY8 longer than the stream, where CPython frees a half-made
+        bytearray and prints "deallocated bytearray object has exported buffers")."""
+        stream, buffers = self.inband, self.buffers
+        self.inband, self.buffers = None, []
+        if stream is None:
+            stream = b""
         try:
-            return pickle.loads(self.inband, buffers=self.buffers)
+            _stream.check_stream(stream, strict)
+            return pickle.loads(stream, buffers=buffers)
+        except _stream.StreamError as e:
+            raise _lib.UnpicklingFailed(None, "malformed pickle stream: %s" % (e,)) from e
         except Exception as e:
             raise _lib.UnpicklingFailed(None, "pickle could not rebuild the object: %r" % (e,)) from e
 

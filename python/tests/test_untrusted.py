@@ -1,6 +1,7 @@
 """Frames from peers that are not trusted: padding checks in every receive path, pickle streams
 that would make pickle fail inside an allocation, receiver limits, and the restricted mode."""
 import ctypes
+import gc
 
 import numpy as np
 import pytest
@@ -87,3 +88,42 @@ def test_inplace_still_views_the_buffer(padded_frame):
     out = cdtypes.loads(buf, inplace=True)
     assert np.shares_memory(out["b"], buf)
     np.testing.assert_array_equal(out["b"], np.arange(5, dtype=np.int8))
+
+
+# --- a stream that would make pickle fail inside an allocation -------------------
+
+# PROTO 5, BYTEARRAY8 announcing 2**62 bytes that the stream does not hold, STOP. pickle
+# allocates the bytearray before reading its bytes; the failed allocation frees a
+# half-initialised bytearray (CPython prints "deallocated bytearray object has exported
+# buffers").
+HUGE_BYTEARRAY8 = b"\x80\x05\x96" + (1 << 62).to_bytes(8, "little") + b"."
+
+
+@pytest.mark.parametrize("how", ["copy", "inplace", "alloc"])
+def test_overlong_bytearray8_is_refused_before_pickle(how, capfd):
+    data = frame_with_stream(HUGE_BYTEARRAY8, [b"r" * 100])
+    for _ in range(5):
+        with pytest.raises(cdtypes.UnpicklingFailed) as info:
+            if how == "copy":
+                cdtypes.loads(data)
+            elif how == "inplace":
+                cdtypes.loads(bytearray(data), inplace=True)
+            else:
+                cdtypes.loads(data, alloc=bytearray)
+        # refused by the stream check: pickle never ran, so it never tried the allocation
+        assert not isinstance(info.value.__cause__, MemoryError), info.value.__cause__
+        assert "BYTEARRAY8" in str(info.value)
+        del info
+        gc.collect()
+    err = capfd.readouterr().err
+    assert "exported buffers" not in err and "SystemError" not in err, err
+
+
+def test_valid_streams_with_bytearray8_opcode_bytes_still_load():
+    # 0x96 bytes inside data must not be taken for the opcode
+    objs = [bytearray(b"\x96" * 50), b"\x96\xff\xff\xff\xff\xff\xff\xff\x7f", list(range(300)),
+            {"k": bytearray(range(256)) * 3}, "\x96" * 10]
+    for obj in objs:
+        with cdtypes.dumps(obj) as f:
+            data = f.tobytes()
+        assert cdtypes.loads(data) == obj
