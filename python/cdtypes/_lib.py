@@ -35,6 +35,7 @@ __all__ = [
     "CdtTimeoutError",
     "BusyError",
     "UnpicklingFailed",
+    "ForbiddenError",
     "LimitError",
     "CDT_ERR_LIMIT",
 ]
@@ -350,6 +351,12 @@ class BusyError(TransportError):
 class UnpicklingFailed(CdtError):
     """The frame was valid but pickle could not rebuild the object from it (the cause is
     chained)."""
+
+
+class ForbiddenError(UnpicklingFailed):
+    """Restricted mode: the pickle stream names a global (a class or function) that the
+    allow-list does not hold, or gives an allowed one arguments it refuses. Nothing the stream
+    named was imported or called."""
 
 
 class LimitError(CdtError):
