@@ -12,6 +12,9 @@ receives into it and rebuilds the object; NumPy arrays are views of that buffer 
     from cdtypes import mpi
     mpi.send(obj, dest=1, tag=7)            # rank 0
     obj = mpi.recv(source=0, tag=7)         # rank 1
+
+SECURITY: recv rebuilds the object with pickle, which runs code the sender chose. From ranks you
+do not trust, receive with allowed=True and max_bytes= / max_regions= (docs/SECURITY.md).
 """
 
 from mpi4py import MPI

@@ -16,6 +16,10 @@ Timeouts are in seconds (None: wait without bound). Errors are cdtypes.CdtError 
 CdtTimeoutError, PeerError (the peer went away), TransportError, FrameError...
 Receives are matched on the worker: ep.recv() takes the next matching message from any peer of
 the same worker (give each peer its own tags, or its own worker, to keep them apart).
+
+SECURITY: a receive rebuilds the object with pickle, which runs code the sender chose. Receive
+from peers you do not trust with allowed=True (an allow-list of classes) and max_bytes= /
+max_regions= (checked before the buffers are allocated); see docs/SECURITY.md.
 """
 
 import ctypes
