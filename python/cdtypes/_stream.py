@@ -12,6 +12,11 @@ import re
 
 __all__ = ["check_stream", "StreamError"]
 
+try:
+    import numpy as _np
+except ImportError:  # pragma: no cover - exercised only without NumPy
+    _np = None
+
 _FIXED, _LINES, _COUNTED = 0, 1, 2
 _SPEC = {}  # opcode byte -> (how its argument is laid out, size or line count, signed)
 for _op in pickletools.opcodes:
@@ -33,11 +38,50 @@ for _op in pickletools.opcodes:
         _SPEC[_code] = (_COUNTED, width, signed)
 _STOP = ord(".")
 _BINPUT, _LONG_BINPUT, _PUT = ord("q"), ord("r"), ord("p")
-_BYTEARRAY8 = re.compile(rb"\x96(.{8})", re.S)
+_BYTEARRAY8 = re.compile(rb"\x96(.{7}[\x00-\x7f])", re.S)  # lengths below 2**63
+
+
+def _skipper(exclude):
+    """A regex matching a run of opcodes with fixed-size arguments (except ``exclude``), so
+    that the walk crosses them at C speed."""
+    by_size = {}
+    for code, (kind, size, _) in _SPEC.items():
+        if kind == _FIXED and code != _STOP and code not in exclude:
+            by_size.setdefault(size, []).append(code)
+    alts = []
+    for size, codes in sorted(by_size.items()):
+        cls = b"[" + b"".join(b"\\x%02x" % c for c in sorted(codes)) + b"]"
+        alts.append(cls + (b".{%d}" % size if size else b""))
+    return re.compile(b"(?:" + b"|".join(alts) + b")*", re.S)
+
+
+_SKIP = _skipper(())
+_SKIP_STRICT = _skipper((_BINPUT, _LONG_BINPUT))  # memo indices are checked one by one
 
 
 class StreamError(pickle.UnpicklingError):
     """The stream announces more than it holds (found without running it)."""
+
+
+def _bytearray8_candidates(stream):
+    """Whether some byte 0x96 is followed by a length in (bytes after it, 2**63): only then
+    can the stream hold an over-long BYTEARRAY8 (pickle refuses lengths of 2**63 and more
+    itself). Vectorised with NumPy when it is present."""
+    n = len(stream)
+    if n < 10:
+        return False
+    if _np is not None:
+        a = _np.frombuffer(stream, dtype=_np.uint8)
+        pos = _np.flatnonzero(a[: n - 8] == 0x96)
+        if pos.size == 0:
+            return False
+        # the 8 bytes after each position, read as little-endian uint64 (an unaligned view)
+        after = _np.ndarray((n - 8,), dtype="<u8", buffer=a, offset=1, strides=(1,))[pos]
+        return bool(_np.any((after > (n - 9 - pos).astype(_np.uint64)) & (after < 1 << 63)))
+    for m in _BYTEARRAY8.finditer(stream):
+        if n - m.end() < int.from_bytes(m.group(1), "little") < 1 << 63:
+            return True
+    return False
 
 
 def check_stream(stream, strict=True):
@@ -48,22 +92,25 @@ def check_stream(stream, strict=True):
     checked, and the walk runs only when a byte pattern could be such an opcode. Stops at
     STOP or at an unknown opcode (pickle reports those itself)."""
     n = len(stream)
-    if not strict:
-        for m in _BYTEARRAY8.finditer(stream):
-            if int.from_bytes(m.group(1), "little") > n - m.end():
-                break  # a candidate: find out whether it is an opcode
-        else:
-            return
+    if not strict and not _bytearray8_candidates(stream):
+        return
     i = 0
+    skip = (_SKIP_STRICT if strict else _SKIP).match
     while i < n:
+        i = skip(stream, i).end()
+        if i >= n:
+            return
         op = stream[i]
+        at = i
         i += 1
         spec = _SPEC.get(op)
         if spec is None or op == _STOP:
             return
         kind, size, signed = spec
         if kind == _FIXED:
-            if strict and size and op in (_BINPUT, _LONG_BINPUT) and i + size <= n:
+            if i + size > n:
+                return
+            if strict and op in (_BINPUT, _LONG_BINPUT):
                 idx = int.from_bytes(stream[i : i + size], "little")
                 if idx > n:
                     raise StreamError("memo index %d in a stream of %d bytes" % (idx, n))
@@ -91,9 +138,7 @@ def check_stream(stream, strict=True):
                 if strict or op == 0x96:
                     raise StreamError(
                         "%s at byte %d announces %d bytes, %d remain"
-                        % (pickletools.code2op[chr(op)].name, i - size - 1, length, n - i)
+                        % (pickletools.code2op[chr(op)].name, at, length, n - i)
                     )
                 return
             i += length
-
-
