@@ -37,7 +37,7 @@ for _op in pickletools.opcodes:
         }[_arg.n]
         _SPEC[_code] = (_COUNTED, width, signed)
 _STOP = ord(".")
-_BINPUT, _LONG_BINPUT, _PUT = ord("q"), ord("r"), ord("p")
+_BINPUT, _LONG_BINPUT, _PUT, _FRAME = ord("q"), ord("r"), ord("p"), 0x95
 _BYTEARRAY8 = re.compile(rb"\x96(.{7}[\x00-\x7f])", re.S)  # lengths below 2**63
 
 
@@ -56,7 +56,7 @@ def _skipper(exclude):
 
 
 _SKIP = _skipper(())
-_SKIP_STRICT = _skipper((_BINPUT, _LONG_BINPUT))  # memo indices are checked one by one
+_SKIP_STRICT = _skipper((_BINPUT, _LONG_BINPUT, _FRAME))  # checked one by one
 
 
 class StreamError(pickle.UnpicklingError):
@@ -87,17 +87,24 @@ def _bytearray8_candidates(stream):
 def check_stream(stream, strict=True):
     """Walk the opcodes of ``stream`` (bytes or bytearray) without running them. Raises
     StreamError when a length-prefixed argument announces more bytes than remain (pickle would
-    allocate that length first), and, with ``strict``, when a memo index exceeds the stream's
-    size (pickle would grow its memo table to it). Without ``strict`` only BYTEARRAY8 is
-    checked, and the walk runs only when a byte pattern could be such an opcode. Stops at
-    STOP or at an unknown opcode (pickle reports those itself)."""
+    allocate that length first). With ``strict`` (untrusted input) also when a memo index
+    exceeds the stream's size (pickle would grow its memo table to it), when a FRAME announces
+    more than remains, starts inside another frame, or an opcode crosses the end of its frame
+    (an unpickler reading from a file drops the rest of a frame there, so it would not run the
+    opcodes this walk saw). Without ``strict`` only BYTEARRAY8 is checked, and the walk runs
+    only when a byte pattern could be such an opcode. Stops at STOP or at an unknown opcode
+    (pickle reports those itself)."""
     n = len(stream)
     if not strict and not _bytearray8_candidates(stream):
         return
     i = 0
+    frame_end = -1  # end of the current frame, -1 outside frames (strict only)
     skip = (_SKIP_STRICT if strict else _SKIP).match
     while i < n:
-        i = skip(stream, i).end()
+        i = skip(stream, i, frame_end if frame_end >= 0 else n).end()
+        if i == frame_end:
+            frame_end = -1
+            continue
         if i >= n:
             return
         op = stream[i]
@@ -115,6 +122,14 @@ def check_stream(stream, strict=True):
                 if idx > n:
                     raise StreamError("memo index %d in a stream of %d bytes" % (idx, n))
             i += size
+            if strict and op == _FRAME:
+                if frame_end >= 0:
+                    raise StreamError("FRAME at byte %d inside another frame" % at)
+                length = int.from_bytes(stream[i - 8 : i], "little")
+                if length > n - i:
+                    raise StreamError("FRAME at byte %d announces %d bytes, %d remain" % (at, length, n - i))
+                frame_end = i + length
+                continue
         elif kind == _LINES:
             start = i
             for _ in range(size):
@@ -142,3 +157,7 @@ def check_stream(stream, strict=True):
                     )
                 return
             i += length
+        if frame_end >= 0 and i >= frame_end:
+            if i > frame_end:
+                raise StreamError("opcode at byte %d crosses the end of its frame" % at)
+            frame_end = -1

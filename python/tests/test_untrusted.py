@@ -426,3 +426,24 @@ def test_allowed_argument_types():
     assert "numpy.dtype" in cdtypes.DEFAULT_ALLOWED.names
     assert "numpy.dtype" not in cdtypes.Restricted(numpy=False).names
     assert cdtypes.Restricted(defaults=False).names == frozenset()
+
+
+def test_restricted_stream_check_sees_what_the_unpickler_runs():
+    """The restricted unpickler reads from a file object, and a file-reading unpickler drops
+    the rest of a frame when an opcode crosses its end; a stream built on that shows the
+    stream check one sequence of opcodes and runs another (here: a LONG_BINPUT that the check
+    takes for bytes data). Such streams are refused: an opcode may not cross its frame."""
+    idx = 1_000_000
+    frame = b"NJ\x00"                               # BININT whose argument crosses the frame end
+    after = b"abcC"                                 # file view: BININT 'abcC'; linear: SHORT_BINBYTES
+    hidden = b"r" + idx.to_bytes(4, "little") + b"."  # file view runs LONG_BINPUT, STOP
+    stream = (b"\x80\x05\x95" + len(frame).to_bytes(8, "little") + frame + after + hidden
+              + b"\x00" * (ord("r") - len(hidden) + 1) + b".")
+    with pytest.raises(cdtypes.UnpicklingFailed, match="frame"):
+        cdtypes.safe_loads(frame_with_stream(stream))
+    # the fuzzer's finding (mode 3 of python/fuzz/fuzz_loads.py): the same trick with a memo
+    # index of 680825748, which made pickle allocate and zero a 10 GiB memo table
+    with open(os.path.join(os.path.dirname(__file__), "data", "fuzz-timeout-frame-crossing.bin"), "rb") as f:
+        data = f.read()
+    with pytest.raises(cdtypes.UnpicklingFailed, match="frame"):
+        cdtypes.safe_loads(frame_with_stream(data[1:], [b"\x00" * 16, bytes(range(256))]))
