@@ -15,13 +15,21 @@ never fuzzed: it runs whatever code the stream names, which is what docs/SECURIT
     python3 python/fuzz/fuzz_loads.py --make-corpus python/fuzz/corpus   # rewrite the seeds
 
 libFuzzer writes new inputs into the FIRST corpus directory: give it a scratch directory.
+python/tests/test_fuzz_corpus.py replays the seeds and past findings without atheris.
 """
 import os
 import sys
 
-import atheris
+try:
+    import atheris
+except ImportError:  # replaying inputs (python/tests/test_fuzz_corpus.py) needs no atheris
+    atheris = None
 
-with atheris.instrument_imports(include=["cdtypes"]):
+if atheris is not None and __name__ == "__main__":
+    with atheris.instrument_imports(include=["cdtypes"]):
+        import cdtypes
+        from cdtypes import _core, _lib
+else:
     import cdtypes
     from cdtypes import _core, _lib
 
@@ -101,6 +109,8 @@ def make_corpus(directory):
 if __name__ == "__main__":
     if len(sys.argv) == 3 and sys.argv[1] == "--make-corpus":
         make_corpus(sys.argv[2])
+    elif atheris is None:
+        sys.exit("fuzz_loads.py: atheris is not installed (python3 -m pip install atheris)")
     else:
         atheris.Setup(sys.argv, TestOneInput)
         atheris.Fuzz()
