@@ -358,7 +358,8 @@ class Limits:
         """Raise LimitError when a message of ``nbytes`` is over max_bytes."""
         if self.max_bytes is not None and nbytes > self.max_bytes:
             raise _lib.error(
-                _lib.CDT_ERR_LIMIT, "%s has %d bytes, max_bytes is %d" % (what, nbytes, self.max_bytes)
+                _lib.CDT_ERR_LIMIT,
+                "%s has %d bytes, max_bytes is %d" % (what, nbytes, self.max_bytes),
             )
 
     def check_info(self, info):
@@ -376,8 +377,10 @@ class Limits:
 
     def describe(self, info):
         if self.max_bytes is not None and info.frame_size > self.max_bytes:
-            return "the frame announces %d bytes, max_bytes is %d" % (info.frame_size, self.max_bytes)
-        return "the frame announces %d buffers, max_regions is %d" % (info.region_count, self.max_regions)
+            return "the frame announces %d bytes, max_bytes is %d" % (
+                info.frame_size, self.max_bytes)
+        return "the frame announces %d buffers, max_regions is %d" % (
+            info.region_count, self.max_regions)
 
 
 def loads(data, *, alloc=None, inplace=False, max_bytes=None, max_regions=None, allowed=None):
@@ -418,7 +421,8 @@ def loads(data, *, alloc=None, inplace=False, max_bytes=None, max_regions=None, 
         if params is None:
             check(lib.cdt_decoder_create(src_addr, n, ctypes.byref(dec)), "cdt_decoder_create")
         else:
-            rc = lib.cdt_decoder_create_advanced(src_addr, n, ctypes.byref(params), ctypes.byref(dec))
+            rc = lib.cdt_decoder_create_advanced(
+                src_addr, n, ctypes.byref(params), ctypes.byref(dec))
             if rc == _lib.CDT_ERR_LIMIT:
                 raise _lib.error(rc, "the frame header announces more than %s" % limits)
             check(rc, "cdt_decoder_create_advanced")
@@ -447,11 +451,13 @@ def loads(data, *, alloc=None, inplace=False, max_bytes=None, max_regions=None, 
             off, ln, kd = _lib.cdt_count(), _lib.cdt_count(), _lib.cdt_kind()
             for i in range(info.region_count):
                 check(
-                    lib.cdt_decoder_region_info(dec, i, ctypes.byref(ln), ctypes.byref(kd), ctypes.byref(off)),
+                    lib.cdt_decoder_region_info(
+                        dec, i, ctypes.byref(ln), ctypes.byref(kd), ctypes.byref(off)),
                     "cdt_decoder_region_info",
                 )
                 if off.value > pos:  # padding: must be zero
-                    check(lib.cdt_decoder_write(dec, pos, src_addr + pos, off.value - pos), "cdt_decoder_write")
+                    check(lib.cdt_decoder_write(dec, pos, src_addr + pos, off.value - pos),
+                          "cdt_decoder_write")
                 check(lib.cdt_decoder_region_done(dec, i), "cdt_decoder_region_done")
                 pos = max(pos, off.value + ln.value)
         else:

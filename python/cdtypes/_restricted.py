@@ -54,7 +54,8 @@ class _DtypeSpec:
 
 
 def _dtype_factory(obj, align=False, copy=True):
-    if not isinstance(obj, str) or not _DTYPE_STR.match(obj) or obj.lstrip("<>|=")[0] not in _DTYPE_CHARS:
+    if (not isinstance(obj, str) or not _DTYPE_STR.match(obj)
+            or obj.lstrip("<>|=")[0] not in _DTYPE_CHARS):
         _forbid("numpy.dtype(%r) is not allowed" % (obj,))
     if type(align) is not bool or type(copy) is not bool:
         _forbid("numpy.dtype: align and copy must be bools")

@@ -127,7 +127,8 @@ def check_stream(stream, strict=True):
                     raise StreamError("FRAME at byte %d inside another frame" % at)
                 length = int.from_bytes(stream[i - 8 : i], "little")
                 if length > n - i:
-                    raise StreamError("FRAME at byte %d announces %d bytes, %d remain" % (at, length, n - i))
+                    raise StreamError(
+                        "FRAME at byte %d announces %d bytes, %d remain" % (at, length, n - i))
                 frame_end = i + length
                 continue
         elif kind == _LINES:

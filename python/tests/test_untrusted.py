@@ -31,7 +31,8 @@ def frame_with_stream(stream, buffers=()):
     so.buffers = sbufs
     so.nbuffers = len(buffers)
     h = ctypes.c_void_p()
-    _lib.check(_lib.lib.cdt_frame_encode(ctypes.byref(so), 1, _core._SOBJ_TYPE, None, ctypes.byref(h)))
+    _lib.check(_lib.lib.cdt_frame_encode(ctypes.byref(so), 1, _core._SOBJ_TYPE, None,
+                                         ctypes.byref(h)))
     with _core.Frame(h.value, [], []) as f:
         return f.tobytes()
 
@@ -46,7 +47,8 @@ def layout(data):
         regions = []
         for i in range(info.region_count):
             ln, kd, off = _lib.cdt_count(), _lib.cdt_kind(), _lib.cdt_count()
-            _lib.check(_lib.lib.cdt_decoder_region_info(dec, i, ctypes.byref(ln), ctypes.byref(kd), ctypes.byref(off)))
+            _lib.check(_lib.lib.cdt_decoder_region_info(
+                dec, i, ctypes.byref(ln), ctypes.byref(kd), ctypes.byref(off)))
             regions.append((off.value, ln.value))
         return info.header_size + info.packed_size, regions
     finally:
@@ -321,7 +323,8 @@ DEFAULT_OBJECTS = [
     None, True, 7, -(2**100), 1.5, "héllo", b"bytes", bytearray(b"ba"), (1, (2,)), [1, [2]],
     {"a": {1: 2}}, {1, 2}, frozenset({3}), complex(1, 2), slice(1, 9, 2),
     collections.OrderedDict(a=1), collections.deque([1, 2], maxlen=5), collections.Counter("abca"),
-    datetime.datetime(2020, 1, 2, 3, 4, 5, 6, tzinfo=datetime.timezone.utc), datetime.date(2020, 1, 2),
+    datetime.datetime(2020, 1, 2, 3, 4, 5, 6, tzinfo=datetime.timezone.utc),
+    datetime.date(2020, 1, 2),
     datetime.timedelta(3, 4), datetime.time(1, 2),
 ]
 
@@ -342,7 +345,8 @@ NP_DTYPES = [
 @pytest.mark.parametrize("dtype", NP_DTYPES, ids=str)
 def test_default_allowlist_numpy(dtype):
     a = np.zeros(17, dtype=dtype)
-    a.view(np.uint8).reshape(-1)[:] = np.random.default_rng(3).integers(0, 256, a.nbytes, dtype=np.uint8)
+    rng = np.random.default_rng(3)
+    a.view(np.uint8).reshape(-1)[:] = rng.integers(0, 256, a.nbytes, dtype=np.uint8)
     obj = {"a": a, "f": np.asfortranarray(np.arange(12.0).reshape(3, 4)), "s": np.float32(2.5),
            "i": np.int64(-3), "e": np.zeros(0, dtype=dtype)}
     out = cdtypes.safe_loads(frame_of(obj))
