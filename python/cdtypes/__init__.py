@@ -9,6 +9,11 @@ arrays are rebuilt on that memory.
     frame = cdtypes.dumps(obj)      # Frame: .size, .iov(), .head, .tobytes(), close()
     obj2 = cdtypes.loads(frame.tobytes())
 
+SECURITY: cdtypes.loads (and the mpi/ucx receives) run pickle, which executes code the sender
+chose: use them only with peers you trust. For anything else use cdtypes.safe_loads /
+allowed=cdtypes.Restricted(...) (an allow-list of classes) together with max_bytes= and
+max_regions= (see docs/SECURITY.md).
+
 cdtypes.mpi sends one MPI message per object over mpi4py; cdtypes.ucx sends objects over
 libcdt's UCX transport (listeners, endpoints, send/recv and their non-blocking variants).
 """
@@ -26,8 +31,10 @@ from ._lib import (  # noqa: F401
     FrameMismatchError,
     FrameTruncatedError,
     FrameVersionError,
+    ForbiddenError,
     IncompleteError,
     InvalidArgumentError,
+    LimitError,
     NoMemoryError,
     OrderError,
     PeerError,
@@ -37,7 +44,8 @@ from ._lib import (  # noqa: F401
     UnsupportedError,
     lib as _clib,
 )
-from ._core import ALIGN, Frame, default_alloc, dumps, loads  # noqa: F401
+from ._core import ALIGN, Frame, Limits, default_alloc, dumps, loads, safe_loads  # noqa: F401
+from ._restricted import DEFAULT as DEFAULT_ALLOWED, Restricted  # noqa: F401
 
 __version__ = "0.1.0"
 

@@ -13,7 +13,7 @@ arrays directly on the memory the allocator gave.
 import ctypes
 import pickle
 
-from . import _lib
+from . import _lib, _restricted, _stream
 from ._lib import (
     CDT_ERR_PY_EXCEPTION,
     CDT_KIND_BYTE,
@@ -22,7 +22,7 @@ from ._lib import (
     lib,
 )
 
-__all__ = ["Frame", "dumps", "loads", "default_alloc", "ALIGN"]
+__all__ = ["Frame", "dumps", "loads", "safe_loads", "Limits", "default_alloc", "ALIGN"]
 
 ALIGN = 64  # receive buffers start on this boundary (cache line; enough for every dtype)
 _SOBJ_TYPE = lib.cdt_sobj_type()  # lives for the whole program
@@ -217,6 +217,7 @@ class _Receiver:
         self.inplace_base = inplace_base
         self.decoder = decoder
         self.inband = None
+        self.inband_keeper = None
         self.buffers = []
         self.pins = []
         self.exc = None
@@ -225,9 +226,10 @@ class _Receiver:
     def _hook(self, user, index, nbytes, kind, base_out):
         try:
             if index < 0:  # the pickle stream: small, copied by the decoder
-                mem = ctypes.create_string_buffer(nbytes)
-                addr = ctypes.addressof(mem)
+                mem = bytearray(nbytes)
+                keeper, addr, _ = _lib.pin(mem, writable=True) if nbytes else (None, 0, 0)
                 self.inband = mem
+                self.inband_keeper = keeper
             else:
                 if self.inplace_base is not None:
                     # the region's bytes already lie in the received frame: point at them
@@ -260,6 +262,7 @@ class _Receiver:
         for p in self.pins:
             _lib.release(p)
         self.pins = []
+        self.inband_keeper = None  # the decoder is done writing the stream
 
     def prepare(self, dec, so):
         """Size ``so`` from the decoder's header through the allocator hook, then bind.
@@ -275,9 +278,25 @@ class _Receiver:
     def raise_status(self, code, what):
         _raise(code, what, self)
 
-    def unpickle(self):
+    def unpickle(self, allowed=None, strict=False):
+        """Rebuild the object. The stream is checked first without running it (``strict``,
+        for untrusted input: every length and memo index; otherwise what would make pickle
+        fail inside an allocation: a BYTEARRAY8 longer than the stream, where CPython frees a
+        half-made bytearray and prints "deallocated bytearray object has exported buffers"),
+        then unpickled, with only the globals of ``allowed`` (a Restricted) when given."""
+        stream, buffers = self.inband, self.buffers
+        self.inband, self.buffers = None, []
+        if stream is None:
+            stream = b""
         try:
-            return pickle.loads(self.inband, buffers=self.buffers)
+            _stream.check_stream(stream, strict)
+            if allowed is None:
+                return pickle.loads(stream, buffers=buffers)
+            return allowed.loads(stream, buffers)
+        except _restricted.Refused as e:
+            raise _lib.ForbiddenError(None, "refused by the allow-list: %s" % (e,)) from e
+        except _stream.StreamError as e:
+            raise _lib.UnpicklingFailed(None, "malformed pickle stream: %s" % (e,)) from e
         except Exception as e:
             raise _lib.UnpicklingFailed(None, "pickle could not rebuild the object: %r" % (e,)) from e
 
@@ -288,14 +307,107 @@ def _raise(code, what, rx):
     check(code, what)
 
 
-def loads(data, *, alloc=None, inplace=False):
+def _policy(allowed):
+    """None (plain pickle) or a Restricted from what ``allowed=`` was given."""
+    if allowed is None or isinstance(allowed, _restricted.Restricted):
+        return allowed
+    if allowed is True:
+        return _restricted.DEFAULT
+    if isinstance(allowed, (str, bytes)) or not hasattr(allowed, "__iter__"):
+        raise TypeError("allowed= takes a cdtypes.Restricted, True, or an iterable of globals")
+    return _restricted.Restricted(allowed)
+
+
+def _limit(value, what):
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ValueError("%s must be a non-negative int or None" % what)
+    return value
+
+
+class Limits:
+    """Receiver limits for frames from untrusted peers: ``max_bytes`` (the whole frame:
+    header, pickle stream, padding and buffers) and ``max_regions`` (out-of-band buffers).
+    None: no limit."""
+
+    __slots__ = ("max_bytes", "max_regions")
+
+    def __init__(self, max_bytes=None, max_regions=None):
+        self.max_bytes = _limit(max_bytes, "max_bytes")
+        self.max_regions = _limit(max_regions, "max_regions")
+
+    @property
+    def any(self):
+        return self.max_bytes is not None or self.max_regions is not None
+
+    def params(self):
+        """The cdt_decoder_params of these limits (None when there are none)."""
+        if not self.any:
+            return None
+        p = _lib.cdt_decoder_params()
+        if self.max_bytes is not None:
+            p.field_mask |= _lib.CDT_DECODER_PARAM_MAX_FRAME_BYTES
+            p.max_frame_bytes = self.max_bytes
+        if self.max_regions is not None:
+            p.field_mask |= _lib.CDT_DECODER_PARAM_MAX_REGIONS
+            p.max_regions = self.max_regions
+        return p
+
+    def check_size(self, nbytes, what="the message"):
+        """Raise LimitError when a message of ``nbytes`` is over max_bytes."""
+        if self.max_bytes is not None and nbytes > self.max_bytes:
+            raise _lib.error(
+                _lib.CDT_ERR_LIMIT,
+                "%s has %d bytes, max_bytes is %d" % (what, nbytes, self.max_bytes),
+            )
+
+    def check_info(self, info):
+        """Status for a validated header (cdt_frame_info): 0, or CDT_ERR_LIMIT."""
+        if self.max_bytes is not None and info.frame_size > self.max_bytes:
+            return _lib.CDT_ERR_LIMIT
+        if self.max_regions is not None and info.region_count > self.max_regions:
+            return _lib.CDT_ERR_LIMIT
+        return 0
+
+    def __str__(self):
+        return " and ".join(
+            "%s=%d" % (k, getattr(self, k)) for k in self.__slots__ if getattr(self, k) is not None
+        ) or "no limits"
+
+    def describe(self, info):
+        if self.max_bytes is not None and info.frame_size > self.max_bytes:
+            return "the frame announces %d bytes, max_bytes is %d" % (
+                info.frame_size, self.max_bytes)
+        return "the frame announces %d buffers, max_regions is %d" % (
+            info.region_count, self.max_regions)
+
+
+def loads(data, *, alloc=None, inplace=False, max_bytes=None, max_regions=None, allowed=None):
     """Rebuild the object from one whole frame ``data`` (any bytes-like object).
+
+    WARNING: without ``allowed``, this is pickle.loads: the frame's sender can run arbitrary
+    code in this process (a ``__reduce__`` that names os.system is enough). Only load frames
+    from peers you trust, or pass ``allowed`` (see below and docs/SECURITY.md).
 
     alloc(nbytes) -> writable buffer gives the memory of each out-of-band buffer (default:
     64-byte aligned, uninitialised, owned by Python); NumPy arrays of the object live there.
     inplace=True: ``data`` must be writable and the arrays are views of it (no copy at all;
     used by the MPI path, whose receive buffer is allocated once per message).
+
+    Untrusted input:
+    max_bytes / max_regions: refuse (LimitError) a frame larger than max_bytes or with more
+    out-of-band buffers than max_regions, from its header, before anything is allocated.
+    allowed: unpickle with an allow-list of globals (a cdtypes.Restricted; True for the
+    default list; or an iterable of extra classes / "module.name" strings added to the
+    defaults). A global outside it raises ForbiddenError before it is imported or called.
+    With any of the three, the pickle stream is also checked statically first (lengths and
+    memo indices within the stream).
+
     Raises a CdtError subclass for anything that is not a complete, valid frame."""
+    limits = Limits(max_bytes, max_regions)
+    policy = _policy(allowed)
+    strict = policy is not None or limits.any
     src_keeper, src_addr, n = _lib.pin(data, writable=inplace)
     dec = ctypes.c_void_p()
     rx = None
@@ -304,9 +416,20 @@ def loads(data, *, alloc=None, inplace=False):
     try:
         if n < _lib.CDT_FRAME_FIXED_HEADER_SIZE:
             raise _lib.error(-12, "%d bytes cannot hold a frame header" % n)
-        check(lib.cdt_decoder_create(src_addr, n, ctypes.byref(dec)), "cdt_decoder_create")
+        limits.check_size(n, "the data")
+        params = limits.params()
+        if params is None:
+            check(lib.cdt_decoder_create(src_addr, n, ctypes.byref(dec)), "cdt_decoder_create")
+        else:
+            rc = lib.cdt_decoder_create_advanced(
+                src_addr, n, ctypes.byref(params), ctypes.byref(dec))
+            if rc == _lib.CDT_ERR_LIMIT:
+                raise _lib.error(rc, "the frame header announces more than %s" % limits)
+            check(rc, "cdt_decoder_create_advanced")
         info = _lib.cdt_frame_info()
         check(lib.cdt_decoder_info(dec, ctypes.byref(info)), "cdt_decoder_info")
+        if limits.check_info(info):  # also checked by the decoder; never allocate past it
+            raise _lib.error(_lib.CDT_ERR_LIMIT, limits.describe(info))
         if info.frame_size > n:  # check before allocating what the header announces
             raise _lib.error(
                 -12, "the header announces %d bytes, %d were given" % (info.frame_size, n)
@@ -321,13 +444,30 @@ def loads(data, *, alloc=None, inplace=False):
         _raise(rx.prepare(dec, so), "cdt_sobj_recv_prepare", rx)
         prepared = True
         if inplace:
-            head = info.header_size + info.packed_size
-            check(lib.cdt_decoder_write(dec, 0, src_addr, head), "cdt_decoder_write")
+            # the regions already lie in data: the decoder checks the header, takes the stream,
+            # and checks the padding between the parts; the regions are only marked done
+            pos = info.header_size + info.packed_size
+            check(lib.cdt_decoder_write(dec, 0, src_addr, pos), "cdt_decoder_write")
+            off, ln, kd = _lib.cdt_count(), _lib.cdt_count(), _lib.cdt_kind()
             for i in range(info.region_count):
+                check(
+                    lib.cdt_decoder_region_info(
+                        dec, i, ctypes.byref(ln), ctypes.byref(kd), ctypes.byref(off)),
+                    "cdt_decoder_region_info",
+                )
+                if off.value > pos:  # padding: must be zero
+                    check(lib.cdt_decoder_write(dec, pos, src_addr + pos, off.value - pos),
+                          "cdt_decoder_write")
                 check(lib.cdt_decoder_region_done(dec, i), "cdt_decoder_region_done")
+                pos = max(pos, off.value + ln.value)
         else:
             check(lib.cdt_decoder_write(dec, 0, src_addr, n), "cdt_decoder_write")
         check(lib.cdt_decoder_finish(dec), "cdt_decoder_finish")
+    except BaseException:
+        if rx is not None:
+            rx.inband = None
+            rx.buffers = []
+        raise
     finally:
         if dec.value:
             lib.cdt_decoder_free(dec)
@@ -336,4 +476,14 @@ def loads(data, *, alloc=None, inplace=False):
         if rx is not None:
             rx.release()
         _lib.release(src_keeper)
-    return rx.unpickle()
+    return rx.unpickle(policy, strict)
+
+
+def safe_loads(data, *, allowed=True, **kwargs):
+    """``loads`` for frames from peers that are not trusted: unpickles with an allow-list
+    (default: cdtypes.Restricted(), builtins values, standard containers, NumPy arrays). Pass
+    ``max_bytes`` / ``max_regions`` as well to bound what a frame may make this process
+    allocate. See docs/SECURITY.md."""
+    if allowed is None:
+        raise ValueError("safe_loads needs an allow-list (allowed=None would run plain pickle)")
+    return loads(data, allowed=allowed, **kwargs)

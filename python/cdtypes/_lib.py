@@ -35,6 +35,9 @@ __all__ = [
     "CdtTimeoutError",
     "BusyError",
     "UnpicklingFailed",
+    "ForbiddenError",
+    "LimitError",
+    "CDT_ERR_LIMIT",
 ]
 
 _here = os.path.dirname(os.path.abspath(__file__))
@@ -52,6 +55,9 @@ CDT_KIND_BYTE = 1
 CDT_FRAME_FIXED_HEADER_SIZE = 48
 CDT_ERR_USER_BASE = -1000
 CDT_ERR_PY_EXCEPTION = CDT_ERR_USER_BASE - 1  # a Python callback raised: see the chained cause
+CDT_ERR_LIMIT = -25  # a limit set by the receiver was exceeded
+CDT_DECODER_PARAM_MAX_FRAME_BYTES = 1 << 0
+CDT_DECODER_PARAM_MAX_REGIONS = 1 << 1
 
 
 class cdt_iov(ctypes.Structure):
@@ -72,6 +78,14 @@ class cdt_frame_info(ctypes.Structure):
 
 class cdt_frame_params(ctypes.Structure):
     _fields_ = [("field_mask", ctypes.c_uint64), ("region_threshold", cdt_count)]
+
+
+class cdt_decoder_params(ctypes.Structure):
+    _fields_ = [
+        ("field_mask", ctypes.c_uint64),
+        ("max_frame_bytes", cdt_count),
+        ("max_regions", cdt_count),
+    ]
 
 
 class cdt_sobj_buffer(ctypes.Structure):
@@ -115,6 +129,10 @@ DECLARED = {
     # decoders (receive side)
     "cdt_frame_header_size": (_int, [c_void_p, cdt_count, P(cdt_count)]),
     "cdt_decoder_create": (_int, [c_void_p, cdt_count, P(c_void_p)]),
+    "cdt_decoder_create_advanced": (
+        _int,
+        [c_void_p, cdt_count, P(cdt_decoder_params), P(c_void_p)],
+    ),
     "cdt_decoder_info": (_int, [c_void_p, P(cdt_frame_info)]),
     "cdt_decoder_region_info": (
         _int,
@@ -335,6 +353,17 @@ class UnpicklingFailed(CdtError):
     chained)."""
 
 
+class ForbiddenError(UnpicklingFailed):
+    """Restricted mode: the pickle stream names a global (a class or function) that the
+    allow-list does not hold, or gives an allowed one arguments it refuses. Nothing the stream
+    named was imported or called."""
+
+
+class LimitError(CdtError):
+    """A limit the receiver set (max_bytes, max_regions) was exceeded; checked from the frame
+    header (or the transport's announced size) before anything was allocated for the frame."""
+
+
 _BY_NAME = {
     "CDT_ERR_INVALID_ARG": InvalidArgumentError,
     "CDT_ERR_NO_MEMORY": NoMemoryError,
@@ -356,6 +385,7 @@ _BY_NAME = {
     "CDT_ERR_CANCELED": CanceledError,
     "CDT_ERR_TIMEOUT": CdtTimeoutError,
     "CDT_ERR_BUSY": BusyError,
+    "CDT_ERR_LIMIT": LimitError,
 }
 
 

@@ -12,11 +12,14 @@ receives into it and rebuilds the object; NumPy arrays are views of that buffer 
     from cdtypes import mpi
     mpi.send(obj, dest=1, tag=7)            # rank 0
     obj = mpi.recv(source=0, tag=7)         # rank 1
+
+SECURITY: recv rebuilds the object with pickle, which runs code the sender chose. From ranks you
+do not trust, receive with allowed=True and max_bytes= / max_regions= (docs/SECURITY.md).
 """
 
 from mpi4py import MPI
 
-from ._core import default_alloc, dumps, loads
+from ._core import Limits, default_alloc, dumps, loads
 
 __all__ = ["send", "isend", "recv", "Request", "frame_datatype"]
 
@@ -106,13 +109,35 @@ def send(obj, dest, tag=0, comm=None, gather=None):
     isend(obj, dest, tag, comm, gather).wait()
 
 
-def recv(source=MPI.ANY_SOURCE, tag=MPI.ANY_TAG, comm=None, status=None):
+def recv(source=MPI.ANY_SOURCE, tag=MPI.ANY_TAG, comm=None, status=None, *, max_bytes=None,
+         max_regions=None, allowed=None):
     """Receive one object sent by send/isend. Arrays in the object are writable views of the
-    single buffer the message was received into."""
+    single buffer the message was received into.
+
+    WARNING: without ``allowed`` the object is rebuilt by pickle, which runs code the sender
+    chose: receive only from ranks you trust. For other peers: ``max_bytes`` refuses
+    (LimitError) a message larger than that from its probed size before the receive buffer is
+    allocated (the message is consumed by a truncated receive); ``max_regions`` refuses a frame
+    with more buffers from its header; ``allowed`` (True, or a cdtypes.Restricted) unpickles
+    with an allow-list of globals (ForbiddenError otherwise), as in cdtypes.loads."""
     comm = comm or MPI.COMM_WORLD
+    limits = Limits(max_bytes, max_regions)
     st = status if status is not None else MPI.Status()
     msg = comm.Mprobe(source, tag, st)
     nbytes = st.Get_count(MPI.BYTE)
+    if limits.max_bytes is not None and nbytes > limits.max_bytes:
+        _discard(msg)
+        limits.check_size(nbytes)
     buf = default_alloc(nbytes)
     msg.Recv([buf, nbytes, MPI.BYTE], st)
-    return loads(buf, inplace=True)
+    return loads(buf, inplace=True, max_bytes=max_bytes, max_regions=max_regions, allowed=allowed)
+
+
+def _discard(msg):
+    """Consume a matched message without receiving its bytes (a zero-byte receive, which MPI
+    completes with a truncation error)."""
+    try:
+        msg.Recv([bytearray(1), 0, MPI.BYTE])
+    except MPI.Exception as e:
+        if e.Get_error_class() != MPI.ERR_TRUNCATE:
+            raise

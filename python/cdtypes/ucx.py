@@ -16,6 +16,10 @@ Timeouts are in seconds (None: wait without bound). Errors are cdtypes.CdtError 
 CdtTimeoutError, PeerError (the peer went away), TransportError, FrameError...
 Receives are matched on the worker: ep.recv() takes the next matching message from any peer of
 the same worker (give each peer its own tags, or its own worker, to keep them apart).
+
+SECURITY: a receive rebuilds the object with pickle, which runs code the sender chose. Receive
+from peers you do not trust with allowed=True (an allow-list of classes) and max_bytes= /
+max_regions= (checked before the buffers are allocated); see docs/SECURITY.md.
 """
 
 import ctypes
@@ -126,14 +130,24 @@ class Worker:
         self._children.append(child)
         return child
 
-    def irecv(self, tag=None, tag_mask=None, alloc=None):
+    def irecv(self, tag=None, tag_mask=None, alloc=None, *, max_bytes=None, max_regions=None,
+              allowed=None):
         """Post a receive of one object (tag None: any tag); returns a Request whose wait()
-        returns the object. alloc(nbytes) -> writable buffer as in cdtypes.loads."""
-        return _RecvRequest(self, tag, tag_mask, alloc)
+        returns the object. alloc(nbytes) -> writable buffer as in cdtypes.loads.
 
-    def recv(self, tag=None, tag_mask=None, timeout=None, alloc=None):
-        """Receive one object from any peer of this worker."""
-        req = self.irecv(tag, tag_mask, alloc)
+        WARNING: without ``allowed`` the object is rebuilt by pickle, which runs code the
+        sender chose: receive only from peers you trust. ``max_bytes`` / ``max_regions`` refuse
+        (LimitError) a frame over those limits from its header, before any memory is allocated
+        for its buffers; ``allowed`` (True, or a cdtypes.Restricted) unpickles with an
+        allow-list of globals (ForbiddenError otherwise), as in cdtypes.loads."""
+        return _RecvRequest(self, tag, tag_mask, alloc, max_bytes, max_regions, allowed)
+
+    def recv(self, tag=None, tag_mask=None, timeout=None, alloc=None, *, max_bytes=None,
+             max_regions=None, allowed=None):
+        """Receive one object from any peer of this worker (see irecv for the limits and
+        ``allowed``; without ``allowed`` only receive from peers you trust)."""
+        req = self.irecv(tag, tag_mask, alloc, max_bytes=max_bytes, max_regions=max_regions,
+                         allowed=allowed)
         return req.wait(timeout, cancel_on_timeout=True)
 
     def close(self):
@@ -234,12 +248,15 @@ class Endpoint:
         """Send ``obj`` as one message and wait until it is sent."""
         self.isend(obj, tag).wait(timeout)
 
-    def irecv(self, tag=None, tag_mask=None, alloc=None):
-        return self.worker.irecv(tag, tag_mask, alloc)
+    def irecv(self, tag=None, tag_mask=None, alloc=None, **untrusted):
+        """Worker.irecv (max_bytes=, max_regions=, allowed= for untrusted peers)."""
+        return self.worker.irecv(tag, tag_mask, alloc, **untrusted)
 
-    def recv(self, tag=None, tag_mask=None, timeout=None, alloc=None):
-        """Receive one object (matched on this endpoint's worker)."""
-        return self.worker.recv(tag, tag_mask, timeout, alloc)
+    def recv(self, tag=None, tag_mask=None, timeout=None, alloc=None, **untrusted):
+        """Receive one object (matched on this endpoint's worker). WARNING: pickle runs code
+        the sender chose; pass allowed= (and max_bytes=, max_regions=) for peers you do not
+        trust (see Worker.irecv)."""
+        return self.worker.recv(tag, tag_mask, timeout, alloc, **untrusted)
 
     @property
     def ok(self):
@@ -355,8 +372,12 @@ class _SendRequest(Request):
 
 
 class _RecvRequest(Request):
-    def __init__(self, worker, tag, tag_mask, alloc):
+    def __init__(self, worker, tag, tag_mask, alloc, max_bytes=None, max_regions=None,
+                 allowed=None):
         self._result = self._error = None
+        self._limits = _core.Limits(max_bytes, max_regions)
+        self._policy = _core._policy(allowed)
+        self._limit_detail = None
         if tag is None:
             tag, mask = 0, _TAG_ANY
         else:
@@ -376,6 +397,15 @@ class _RecvRequest(Request):
 
     def _prepare(self, arg, decoder):
         try:
+            if self._limits.any:  # before anything is allocated for the frame
+                info = _lib.cdt_frame_info()
+                rc = lib.cdt_decoder_info(decoder, ctypes.byref(info))
+                if rc == 0:
+                    rc = self._limits.check_info(info)
+                    if rc:
+                        self._limit_detail = self._limits.describe(info)
+                if rc:
+                    return rc
             self._rx.decoder = decoder
             rc = self._rx.prepare(decoder, self._so)
             self._prepared = rc == 0
@@ -392,9 +422,11 @@ class _RecvRequest(Request):
             lib.cdt_sobj_release(ctypes.byref(self._so))
             self._prepared = False
         self._rx.release()
+        if rc == _lib.CDT_ERR_LIMIT and self._limit_detail:
+            raise _lib.error(rc, self._limit_detail)
         self._rx.raise_status(rc, "recv")
         self.tag = info.tag
-        return self._rx.unpickle()
+        return self._rx.unpickle(self._policy, self._policy is not None or self._limits.any)
 
 
 def listen(host=None, port=0, **worker_args):

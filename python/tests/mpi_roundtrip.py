@@ -1,5 +1,6 @@
 """Run under `mpiexec -n 2`: objects sent with cdtypes.mpi arrive as ONE message each."""
 import sys
+from fractions import Fraction
 
 import numpy as np
 from mpi4py import MPI
@@ -40,6 +41,11 @@ if rank == 0:
         r.wait()
     back = mpi.recv(source=1, tag=200)
     assert same(back, objects[1])
+    # untrusted receives: limits and the allow-list
+    mpi.send(objects[1], dest=1, tag=300)                      # over max_bytes
+    mpi.send(objects[1], dest=1, tag=301)                      # over max_regions
+    mpi.send({"f": Fraction(1, 3)}, dest=1, tag=302)           # not in the allow-list
+    mpi.send(objects[0], dest=1, tag=303)                      # within everything
     comm.Barrier()
     ok = comm.recv(source=1, tag=999)
     sys.exit(0 if ok else 1)
@@ -57,6 +63,29 @@ else:
     for i in reversed(range(len(objects))):  # any order
         assert same(mpi.recv(source=0, tag=100 + i), objects[i])
     mpi.send(objects[1], dest=0, tag=200)
+    allocated = []
+    real_alloc = mpi.default_alloc
+    mpi.default_alloc = lambda n: allocated.append(n) or real_alloc(n)
+    try:
+        mpi.recv(source=0, tag=300, max_bytes=100_000)
+        raise AssertionError("max_bytes was not enforced")
+    except cdtypes.LimitError:
+        pass
+    finally:
+        mpi.default_alloc = real_alloc
+    assert allocated == [], "the receive buffer was allocated before the limit was checked"
+    try:
+        mpi.recv(source=0, tag=301, max_regions=19)
+        raise AssertionError("max_regions was not enforced")
+    except cdtypes.LimitError:
+        pass
+    try:
+        mpi.recv(source=0, tag=302, allowed=True)
+        raise AssertionError("a class outside the allow-list was rebuilt")
+    except cdtypes.ForbiddenError:
+        pass
+    got = mpi.recv(source=0, tag=303, allowed=True, max_bytes=1 << 20, max_regions=1)
+    assert same(got, objects[0])
     comm.Barrier()
     # every message was consumed by one Mprobe/Mrecv each: nothing else is pending
     pending = comm.Iprobe(source=MPI.ANY_SOURCE, tag=MPI.ANY_TAG)

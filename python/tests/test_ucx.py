@@ -86,3 +86,39 @@ def test_recv_timeout(echo):
 def test_connect_refused():
     with pytest.raises(cdtypes.CdtError):
         ucx.connect("127.0.0.1", 1, timeout=5)
+
+
+def test_recv_limits(echo):
+    """max_bytes / max_regions refuse a frame from its header (LimitError) before any buffer
+    is allocated; the receive is consumed and the endpoint keeps working."""
+    big = [np.arange(1 << 15, dtype=np.float64), np.ones(100_000, dtype=np.uint8), np.zeros(3)]
+    calls = []
+
+    def alloc(n):
+        calls.append(n)
+        return np.empty(n, dtype=np.uint8)
+
+    echo.send(big, tag=700, timeout=30)
+    with pytest.raises(cdtypes.LimitError, match="max_bytes"):
+        echo.recv(tag=701, timeout=30, alloc=alloc, max_bytes=100_000)
+    echo.send(big, tag=702, timeout=30)
+    with pytest.raises(cdtypes.LimitError, match="max_regions"):
+        echo.recv(tag=703, timeout=30, alloc=alloc, max_regions=2)
+    assert calls == []
+    echo.send(big, tag=704, timeout=30)
+    back = echo.recv(tag=705, timeout=30, max_bytes=1 << 20, max_regions=3)
+    assert same(back, big)
+
+
+def test_recv_restricted(echo):
+    """allowed= unpickles with an allow-list: a class outside it is refused, defaults pass."""
+    from fractions import Fraction
+
+    echo.send({"f": Fraction(1, 3)}, tag=710, timeout=30)
+    with pytest.raises(cdtypes.ForbiddenError, match="Fraction"):
+        echo.recv(tag=711, timeout=30, allowed=True)
+    echo.send({"f": Fraction(1, 3)}, tag=712, timeout=30)
+    assert echo.recv(tag=713, timeout=30, allowed=[Fraction]) == {"f": Fraction(1, 3)}
+    obj = {"a": np.arange(10.0), "t": (1, "x")}
+    echo.send(obj, tag=714, timeout=30)
+    assert same(echo.recv(tag=715, timeout=30, allowed=True, max_bytes=1 << 20), obj)

@@ -1,0 +1,116 @@
+"""Fuzz target for cdtypes.loads on untrusted input (atheris / libFuzzer).
+
+The first byte of an input picks how the rest is received:
+  0: safe_loads(frame)                            - copying path, default allow-list
+  1: safe_loads(bytearray(frame), inplace=True)   - in-place path (MPI's)
+  2: loads(frame, max_bytes=..., max_regions=..., allowed=True, alloc=bytearray)
+  3: the rest is a pickle STREAM, framed with two out-of-band buffers, then safe_loads
+Every input must give an object or a cdtypes.CdtError; anything else (another exception, a
+crash, a leak that trips libFuzzer's RSS limit) is a finding. Plain loads (no allow-list) is
+never fuzzed: it runs whatever code the stream names, which is what docs/SECURITY.md says.
+
+    python3 -m pip install atheris
+    python3 python/fuzz/fuzz_loads.py -runs=100000 NEW_CORPUS_DIR python/fuzz/corpus
+    python3 python/fuzz/fuzz_loads.py -max_total_time=60 NEW_CORPUS_DIR python/fuzz/corpus
+    python3 python/fuzz/fuzz_loads.py --make-corpus python/fuzz/corpus   # rewrite the seeds
+
+libFuzzer writes new inputs into the FIRST corpus directory: give it a scratch directory.
+python/tests/test_fuzz_corpus.py replays the seeds and past findings without atheris.
+"""
+import os
+import sys
+
+try:
+    import atheris
+except ImportError:  # replaying inputs (python/tests/test_fuzz_corpus.py) needs no atheris
+    atheris = None
+
+if atheris is not None and __name__ == "__main__":
+    with atheris.instrument_imports(include=["cdtypes"]):
+        import cdtypes
+        from cdtypes import _core, _lib
+else:
+    import cdtypes
+    from cdtypes import _core, _lib
+
+MAX_BYTES = 1 << 20
+_BUFFERS = (b"\x00" * 16, bytes(range(256)))
+
+
+def frame_of_stream(stream):
+    """A frame whose pickle stream is ``stream`` and whose buffers are _BUFFERS."""
+    import ctypes
+
+    so = _lib.cdt_sobj()
+    so.inband = ctypes.cast(stream, ctypes.c_void_p)
+    so.inband_len = len(stream)
+    sbufs = (_lib.cdt_sobj_buffer * len(_BUFFERS))()
+    keep = []
+    for i, b in enumerate(_BUFFERS):
+        keeper, addr, n = _lib.pin(b)
+        keep.append(keeper)
+        sbufs[i].base, sbufs[i].len, sbufs[i].kind = addr, n, _lib.CDT_KIND_BYTE
+    so.buffers, so.nbuffers = sbufs, len(_BUFFERS)
+    h = ctypes.c_void_p()
+    _lib.check(_lib.lib.cdt_frame_encode(ctypes.byref(so), 1, _core._SOBJ_TYPE, None, ctypes.byref(h)))
+    with _core.Frame(h.value, [], []) as f:
+        return f.tobytes()
+
+
+def TestOneInput(data):
+    if not data:
+        return
+    mode, body = data[0] % 4, data[1:]
+    try:
+        if mode == 0:
+            cdtypes.safe_loads(body, max_bytes=MAX_BYTES)
+        elif mode == 1:
+            cdtypes.safe_loads(bytearray(body), inplace=True, max_bytes=MAX_BYTES)
+        elif mode == 2:
+            cdtypes.loads(body, max_bytes=1 << 16, max_regions=8, allowed=True, alloc=bytearray)
+        else:
+            cdtypes.safe_loads(frame_of_stream(body), max_bytes=MAX_BYTES)
+    except cdtypes.CdtError:
+        pass
+
+
+def make_corpus(directory):
+    """Seeds: frames of typical objects (modes 0-2) and their pickle streams (mode 3)."""
+    import collections
+    import pickle
+
+    import numpy as np
+
+    objects = [
+        {"step": 7, "field": np.arange(12.0).reshape(3, 4), "name": "x"},
+        [np.ones(5, dtype=np.int8), np.zeros(3, dtype=">f4"), b"raw", bytearray(b"ba")],
+        np.zeros(4, dtype=[("x", "<f4"), ("y", "u1")]),
+        {"s": {1, 2}, "f": frozenset({3}), "c": complex(1, 2), "t": (np.float32(1.5), np.int64(-2))},
+        collections.OrderedDict(a=collections.deque([1, 2], maxlen=3)),
+        np.asfortranarray(np.arange(6, dtype=np.complex64).reshape(2, 3)),
+    ]
+    os.makedirs(directory, exist_ok=True)
+    for i, obj in enumerate(objects):
+        with cdtypes.dumps(obj) as f:
+            frame = f.tobytes()
+        for mode in (0, 1, 2):
+            with open(os.path.join(directory, "frame%d_mode%d" % (i, mode)), "wb") as out:
+                out.write(bytes([mode]) + frame)
+        with open(os.path.join(directory, "stream%d" % i), "wb") as out:
+            out.write(b"\x03" + pickle.dumps(obj, protocol=5))
+    # a stream that takes the two out-of-band buffers mode 3 frames it with
+    oob = [np.frombuffer(b, dtype=np.uint8) for b in _BUFFERS]
+    with open(os.path.join(directory, "stream_oob"), "wb") as out:
+        out.write(b"\x03" + pickle.dumps(oob, protocol=5, buffer_callback=lambda b: False and b))
+    with open(os.path.join(directory, "stream_nextbuffer"), "wb") as out:
+        out.write(b"\x03" + pickle.dumps(oob, protocol=5, buffer_callback=[].append))
+
+
+if __name__ == "__main__":
+    if len(sys.argv) == 3 and sys.argv[1] == "--make-corpus":
+        make_corpus(sys.argv[2])
+    elif atheris is None:
+        sys.exit("fuzz_loads.py: atheris is not installed (python3 -m pip install atheris)")
+    else:
+        atheris.Setup(sys.argv, TestOneInput)
+        atheris.Fuzz()
