@@ -208,7 +208,8 @@ enum cdt_ucx_recv_params_field {
  * fails the receive with CDT_ERR_LIMIT, decided from the head message's frame header before
  * anything is allocated or sized for it (the buffer of the rest of the inline stream, the
  * memory a prepare callback allocates) and before any byte is written to the receive's memory.
- * The message's other parts are not received: a sender's send of such an object ends with
+ * The object's other parts are discarded when its whole frame header came in the head message
+ * (its sender's send then completes); otherwise they are not received and that send ends with
  * its own timeout or with its endpoint. */
 typedef struct cdt_ucx_recv_params {
     uint64_t field_mask;

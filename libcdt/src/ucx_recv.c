@@ -424,6 +424,32 @@ static cdt_ucx_request key_in_use(cdt_ucx_request r, uint64_t key)
     return NULL;
 }
 
+/* lock held: a head refused by a receiver limit. When the whole frame header came in the head
+ * message, the object's separate regions are drained so that its sender completes and the
+ * endpoint stays usable. Draining costs one posted receive per region; a header inside one head
+ * message (CDT__UCX_HEAD_MAX bytes) lists at most about two thousand, the cost of an accepted
+ * object of that size. Never on a key another receive uses (its regions would be taken). */
+static void drain_refused(cdt_ucx_request r, size_t length)
+{
+    cdt__ucx_limits none = {.max_frame_bytes = -1, .max_regions = -1};
+    cdt__ucx_head h;
+    if (cdt__ucx_parse_head(r->head, length, &none, &h) != CDT_SUCCESS || h.tail_len != 0 ||
+        key_in_use(r, h.key) != NULL)
+        return;
+    cdt_decoder dec;
+    if (cdt_decoder_create(h.part, h.part_len, &dec) != CDT_SUCCESS)
+        return;
+    cdt_frame_info in;
+    if (cdt_decoder_info(dec, &in) == CDT_SUCCESS) {
+        r->key = h.key;
+        r->threshold = h.threshold;
+        r->dec = dec;
+        drain_regions(r, 0);
+        r->dec = NULL;
+    }
+    cdt_decoder_free(dec);
+}
+
 /* lock held: the head message matched */
 static void head_arrived(cdt_ucx_request r, uint64_t sender_tag, size_t length)
 {
@@ -434,6 +460,8 @@ static void head_arrived(cdt_ucx_request r, uint64_t sender_tag, size_t length)
     cdt__ucx_head h;
     int rc = cdt__ucx_parse_head(r->head, length, &r->limits, &h);
     if (rc != CDT_SUCCESS) {
+        if (rc == CDT_ERR_LIMIT)
+            drain_refused(r, length);
         fail(r, rc);
         return;
     }

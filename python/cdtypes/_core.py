@@ -341,6 +341,12 @@ class Limits:
     def any(self):
         return self.max_bytes is not None or self.max_regions is not None
 
+    def describe_set(self):
+        """The limits in force, for a refusal whose frame header the caller never saw."""
+        set_ = ["%s=%d" % (k, v) for k, v in
+                (("max_bytes", self.max_bytes), ("max_regions", self.max_regions)) if v is not None]
+        return "the frame exceeds the receiver's limits (%s)" % ", ".join(set_)
+
     def params(self):
         """The cdt_decoder_params of these limits (None when there are none)."""
         if not self.any:

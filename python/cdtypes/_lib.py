@@ -164,6 +164,9 @@ CDT_UCX_WORKER_PARAM_ZCOPY_THRESHOLD = 1 << 1
 CDT_UCX_LISTENER_PARAM_HOST = 1 << 0
 CDT_UCX_LISTENER_PARAM_PORT = 1 << 1
 CDT_UCX_RECV_PARAM_PREPARE = 1 << 0
+CDT_UCX_RECV_PARAM_MAX_FRAME_BYTES = 1 << 1
+CDT_UCX_RECV_PARAM_MAX_REGIONS = 1 << 2
+CDT_UCX_RECV_PARAM_REST_TIMEOUT = 1 << 3
 
 # int cdt_ucx_recv_prepare_func_t(void *arg, cdt_decoder decoder)
 cdt_ucx_recv_prepare_func_t = ctypes.CFUNCTYPE(ctypes.c_int, c_void_p, c_void_p)
@@ -204,6 +207,9 @@ class cdt_ucx_recv_params(ctypes.Structure):
         ("field_mask", ctypes.c_uint64),
         ("prepare", cdt_ucx_recv_prepare_func_t),
         ("prepare_arg", c_void_p),
+        ("max_frame_bytes", cdt_count),
+        ("max_regions", cdt_count),
+        ("rest_timeout_ms", cdt_count),
     ]
 
 

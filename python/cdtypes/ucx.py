@@ -60,7 +60,8 @@ def _tag(tag):
 class Worker:
     """A UCX context and worker (the progress engine of its listeners and endpoints).
 
-    sender_id: unique among the workers sending to one receiver (default: random);
+    sender_id: reported by sender_id (e.g. the rank; default random); messages are not keyed by it,
+    so equal ids are harmless (docs/TRANSPORT.md);
     zcopy_threshold: buffers of at least this many bytes move zero-copy (default 64 KiB)."""
 
     def __init__(self, sender_id=None, zcopy_threshold=None):
@@ -389,6 +390,14 @@ class _RecvRequest(Request):
         params = _lib.cdt_ucx_recv_params()
         params.field_mask = _lib.CDT_UCX_RECV_PARAM_PREPARE
         params.prepare = self._cb
+        # the transport checks these on the head, before it sizes anything from it (the
+        # prepare callback checks them again)
+        if self._limits.max_bytes is not None:
+            params.field_mask |= _lib.CDT_UCX_RECV_PARAM_MAX_FRAME_BYTES
+            params.max_frame_bytes = min(self._limits.max_bytes, 2**63 - 1)
+        if self._limits.max_regions is not None:
+            params.field_mask |= _lib.CDT_UCX_RECV_PARAM_MAX_REGIONS
+            params.max_regions = min(self._limits.max_regions, 2**63 - 1)
         req = ctypes.c_void_p()
         check(lib.cdt_ucx_irecv(worker._handle(), None, 0, None, _tag(tag), mask,
                                 ctypes.byref(params), ctypes.byref(req)), "cdt_ucx_irecv")
@@ -422,8 +431,9 @@ class _RecvRequest(Request):
             lib.cdt_sobj_release(ctypes.byref(self._so))
             self._prepared = False
         self._rx.release()
-        if rc == _lib.CDT_ERR_LIMIT and self._limit_detail:
-            raise _lib.error(rc, self._limit_detail)
+        if rc == _lib.CDT_ERR_LIMIT:
+            # refused by the transport from the head, or by the prepare callback
+            raise _lib.error(rc, self._limit_detail or self._limits.describe_set())
         self._rx.raise_status(rc, "recv")
         self.tag = info.tag
         return self._rx.unpickle(self._policy, self._policy is not None or self._limits.any)
