@@ -25,13 +25,14 @@ enum failinj_mode { FAILINJ_ALLOC, FAILINJ_CALLBACK };
 
 typedef struct failinj_state {
     enum failinj_mode mode;
-    long fail_at; /* 1-based point that fails in this run; 0: none */
-    long count;   /* points passed in this run while armed */
-    int armed;    /* inside a STEP */
-    int fired;    /* the point was reached (at most once per run) */
-    int problems; /* wrong status, failed retry or wrong bytes: the run fails */
-    int no_retry; /* known defect (FAILINJ_NO_RETRY=1): a call that met the failure is not made
-                     again; its status and the absence of leaks are still checked */
+    long fail_at;  /* 1-based point that fails in this run; 0: none */
+    long count;    /* points passed in this run while armed */
+    int armed;     /* inside a STEP */
+    int fired;     /* the point was reached (at most once per run) */
+    int problems;  /* wrong status, failed retry or wrong bytes: the run fails */
+    int no_retry;  /* known defect (FAILINJ_NO_RETRY=1): a call that met the failure is not made
+                      again; its status and the absence of leaks are still checked */
+    int abandoned; /* the scenario stopped at the call that met the failure (no_retry) */
 } failinj_state;
 
 extern failinj_state failinj;
@@ -66,8 +67,10 @@ void failinj_problem(const char *file, int line, const char *what, int rc);
         if (!before_ && failinj.fired && rc_ != CDT_SUCCESS) {                                     \
             if (rc_ != FAILINJ_EXPECTED)                                                           \
                 failinj_problem(__FILE__, __LINE__, #call " met the failure, returned", rc_);      \
-            if (failinj.no_retry)                                                                  \
+            if (failinj.no_retry) {                                                                \
+                failinj.abandoned = 1;                                                             \
                 goto out;                                                                          \
+            }                                                                                      \
             rc_ = (call);                                                                          \
             if (rc_ != CDT_SUCCESS)                                                                \
                 failinj_problem(__FILE__, __LINE__, #call " failed again without the failure",     \
