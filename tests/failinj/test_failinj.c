@@ -501,13 +501,44 @@ static void sc_decoder_region_iov(void)
 }
 
 /* the adapter: recv_prepare allocates from the header (one allocation, or per part) */
+static void *parts[16]; /* what part_alloc gave, so that the test can tell what was dropped */
+static int nparts;
+
 static int part_alloc(void *user, cdt_count index, cdt_count len, cdt_kind kind, void **base)
 {
     (void)user;
     (void)index;
     (void)kind;
+    if (nparts == 16)
+        return CDT_ERR_NO_MEMORY;
     *base = malloc(len > 0 ? (size_t)len : 1);
+    if (*base != NULL)
+        parts[nparts++] = *base;
     return *base != NULL ? CDT_SUCCESS : CDT_ERR_NO_MEMORY;
+}
+
+/* free the caller's parts; those the object no longer names were dropped by a failed
+ * cdt_sobj_recv_prepare: the caller could not have freed them */
+static void free_parts(const cdt_sobj *r)
+{
+    int dropped = 0;
+    for (int i = 0; i < nparts; i++) {
+        int named = parts[i] == r->inband;
+        for (cdt_count b = 0; b < r->nbuffers; b++)
+            named |= parts[i] == r->buffers[b].base;
+        dropped += !named;
+        free(parts[i]);
+    }
+    nparts = 0;
+    static int known = -1;
+    if (known < 0)
+        known = getenv("FAILINJ_SOBJ_PARTS_KNOWN") != NULL &&
+                strcmp(getenv("FAILINJ_SOBJ_PARTS_KNOWN"), "1") == 0;
+    if (dropped > 0 && !known)
+        failinj_problem(__FILE__, __LINE__,
+                        "cdt_sobj_recv_prepare failed and dropped parts of the caller's "
+                        "allocator (unreachable: leaked)",
+                        0);
 }
 
 static void decoder_sobj(int own_alloc)
@@ -543,11 +574,8 @@ static void decoder_sobj(int own_alloc)
     }
 out:
     cdt_decoder_free(d);
-    if (own_alloc) {
-        free(r.inband);
-        for (cdt_count i = 0; i < r.nbuffers; i++)
-            free(r.buffers[i].base);
-    }
+    if (own_alloc)
+        free_parts(&r);
     cdt_sobj_release(&r);
     free(w);
 }

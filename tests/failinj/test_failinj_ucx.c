@@ -19,6 +19,8 @@
 static cdt_ucx_context ctx;
 static cdt_ucx_worker wa, wb;
 static cdt_ucx_ep ep;
+static void *wb_addr;
+static size_t wb_addr_len;
 
 enum { DEADLINE_SPINS = 2000000 };
 
@@ -173,6 +175,15 @@ static void run_kind(int is_sobj)
             else
                 failinj_problem(__FILE__, __LINE__,
                                 "the send stays pending after the receiver's failed receive", 0);
+            /* closing the endpoint ends the send; a fresh endpoint for the next run */
+            cdt_ucx_ep_close(ep, 100);
+            ep = NULL;
+            if (complete(s1, wb, 0) == CDT_INPROGRESS)
+                failinj_problem(__FILE__, __LINE__, "the send stays pending after ep_close", 0);
+            else
+                cdt_ucx_request_free(s1);
+            if (cdt_ucx_ep_create_from_address(wa, wb_addr, wb_addr_len, &ep) != CDT_SUCCESS)
+                failinj_problem(__FILE__, __LINE__, "endpoint again", 0);
         } else {
             cdt_ucx_request_free(s1);
         }
@@ -215,23 +226,22 @@ int main(int argc, char **argv)
     /* no buffer cache: every run allocates the same way */
     cdt_ucx_worker_params wp = {.field_mask = CDT_UCX_WORKER_PARAM_BUFFER_CACHE,
                                 .buffer_cache_bytes = 0};
-    void *addr = NULL;
-    size_t len;
     if (cdt_ucx_context_create(NULL, &ctx) != CDT_SUCCESS ||
         cdt_ucx_worker_create(ctx, &wp, &wa) != CDT_SUCCESS ||
         cdt_ucx_worker_create(ctx, &wp, &wb) != CDT_SUCCESS ||
-        cdt_ucx_worker_address(wb, &addr, &len) != CDT_SUCCESS ||
-        cdt_ucx_ep_create_from_address(wa, addr, len, &ep) != CDT_SUCCESS ||
+        cdt_ucx_worker_address(wb, &wb_addr, &wb_addr_len) != CDT_SUCCESS ||
+        cdt_ucx_ep_create_from_address(wa, wb_addr, wb_addr_len, &ep) != CDT_SUCCESS ||
         cdt_type_contiguous(VEC_N, CDT_INT64, &t_vec) != CDT_SUCCESS ||
         cdt_type_commit(&t_vec) != CDT_SUCCESS) {
         printf("skipped: UCX setup failed\n");
         return 77;
     }
-    cdt_ucx_worker_address_free(wb, addr);
     known_send_pending = getenv("FAILINJ_UCX_SEND_PENDING_KNOWN") != NULL &&
                          strcmp(getenv("FAILINJ_UCX_SEND_PENDING_KNOWN"), "1") == 0;
     int rc = failinj_main(argc, argv, scenarios, (int)(sizeof(scenarios) / sizeof(scenarios[0])));
-    cdt_ucx_ep_close(ep, 2000);
+    cdt_ucx_worker_address_free(wb, wb_addr);
+    if (ep != NULL)
+        cdt_ucx_ep_close(ep, 2000);
     cdt_ucx_worker_destroy(wa);
     cdt_ucx_worker_destroy(wb);
     cdt_ucx_context_destroy(ctx);
