@@ -313,11 +313,11 @@ CDT_API int cdt_op_pack(cdt_op op, cdt_count offset, void *dst, cdt_count dst_si
  *  any order; they must not overlap or pass the end of the stream (CDT_ERR_TRUNCATED). For
  *  custom types with inorder set, early fragments are copied and delivered once the gap before
  *  them is filled. Unpack operations only.
- *  When the fragment cannot be taken (CDT_ERR_NO_MEMORY, the unpack callback's error), nothing
- *  of it is recorded and it may be given again. With inorder set, a held fragment whose
- *  delivery fails stays held: the error is returned by the call that made it due (that call's
- *  own fragment was taken) and delivery is tried again by the next call, also a zero-length
- *  one. Fragments still held when the operation ends were not delivered (see
+ *  After an error (CDT_ERR_NO_MEMORY, the unpack callback's code) the same call may be made
+ *  again: a fragment that could not be taken was not recorded; with inorder set, a fragment
+ *  that was taken before delivering the held fragments it made due failed is recognised, and
+ *  the call resumes that delivery (so does the next call of any fragment, also a zero-length
+ *  one). Fragments still held when the operation ends were not delivered (see
  *  cdt_op_unpacked_bytes). Pack operations: CDT_ERR_ORDER. */
 CDT_API int cdt_op_unpack(cdt_op op, cdt_count offset, const void *src, cdt_count src_size);
 
@@ -501,7 +501,8 @@ CDT_API int cdt_decoder_bind(cdt_decoder decoder, void *buf, cdt_count count, cd
  *  are kept in a copy (at most the frame's size) and written when the stream is complete.
  *  Bytes count as arrived only once written: when a call fails, the parts of the piece before
  *  the failing area (header, packed stream, padding, a region) were taken, the rest was not,
- *  and cdt_decoder_finish() reports CDT_ERR_INCOMPLETE until it is given again. */
+ *  and cdt_decoder_finish() reports CDT_ERR_INCOMPLETE until it is given again. Making the same
+ *  call again resumes after what the failed call took. */
 CDT_API int cdt_decoder_write(cdt_decoder decoder, cdt_count offset, const void *src,
                               cdt_count len);
 /*! cdt_decoder_region_iov_count() / cdt_decoder_region_iov() : after the packed stream was

@@ -38,6 +38,9 @@ struct cdt_decoder_s {
     bool regions_checked;  /* the custom type's regions matched the header once: stays so */
     cdt_count region_hint; /* the region after the last one written: where writes usually go on */
     dec_early *early;      /* custom receivers: region bytes waiting for the packed stream */
+    /* a write that failed part-way took [retry_off, retry_taken): the same write again
+     * resumes after it (retry_taken <= retry_off: none) */
+    cdt_count retry_off, retry_taken;
     unsigned char header_inline[INLINE_HEADER];
 };
 
@@ -349,8 +352,7 @@ static int write_area(cdt_decoder d, cdt_count off, const unsigned char *src, cd
     if (off < head_end) {
         cdt_count n = head_end - off < len ? head_end - off : len;
         *consumed = n;
-        int rc = cdt_op_unpack(d->op, off - in->header_size, src, n);
-        return rc == CDT_SUCCESS && d->early != NULL ? flush_early(d) : rc;
+        return cdt_op_unpack(d->op, off - in->header_size, src, n);
     }
     /* find the region at or after off (regions are sorted by frame offset); a receiver writes
      * them in order, so the region after the last one written is tried first */
@@ -393,24 +395,40 @@ int cdt_decoder_write(cdt_decoder d, cdt_count offset, const void *src, cdt_coun
         return CDT_ERR_ORDER;
     if (end > d->info.frame_size)
         return CDT_ERR_FRAME_MALFORMED;
+    const unsigned char *p = src;
+    int rc;
+    if (d->retry_taken > offset && offset == d->retry_off && end >= d->retry_taken) {
+        cdt_count skip = d->retry_taken - offset; /* taken by the failed call */
+        offset += skip;
+        p += skip;
+        len -= skip;
+    }
+    d->retry_taken = 0;
     /* bytes count as arrived only once they reached the object (or wait in an early copy):
      * check for overlap and room first, record each area after it was written */
-    int rc = cdt__ranges_check(&d->arrived, offset, end);
+    rc = cdt__ranges_check(&d->arrived, offset, offset + len);
     if (rc != CDT_SUCCESS)
         return rc == CDT_ERR_INVALID_ARG ? CDT_ERR_FRAME_MALFORMED : rc;
-    const unsigned char *p = src;
+    cdt_count first = offset;
     while (len > 0) {
         cdt_count used;
         rc = write_area(d, offset, p, len, &used);
         if (rc != CDT_SUCCESS)
-            return rc;
+            break;
         /* adjacent to what the check reserved room for: cannot fail */
         cdt__ranges_add(&d->arrived, offset, offset + used);
         offset += used;
         p += used;
         len -= used;
     }
-    return CDT_SUCCESS;
+    /* the packed stream may just have completed: region bytes that came early go in now */
+    if (rc == CDT_SUCCESS && d->early != NULL && stream_complete(d))
+        rc = flush_early(d);
+    if (rc != CDT_SUCCESS) {
+        d->retry_off = first;
+        d->retry_taken = offset;
+    }
+    return rc;
 }
 
 static int check_region_index(cdt_decoder d, cdt_count index)

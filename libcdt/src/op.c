@@ -39,6 +39,8 @@ int cdt__op_init(struct cdt_op_s *op, void *buf, cdt_count count, cdt_type type,
     op->arrived.n = op->arrived.cap = op->arrived.total = 0;
     op->pending = NULL;
     op->delivered = 0;
+    op->retry_offset = 0;
+    op->retry_end = -1;
     op->regions_known = false;
     op->region_count = 0;
     op->region_bases = NULL;
@@ -311,10 +313,22 @@ int cdt_op_unpack(cdt_op op, cdt_count offset, const void *src, cdt_count src_si
     if (op->size_known && end > op->packed_size)
         return CDT_ERR_TRUNCATED;
     bool inorder = op->form == NULL && op->type->custom->inorder;
-    /* held fragments whose delivery failed before are tried again first */
-    int rc = inorder ? drain(op) : CDT_SUCCESS;
-    if (rc != CDT_SUCCESS || src_size == 0)
+    int rc;
+    if (src_size > 0 && offset == op->retry_offset && end == op->retry_end) {
+        /* the fragment of a call that took it and then failed delivering held fragments:
+         * giving it again resumes that delivery */
+        if ((rc = drain(op)) == CDT_SUCCESS)
+            op->retry_end = -1;
         return rc;
+    }
+    /* held fragments whose delivery failed before are tried again first */
+    rc = inorder ? drain(op) : CDT_SUCCESS;
+    if (rc != CDT_SUCCESS || src_size == 0) {
+        if (rc == CDT_SUCCESS)
+            op->retry_end = -1; /* delivered: nothing to resume any more */
+        return rc;
+    }
+    op->retry_end = -1;
     /* the range is recorded only once its bytes were delivered or held: after a failure the
      * same fragment can be given again */
     rc = cdt__ranges_check(&op->arrived, offset, end);
@@ -327,7 +341,11 @@ int cdt_op_unpack(cdt_op op, cdt_count offset, const void *src, cdt_count src_si
     if (rc != CDT_SUCCESS)
         return rc;
     cdt__ranges_add(&op->arrived, offset, end); /* cannot fail after the check */
-    return inorder ? drain(op) : CDT_SUCCESS;
+    if (!inorder || (rc = drain(op)) == CDT_SUCCESS)
+        return CDT_SUCCESS;
+    op->retry_offset = offset;
+    op->retry_end = end;
+    return rc;
 }
 
 int cdt_op_unpacked_bytes(cdt_op op, cdt_count *bytes)

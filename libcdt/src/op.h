@@ -26,6 +26,9 @@ struct cdt_op_s {
     cdt__ranges arrived;   /* unpack: stream bytes received (delivered or pending) */
     cdt__pending *pending; /* unpack, inorder: sorted by offset */
     cdt_count delivered;   /* unpack: bytes handed to the callback or the buffer */
+    /* unpack, inorder: a fragment that a call took before delivering held fragments failed;
+     * the same fragment given again resumes that delivery (retry_end < 0: none) */
+    cdt_count retry_offset, retry_end;
 
     bool regions_known; /* regions fetched once, kept for the operation's life */
     cdt_count region_count;
