@@ -165,7 +165,10 @@ CDT_API int cdt_ucx_ep_status(cdt_ucx_ep ep);
 /*! cdt_ucx_ep_handle() : the underlying ucp_ep_h (as void *). Same rules as worker_handle. */
 CDT_API void *cdt_ucx_ep_handle(cdt_ucx_ep ep);
 /*! cdt_ucx_ep_close() : flush what was sent (at most timeout_ms, then force) and close.
- *  Returns CDT_SUCCESS, or the error that made it close by force. ep is freed either way. */
+ *  Returns CDT_SUCCESS, or the error that made it close by force. ep is freed either way.
+ *  Sends still pending on it when it closes by force complete with CDT_ERR_CANCELED (or
+ *  CDT_ERR_PEER when the peer had failed first); receives whose data was coming from it fail
+ *  with CDT_ERR_PEER. */
 CDT_API int cdt_ucx_ep_close(cdt_ucx_ep ep, int64_t timeout_ms);
 
 /* ------------------------------------------------------------------------------------------

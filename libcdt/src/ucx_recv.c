@@ -381,7 +381,12 @@ static void sub_cb(void *ucx_req, ucs_status_t st, const ucp_tag_recv_info_t *in
     s->ucx = NULL;
     s->fired = true;
     int rc = cdt__ucx_status(st);
-    if (st == UCS_ERR_CANCELED) /* fail() canceled it: the sender's message is discarded */
+    /* fail() and abandoning set the receive's status before they cancel its parts: a part
+     * canceled while the status is still clean was aborted by UCX itself, because the endpoint
+     * its data came from failed or was closed (cdt_ucx.h promises CDT_ERR_PEER for that) */
+    if (st == UCS_ERR_CANCELED && r->status == CDT_SUCCESS)
+        rc = CDT_ERR_PEER;
+    if (st == UCS_ERR_CANCELED) /* the sender's message is discarded */
         post_drain(
             r->w,
             cdt__ucx_private_tag(r->key, s->index < 0 ? CDT__UCX_TAIL_INDEX : (uint64_t)s->index),
