@@ -70,9 +70,10 @@ static int collect_pieces(cdt_frame f, const region_src *src)
     for (cdt_count i = 0; i < f->region_count; i++) {
         cdt_count n;
         cdt_count bytes = src[i].len * src[i].type->size;
+        /* no piece array when no region has a piece (no offset from a null pointer) */
+        cdt_iov *at = f->pieces != NULL ? f->pieces + f->regions[i].first_piece : NULL;
         int rc = cdt__layout_range_iov(src[i].base, src[i].len, src[i].type, 0, bytes, 0,
-                                       f->regions[i].n_pieces,
-                                       f->pieces + f->regions[i].first_piece, &n);
+                                       f->regions[i].n_pieces, at, &n);
         if (rc != CDT_SUCCESS)
             return rc;
         if (n != f->regions[i].n_pieces)
