@@ -1851,8 +1851,8 @@ static void write_report(FILE *f, int pass, double secs, const char *cmdline)
             "quarter warms the buffer caches); it grew when that rose by more than 10%% and "
             "32 MiB.\n\n",
             csv_name);
-    fprintf(f, "Timed-out dvec receives that had matched keep their object (it may still be "
-               "written): those bytes are the soak's own quarantine, shown apart, and growth is "
+    fprintf(f, "A timed-out dvec receive's object is watched for late writes for 3 s before it "
+               "is freed: those bytes are the soak's own quarantine, shown apart, and growth is "
                "judged on RSS minus them.\n\n");
     fprintf(f, "| process | life (s) | first MiB | 2nd-quarter median | last-quarter median | "
                "last MiB | max MiB | quarantined MiB at end | 2nd / last quarter, minus "
