@@ -63,6 +63,19 @@ static inline void peer_close(peer *p)
     cdt_ucx_context_destroy(p->ctx);
 }
 
+/* Listen on 127.0.0.1, any free port (p->l); returns the port bound. */
+static inline uint16_t peer_listen(peer *p)
+{
+    cdt_ucx_listener_params lp = {.field_mask =
+                                      CDT_UCX_LISTENER_PARAM_HOST | CDT_UCX_LISTENER_PARAM_PORT,
+                                  .host = "127.0.0.1",
+                                  .port = 0};
+    CHECK_RC(cdt_ucx_listener_create(p->w, &lp, &p->l));
+    uint16_t port;
+    CHECK_RC(cdt_ucx_listener_port(p->l, &port));
+    return port;
+}
+
 /* Run server(p) in a child that listens and client(p) in this process that connects.
  * Returns 0 when both sides passed. */
 static inline int run_pair(side_fn *server, side_fn *client, const cdt_ucx_worker_params *swp,
@@ -81,13 +94,7 @@ static inline int run_pair(side_fn *server, side_fn *client, const cdt_ucx_worke
         alarm(60); /* never outlive a broken parent */
         peer p = {.is_server = 1};
         peer_open(&p, swp);
-        cdt_ucx_listener_params lp = {.field_mask =
-                                          CDT_UCX_LISTENER_PARAM_HOST | CDT_UCX_LISTENER_PARAM_PORT,
-                                      .host = "127.0.0.1",
-                                      .port = 0};
-        CHECK_RC(cdt_ucx_listener_create(p.w, &lp, &p.l));
-        uint16_t port;
-        CHECK_RC(cdt_ucx_listener_port(p.l, &port));
+        uint16_t port = peer_listen(&p);
         CHECK(write(fds[1], &port, sizeof(port)) == sizeof(port));
         close(fds[1]);
         CHECK_RC(cdt_ucx_listener_accept(p.l, T_TIMEOUT_MS, &p.ep));

@@ -86,6 +86,19 @@ static ucs_status_t raw_send(peer *p, const void *data, size_t len, uint64_t tag
     return st;
 }
 
+/* send region 0 of object `key`: len bytes of 0xEE on its private tag. A send still in flight
+ * keeps its buffer (the caller then ends the process) */
+static ucs_status_t send_region(peer *p, uint64_t key, size_t len, int wait_ms)
+{
+    unsigned char *region = malloc(len);
+    CHECK(region != NULL);
+    memset(region, 0xEE, len);
+    ucs_status_t st = raw_send(p, region, len, PRIV(key, 0), wait_ms);
+    if (st != UCS_INPROGRESS)
+        free(region);
+    return st;
+}
+
 static int64_t now_ms(void)
 {
     struct timespec t;
@@ -150,15 +163,11 @@ static void late_region_client(peer *p)
         size_t hl = make_head(head, key, 1024, 0, 1, len);
         CHECK(raw_send(p, head, hl, TAG, T_TIMEOUT_MS) == UCS_OK);
         wait_fd(0, p); /* the receiver's call returned */
-        unsigned char *region = malloc(len);
-        CHECK(region != NULL);
-        memset(region, 0xEE, len);
         /* the receiver discards it: the send completes (it is not left in the queues) */
-        ucs_status_t st = raw_send(p, region, len, PRIV(key, 0), T_TIMEOUT_MS);
+        ucs_status_t st = send_region(p, key, len, T_TIMEOUT_MS);
         fprintf(stderr, "late region of %llu bytes: %s\n", (unsigned long long)len,
                 ucs_status_string(st));
         CHECK(st == UCS_OK);
-        free(region);
         send_marker(p, TAG_DONE);
     }
 }
@@ -220,11 +229,7 @@ static void cancel_matched_client(peer *p)
     CHECK(raw_send(p, head, hl, TAG, T_TIMEOUT_MS) == UCS_OK);
     send_marker(p, TAG_MARK);
     wait_fd(0, p);
-    unsigned char *region = malloc(len);
-    CHECK(region != NULL);
-    memset(region, 0xEE, len);
-    CHECK(raw_send(p, region, len, PRIV(key, 0), T_TIMEOUT_MS) == UCS_OK);
-    free(region);
+    CHECK(send_region(p, key, len, T_TIMEOUT_MS) == UCS_OK);
     send_marker(p, TAG_DONE);
 }
 
@@ -306,12 +311,8 @@ static void rest_timeout_client(peer *p)
     size_t hl = make_head(head, key, 1024, 0, 1, len);
     CHECK(raw_send(p, head, hl, TAG, T_TIMEOUT_MS) == UCS_OK);
     wait_fd(0, p); /* the receiver gave up on the rest */
-    unsigned char *region = malloc(len);
-    CHECK(region != NULL);
-    memset(region, 0xEE, len);
     /* discarded by the receiver within its rest timeout: the send completes */
-    CHECK(raw_send(p, region, len, PRIV(key, 0), T_TIMEOUT_MS) == UCS_OK);
-    free(region);
+    CHECK(send_region(p, key, len, T_TIMEOUT_MS) == UCS_OK);
     double_vec v;
     CHECK_RC(double_vec_init(&v, 2, 20000, 9));
     CHECK_RC(cdt_ucx_send(p->ep, &v, 1, double_vec_type(), TAG, T_TIMEOUT_MS));
@@ -359,10 +360,7 @@ static void drain_expiry_client(peer *p)
     size_t hl = make_head(head, key, 1024, 0, 1, len);
     CHECK(raw_send(p, head, hl, TAG, T_TIMEOUT_MS) == UCS_OK);
     wait_fd(0, p); /* the receive failed and its discarding receive expired */
-    unsigned char *region = malloc(len);
-    CHECK(region != NULL);
-    memset(region, 0xEE, len);
-    ucs_status_t st = raw_send(p, region, len, PRIV(key, 0), 3000);
+    ucs_status_t st = send_region(p, key, len, 3000);
     fprintf(stderr, "region sent after the discarding receive expired: %s\n",
             ucs_status_string(st));
     CHECK(st == UCS_INPROGRESS);
@@ -487,11 +485,7 @@ static void key_conflict_client(peer *p)
     CHECK(raw_send(p, head, hl, TAG + 100, T_TIMEOUT_MS) == UCS_OK);
     send_marker(p, TAG_MARK);
     wait_fd(0, p);
-    unsigned char *region = malloc(len);
-    CHECK(region != NULL);
-    memset(region, 0xEE, len);
-    CHECK(raw_send(p, region, len, PRIV(key, 0), T_TIMEOUT_MS) == UCS_OK);
-    free(region);
+    CHECK(send_region(p, key, len, T_TIMEOUT_MS) == UCS_OK);
     send_marker(p, TAG_DONE);
 }
 
@@ -537,13 +531,7 @@ static int run_three(side_fn *server, side_fn *c1, side_fn *c2, const cdt_ucx_wo
         alarm(60);
         peer p = {.is_server = 1};
         peer_open(&p, NULL);
-        cdt_ucx_listener_params lp = {.field_mask =
-                                          CDT_UCX_LISTENER_PARAM_HOST | CDT_UCX_LISTENER_PARAM_PORT,
-                                      .host = "127.0.0.1",
-                                      .port = 0};
-        CHECK_RC(cdt_ucx_listener_create(p.w, &lp, &p.l));
-        uint16_t port;
-        CHECK_RC(cdt_ucx_listener_port(p.l, &port));
+        uint16_t port = peer_listen(&p);
         for (int i = 0; i < 2; i++)
             CHECK(write(fds[1], &port, sizeof(port)) == sizeof(port));
         cdt_ucx_ep second;

@@ -651,13 +651,7 @@ static int connect_refused_case(void)
 {
     peer p = {0};
     peer_open(&p, NULL);
-    cdt_ucx_listener_params lp = {.field_mask =
-                                      CDT_UCX_LISTENER_PARAM_HOST | CDT_UCX_LISTENER_PARAM_PORT,
-                                  .host = "127.0.0.1",
-                                  .port = 0};
-    uint16_t port;
-    CHECK_RC(cdt_ucx_listener_create(p.w, &lp, &p.l));
-    CHECK_RC(cdt_ucx_listener_port(p.l, &port));
+    uint16_t port = peer_listen(&p);
     cdt_ucx_listener_destroy(p.l); /* the port is free again: nobody answers there */
     p.l = NULL;
     for (int i = 0; i < 3; i++) {
