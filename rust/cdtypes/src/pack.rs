@@ -396,12 +396,10 @@ impl Unpacker {
 // ---------------------------------------------------------------------------------------------
 // impls: primitives (plain data)
 
-macro_rules! plain {
-    ($($t:ty => $kind:expr, $name:literal;)*) => {$(
-        // SAFETY: primitive without padding; alignment equals the kind's (Kind::align)
-        unsafe impl PlainData for $t {
-            const KIND: Kind = $kind;
-        }
+/// Pack and Unpack of a primitive: fixed-size bytes in the stream, a slice as one region
+/// (kinds with invalid bit patterns, bool and char, are checked on receive: PlainData::valid).
+macro_rules! plain_checked {
+    ($($t:ty, $name:literal;)*) => {$(
         impl Pack for $t {
             fn pack<'a>(&'a self, p: &mut Packer<'a>) {
                 p.write(*self);
@@ -424,6 +422,16 @@ macro_rules! plain {
                 u.region()
             }
         }
+    )*};
+}
+
+macro_rules! plain {
+    ($($t:ty => $kind:expr, $name:literal;)*) => {$(
+        // SAFETY: primitive without padding; alignment equals the kind's (Kind::align)
+        unsafe impl PlainData for $t {
+            const KIND: Kind = $kind;
+        }
+        plain_checked! { $t, $name; }
     )*};
 }
 
@@ -463,33 +471,6 @@ unsafe impl PlainData for char {
             .chunks_exact(4)
             .all(|c| char::from_u32(u32::from_ne_bytes([c[0], c[1], c[2], c[3]])).is_some())
     }
-}
-
-macro_rules! plain_checked {
-    ($($t:ty, $name:literal;)*) => {$(
-        impl Pack for $t {
-            fn pack<'a>(&'a self, p: &mut Packer<'a>) {
-                p.write(*self);
-            }
-            fn describe(s: &mut Schema) {
-                s.push($name);
-            }
-            fn pack_slice<'a>(items: &'a [Self], p: &mut Packer<'a>) {
-                p.region(items);
-            }
-        }
-        impl Unpack for $t {
-            fn unpack(u: &mut Unpacker) -> Result<Self> {
-                u.read()
-            }
-            fn describe(s: &mut Schema) {
-                s.push($name);
-            }
-            fn unpack_vec(u: &mut Unpacker) -> Result<Vec<Self>> {
-                u.region()
-            }
-        }
-    )*};
 }
 
 plain_checked! {
