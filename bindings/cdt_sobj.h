@@ -54,7 +54,9 @@ CDT_API cdt_type cdt_sobj_type(void);
  *  cdt_sobj_release). With obj->alloc set, each part comes from one call of it; without, the
  *  whole object is ONE allocation (parts on 64-byte boundaries, freed by cdt_sobj_release). It does
  * not bind the decoder: the caller then calls cdt_decoder_bind(decoder, obj, 1, cdt_sobj_type()).
- * On error nothing stays allocated by the adapter (memory from obj->alloc is the caller's).
+ * On error obj is left as it was and nothing stays allocated by the adapter. Memory the hook
+ * gave out is the caller's in every case: when a later part fails, the parts before it are
+ * not named by obj, so a hook that can fail records what it gave (in alloc_user) to free it.
  * Memory: without a hook, one block of at most frame_size plus 64 bytes of alignment per part,
  * plus the buffers array (sizeof(cdt_sobj_buffer) per region); with a hook, the lengths the
  * header announces. A receiver of untrusted peers bounds both with the frame limits

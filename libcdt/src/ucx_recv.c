@@ -3,6 +3,7 @@
  * sees), validate prefix and frame header, bind the destination, unpack the inline stream,
  * then post each large region's message straight into its destination memory.
  */
+#include "frame_format.h"
 #include "type.h"
 #include "ucx_internal.h"
 
@@ -255,6 +256,25 @@ static void drain_regions(cdt_ucx_request r, cdt_count from)
     }
 }
 
+/* The decoder could not be made (no memory, or a header it refused), so drain_regions has no
+ * region table to read: read the lengths straight from the header bytes in S, which need no
+ * allocation. Only entries wholly inside S are read; a region the sender did not send on its
+ * own is at worst a drain that expires at its deadline. */
+static void drain_regions_raw(cdt_ucx_request r, const unsigned char *S, cdt_count slen)
+{
+    cdt_count header_size;
+    if (cdt_frame_header_size(S, slen, &header_size) != CDT_SUCCESS || header_size > slen)
+        return;
+    cdt_count n = (header_size - CDT_FRAME_FIXED_HEADER_SIZE) / CDT_FRAME_REGION_ENTRY_SIZE;
+    int64_t deadline = drain_deadline(r);
+    for (cdt_count i = 0; i < n; i++) {
+        uint64_t len = cdt__get_u64(S + CDT_FRAME_FIXED_HEADER_SIZE +
+                                    i * CDT_FRAME_REGION_ENTRY_SIZE + CDT__REG_OFF_LEN);
+        if (len <= INT64_MAX && cdt__ucx_separate((cdt_count)len, r->threshold, i))
+            post_drain(r->w, cdt__ucx_private_tag(r->key, (uint64_t)i), deadline);
+    }
+}
+
 /* lock held: the inline stream S (header, packed stream, small regions) is complete */
 static void body_ready(cdt_ucx_request r, const unsigned char *S, cdt_count slen)
 {
@@ -274,6 +294,8 @@ static void body_ready(cdt_ucx_request r, const unsigned char *S, cdt_count slen
     if (rc == CDT_SUCCESS)
         rc = cdt_decoder_info(r->dec, &in);
     if (rc != CDT_SUCCESS) {
+        /* the sender may still have sent regions on their own */
+        drain_regions_raw(r, S, slen);
         fail(r, rc);
         return;
     }
@@ -441,18 +463,9 @@ static void drain_refused(cdt_ucx_request r, size_t length)
     if (cdt__ucx_parse_head(r->head, length, &none, &h) != CDT_SUCCESS || h.tail_len != 0 ||
         key_in_use(r, h.key) != NULL)
         return;
-    cdt_decoder dec;
-    if (cdt_decoder_create(h.part, h.part_len, &dec) != CDT_SUCCESS)
-        return;
-    cdt_frame_info in;
-    if (cdt_decoder_info(dec, &in) == CDT_SUCCESS) {
-        r->key = h.key;
-        r->threshold = h.threshold;
-        r->dec = dec;
-        drain_regions(r, 0);
-        r->dec = NULL;
-    }
-    cdt_decoder_free(dec);
+    r->key = h.key;
+    r->threshold = h.threshold;
+    drain_regions_raw(r, h.part, h.part_len);
 }
 
 /* lock held: the head message matched */
@@ -493,8 +506,13 @@ static void head_arrived(cdt_ucx_request r, uint64_t sender_tag, size_t length)
         rc = post(r, &r->tail_sub, r->stream + h.part_len, (size_t)h.tail_len,
                   cdt__ucx_private_tag(r->key, CDT__UCX_TAIL_INDEX));
     }
-    if (rc != CDT_SUCCESS)
+    if (rc != CDT_SUCCESS) {
+        /* the tail and the regions are not taken: discard them so that the sender completes
+         * (the regions only when the whole header came in the head message) */
+        post_drain(r->w, cdt__ucx_private_tag(r->key, CDT__UCX_TAIL_INDEX), drain_deadline(r));
+        drain_regions_raw(r, h.part, h.part_len);
         fail(r, rc);
+    }
 }
 
 static void head_cb(void *ucx_req, ucs_status_t st, const ucp_tag_recv_info_t *info,

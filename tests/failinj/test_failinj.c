@@ -517,28 +517,39 @@ static int part_alloc(void *user, cdt_count index, cdt_count len, cdt_kind kind,
     return *base != NULL ? CDT_SUCCESS : CDT_ERR_NO_MEMORY;
 }
 
-/* free the caller's parts; those the object no longer names were dropped by a failed
- * cdt_sobj_recv_prepare: the caller could not have freed them */
+/* The hook's memory is the caller's (cdt_sobj.h): the hook saw every part, so the caller frees
+ * them all from its own record, whatever recv_prepare returned. What the adapter must get
+ * right: a failed recv_prepare leaves the object untouched (the caller's record is then the
+ * only owner of what the hook gave), and a prepared object names only parts the hook gave. */
+static int prepare_checked(cdt_sobj *r, cdt_decoder d)
+{
+    cdt_sobj before = *r;
+    int rc = cdt_sobj_recv_prepare(r, d);
+    if (rc != CDT_SUCCESS && memcmp(&before, r, sizeof(before)) != 0)
+        failinj_problem(__FILE__, __LINE__, "a failed cdt_sobj_recv_prepare changed the object",
+                        rc);
+    return rc;
+}
+
+static int is_part(const void *p)
+{
+    for (int i = 0; i < nparts; i++)
+        if (parts[i] == p)
+            return 1;
+    return 0;
+}
+
 static void free_parts(const cdt_sobj *r)
 {
-    int dropped = 0;
-    for (int i = 0; i < nparts; i++) {
-        int named = parts[i] == r->inband;
-        for (cdt_count b = 0; b < r->nbuffers; b++)
-            named |= parts[i] == r->buffers[b].base;
-        dropped += !named;
-        free(parts[i]);
-    }
-    nparts = 0;
-    static int known = -1;
-    if (known < 0)
-        known = getenv("FAILINJ_SOBJ_PARTS_KNOWN") != NULL &&
-                strcmp(getenv("FAILINJ_SOBJ_PARTS_KNOWN"), "1") == 0;
-    if (dropped > 0 && !known)
-        failinj_problem(__FILE__, __LINE__,
-                        "cdt_sobj_recv_prepare failed and dropped parts of the caller's "
-                        "allocator (unreachable: leaked)",
+    int foreign = r->inband != NULL && !is_part(r->inband);
+    for (cdt_count b = 0; b < r->nbuffers; b++)
+        foreign |= r->buffers[b].base != NULL && !is_part(r->buffers[b].base);
+    if (foreign)
+        failinj_problem(__FILE__, __LINE__, "a prepared cdt_sobj names memory the hook never gave",
                         0);
+    for (int i = 0; i < nparts; i++)
+        free(parts[i]);
+    nparts = 0;
 }
 
 static void decoder_sobj(int own_alloc)
@@ -562,7 +573,7 @@ static void decoder_sobj(int own_alloc)
     if (w == NULL)
         goto out;
     STEP(cdt_decoder_create(w, len, &d));
-    STEP(cdt_sobj_recv_prepare(&r, d));
+    STEP(own_alloc ? prepare_checked(&r, d) : cdt_sobj_recv_prepare(&r, d));
     STEP(cdt_decoder_bind(d, &r, 1, cdt_sobj_type()));
     STEP(cdt_decoder_write(d, 0, w, len));
     STEP(cdt_decoder_finish(d));
