@@ -199,6 +199,7 @@ end
 struct CdtUcxContextParams
     field_mask::UInt64
     estimated_num_eps::Csize_t
+    shared_memory::Cint
 end
 
 "`cdt_ucx_worker_params` (cdt_ucx.h)."

@@ -58,16 +58,46 @@ CDT_API const char *cdt_ucx_version_string(void);
 
 enum cdt_ucx_context_params_field {
     CDT_UCX_CONTEXT_PARAM_ESTIMATED_NUM_EPS = 1u << 0,
+    CDT_UCX_CONTEXT_PARAM_SHARED_MEMORY = 1u << 1,
 };
+
+/* How endpoints to a peer on the same machine may use shared memory (see
+ * cdt_ucx_context_create). */
+typedef enum cdt_ucx_shared_memory {
+    /* messages through shared-memory segments (sysv/posix) and rendezvous with cross-memory
+     * attach (cma): the fastest local path. The default. */
+    CDT_UCX_SHM_FULL = 0,
+    /* shared-memory segments only; rendezvous of large messages goes over the network
+     * transports (tcp on loopback) */
+    CDT_UCX_SHM_COPY = 1,
+    /* leave UCX's defaults: with peer-failure detection, UCX 1.13 then uses tcp even between
+     * processes of one machine */
+    CDT_UCX_SHM_UCX_DEFAULT = 2,
+} cdt_ucx_shared_memory;
 
 typedef struct cdt_ucx_context_params {
     uint64_t field_mask;
     /* expected number of endpoints (a UCX tuning hint). Default: UCX's. */
     size_t estimated_num_eps;
+    /* shared memory between local processes. Default CDT_UCX_SHM_FULL. */
+    cdt_ucx_shared_memory shared_memory;
 } cdt_ucx_context_params;
 
 /*! cdt_ucx_context_create() : read the UCX configuration (UCX_* environment variables such
  *  as UCX_TLS) and create a context with tag matching.
+ *  Shared memory: libcdt endpoints detect peer failures (UCP_ERR_HANDLING_MODE_PEER), and
+ *  UCX 1.13 leaves out its shared-memory transports in that mode unless they are told to
+ *  expose error handling. So that two processes of one machine talk over shared memory,
+ *  the context sets, through ucp_config_modify and only for variables the environment
+ *  does not set: UCX_SYSV_ERROR_HANDLING=y and UCX_POSIX_ERROR_HANDLING=y (shared-memory
+ *  segments, with keepalive detecting a dead peer), and with CDT_UCX_SHM_FULL also
+ *  UCX_CMA_MEMORY_INVALIDATE=y (rendezvous by cross-memory attach). UCX marks the last one
+ *  experimental: CMA cannot revoke a peer's access to a buffer, so after a peer was wrongly
+ *  declared dead (keepalive timeout of a live peer) it could still read a send buffer the
+ *  application already reused. libcdt never lets a receive complete while a transfer into
+ *  it is in flight, whatever the transport. Choose CDT_UCX_SHM_COPY or set the variables to
+ *  n in the environment to avoid CMA. UCX_TLS, when set, still decides which transports
+ *  exist at all. cdt_ucx_ep_transports() tells which ones an endpoint uses.
  *  Errors: CDT_ERR_TRANSPORT (UCX failed), CDT_ERR_NO_MEMORY, CDT_ERR_INVALID_ARG. */
 CDT_API int cdt_ucx_context_create(const cdt_ucx_context_params *params, cdt_ucx_context *context);
 /*! cdt_ucx_context_destroy() : destroy a context whose workers are all destroyed. */
@@ -164,6 +194,15 @@ CDT_API int cdt_ucx_ep_create_from_address(cdt_ucx_worker worker, const void *ad
 CDT_API int cdt_ucx_ep_status(cdt_ucx_ep ep);
 /*! cdt_ucx_ep_handle() : the underlying ucp_ep_h (as void *). Same rules as worker_handle. */
 CDT_API void *cdt_ucx_ep_handle(cdt_ucx_ep ep);
+/*! cdt_ucx_ep_transports() : the UCX transports the endpoint's lanes use now, as UCX reports
+ *  them (ucp_ep_print_info), as one NUL-terminated line of "role=transport/device" words,
+ *  e.g. "am=sysv/memory rma=cma/memory" for a local peer over shared memory, or
+ *  "am=tcp/lo rma=tcp/lo" over loopback TCP. `am` is the lane that carries eager messages,
+ *  `rma` the lanes of rendezvous transfers (several: several words). An endpoint made with
+ *  a listener or from an address may still be wiring up: send one message first for the
+ *  final lanes. Errors: CDT_ERR_INVALID_ARG (NULL, or size 0), CDT_ERR_TRUNCATED (buf too
+ *  small: it holds the start of the line), CDT_ERR_NO_MEMORY, CDT_ERR_TRANSPORT. */
+CDT_API int cdt_ucx_ep_transports(cdt_ucx_ep ep, char *buf, size_t size);
 /*! cdt_ucx_ep_close() : flush what was sent (at most timeout_ms, then force) and close.
  *  Returns CDT_SUCCESS, or the error that made it close by force. ep is freed either way.
  *  Sends still pending on it when it closes by force complete with CDT_ERR_CANCELED (or

@@ -3,6 +3,7 @@
  */
 #include "ucx_internal.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
@@ -50,10 +51,79 @@ const char *cdt_ucx_version_string(void)
     return ucp_get_version_string();
 }
 
+/* Shared memory with peer-failure detection (cdt_ucx.h, cdt_ucx_context_create): UCX 1.13's
+ * sysv/posix transports expose error handling only when told to, and cma its rendezvous only
+ * with MEMORY_INVALIDATE. A variable the environment sets is the user's choice and is left. */
+/* whether UCX_TLS (unset: "all") makes one of the transports `names` available */
+static bool tls_selects(const char *const *names, int n)
+{
+    const char *tls = getenv("UCX_TLS");
+    if (tls == NULL || *tls == '\0')
+        return true;
+    bool exclude = tls[0] == '^';
+    if (exclude)
+        tls++;
+    bool listed = false;
+    for (const char *p = tls; *p != '\0';) {
+        size_t len = strcspn(p, ",");
+        if (len == 3 && strncmp(p, "all", 3) == 0)
+            listed = !exclude; /* "all" selects; "^all" is not a UCX spelling */
+        for (int i = 0; i < n && names[i] != NULL; i++)
+            if (strlen(names[i]) == len && strncmp(p, names[i], len) == 0)
+                listed = true;
+        p += len;
+        if (*p == ',')
+            p++;
+    }
+    return exclude ? !listed : listed;
+}
+
+static int shared_memory_config(ucp_config_t *config, cdt_ucx_shared_memory mode)
+{
+    /* ucp_config_modify hands names it does not know to every transport's configuration,
+     * which knows its fields without the transport's prefix: "MM_ERROR_HANDLING" reaches sysv and
+     * posix (UCX_SYSV_ / UCX_POSIX_ / UCX_MM_ERROR_HANDLING), "MEMORY_INVALIDATE" cma */
+    static const struct {
+        const char *field;
+        const char *env[3];
+        const char *tls[4]; /* UCX_TLS names that select the transport */
+        cdt_ucx_shared_memory up_to;
+    } settings[] = {
+        {"MM_ERROR_HANDLING",
+         {"UCX_SYSV_ERROR_HANDLING", "UCX_POSIX_ERROR_HANDLING", "UCX_MM_ERROR_HANDLING"},
+         {"sm", "shm", "sysv", "posix"},
+         CDT_UCX_SHM_COPY},
+        {"MEMORY_INVALIDATE",
+         {"UCX_CMA_MEMORY_INVALIDATE", NULL, NULL},
+         {"sm", "shm", "cma", NULL},
+         CDT_UCX_SHM_FULL},
+    };
+    if (mode == CDT_UCX_SHM_UCX_DEFAULT)
+        return CDT_SUCCESS;
+    for (size_t i = 0; i < sizeof(settings) / sizeof(settings[0]); i++) {
+        bool user_set = false;
+        for (int e = 0; e < 3 && settings[i].env[e] != NULL; e++)
+            user_set |= getenv(settings[i].env[e]) != NULL;
+        /* a setting for a transport UCX_TLS leaves out would only draw UCX's warning about
+         * an unused variable */
+        if (user_set || mode > settings[i].up_to || !tls_selects(settings[i].tls, 4))
+            continue;
+        if (ucp_config_modify(config, settings[i].field, "y") != UCS_OK)
+            return CDT_ERR_TRANSPORT;
+    }
+    return CDT_SUCCESS;
+}
+
 int cdt_ucx_context_create(const cdt_ucx_context_params *params, cdt_ucx_context *context)
 {
     if (context == NULL)
         return CDT_ERR_INVALID_ARG;
+    cdt_ucx_shared_memory shm = CDT_UCX_SHM_FULL;
+    if (params != NULL && (params->field_mask & CDT_UCX_CONTEXT_PARAM_SHARED_MEMORY)) {
+        shm = params->shared_memory;
+        if (shm != CDT_UCX_SHM_FULL && shm != CDT_UCX_SHM_COPY && shm != CDT_UCX_SHM_UCX_DEFAULT)
+            return CDT_ERR_INVALID_ARG;
+    }
     cdt_ucx_context c = calloc(1, sizeof(*c));
     if (c == NULL)
         return CDT_ERR_NO_MEMORY;
@@ -62,6 +132,12 @@ int cdt_ucx_context_create(const cdt_ucx_context_params *params, cdt_ucx_context
     if (st != UCS_OK) {
         free(c);
         return CDT_ERR_TRANSPORT;
+    }
+    int rc = shared_memory_config(config, shm);
+    if (rc != CDT_SUCCESS) {
+        ucp_config_release(config);
+        free(c);
+        return rc;
     }
     ucp_params_t p = {
         .field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_MT_WORKERS_SHARED,

@@ -361,6 +361,68 @@ static void peer_exit_server(peer *p)
     p->ep = NULL;
 }
 
+/* ---------------------------------------------------------------- transports in use ------ */
+
+/* "transports": two local processes must talk over shared memory (segments for messages,
+ * cross-memory attach for rendezvous) with peer-failure detection on, unless UCX_TLS leaves
+ * those transports out; "transports_tcp" runs with UCX_TLS=tcp and must see tcp only. */
+static int expect_shared_memory;
+
+static void check_transports(peer *p, const char *who)
+{
+    char t[256];
+    CHECK_RC(cdt_ucx_ep_transports(p->ep, t, sizeof(t)));
+    fprintf(stderr, "%s: transports in use: %s\n", who, t);
+    if (expect_shared_memory) {
+        CHECK(strstr(t, "am=sysv/memory") != NULL || strstr(t, "am=posix/memory") != NULL);
+        CHECK(strstr(t, "rma=cma/memory") != NULL);
+        CHECK(strstr(t, "tcp/") == NULL);
+    } else {
+        CHECK(strstr(t, "am=tcp/") != NULL);
+        CHECK(strstr(t, "memory") == NULL);
+    }
+    char tiny[8];
+    CHECK(cdt_ucx_ep_transports(p->ep, tiny, sizeof(tiny)) == CDT_ERR_TRUNCATED);
+    CHECK(strlen(tiny) == sizeof(tiny) - 1);
+    CHECK(cdt_ucx_ep_transports(p->ep, t, 0) == CDT_ERR_INVALID_ARG);
+    CHECK(cdt_ucx_ep_transports(NULL, t, sizeof(t)) == CDT_ERR_INVALID_ARG);
+}
+
+static void transports_client(peer *p)
+{
+    double_vec v;
+    CHECK_RC(double_vec_init(&v, 4, 512 * 1024, 1)); /* rendezvous-sized regions */
+    CHECK_RC(cdt_ucx_send(p->ep, &v, 1, double_vec_type(), TAG, T_TIMEOUT_MS));
+    int32_t ack;
+    CHECK_RC(cdt_ucx_recv(p->w, &ack, 1, CDT_INT32, TAG, CDT_UCX_TAG_MASK_FULL, NULL, NULL,
+                          T_TIMEOUT_MS));
+    check_transports(p, "sender");
+    CHECK_RC(cdt_ucx_send(p->ep, &ack, 1, CDT_INT32, TAG, T_TIMEOUT_MS)); /* done: both checked */
+    double_vec_clear(&v);
+}
+
+static void transports_server(peer *p)
+{
+    double_vec v = {0};
+    CHECK_RC(cdt_ucx_recv(p->w, &v, 1, double_vec_type(), TAG, CDT_UCX_TAG_MASK_FULL, NULL, NULL,
+                          T_TIMEOUT_MS));
+    double_vec want;
+    CHECK_RC(double_vec_init(&want, 4, 512 * 1024, 1));
+    CHECK(double_vec_equal(&v, &want));
+    double_vec_clear(&want);
+    double_vec_clear(&v);
+    int32_t ack = 1;
+    CHECK_RC(cdt_ucx_send(p->ep, &ack, 1, CDT_INT32, TAG, T_TIMEOUT_MS));
+    check_transports(p, "receiver");
+    CHECK_RC(cdt_ucx_recv(p->w, &ack, 1, CDT_INT32, TAG, CDT_UCX_TAG_MASK_FULL, NULL, NULL,
+                          T_TIMEOUT_MS));
+    /* an unknown shared-memory mode is refused */
+    cdt_ucx_context_params cp = {.field_mask = CDT_UCX_CONTEXT_PARAM_SHARED_MEMORY,
+                                 .shared_memory = (cdt_ucx_shared_memory)7};
+    cdt_ucx_context c = NULL;
+    CHECK(cdt_ucx_context_create(&cp, &c) == CDT_ERR_INVALID_ARG && c == NULL);
+}
+
 /* ---------------------------------------------------------------- malformed -------------- */
 
 static void raw_send(peer *p, const void *data, size_t len, uint64_t tag)
@@ -724,6 +786,10 @@ int main(int argc, char **argv)
         return run_pair(threads_server, threads_client, NULL, NULL, 0);
     if (strcmp(c, "peer_exit") == 0)
         return run_pair(peer_exit_server, peer_exit_client, NULL, NULL, 3);
+    if (strcmp(c, "transports") == 0 || strcmp(c, "transports_tcp") == 0) {
+        expect_shared_memory = strcmp(c, "transports") == 0;
+        return run_pair(transports_server, transports_client, NULL, NULL, 0);
+    }
     if (strcmp(c, "malformed") == 0)
         return run_pair(malformed_server, malformed_client, NULL, NULL, 0);
     if (strcmp(c, "sobj") == 0)

@@ -1,0 +1,121 @@
+/*
+ * ucx_ep_info.c - which UCX transports an endpoint uses, from UCX's own report of its lanes.
+ *
+ * UCX 1.13 has no query for an endpoint's transports (ucp_ep_query reports addresses only),
+ * so the report of ucp_ep_print_info is read back. Its lane lines look like
+ *   "#   lane[1]:  3:sysv/memory.0 md[2]   -> md[2]/sysv/sysdev[255] am am_bw#0 keepalive"
+ * i.e. resource index, "transport/device.path", memory domain, then the lane's roles.
+ */
+#include "ucx_internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* append " role=name" to out unless it is there already; false when out is full */
+static bool add_word(char *out, size_t size, size_t *used, const char *role, const char *name,
+                     size_t name_len)
+{
+    char word[160];
+    int n = snprintf(word, sizeof(word), "%s=%.*s", role, (int)name_len, name);
+    if (n < 0 || (size_t)n >= sizeof(word))
+        return true; /* a name UCX would never print: left out */
+    /* words are separated by single spaces: look for the whole word */
+    for (const char *p = out; (p = strstr(p, word)) != NULL; p += n)
+        if ((p == out || p[-1] == ' ') && (p[n] == ' ' || p[n] == '\0'))
+            return true;
+    size_t need = (*used > 0 ? 1 : 0) + (size_t)n;
+    if (*used + need >= size) {
+        size_t room = size - 1 - *used;
+        if (*used > 0 && room > 0) {
+            out[(*used)++] = ' ';
+            room--;
+        }
+        memcpy(out + *used, word, room);
+        *used += room;
+        out[*used] = '\0';
+        return false;
+    }
+    if (*used > 0)
+        out[(*used)++] = ' ';
+    memcpy(out + *used, word, (size_t)n + 1);
+    *used += (size_t)n;
+    return true;
+}
+
+/* the roles of one lane line; false when out is full */
+static bool parse_lane(const char *line, char *out, size_t size, size_t *used)
+{
+    const char *p = strstr(line, "lane[");
+    if (p == NULL || (p = strchr(p, ':')) == NULL)
+        return true;
+    p++;
+    while (*p == ' ')
+        p++;
+    /* "3:sysv/memory.0": resource index, then the name; the connection manager lane ("cm
+     * rdmacm") has no index and carries no data */
+    const char *colon = strchr(p, ':');
+    const char *space = strchr(p, ' ');
+    if (colon == NULL || (space != NULL && space < colon))
+        return true;
+    const char *name = colon + 1;
+    size_t len = strcspn(name, " \n");
+    const char *dot = memchr(name, '.', len); /* ".0": the path index */
+    if (dot != NULL)
+        len = (size_t)(dot - name);
+    const char *roles = strstr(name, "->");
+    if (roles == NULL)
+        return true;
+    bool am = false, rma = false;
+    for (const char *r = roles; *r != '\0' && *r != '\n';) {
+        r += strspn(r, " ");
+        size_t wl = strcspn(r, " \n");
+        if (wl == 2 && strncmp(r, "am", 2) == 0)
+            am = true;
+        else if (wl >= 6 && strncmp(r, "rma_bw", 6) == 0)
+            rma = true;
+        r += wl;
+    }
+    bool ok = true;
+    if (am)
+        ok = add_word(out, size, used, "am", name, len);
+    if (ok && rma)
+        ok = add_word(out, size, used, "rma", name, len);
+    return ok;
+}
+
+int cdt_ucx_ep_transports(cdt_ucx_ep ep, char *buf, size_t size)
+{
+    if (ep == NULL || buf == NULL || size == 0)
+        return CDT_ERR_INVALID_ARG;
+    char *text = NULL;
+    size_t text_len = 0;
+    FILE *f = open_memstream(&text, &text_len);
+    if (f == NULL)
+        return CDT_ERR_NO_MEMORY;
+    pthread_mutex_lock(&ep->w->lock);
+    int rc = ep->status;
+    if (rc == CDT_SUCCESS)
+        ucp_ep_print_info(ep->ucp, f);
+    pthread_mutex_unlock(&ep->w->lock);
+    if (fclose(f) != 0 || text == NULL) {
+        free(text);
+        return CDT_ERR_NO_MEMORY;
+    }
+    if (rc != CDT_SUCCESS) {
+        free(text);
+        return rc;
+    }
+    size_t used = 0;
+    buf[0] = '\0';
+    bool ok = true;
+    for (char *line = text; ok && line != NULL && *line != '\0';) {
+        char *next = strchr(line, '\n');
+        ok = parse_lane(line, buf, size, &used);
+        line = next != NULL ? next + 1 : NULL;
+    }
+    free(text);
+    if (!ok)
+        return CDT_ERR_TRUNCATED;
+    return used > 0 ? CDT_SUCCESS : CDT_ERR_TRANSPORT;
+}
