@@ -2,11 +2,18 @@
  * bench_transfer.c - two processes over UCX on this machine (OSU style). For each object type
  * of the seed paper and each size: latency (half round trip of a ping-pong) and bandwidth
  * (windows of non-blocking sends, then a 1-byte acknowledgement), for
- *   raw          ucp_tag_send_nbx of a contiguous buffer of the same byte count (the roofline)
+ *   raw          ucp_tag_send_nbx of a contiguous buffer of the same byte count (the roofline),
+ *                on libcdt's endpoint (peer error handling)
+ *   raw_nopeer   the same on an endpoint without peer error handling (UCX's fastest choice)
  *   libcdt       cdt_ucx_isend / cdt_ucx_irecv of the object (one matched message)
  *   manual_pack  hand-written pack into bytes, raw send, raw receive, hand-written unpack
  *   ucx_iov      one UCX IOV message: packed fields first, then every region (as the seed)
- * Usage: bench_transfer [--quick] [--csv FILE]   (forks the second process itself)
+ *   ucx_generic  one UCX message of a generic datatype (ucp_dt_make_generic): its pack callback
+ *                copies the frame (cdt_frame_gather), its unpack callback feeds the decoder
+ *                (cdt_decoder_write), so packing happens inside UCX's own copies
+ * Every buffer is written before it is first sent (no untouched zero pages).
+ * Usage: bench_transfer [--quick] [--csv FILE] [--transports FILE] [--cases A,B]
+ *        (forks the peer itself; --cases runs only the named cases)
  * MB = 10^6 bytes.
  */
 #include "seed_types.h"
@@ -47,18 +54,24 @@ typedef struct env {
     cdt_ucx_ep ep;
     ucp_worker_h uw;
     ucp_ep_h uep;
+    ucp_ep_h uep_nopeer; /* same peer, no peer error handling */
+    ucp_datatype_t gen_dt;
     int server;
     int quick;
 } env;
 
 /* ---- raw UCX ---- */
-static void *raw_send(env *e, const void *buf, size_t len, uint64_t tag, ucp_datatype_t dt)
+static void *raw_send_on(ucp_ep_h ep, const void *buf, size_t len, uint64_t tag, ucp_datatype_t dt)
 {
     ucp_request_param_t p = {.op_attr_mask = UCP_OP_ATTR_FIELD_DATATYPE, .datatype = dt};
-    void *q = ucp_tag_send_nbx(e->uep, buf, len, tag, &p);
+    void *q = ucp_tag_send_nbx(ep, buf, len, tag, &p);
     if (UCS_PTR_IS_ERR(q))
         DIE("raw send: %s", ucs_status_string(UCS_PTR_STATUS(q)));
     return q;
+}
+static void *raw_send(env *e, const void *buf, size_t len, uint64_t tag, ucp_datatype_t dt)
+{
+    return raw_send_on(e->uep, buf, len, tag, dt);
 }
 static void *raw_recv(env *e, void *buf, size_t len, uint64_t tag, ucp_datatype_t dt)
 {
@@ -86,8 +99,9 @@ static void raw_wait(env *e, void *q)
 
 /* ---- objects ---- */
 enum kase { K_BYTES, K_SIMPLE, K_NOGAP, K_STRUCTVEC, K_DOUBLEVEC };
-enum method { M_RAW, M_LIBCDT, M_MANUAL, M_IOV, M_COUNT };
-static const char *method_name[] = {"raw", "libcdt", "manual_pack", "ucx_iov"};
+enum method { M_RAW, M_RAW_NOPEER, M_LIBCDT, M_MANUAL, M_IOV, M_GENERIC, M_COUNT };
+static const char *method_name[] = {"raw",         "raw_nopeer", "libcdt",
+                                    "manual_pack", "ucx_iov",    "ucx_generic"};
 
 typedef struct obj {
     enum kase k;
@@ -163,6 +177,11 @@ static void obj_make(obj *o, enum kase k, cdt_count target, cdt_count sub, int w
     o->pack = malloc((size_t)o->pack_len);
     if (o->pack == NULL || (o->mem == NULL && k != K_DOUBLEVEC))
         DIE("out of memory");
+    /* written before sent: raw sends o->pack (double_vec) or o->mem (bytes) as they are */
+    for (cdt_count i = 0; i < o->pack_len; i++)
+        o->pack[i] = (unsigned char)(i * 7 + 1);
+    if (k == K_BYTES)
+        memset(o->mem, 0x5a, (size_t)o->size);
 }
 
 static void obj_free(obj *o)
@@ -281,20 +300,144 @@ static void manual_unpack(obj *o, int slot)
     }
 }
 
+/* ---- one generic-datatype message (ucx_generic) ----
+ * Send: the buffer handed to UCX is a gen_send; pack copies frame bytes at any offset.
+ * Receive: the buffer is a gen_recv; the first bytes are the frame header, from which the
+ * decoder is made and bound; every later piece goes to cdt_decoder_write at its offset. */
+typedef struct gen_send {
+    int is_recv; /* 0: the callbacks tell the two states apart by this first field */
+    cdt_frame f; /* objects with regions: the frame */
+    cdt_op op;   /* objects without: the packed stream straight from the object */
+    cdt_count size;
+} gen_send;
+
+typedef struct gen_recv {
+    int is_recv; /* 1 */
+    void *buf;   /* bind target */
+    cdt_count count;
+    cdt_type type;
+    cdt_decoder d;
+    cdt_op op;           /* objects without regions: unpack straight into the object */
+    unsigned char *head; /* header bytes before the decoder exists (when split over pieces) */
+    cdt_count have, cap;
+} gen_recv;
+
+static void *gen_start_pack(void *context, const void *buffer, size_t count)
+{
+    (void)context;
+    (void)count;
+    return (void *)buffer;
+}
+static void *gen_start_unpack(void *context, void *buffer, size_t count)
+{
+    (void)context;
+    (void)count;
+    return buffer;
+}
+static size_t gen_packed_size(void *state)
+{
+    /* the send side knows its frame; a receive accepts any size (the header says it) */
+    gen_send *g = state;
+    return g->is_recv ? (size_t)INT64_MAX : (size_t)g->size;
+}
+static size_t gen_pack(void *state, size_t offset, void *dest, size_t max_length)
+{
+    gen_send *g = state;
+    size_t n = (size_t)g->size - offset < max_length ? (size_t)g->size - offset : max_length;
+    if (g->op != NULL) {
+        cdt_count used;
+        OK(cdt_op_pack(g->op, (cdt_count)offset, dest, (cdt_count)n, &used));
+        return (size_t)used;
+    }
+    OK(cdt_frame_gather(g->f, (cdt_count)offset, dest, (cdt_count)n));
+    return n;
+}
+static ucs_status_t gen_unpack(void *state, size_t offset, const void *src, size_t length)
+{
+    gen_recv *g = state;
+    if (g->op != NULL) {
+        OK(cdt_op_unpack(g->op, (cdt_count)offset, src, (cdt_count)length));
+        return UCS_OK;
+    }
+    if (g->d == NULL) {
+        cdt_count hs;
+        if (offset == 0 && cdt_frame_header_size(src, (cdt_count)length, &hs) == CDT_SUCCESS &&
+            hs <= (cdt_count)length) { /* the usual case: the first piece holds the header */
+            OK(cdt_decoder_create(src, (cdt_count)length, &g->d));
+            OK(cdt_decoder_bind(g->d, g->buf, g->count, g->type));
+            OK(cdt_decoder_write(g->d, 0, src, (cdt_count)length));
+            return UCS_OK;
+        }
+        if ((cdt_count)offset != g->have)
+            DIE("ucx_generic: header piece at %zu out of order", offset);
+        if (g->have + (cdt_count)length > g->cap) {
+            /* grow to the header size once the fixed part is known */
+            cdt_count want = g->have + (cdt_count)length;
+            unsigned char *grown = realloc(g->head, (size_t)want);
+            if (grown == NULL)
+                DIE("out of memory");
+            g->head = grown;
+            g->cap = want;
+        }
+        memcpy(g->head + g->have, src, length);
+        g->have += (cdt_count)length;
+        if (cdt_frame_header_size(g->head, g->have, &hs) != CDT_SUCCESS || hs > g->have)
+            return UCS_OK; /* more header to come */
+        OK(cdt_decoder_create(g->head, g->have, &g->d));
+        OK(cdt_decoder_bind(g->d, g->buf, g->count, g->type));
+        OK(cdt_decoder_write(g->d, 0, g->head, g->have));
+        return UCS_OK;
+    }
+    OK(cdt_decoder_write(g->d, (cdt_count)offset, src, (cdt_count)length));
+    return UCS_OK;
+}
+static void gen_finish(void *state)
+{
+    (void)state; /* the waiter finishes the decoder or frees the frame */
+}
+static ucp_generic_dt_ops_t gen_ops = {
+    .start_pack = gen_start_pack,
+    .start_unpack = gen_start_unpack,
+    .packed_size = gen_packed_size,
+    .pack = gen_pack,
+    .unpack = gen_unpack,
+    .finish = gen_finish,
+};
+
 /* ---- one message, any method ---- */
 typedef struct handle {
     void *ucx;
     cdt_ucx_request req;
     int unpack_slot; /* manual / iov receive: unpack after completion (-1: nothing) */
+    gen_send *gs;    /* ucx_generic */
+    gen_recv *gr;
 } handle;
+
+static void *obj_buf(obj *o, int slot)
+{
+    return o->k == K_DOUBLEVEC ? (void *)&o->dv_in[slot] : o->mem;
+}
 
 static handle do_send(env *e, obj *o, enum method m, uint64_t tag)
 {
-    handle h = {NULL, NULL, -1};
+    handle h = {NULL, NULL, -1, NULL, NULL};
     switch (m) {
     case M_RAW:
-        h.ucx = raw_send(e, o->k == K_DOUBLEVEC ? (void *)o->pack : o->mem, (size_t)o->size, tag,
-                         ucp_dt_make_contig(1));
+    case M_RAW_NOPEER:
+        h.ucx = raw_send_on(m == M_RAW ? e->uep : e->uep_nopeer,
+                            o->k == K_DOUBLEVEC ? (void *)o->pack : o->mem, (size_t)o->size, tag,
+                            ucp_dt_make_contig(1));
+        break;
+    case M_GENERIC:
+        h.gs = calloc(1, sizeof(*h.gs));
+        if (o->k == K_DOUBLEVEC) {
+            OK(cdt_frame_encode(&o->dv, 1, double_vec_type(), NULL, &h.gs->f));
+            OK(cdt_frame_size(h.gs->f, &h.gs->size));
+        } else {
+            OK(cdt_op_pack_begin(o->mem, o->count, obj_type(o), &h.gs->op));
+            OK(cdt_op_packed_size(h.gs->op, &h.gs->size));
+        }
+        h.ucx = raw_send(e, h.gs, 1, tag, e->gen_dt);
         break;
     case M_LIBCDT:
         if (o->k == K_DOUBLEVEC)
@@ -319,11 +462,24 @@ static handle do_send(env *e, obj *o, enum method m, uint64_t tag)
 
 static handle do_recv(env *e, obj *o, enum method m, uint64_t tag, int slot)
 {
-    handle h = {NULL, NULL, -1};
+    handle h = {NULL, NULL, -1, NULL, NULL};
     switch (m) {
     case M_RAW:
+    case M_RAW_NOPEER:
         h.ucx = raw_recv(e, o->k == K_DOUBLEVEC ? (void *)o->pack : o->mem, (size_t)o->size, tag,
                          ucp_dt_make_contig(1));
+        break;
+    case M_GENERIC:
+        h.gr = calloc(1, sizeof(*h.gr));
+        h.gr->is_recv = 1;
+        if (o->k == K_DOUBLEVEC)
+            double_vec_clear(&o->dv_in[slot]);
+        h.gr->buf = obj_buf(o, slot);
+        h.gr->count = o->k == K_DOUBLEVEC ? 1 : o->count;
+        h.gr->type = obj_type(o);
+        if (o->k != K_DOUBLEVEC)
+            OK(cdt_op_unpack_begin(o->mem, o->count, obj_type(o), &h.gr->op));
+        h.ucx = raw_recv(e, h.gr, 1, tag, e->gen_dt);
         break;
     case M_LIBCDT:
         if (o->k == K_DOUBLEVEC) {
@@ -359,6 +515,28 @@ static void do_wait(env *e, obj *o, enum method m, handle *h)
         return;
     }
     raw_wait(e, h->ucx);
+    if (h->gs != NULL) {
+        if (h->gs->op != NULL)
+            OK(cdt_op_end(h->gs->op));
+        else
+            OK(cdt_frame_free(h->gs->f));
+        free(h->gs);
+        h->gs = NULL;
+    }
+    if (h->gr != NULL && h->gr->op != NULL) {
+        OK(cdt_op_end(h->gr->op));
+        free(h->gr);
+        h->gr = NULL;
+    }
+    if (h->gr != NULL) {
+        if (h->gr->d == NULL)
+            DIE("ucx_generic: message without a header");
+        OK(cdt_decoder_finish(h->gr->d));
+        OK(cdt_decoder_free(h->gr->d));
+        free(h->gr->head);
+        free(h->gr);
+        h->gr = NULL;
+    }
     if (h->unpack_slot >= 0) {
         if (m == M_MANUAL)
             manual_unpack(o, h->unpack_slot);
@@ -425,14 +603,18 @@ typedef struct kase_desc {
 int main(int argc, char **argv)
 {
     int quick = 0;
-    const char *csv_path = NULL;
+    const char *csv_path = NULL, *transports_path = NULL, *only = NULL;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--quick") == 0)
             quick = 1;
         else if (strcmp(argv[i], "--csv") == 0 && i + 1 < argc)
             csv_path = argv[++i];
+        else if (strcmp(argv[i], "--transports") == 0 && i + 1 < argc)
+            transports_path = argv[++i];
+        else if (strcmp(argv[i], "--cases") == 0 && i + 1 < argc)
+            only = argv[++i]; /* comma-separated case names */
         else
-            DIE("usage: %s [--quick] [--csv FILE]", argv[0]);
+            DIE("usage: %s [--quick] [--csv FILE] [--transports FILE] [--cases A,B]", argv[0]);
     }
     /* endpoints from exchanged worker addresses (as MPI or a file would bootstrap): UCX then
      * picks shared memory for two processes on one machine */
@@ -465,9 +647,52 @@ int main(int argc, char **argv)
     }
     cdt_ucx_worker_address_free(e.w, addr);
     OK(cdt_ucx_ep_create_from_address(e.w, paddr, plen, &e.ep));
-    free(paddr);
     e.uw = cdt_ucx_worker_handle(e.w);
     e.uep = cdt_ucx_ep_handle(e.ep);
+    ucp_ep_params_t np = {.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS |
+                                        UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE,
+                          .address = (const ucp_address_t *)paddr,
+                          .err_mode = UCP_ERR_HANDLING_MODE_NONE};
+    if (ucp_ep_create(e.uw, &np, &e.uep_nopeer) != UCS_OK)
+        DIE("ucp_ep_create (no peer error handling)");
+    if (ucp_dt_create_generic(&gen_ops, NULL, &e.gen_dt) != UCS_OK)
+        DIE("ucp_dt_create_generic");
+    free(paddr);
+    /* one rendezvous-sized message each way on both endpoints wires up every lane, then the
+     * transports in use are reported (they are part of the result) */
+    {
+        obj w;
+        obj_make(&w, K_BYTES, 1 << 20, 0, 1);
+        for (int m = M_RAW; m <= M_RAW_NOPEER; m++)
+            latency_us(&e, &w, (enum method)m, 2);
+        obj_free(&w);
+        char t[512];
+        OK(cdt_ucx_ep_transports(e.ep, t, sizeof(t)));
+        char *text = NULL;
+        size_t text_len = 0;
+        FILE *f = open_memstream(&text, &text_len);
+        ucp_ep_print_info(e.uep_nopeer, f);
+        fclose(f);
+        if (!e.server) {
+            FILE *tf = transports_path != NULL ? fopen(transports_path, "w") : NULL;
+            for (FILE *out = stdout; out != NULL; out = out == stdout ? tf : NULL) {
+                fprintf(out, "UCX %s, UCX_TLS=%s\nlibcdt endpoint (peer error handling): %s\n",
+                        cdt_ucx_version_string(),
+                        getenv("UCX_TLS") ? getenv("UCX_TLS") : "(default)", t);
+                fprintf(out, "raw_nopeer endpoint lanes (ucp_ep_print_info):\n");
+                for (char *line = text; line != NULL && *line != '\0';) {
+                    char *nl = strchr(line, '\n');
+                    if (strstr(line, "lane[") != NULL)
+                        fprintf(out, "%.*s\n", nl != NULL ? (int)(nl - line) : (int)strlen(line),
+                                line);
+                    line = nl != NULL ? nl + 1 : NULL;
+                }
+            }
+            if (tf != NULL)
+                fclose(tf);
+        }
+        free(text);
+    }
     FILE *csv = NULL;
     if (!e.server) {
         csv = csv_path != NULL ? fopen(csv_path, "w") : NULL;
@@ -487,9 +712,18 @@ int main(int argc, char **argv)
         {"double_vec_128k", K_DOUBLEVEC, 131072},
     };
     const cdt_count lat_max = quick ? 65536 : 1 << 20;
-    const cdt_count bw_min = 1024, bw_max = quick ? (cdt_count)16 << 20 : (cdt_count)256 << 20;
+    const cdt_count bw_min = 1024, bw_max = quick ? (cdt_count)64 << 20 : (cdt_count)256 << 20;
     for (size_t ki = 0; ki < sizeof(kases) / sizeof(kases[0]); ki++) {
         const kase_desc *kd = &kases[ki];
+        if (only != NULL) {
+            size_t nl = strlen(kd->name);
+            const char *hit = only;
+            while ((hit = strstr(hit, kd->name)) != NULL &&
+                   !((hit == only || hit[-1] == ',') && (hit[nl] == ',' || hit[nl] == '\0')))
+                hit += nl;
+            if (hit == NULL)
+                continue;
+        }
         for (int pass = 0; pass < 2; pass++) { /* 0 latency, 1 bandwidth */
             if (quick && pass == 0 && kd->k == K_DOUBLEVEC && kd->sub != 1024)
                 continue;
@@ -512,7 +746,7 @@ int main(int argc, char **argv)
                 if (!e.server)
                     printf("%-10lld", (long long)size);
                 for (int m = 0; m < M_COUNT; m++) {
-                    int applicable = m == M_RAW || kd->k != K_BYTES;
+                    int applicable = m == M_RAW || m == M_RAW_NOPEER || kd->k != K_BYTES;
                     if (m == M_IOV && (kd->k == K_SIMPLE || kd->k == K_NOGAP))
                         applicable = 0; /* no regions: an IOV message is the manual pack */
                     if (!applicable) {
@@ -534,12 +768,10 @@ int main(int argc, char **argv)
                             iters = quick ? 10 : 50;
                         v = latency_us(&e, &o, (enum method)m, iters);
                     } else {
-                        cdt_count total = quick ? (cdt_count)64 << 20 : (cdt_count)512 << 20;
-                        int windows = (int)(total / (o.size * window));
-                        if (windows < 2)
-                            windows = 2;
-                        if (windows > 200)
-                            windows = 200;
+                        /* at least 1 GiB per point (256 MiB quick) */
+                        cdt_count total = quick ? (cdt_count)256 << 20 : (cdt_count)1 << 30;
+                        cdt_count wn = (total + o.size * window - 1) / (o.size * window);
+                        int windows = wn < 2 ? 2 : (int)wn;
                         v = bandwidth_mbs(&e, &o, (enum method)m, windows);
                     }
                     if (!e.server) {
@@ -560,6 +792,15 @@ int main(int argc, char **argv)
     if (csv != NULL)
         fclose(csv);
     ack(&e, e.server); /* both done before closing */
+    ucp_dt_destroy(e.gen_dt);
+    ucp_request_param_t cp = {.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS,
+                              .flags = UCP_EP_CLOSE_FLAG_FORCE};
+    void *cq = ucp_ep_close_nbx(e.uep_nopeer, &cp);
+    if (UCS_PTR_IS_PTR(cq)) {
+        while (ucp_request_check_status(cq) == UCS_INPROGRESS)
+            ucp_worker_progress(e.uw);
+        ucp_request_free(cq);
+    }
     cdt_ucx_ep_close(e.ep, 2000);
     cdt_ucx_listener_destroy(l);
     cdt_ucx_worker_destroy(e.w);

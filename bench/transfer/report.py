@@ -1,7 +1,7 @@
 """Markdown report of bench/transfer results: per case, latency (libcdt minus raw, in us) and
 bandwidth (libcdt / raw) next to the other methods, plus the machine the run was on.
 
-usage: report.py CSV OUT.md"""
+usage: report.py CSV OUT.md [TRANSPORTS.txt]"""
 import csv
 import os
 import platform
@@ -34,7 +34,7 @@ def machine():
             f"UCX_TLS={os.environ.get('UCX_TLS', '(default)')}")
 
 
-def main(csv_path, out_path):
+def main(csv_path, out_path, transports_path=None):
     data = defaultdict(lambda: defaultdict(dict))  # (case, metric) -> method -> size -> value
     order = []
     with open(csv_path) as f:
@@ -43,17 +43,27 @@ def main(csv_path, out_path):
             if key not in data:
                 order.append(key)
             data[key][r["method"]][int(r["size_bytes"])] = float(r["value"])
-    methods = ["raw", "libcdt", "manual_pack", "ucx_iov"]
+    methods = ["raw", "raw_nopeer", "libcdt", "manual_pack", "ucx_iov", "ucx_generic"]
     out = ["# bench/transfer results", "",
            "Two processes on one machine over UCX (endpoints from exchanged worker addresses, so",
            "UCX picks shared memory). `raw`: one contiguous `ucp_tag_send_nbx` of the same byte",
            "count (the roofline); `libcdt`: `cdt_ucx_isend`/`cdt_ucx_irecv` of the object (one",
            "matched message); `manual_pack`: hand-written pack into bytes, raw send, hand-written",
-           "unpack; `ucx_iov`: one UCX IOV message (packed fields, then every region). Latency:",
+           "unpack; `ucx_iov`: one UCX IOV message (packed fields, then every region);",
+           "`raw_nopeer`: `raw` on an endpoint without peer error handling; `ucx_generic`: one",
+           "message of a UCX generic datatype whose callbacks drive libcdt's frame encoder",
+           "(`cdt_op_pack` / `cdt_frame_gather`) and decoder (`cdt_op_unpack` /",
+           "`cdt_decoder_write`), a prototype of a one-message protocol. Every send buffer is",
+           "written before it is sent; at least 1 GiB per bandwidth point (256 MiB quick). Latency:",
            "half round trip of a ping-pong; bandwidth: windows of non-blocking sends then an",
            "acknowledgement. MB = 10^6 bytes. Command: `bench/run transfer` (two passes, the better value of each point).", "",
            f"Machine: {machine()} (the two benchmark processes busy-poll, so the load is about 2 while it runs).", "",
            "What the numbers say, goal by goal: [transfer_findings.md](transfer_findings.md).", ""]
+    if transports_path and os.path.exists(transports_path):
+        with open(transports_path) as f:
+            out += ["Transports that ran (`cdt_ucx_ep_transports`, `ucp_ep_print_info`):", "", "```"]
+            out += [line.rstrip() for line in f if line.strip() not in ("", "#")]
+            out += ["```", ""]
     for case, metric in order:
         series = data[(case, metric)]
         sizes = sorted(set().union(*[set(v) for v in series.values()]))
@@ -79,4 +89,4 @@ def main(csv_path, out_path):
 
 
 if __name__ == "__main__":
-    main(sys.argv[1], sys.argv[2])
+    main(sys.argv[1], sys.argv[2], sys.argv[3] if len(sys.argv) > 3 else None)
