@@ -12,8 +12,8 @@
  *                copies the frame (cdt_frame_gather), its unpack callback feeds the decoder
  *                (cdt_decoder_write), so packing happens inside UCX's own copies
  * Every buffer is written before it is first sent (no untouched zero pages).
- * Usage: bench_transfer [--quick] [--csv FILE] [--transports FILE] [--cases A,B]
- *        (forks the peer itself; --cases runs only the named cases)
+ * Usage: bench_transfer [--quick] [--csv FILE] [--transports FILE] [--cases A,B] [--methods A,B]
+ *        (forks the peer itself; --cases / --methods run only the named ones)
  * MB = 10^6 bytes.
  */
 #include "seed_types.h"
@@ -594,6 +594,18 @@ static double bandwidth_mbs(env *e, obj *o, enum method m, int windows)
     return (double)o->size * w * windows / t / 1e6;
 }
 
+/* whether `name` is one of the comma-separated names in `list` (NULL: every name) */
+static int listed(const char *list, const char *name)
+{
+    if (list == NULL)
+        return 1;
+    size_t nl = strlen(name);
+    for (const char *p = list; (p = strstr(p, name)) != NULL; p += nl)
+        if ((p == list || p[-1] == ',') && (p[nl] == ',' || p[nl] == '\0'))
+            return 1;
+    return 0;
+}
+
 typedef struct kase_desc {
     const char *name;
     enum kase k;
@@ -603,7 +615,7 @@ typedef struct kase_desc {
 int main(int argc, char **argv)
 {
     int quick = 0;
-    const char *csv_path = NULL, *transports_path = NULL, *only = NULL;
+    const char *csv_path = NULL, *transports_path = NULL, *only = NULL, *only_methods = NULL;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--quick") == 0)
             quick = 1;
@@ -613,8 +625,12 @@ int main(int argc, char **argv)
             transports_path = argv[++i];
         else if (strcmp(argv[i], "--cases") == 0 && i + 1 < argc)
             only = argv[++i]; /* comma-separated case names */
+        else if (strcmp(argv[i], "--methods") == 0 && i + 1 < argc)
+            only_methods = argv[++i];
         else
-            DIE("usage: %s [--quick] [--csv FILE] [--transports FILE] [--cases A,B]", argv[0]);
+            DIE("usage: %s [--quick] [--csv FILE] [--transports FILE] [--cases A,B] [--methods "
+                "A,B]",
+                argv[0]);
     }
     /* endpoints from exchanged worker addresses (as MPI or a file would bootstrap): UCX then
      * picks shared memory for two processes on one machine */
@@ -715,15 +731,8 @@ int main(int argc, char **argv)
     const cdt_count bw_min = 1024, bw_max = quick ? (cdt_count)64 << 20 : (cdt_count)256 << 20;
     for (size_t ki = 0; ki < sizeof(kases) / sizeof(kases[0]); ki++) {
         const kase_desc *kd = &kases[ki];
-        if (only != NULL) {
-            size_t nl = strlen(kd->name);
-            const char *hit = only;
-            while ((hit = strstr(hit, kd->name)) != NULL &&
-                   !((hit == only || hit[-1] == ',') && (hit[nl] == ',' || hit[nl] == '\0')))
-                hit += nl;
-            if (hit == NULL)
-                continue;
-        }
+        if (!listed(only, kd->name))
+            continue;
         for (int pass = 0; pass < 2; pass++) { /* 0 latency, 1 bandwidth */
             if (quick && pass == 0 && kd->k == K_DOUBLEVEC && kd->sub != 1024)
                 continue;
@@ -746,7 +755,8 @@ int main(int argc, char **argv)
                 if (!e.server)
                     printf("%-10lld", (long long)size);
                 for (int m = 0; m < M_COUNT; m++) {
-                    int applicable = m == M_RAW || m == M_RAW_NOPEER || kd->k != K_BYTES;
+                    int applicable = (m == M_RAW || m == M_RAW_NOPEER || kd->k != K_BYTES) &&
+                                     listed(only_methods, method_name[m]);
                     if (m == M_IOV && (kd->k == K_SIMPLE || kd->k == K_NOGAP))
                         applicable = 0; /* no regions: an IOV message is the manual pack */
                     if (!applicable) {

@@ -9,6 +9,7 @@
 
 #include <cdt_ucx.h>
 
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -76,13 +77,32 @@ static inline uint16_t peer_listen(peer *p)
     return port;
 }
 
+/* After its part, each side tells the other it is done and, until the other says the same (or
+ * exits), keeps progressing its worker. A side that closed at once could otherwise fail the
+ * other's last operations: a rendezvous send completes only when the receiver's
+ * acknowledgement has been processed, and over shared memory a peer that has gone is noticed
+ * before messages it left behind are read, so the send reports CDT_ERR_PEER. */
+static inline void peer_finish(peer *p, int out_fd, int in_fd)
+{
+    char done = 'd';
+    signal(SIGPIPE, SIG_IGN); /* the other side may be gone already */
+    if (write(out_fd, &done, 1) != 1)
+        return;
+    for (int i = 0; i < 2000000; i++) {
+        struct pollfd pfd = {.fd = in_fd, .events = POLLIN};
+        if (poll(&pfd, 1, 0) != 0)
+            return; /* the other's byte, or its end closed */
+        cdt_ucx_worker_progress(p->w);
+    }
+}
+
 /* Run server(p) in a child that listens and client(p) in this process that connects.
  * Returns 0 when both sides passed. */
 static inline int run_pair(side_fn *server, side_fn *client, const cdt_ucx_worker_params *swp,
                            const cdt_ucx_worker_params *cwp, int expect_child_status)
 {
-    int fds[2];
-    if (pipe(fds) != 0)
+    int fds[2], sc[2], cs[2]; /* port; server -> client and client -> server "done" */
+    if (pipe(fds) != 0 || pipe(sc) != 0 || pipe(cs) != 0)
         return 1;
     fflush(stdout);
     fflush(stderr);
@@ -91,6 +111,8 @@ static inline int run_pair(side_fn *server, side_fn *client, const cdt_ucx_worke
         return 1;
     if (pid == 0) {
         close(fds[0]);
+        close(sc[0]);
+        close(cs[1]);
         alarm(60); /* never outlive a broken parent */
         peer p = {.is_server = 1};
         peer_open(&p, swp);
@@ -99,6 +121,7 @@ static inline int run_pair(side_fn *server, side_fn *client, const cdt_ucx_worke
         close(fds[1]);
         CHECK_RC(cdt_ucx_listener_accept(p.l, T_TIMEOUT_MS, &p.ep));
         server(&p);
+        peer_finish(&p, sc[1], cs[0]);
         peer_close(&p);
         _exit(0);
     }
@@ -114,14 +137,21 @@ static inline int run_pair(side_fn *server, side_fn *client, const cdt_ucx_worke
     }
     pid_t cpid = fork(); /* the client runs in its own process too, so _exit on failure works */
     if (cpid == 0) {
+        close(sc[1]);
+        close(cs[0]);
         alarm(60);
         peer p = {.is_server = 0};
         peer_open(&p, cwp);
         CHECK_RC(cdt_ucx_ep_connect(p.w, "127.0.0.1", port, T_TIMEOUT_MS, &p.ep));
         client(&p);
+        peer_finish(&p, cs[1], sc[0]);
         peer_close(&p);
         _exit(0);
     }
+    close(sc[0]);
+    close(sc[1]);
+    close(cs[0]);
+    close(cs[1]);
     int cstatus = 0;
     waitpid(cpid, &cstatus, 0);
     waitpid(pid, &status, 0);

@@ -107,7 +107,8 @@ static int64_t now_ms(void)
 }
 
 /* pipes between the processes of a case: signal / wait for one byte while progressing */
-static int sig_fd[4][2];
+/* 0-3: signals the cases use; 4, 5: client 1 / client 2 of run_three is done */
+static int sig_fd[6][2];
 
 static void signal_fd(int which)
 {
@@ -133,7 +134,7 @@ static void wait_fd(int which, peer *p)
 
 static void open_pipes(void)
 {
-    for (int i = 0; i < 4; i++)
+    for (int i = 0; i < 6; i++)
         CHECK(pipe(sig_fd[i]) == 0);
 }
 
@@ -538,6 +539,10 @@ static int run_three(side_fn *server, side_fn *c1, side_fn *c2, const cdt_ucx_wo
         CHECK_RC(cdt_ucx_listener_accept(p.l, T_TIMEOUT_MS, &p.ep));
         CHECK_RC(cdt_ucx_listener_accept(p.l, T_TIMEOUT_MS, &second));
         server(&p);
+        /* stay until both clients are done: a client's rendezvous send completes only when
+         * the acknowledgement of this side was processed there (see peer_finish) */
+        wait_fd(4, &p);
+        wait_fd(5, &p);
         cdt_ucx_ep_close(second, 2000);
         peer_close(&p);
         _exit(0);
@@ -554,6 +559,7 @@ static int run_three(side_fn *server, side_fn *c1, side_fn *c2, const cdt_ucx_wo
             peer_open(&p, k == 0 ? wp1 : wp2);
             CHECK_RC(cdt_ucx_ep_connect(p.w, "127.0.0.1", port, T_TIMEOUT_MS, &p.ep));
             (k == 0 ? c1 : c2)(&p);
+            signal_fd(4 + k);
             peer_close(&p);
             _exit(0);
         }
@@ -635,6 +641,7 @@ static void forger(peer *p)
             (void)raw_send(p, junk, sizeof(junk), PRIV((UINT64_C(7) << 20) | seq, idx), 0);
     send_marker(p, TAG_MARK);
     wait_fd(1, p); /* stay connected until the receiver is done */
+    signal_fd(5);  /* this is client 2 of run_three */
     /* the forged rendezvous sends are never received: UCX 1.13 cannot destroy a worker with
      * such sends still on an endpoint, so this process just ends */
     _exit(0);
