@@ -265,8 +265,12 @@ static int connector_main(const char *host, uint16_t port)
     printf("ratio: libcdt / raw UCX of the same byte count into one reused buffer, one object in\n"
            "flight. Packed fields pay a pack and an unpack that raw does not; double_vec's\n"
            "receiver allocates its arrays every round (bench/results/transfer_findings.md).\n");
-    printf("UCX %s; transports: UCX_TLS=%s\n", cdt_ucx_version_string(),
-           getenv("UCX_TLS") ? getenv("UCX_TLS") : "(default)");
+    /* which transports really ran: the endpoint's lanes as UCX reports them */
+    char lanes[256];
+    if (cdt_ucx_ep_transports(ep, lanes, sizeof(lanes)) != CDT_SUCCESS)
+        snprintf(lanes, sizeof(lanes), "(unknown)");
+    printf("UCX %s; UCX_TLS=%s; transports in use: %s\n", cdt_ucx_version_string(),
+           getenv("UCX_TLS") ? getenv("UCX_TLS") : "(default)", lanes);
     free(raw);
     objects_free(&o);
     cdt_ucx_ep_close(ep, 2000);

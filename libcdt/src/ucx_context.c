@@ -324,6 +324,7 @@ void cdt_ucx_worker_destroy(cdt_ucx_worker worker)
     ucp_worker_destroy(worker->ucp);
     cdt__ucx_drains_free_all(worker); /* UCX calls back no more */
     cdt__ucx_buf_cache_clear(worker);
+    cdt__ucx_request_pool_clear(worker);
     pthread_mutex_destroy(&worker->cache_lock);
     pthread_mutex_destroy(&worker->lock);
     free(worker);

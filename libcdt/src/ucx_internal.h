@@ -43,6 +43,7 @@ typedef struct cdt__ucx_req_list {
 
 /* staging buffers a worker keeps for reuse (ucx_bufcache.c) */
 #define CDT__UCX_CACHE_SLOTS 64
+#define CDT__UCX_REQ_POOL 32 /* freed requests a worker keeps */
 #define CDT__UCX_CACHE_MIN ((size_t)64 << 10)
 #define CDT__UCX_DEFAULT_CACHE_LIMIT ((size_t)256 << 20)
 typedef struct cdt__ucx_cached_buf {
@@ -64,7 +65,12 @@ struct cdt_ucx_worker_s {
     struct cdt_ucx_request_s *body_recvs; /* receives between head and completion */
     struct cdt__ucx_drain *drains;        /* receives that discard an abandoned object's parts */
     int64_t next_expiry_ms;               /* when cdt__ucx_progress looks at deadlines next */
-    pthread_mutex_t cache_lock;           /* the buffer cache only */
+    pthread_mutex_t cache_lock;           /* the buffer cache and the request pool only */
+    /* freed requests kept for reuse (linked by `next`): a request carries its HEAD_MAX head
+     * buffer, and malloc + free of it was the largest cost of a small object's send and
+     * receive (callgrind) */
+    struct cdt_ucx_request_s *req_pool;
+    int req_pooled;
     size_t cache_limit, cache_bytes;
     int cache_n;
     cdt__ucx_cached_buf cache[CDT__UCX_CACHE_SLOTS];
@@ -163,6 +169,10 @@ CDT__UCX_HIDDEN void cdt__ucx_drains_free_all(cdt_ucx_worker w);
 CDT__UCX_HIDDEN void cdt__ucx_recv_abandon(cdt_ucx_request r, int status);
 /* ucx_request.c */
 CDT__UCX_HIDDEN cdt_ucx_request cdt__ucx_request_new(cdt_ucx_worker w, bool is_send);
+/* back to the worker's pool (or freed); the request is done and nothing refers to it */
+CDT__UCX_HIDDEN void cdt__ucx_request_release(cdt_ucx_request r);
+/* cdt_ucx_worker_destroy: free the pooled requests */
+CDT__UCX_HIDDEN void cdt__ucx_request_pool_clear(cdt_ucx_worker w);
 CDT__UCX_HIDDEN void cdt__ucx_request_set_error(cdt_ucx_request r, int status);
 /* ucx_bufcache.c: staging memory (bytes as asked; give back the same count) */
 CDT__UCX_HIDDEN void *cdt__ucx_buf_get(cdt_ucx_worker w, size_t bytes);

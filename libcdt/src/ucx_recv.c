@@ -577,7 +577,7 @@ int cdt_ucx_irecv(cdt_ucx_worker worker, void *buf, cdt_count count, cdt_type ty
     if (rc != CDT_SUCCESS) {
         if (!r->done)
             cdt__type_release(r->type);
-        free(r);
+        cdt__ucx_request_release(r);
         return rc;
     }
     *request = r;

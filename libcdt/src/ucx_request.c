@@ -9,8 +9,17 @@
 
 cdt_ucx_request cdt__ucx_request_new(cdt_ucx_worker w, bool is_send)
 {
-    /* the head buffer need not be zeroed: only the fields before it */
-    cdt_ucx_request r = malloc(sizeof(*r));
+    /* from the worker's pool when it has one; the head buffer need not be zeroed, only the
+     * fields before it */
+    pthread_mutex_lock(&w->cache_lock);
+    cdt_ucx_request r = w->req_pool;
+    if (r != NULL) {
+        w->req_pool = r->next;
+        w->req_pooled--;
+    }
+    pthread_mutex_unlock(&w->cache_lock);
+    if (r == NULL)
+        r = malloc(sizeof(*r));
     if (r == NULL)
         return NULL;
     memset(r, 0, offsetof(struct cdt_ucx_request_s, head));
@@ -91,8 +100,32 @@ int cdt_ucx_request_free(cdt_ucx_request request)
     pthread_mutex_unlock(&request->w->lock);
     if (!done)
         return CDT_ERR_BUSY;
-    free(request);
+    cdt__ucx_request_release(request);
     return CDT_SUCCESS;
+}
+
+void cdt__ucx_request_release(cdt_ucx_request r)
+{
+    cdt_ucx_worker w = r->w;
+    pthread_mutex_lock(&w->cache_lock);
+    if (w->req_pooled < CDT__UCX_REQ_POOL) {
+        r->next = w->req_pool;
+        w->req_pool = r;
+        w->req_pooled++;
+        r = NULL;
+    }
+    pthread_mutex_unlock(&w->cache_lock);
+    free(r);
+}
+
+void cdt__ucx_request_pool_clear(cdt_ucx_worker w)
+{
+    while (w->req_pool != NULL) {
+        cdt_ucx_request r = w->req_pool;
+        w->req_pool = r->next;
+        free(r);
+    }
+    w->req_pooled = 0;
 }
 
 int cdt_ucx_send(cdt_ucx_ep ep, const void *buf, cdt_count count, cdt_type type, cdt_ucx_tag tag,

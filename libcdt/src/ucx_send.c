@@ -165,7 +165,7 @@ int cdt_ucx_isend(cdt_ucx_ep ep, const void *buf, cdt_count count, cdt_type type
                            .head_alloc_arg = w};
     int rc = cdt_frame_encode(buf, count, type, &fp, &r->frame);
     if (rc != CDT_SUCCESS) {
-        free(r);
+        cdt__ucx_request_release(r);
         return rc;
     }
     const cdt_count threshold = w->zcopy_threshold;
@@ -207,7 +207,7 @@ int cdt_ucx_isend(cdt_ucx_ep ep, const void *buf, cdt_count count, cdt_type type
         pthread_mutex_unlock(&w->lock);
         r->outstanding = 0;
         send_done(r);
-        free(r);
+        cdt__ucx_request_release(r);
         return rc;
     }
     /* From here the message exists: later failures are the request's status, and the receiver
