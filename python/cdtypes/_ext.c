@@ -141,10 +141,64 @@ static int buffer_getbuffer(PyObject *self, Py_buffer *view, int flags)
                              flags);
 }
 
+/* Received memory is reused: a freed Buffer of at least CACHE_MIN bytes keeps its memory here
+ * (at most CACHE_SLOTS blocks, cache_limit bytes in all; CDTYPES_BUFFER_CACHE sets the limit,
+ * 0 turns it off) for the next receive of the same size. Fresh memory costs a page fault per
+ * 4 KiB on its first write, more than the copy or the transfer that fills it. Used under the
+ * GIL only. */
+#define CACHE_SLOTS 16
+#define CACHE_MIN (64 * 1024)
+static struct {
+    void *mem;
+    Py_ssize_t len;
+} cache[CACHE_SLOTS];
+static Py_ssize_t cache_bytes, cache_limit = (Py_ssize_t)256 << 20;
+
+static void *cache_take(Py_ssize_t n)
+{
+    for (int i = 0; n >= CACHE_MIN && i < CACHE_SLOTS; i++) {
+        if (cache[i].mem != NULL && cache[i].len == n) {
+            void *m = cache[i].mem;
+            cache[i].mem = NULL;
+            cache_bytes -= n;
+            return m;
+        }
+    }
+    return NULL;
+}
+
+static void cache_give(void *mem, Py_ssize_t n)
+{
+    if (mem != NULL && n >= CACHE_MIN && n <= cache_limit) {
+        int slot = -1;
+        for (int i = 0; i < CACHE_SLOTS && slot < 0; i++)
+            if (cache[i].mem == NULL)
+                slot = i;
+        for (int i = 0; slot >= 0 && cache_bytes + n > cache_limit && i < CACHE_SLOTS; i++) {
+            if (cache[i].mem != NULL) { /* make room: drop older blocks */
+                free(cache[i].mem);
+                cache_bytes -= cache[i].len;
+                cache[i].mem = NULL;
+            }
+        }
+        if (slot < 0) { /* all slots full: replace the first */
+            slot = 0;
+            free(cache[0].mem);
+            cache_bytes -= cache[0].len;
+            cache[0].mem = NULL;
+        }
+        cache[slot].mem = mem;
+        cache[slot].len = n;
+        cache_bytes += n;
+        return;
+    }
+    free(mem);
+}
+
 static void buffer_dealloc(PyObject *self)
 {
     BufferObject *b = (BufferObject *)self;
-    free(b->mem);
+    cache_give(b->mem, b->len);
     Py_XDECREF(b->owner);
     Py_TYPE(self)->tp_free(self);
 }
@@ -179,8 +233,8 @@ static PyTypeObject BufferType = {
 /* A new Buffer of n owned bytes on an ALIGN boundary (uninitialised). */
 static BufferObject *buffer_new_owned(Py_ssize_t n)
 {
-    void *mem = NULL;
-    if (n > 0 && posix_memalign(&mem, ALIGN, (size_t)n) != 0) {
+    void *mem = cache_take(n);
+    if (mem == NULL && n > 0 && posix_memalign(&mem, ALIGN, (size_t)n) != 0) {
         PyErr_Format(PyExc_MemoryError, "cannot allocate %zd bytes", n);
         return NULL;
     }
@@ -1740,6 +1794,9 @@ static PyObject *ext_init(PyObject *self, PyObject *args)
         have_ucx = 0;
     UCX_CALLS(RESOLVE_UCX_)
 #undef RESOLVE_UCX_
+    const char *env = getenv("CDTYPES_BUFFER_CACHE");
+    if (env != NULL && *env != '\0')
+        cache_limit = (Py_ssize_t)strtoll(env, NULL, 10);
     sobj_type = C.cdt_sobj_type();
     if (sobj_type == NULL)
         return PyErr_Format(PyExc_ImportError, "cdt_sobj_type() failed");
