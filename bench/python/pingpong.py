@@ -3,18 +3,22 @@
 Cases: `array` - one NumPy array of the size; `many` - an object (dict of a list) of 128 KiB
 NumPy arrays adding up to the size (one array of the size below 128 KiB).
 Methods:
-  raw            MPI Send/Recv of a preallocated byte buffer: the roofline, no object at all
+  raw            MPI Send/Recv of a preallocated byte buffer: the MPI roofline, no object at all
   pickle-inband  pickle.dumps(protocol=5) without buffer_callback, one message, Mprobe + Recv
-  pickle-oob     mpi4py.util.pkl5: out-of-band buffers, N + 2 messages per object
-  cdtypes        cdtypes.mpi: one message per object (frame pieces in place via hindexed;
-                 frames below 16 KiB gathered)
-  cdtypes-gather the same message, gathered into one contiguous buffer before MPI_Send
+  pkl5           mpi4py.util.pkl5: out-of-band buffers, N + 2 messages per object
+  cdtypes        cdtypes.mpi: a head message (header, stream, buffers < 64 KiB) matched once,
+                 plus one contiguous message per larger buffer on a duplicated communicator
   cdtypes-ucx    cdtypes.ucx over libcdt's UCX transport (MPI only starts the processes and
                  passes the port); buffers >= 64 KiB zero-copy on both ends
+  raw-ucx        ucp_tag_send_nbx / ucp_tag_recv_nbx of a preallocated buffer on the same UCX
+                 endpoint and worker: the UCX roofline
 Latency is half the median round trip (the receiver sends the object it rebuilt back);
-bandwidth is size / latency in MB/s (10^6 bytes).
+bandwidth is size / latency in MB/s (10^6 bytes). At the largest size, the receiving rank's
+peak RSS above its resident size before the method ran (VmHWM reset through clear_refs) is
+recorded as metric peak_rss_bytes.
 """
 import argparse
+import ctypes
 import pickle
 import sys
 import time
@@ -38,8 +42,8 @@ CHUNK = 128 * KiB
 
 
 def make(case, size):
-    if case == "array":
-        return np.ones(size, dtype=np.uint8)
+    if case == "array" or size < CHUNK:
+        return np.ones(size, dtype=np.uint8) if case == "array" else {"arrays": [np.ones(size, dtype=np.uint8)]}
     n = max(1, size // CHUNK)
     return {"arrays": [np.ones(min(size, CHUNK), dtype=np.uint8) for _ in range(n)]}
 
@@ -72,9 +76,8 @@ pcomm = pkl5.Intracomm(comm)
 METHODS = {
     "raw": None,
     "pickle-inband": (inband_send, inband_recv),
-    "pickle-oob": (lambda o, d, t: pcomm.send(o, d, t), lambda s, t: pcomm.recv(None, s, t)),
+    "pkl5": (lambda o, d, t: pcomm.send(o, d, t), lambda s, t: pcomm.recv(None, s, t)),
     "cdtypes": (lambda o, d, t: cmpi.send(o, d, t), lambda s, t: cmpi.recv(s, t)),
-    "cdtypes-gather": (lambda o, d, t: cmpi.send(o, d, t, gather=True), lambda s, t: cmpi.recv(s, t)),
 }
 
 
@@ -92,9 +95,76 @@ def ucx_endpoint():
     return ep, None
 
 
+class RawUcx:
+    """ucp_tag_send_nbx / ucp_tag_recv_nbx of a contiguous buffer on the transport's own UCX
+    worker and endpoint (tags in a range the cdtypes receives of this benchmark never post)."""
+
+    TAG = 1 << 62
+
+    def __init__(self, ep):
+        from cdtypes import _lib
+
+        self.ucp = ucp = ctypes.CDLL("libucp.so.0")
+        for name, res, args in (
+            ("ucp_tag_send_nbx", ctypes.c_void_p, [ctypes.c_void_p] * 2 + [ctypes.c_size_t, ctypes.c_uint64, ctypes.c_void_p]),
+            ("ucp_tag_recv_nbx", ctypes.c_void_p, [ctypes.c_void_p] * 2 + [ctypes.c_size_t, ctypes.c_uint64, ctypes.c_uint64, ctypes.c_void_p]),
+            ("ucp_worker_progress", ctypes.c_uint, [ctypes.c_void_p]),
+            ("ucp_request_check_status", ctypes.c_int, [ctypes.c_void_p]),
+            ("ucp_request_free", None, [ctypes.c_void_p]),
+        ):
+            f = getattr(ucp, name)
+            f.restype, f.argtypes = res, args
+        lib = _lib.lib
+        lib.cdt_ucx_worker_handle.restype = lib.cdt_ucx_ep_handle.restype = ctypes.c_void_p
+        lib.cdt_ucx_worker_handle.argtypes = lib.cdt_ucx_ep_handle.argtypes = [ctypes.c_void_p]
+        self.worker = lib.cdt_ucx_worker_handle(ep.worker._handle())
+        self.ep = lib.cdt_ucx_ep_handle(ep._handle())
+        self.param = ctypes.create_string_buffer(256)  # op_attr_mask 0: contiguous bytes
+        self.buf = None
+
+    def _wait(self, req):
+        if req is None:
+            return
+        if req >= 2**64 - 4096:  # UCS_PTR_IS_ERR
+            raise RuntimeError("raw UCX request failed")
+        while self.ucp.ucp_request_check_status(req) == 1:  # UCS_INPROGRESS
+            self.ucp.ucp_worker_progress(self.worker)
+        self.ucp.ucp_request_free(req)
+
+    def methods(self, size):
+        buf = np.ones(size, dtype=np.uint8)
+        addr, n, ucp, p = buf.ctypes.data, buf.nbytes, self.ucp, self.param
+
+        def send(o, d, t):
+            self._wait(ucp.ucp_tag_send_nbx(self.ep, addr, n, self.TAG + t, p))
+
+        def recv(s, t):
+            self._wait(ucp.ucp_tag_recv_nbx(self.worker, addr, n, self.TAG + t, 2**64 - 1, p))
+            return buf
+
+        return send, recv
+
+
 if ucx is not None:
     _ep, _listener = ucx_endpoint()
+    _raw_ucx = RawUcx(_ep)
     METHODS["cdtypes-ucx"] = (lambda o, d, t: _ep.send(o, t), lambda s, t: _ep.recv(t))
+    METHODS["raw-ucx"] = None
+
+
+def rss_reset():
+    """Reset the peak RSS (VmHWM) to the current RSS; returns the current RSS in bytes."""
+    with open("/proc/self/clear_refs", "w") as f:
+        f.write("5")
+    return rss("VmRSS")
+
+
+def rss(field):
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith(field + ":"):
+                return int(line.split()[1]) * 1024
+    return 0
 
 
 def pingpong(send, recv, obj, iters):
@@ -121,11 +191,11 @@ def main():
     ap.add_argument("--csv", required=True)
     args = ap.parse_args()
     if args.quick:
-        sizes = [KiB << s for s in (0, 4, 8, 12, 16)]  # 1 KiB .. 64 MiB, x16
+        sizes = [1, KiB, 16 * KiB, 256 * KiB, 4 * KiB * KiB, 64 * KiB * KiB]
         target, max_iters = 0.05, 200
     else:
-        sizes = [KiB << s for s in range(17)]  # 1 KiB .. 64 MiB, doubling
-        target, max_iters = 0.4, 2000
+        sizes = [1 << s for s in range(0, 27, 2)]  # 1 B .. 64 MiB, x4
+        target, max_iters = 0.3, 2000
     rows = []
     for case in ("array", "many"):
         if rank == 0:
@@ -135,8 +205,13 @@ def main():
         for size in sizes:
             line = {}
             for method, fns in METHODS.items():
-                send, recv = fns if fns else raw_methods(size)
-                obj = make(case, size) if method != "raw" else None
+                if fns is None:
+                    send, recv = (_raw_ucx.methods(size) if method == "raw-ucx"
+                                  else raw_methods(size))
+                else:
+                    send, recv = fns
+                obj = make(case, size) if fns is not None else None
+                base = rss_reset() if size == sizes[-1] else 0
                 pingpong(send, recv, obj, 2)  # warm up (allocations, connections)
                 t = pingpong(send, recv, obj, 2)
                 iters = int(min(max_iters, max(5, target / max(t * 2, 1e-9))))
@@ -144,11 +219,19 @@ def main():
                 lat = pingpong(send, recv, obj, iters)
                 nbytes = obj_bytes(case, size)
                 line[method] = (lat * 1e6, nbytes / lat / 1e6)
-                rows.append((case, method, nbytes, "latency", lat * 1e6, "us"))
-                rows.append((case, method, nbytes, "bandwidth", nbytes / lat / 1e6, "MB/s"))
+                rows.append((case, method, nbytes, "latency_us", lat * 1e6, "us"))
+                rows.append((case, method, nbytes, "bandwidth_mbs", nbytes / lat / 1e6, "MB/s"))
+                if size == sizes[-1]:
+                    peak = comm.bcast(rss("VmHWM") - base if rank == 1 else None, root=1)
+                    rows.append((case, method, nbytes, "peak_rss_bytes", peak, "B"))
+                    line[method] += (peak,)
             if rank == 0:
                 print("%-12d" % obj_bytes(case, size)
-                      + "".join("%9.1f|%6.0f" % line[m] for m in METHODS))
+                      + "".join("%9.1f|%6.0f" % line[m][:2] for m in METHODS))
+                if size == sizes[-1]:
+                    print("%-12s" % "# peak RSS"
+                          + "".join("%13.1f MiB" % (line[m][2] / 2**20) for m in METHODS)
+                          + "   (receiver, above its RSS before the method)")
                 sys.stdout.flush()
     if rank == 0:
         with open(args.csv, "w") as f:

@@ -12,7 +12,7 @@ def main(src, dst):
     data = {}
     with open(src) as f:
         for r in csv.DictReader(f):
-            if r["metric"] == "bandwidth":
+            if r["metric"] in ("bandwidth", "bandwidth_mbs"):
                 data.setdefault(r["case"], {}).setdefault(r["method"], []).append(
                     (int(r["size_bytes"]), float(r["value"])))
     titles = {"array": "one NumPy array", "many": "object of 128 KiB NumPy arrays"}
@@ -20,7 +20,7 @@ def main(src, dst):
     for ax, (case, methods) in zip(axes[0], data.items()):
         for method, pts in methods.items():
             pts.sort()
-            style = "--" if method == "raw" else "-"
+            style = "--" if method.startswith("raw") else "-"
             ax.plot([p[0] for p in pts], [p[1] for p in pts], style, marker="o", ms=3, label=method)
         ax.set_xscale("log", base=2)
         ax.set_yscale("log")

@@ -14,7 +14,8 @@ chose: use them only with peers you trust. For anything else use cdtypes.safe_lo
 allowed=cdtypes.Restricted(...) (an allow-list of classes) together with max_bytes= and
 max_regions= (see docs/SECURITY.md).
 
-cdtypes.mpi sends one MPI message per object over mpi4py; cdtypes.ucx sends objects over
+cdtypes.mpi sends an object as one matched head message (plus one contiguous message per large
+buffer) over mpi4py; cdtypes.ucx sends objects over
 libcdt's UCX transport (listeners, endpoints, send/recv and their non-blocking variants).
 """
 
@@ -44,7 +45,8 @@ from ._lib import (  # noqa: F401
     UnsupportedError,
     lib as _clib,
 )
-from ._core import ALIGN, Frame, Limits, default_alloc, dumps, loads, safe_loads  # noqa: F401
+from ._backend import name as backend  # noqa: F401
+from ._core import ALIGN, Buffer, Frame, Limits, default_alloc, dumps, loads, safe_loads  # noqa: F401
 from ._restricted import DEFAULT as DEFAULT_ALLOWED, Restricted  # noqa: F401
 
 __version__ = "0.1.0"

@@ -1,74 +1,107 @@
-"""One MPI message per Python object, over mpi4py.
+"""Python objects over mpi4py: the receiver matches ONE message per object and learns every
+length from it.
 
-mpi4py's pkl5 sends an object as N + 2 messages (a header with the lengths, the pickle stream,
-one message per out-of-band buffer) and must keep them together. Here the frame already carries
-every length in its header, so the whole object is ONE message: the frame's pieces (head and the
-NumPy arrays' own memory) are described by an MPI hindexed datatype over absolute addresses
-(MPI.BOTTOM), so MPI reads them where they lie - nothing is gathered on the send side.
+The object's frame (header with every length, pickle stream, buffers) is split the way libcdt's
+UCX transport splits it: the head message carries a 16-byte prefix (object id, threshold), the
+frame header, the pickle stream and the buffers below THRESHOLD bytes; every buffer of at least
+THRESHOLD bytes travels as its own contiguous message, read in place on the sender and received
+straight into the memory allocated for it, on a duplicate of the communicator under a tag that
+is the object's id (so concurrent senders and receivers need no lock, and the parts never meet a
+user's receive, ANY_TAG included). The receiver matches the head (Mprobe), allocates every
+buffer from its header, posts one receive per large buffer and rebuilds the object: NumPy arrays
+live in that memory, without a further copy.
 
-The receiver matches the message with Mprobe, allocates one aligned buffer of the announced size,
-receives into it and rebuilds the object; NumPy arrays are views of that buffer (no further copy).
+The duplicate is made by attach(comm), which is collective over comm: COMM_WORLD is attached when
+this module is imported (import it on every rank, as mpi4py itself). A communicator that is not
+attached still works: its objects travel whole in the head message (one copy on each side).
 
     from cdtypes import mpi
     mpi.send(obj, dest=1, tag=7)            # rank 0
     obj = mpi.recv(source=0, tag=7)         # rank 1
 
+Threads: sends and receives from several Python threads at once need MPI_THREAD_MULTIPLE (what
+mpi4py asks for by default); with a lower level, a call from a thread other than the main one
+raises RuntimeError.
+
 SECURITY: recv rebuilds the object with pickle, which runs code the sender chose. From ranks you
 do not trust, receive with allowed=True and max_bytes= / max_regions= (docs/SECURITY.md).
 """
 
+import itertools
+import threading
+
 from mpi4py import MPI
 
-from ._core import Limits, default_alloc, dumps, loads
+from . import _core, _lib
+from ._backend import impl as _b
 
-__all__ = ["send", "isend", "recv", "Request", "frame_datatype"]
+__all__ = ["send", "isend", "recv", "irecv", "attach", "Request", "RecvRequest", "THRESHOLD"]
 
-_MAX_BLOCK = 1 << 30  # MPI block lengths are C ints: split larger pieces
-# frames up to this size are gathered (a copy of a few KiB costs less than building an MPI
-# datatype); larger ones go out in place through an hindexed datatype
-GATHER_BELOW = 16 * 1024
+# buffers of at least this many bytes travel as their own message (measured: bench/run python;
+# below it, copying into the head message costs less than one more MPI message)
+THRESHOLD = 64 * 1024
+# a head message over max_bytes is still received (to find and drain its parts) up to this size
+HEAD_DRAIN_MAX = 1 << 20
+_PREFIX = _b.MPI_PREFIX
+_BYTE = MPI.BYTE
+_ids = itertools.count(1)
+_MAIN = threading.main_thread().ident
 
 
-def frame_datatype(frame):
-    """A committed MPI datatype that, used with MPI.BOTTOM and count 1, is the frame's bytes in
-    order, read from where they lie. Free it with .Free() after the send completes."""
-    lens, disps = [], []
-    for addr, n in frame.iov_raw():
-        while n > 0:
-            k = min(n, _MAX_BLOCK)
-            lens.append(k)
-            disps.append(addr)
-            addr += k
-            n -= k
-    return MPI.BYTE.Create_hindexed(lens, disps).Commit()
+_MULTIPLE = MPI.Query_thread() >= MPI.THREAD_MULTIPLE
+
+
+def _thread_check():
+    if not _MULTIPLE and threading.get_ident() != _MAIN:
+        raise RuntimeError(
+            "cdtypes.mpi from a second thread needs MPI_THREAD_MULTIPLE; MPI was initialised "
+            "with a lower thread level (mpi4py.rc.thread_level)")
+
+
+_KEYVAL = MPI.Comm.Create_keyval()
+
+
+def attach(comm):
+    """Duplicate ``comm`` for the large buffers of cdtypes.mpi objects (collective over comm:
+    every rank calls it). Idempotent; COMM_WORLD is attached at import."""
+    pc = comm.Get_attr(_KEYVAL)
+    if pc is None:
+        pc = comm.Dup()
+        comm.Set_attr(_KEYVAL, pc)
+    return pc
+
+
+attach(MPI.COMM_WORLD)
+_TAG_SPACE = max(32767, MPI.COMM_WORLD.Get_attr(MPI.TAG_UB) or 32767)
+
+
+def _pack(obj, comm):
+    pc = comm.Get_attr(_KEYVAL)
+    oid = next(_ids) % _TAG_SPACE
+    frame, head, parts = _b.mpi_pack(obj, oid, THRESHOLD if pc is not None else 0)
+    return frame, head, parts, pc, oid
 
 
 class Request:
-    """A pending isend: keeps the frame (or gathered buffer) and the datatype alive until
-    wait() (or test() is true); usable as a context manager (waits on exit)."""
+    """A pending isend: keeps the object's frame alive until wait() (or test() is true);
+    usable as a context manager (waits on exit). Sends cannot be canceled."""
 
-    def __init__(self, req, frame, datatype=None, buf=None):
-        self._req, self._frame, self._dt, self._buf = req, frame, datatype, buf
-        self._pending = True
+    def __init__(self, reqs, frame, head):
+        self._reqs, self._frame, self._head = reqs, frame, head
 
     def _done(self):
-        if self._pending:
-            self._pending = False
-            if self._dt is not None:
-                self._dt.Free()
-            if self._frame is not None:
-                self._frame.close()
-            self._frame = self._dt = self._buf = None
+        self._frame.close()
+        self._reqs = self._frame = self._head = None
 
     def wait(self):
-        if self._pending:
-            self._req.Wait()
+        if self._reqs is not None:
+            MPI.Request.Waitall(self._reqs)
             self._done()
 
     def test(self):
-        if self._pending and self._req.Test():
+        if self._reqs is not None and MPI.Request.Testall(self._reqs):
             self._done()
-        return not self._pending
+        return self._reqs is None
 
     def __enter__(self):
         return self
@@ -77,67 +110,215 @@ class Request:
         self.wait()
 
 
-def isend(obj, dest, tag=0, comm=None, gather=None):
-    """Start sending ``obj`` as one message; returns a Request (wait() before modifying the
-    object's arrays). gather=True copies the frame into one contiguous buffer first, False
-    sends the pieces in place, None (default) gathers frames below GATHER_BELOW bytes only.
-    The message is the same either way."""
-    comm = comm or MPI.COMM_WORLD
-    frame = dumps(obj)
-    dt = buf = None
+def isend(obj, dest, tag=0, comm=None):
+    """Start sending ``obj``; returns a Request (wait() before modifying the object's arrays)."""
+    if comm is None:
+        comm = MPI.COMM_WORLD
+    _thread_check()
+    frame, head, parts, pc, oid = _pack(obj, comm)
     try:
-        if gather or (gather is None and frame.size < GATHER_BELOW):
-            buf = default_alloc(frame.size)
-            frame.gather_into(buf)
-            frame.close()
-            frame = None
-            req = comm.Isend([buf, MPI.BYTE], dest, tag)
-        else:
-            dt = frame_datatype(frame)
-            req = comm.Isend([MPI.BOTTOM, 1, dt], dest, tag)
+        reqs = [comm.Isend([head, _BYTE], dest, tag)]
+        for p in parts:
+            reqs.append(pc.Isend([p, _BYTE], dest, oid))
     except BaseException:
-        if dt is not None:
-            dt.Free()
-        if frame is not None:
-            frame.close()
+        frame.close()
         raise
-    return Request(req, frame, dt, buf)
+    return Request(reqs, frame, head)
 
 
-def send(obj, dest, tag=0, comm=None, gather=None):
-    """Send ``obj`` to ``dest`` as one MPI message (blocking, like MPI_Send)."""
-    isend(obj, dest, tag, comm, gather).wait()
-
-
-def recv(source=MPI.ANY_SOURCE, tag=MPI.ANY_TAG, comm=None, status=None, *, max_bytes=None,
-         max_regions=None, allowed=None):
-    """Receive one object sent by send/isend. Arrays in the object are writable views of the
-    single buffer the message was received into.
-
-    WARNING: without ``allowed`` the object is rebuilt by pickle, which runs code the sender
-    chose: receive only from ranks you trust. For other peers: ``max_bytes`` refuses
-    (LimitError) a message larger than that from its probed size before the receive buffer is
-    allocated (the message is consumed by a truncated receive); ``max_regions`` refuses a frame
-    with more buffers from its header; ``allowed`` (True, or a cdtypes.Restricted) unpickles
-    with an allow-list of globals (ForbiddenError otherwise), as in cdtypes.loads."""
-    comm = comm or MPI.COMM_WORLD
-    limits = Limits(max_bytes, max_regions)
-    st = status if status is not None else MPI.Status()
-    msg = comm.Mprobe(source, tag, st)
-    nbytes = st.Get_count(MPI.BYTE)
-    if limits.max_bytes is not None and nbytes > limits.max_bytes:
-        _discard(msg)
-        limits.check_size(nbytes)
-    buf = default_alloc(nbytes)
-    msg.Recv([buf, nbytes, MPI.BYTE], st)
-    return loads(buf, inplace=True, max_bytes=max_bytes, max_regions=max_regions, allowed=allowed)
-
-
-def _discard(msg):
-    """Consume a matched message without receiving its bytes (a zero-byte receive, which MPI
-    completes with a truncation error)."""
+def send(obj, dest, tag=0, comm=None):
+    """Send ``obj`` to ``dest`` (blocking, like MPI_Send)."""
+    if comm is None:
+        comm = MPI.COMM_WORLD
+    _thread_check()
+    frame, head, parts, pc, oid = _pack(obj, comm)
     try:
-        msg.Recv([bytearray(1), 0, MPI.BYTE])
+        if not parts:
+            comm.Send([head, _BYTE], dest, tag)
+        else:
+            reqs = [comm.Isend([head, _BYTE], dest, tag)]
+            for p in parts:
+                reqs.append(pc.Isend([p, _BYTE], dest, oid))
+            MPI.Request.Waitall(reqs)
+    finally:
+        frame.close()
+
+
+def _limits(max_bytes, max_regions, allowed):
+    if max_bytes is None and max_regions is None and allowed is None:
+        return None, None
+    return _core.Limits(max_bytes, max_regions), _core._policy(allowed)
+
+
+def _discard(comm, msg=None, source=None, tag=None):
+    """Consume a message without receiving its bytes (a zero-byte receive, which MPI completes
+    with a truncation error)."""
+    try:
+        if msg is not None:
+            msg.Recv([bytearray(1), 0, _BYTE])
+        else:
+            comm.Recv([bytearray(1), 0, _BYTE], source, tag)
     except MPI.Exception as e:
         if e.Get_error_class() != MPI.ERR_TRUNCATE:
             raise
+
+
+def _drain(comm, head, source):
+    """The parts of an object that will not be rebuilt: receive and drop them, so that its
+    sender's send completes."""
+    try:
+        oid, lens = _b.mpi_parts(head)
+    except _lib.CdtError:
+        return  # not even a frame header: nothing to find
+    pc = comm.Get_attr(_KEYVAL)
+    if pc is None:
+        return
+    for _ in lens:
+        _discard(pc, None, source, oid)
+
+
+def _start(comm, msg, st, alloc, limits):
+    """The head message was matched: receive it, allocate everything from its header, post the
+    receives of the large buffers. Returns (incoming, requests)."""
+    n = st.Get_count(_BYTE)
+    source = st.Get_source()
+    if limits is not None and limits.max_bytes is not None and n - _PREFIX > limits.max_bytes:
+        detail = "the message has %d bytes, max_bytes is %d" % (n - _PREFIX, limits.max_bytes)
+        if n <= HEAD_DRAIN_MAX:
+            head = bytearray(n)
+            msg.Recv([head, _BYTE])
+            _drain(comm, head, source)
+        else:
+            _discard(comm, msg)
+        raise _lib.error(_lib.CDT_ERR_LIMIT, detail)
+    head = bytearray(n)
+    msg.Recv([head, _BYTE])
+    try:
+        inc, oid, dests = _b.mpi_unpack(head, alloc, *(limits.codes() if limits else (-1, -1)))
+    except BaseException:
+        _drain(comm, head, source)
+        raise
+    if not dests:
+        return inc, None
+    pc = comm.Get_attr(_KEYVAL)
+    if pc is None:
+        raise _lib.error(-11, "the message has separate parts, but the communicator is not "
+                              "attached here (cdtypes.mpi.attach)")
+    return inc, [pc.Irecv([d, _BYTE], source, oid) for d in dests]
+
+
+def _rebuild(inc, limits, policy):
+    stream, buffers = inc.finish()
+    if limits is None:
+        return _core._unpickle(stream, buffers)
+    return _core._unpickle(stream, buffers, policy, True)
+
+
+def recv(source=MPI.ANY_SOURCE, tag=MPI.ANY_TAG, comm=None, status=None, *, alloc=None,
+         max_bytes=None, max_regions=None, allowed=None):
+    """Receive one object sent by send/isend. Arrays in the object are writable and live in
+    memory allocated for them (alloc(nbytes) -> writable buffer, as in cdtypes.loads; default
+    64-byte aligned).
+
+    WARNING: without ``allowed`` the object is rebuilt by pickle, which runs code the sender
+    chose: receive only from ranks you trust. For other peers: ``max_bytes`` refuses
+    (LimitError) a frame larger than that from the message size or the frame header before any
+    buffer is allocated (the object's messages are consumed); ``max_regions`` refuses a frame
+    with more buffers from its header; ``allowed`` (True, or a cdtypes.Restricted) unpickles
+    with an allow-list of globals (ForbiddenError otherwise), as in cdtypes.loads."""
+    if comm is None:
+        comm = MPI.COMM_WORLD
+    _thread_check()
+    limits, policy = _limits(max_bytes, max_regions, allowed)
+    st = status if status is not None else MPI.Status()
+    msg = comm.Mprobe(source, tag, st)
+    inc, reqs = _start(comm, msg, st, alloc, limits)
+    if reqs:
+        MPI.Request.Waitall(reqs)
+    return _rebuild(inc, limits, policy)
+
+
+class RecvRequest:
+    """A receive posted by irecv: test() -> bool, wait() -> the object, cancel() (possible
+    until the object's head message was matched). ``status`` is the head message's status."""
+
+    def __init__(self, source, tag, comm, alloc, limits, policy):
+        self._args = (source, tag, comm, alloc, limits, policy)
+        self.status = MPI.Status()
+        self._inc = self._reqs = None
+        self._matched = self._done = False
+        self._result = self._error = None
+
+    def _begin(self, msg):
+        self._matched = True
+        _, _, comm, alloc, limits, _ = self._args
+        try:
+            self._inc, self._reqs = _start(comm, msg, self.status, alloc, limits)
+        except BaseException as e:
+            self._error, self._done = e, True
+
+    def _end(self):
+        self._done = True
+        try:
+            self._result = _rebuild(self._inc, self._args[4], self._args[5])
+        except BaseException as e:
+            self._error = e
+        self._inc = self._reqs = None
+
+    def test(self):
+        """True once the object arrived (or the receive failed or was canceled)."""
+        if not self._done:
+            if not self._matched:
+                source, tag, comm = self._args[:3]
+                msg = comm.Improbe(source, tag, self.status)
+                if msg is None:
+                    return False
+                self._begin(msg)
+            if not self._done:
+                if self._reqs and not MPI.Request.Testall(self._reqs):
+                    return False
+                self._end()
+        return True
+
+    def wait(self):
+        """Wait for the object and return it (raises what the receive failed with)."""
+        if not self._done:
+            if not self._matched:
+                source, tag, comm = self._args[:3]
+                self._begin(comm.Mprobe(source, tag, self.status))
+            if not self._done:
+                if self._reqs:
+                    MPI.Request.Waitall(self._reqs)
+                self._end()
+        if self._error is not None:
+            raise self._error
+        return self._result
+
+    def cancel(self):
+        """Cancel the receive if no message was matched yet (True); a matched object is
+        received whole (False)."""
+        if self._matched or self._done:
+            return False
+        self._done = True
+        self._error = _lib.error(-22, "the receive was canceled")
+        return True
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        if not self.cancel():
+            try:
+                self.wait()
+            except _lib.CdtError:
+                pass
+
+
+def irecv(source=MPI.ANY_SOURCE, tag=MPI.ANY_TAG, comm=None, *, alloc=None, max_bytes=None,
+          max_regions=None, allowed=None):
+    """Post a receive of one object; returns a RecvRequest (see recv for the arguments)."""
+    if comm is None:
+        comm = MPI.COMM_WORLD
+    _thread_check()
+    limits, policy = _limits(max_bytes, max_regions, allowed)
+    return RecvRequest(source, tag, comm, alloc, limits, policy)

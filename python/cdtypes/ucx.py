@@ -25,7 +25,10 @@ max_regions= (checked before the buffers are allocated); see docs/SECURITY.md.
 import ctypes
 
 from . import _core, _lib
-from ._lib import CDT_ERR_PY_EXCEPTION, check, lib
+from ._backend import impl as _b
+from ._lib import check, lib
+
+CDT_ERR_PY_EXCEPTION = _b.ERR_PY_EXCEPTION
 
 if not _lib.HAVE_UCX:
     raise ImportError("this libcdt was built without the UCX transport (UCX not found at build time)")
@@ -291,16 +294,17 @@ class Endpoint:
 class Request:
     """A send or receive in flight: test() -> bool, wait(timeout) -> result, cancel()."""
 
-    _req = None
+    _r = None  # the backend's request until it completed
 
-    def _complete(self, status):
+    def _complete(self, status, r):
         raise NotImplementedError
 
     def test(self):
         """Progress once; True when complete (wait() then returns at once)."""
-        if self._req is None:
+        r = self._r
+        if r is None:
             return True
-        rc = lib.cdt_ucx_request_test(self._req)
+        rc = r.test()
         if rc == _INPROGRESS:
             return False
         self._finish(rc)
@@ -310,13 +314,14 @@ class Request:
         """Wait for completion and return the result (the object for receives). On timeout
         CdtTimeoutError is raised and the request stays pending (wait again, or cancel), or,
         with cancel_on_timeout, a receive that has not matched is canceled first."""
-        if self._req is not None:
-            rc = lib.cdt_ucx_request_wait(self._req, _ms(timeout))
+        r = self._r
+        if r is not None:
+            rc = r.wait(-1 if timeout is None else _ms(timeout))
             if rc == _ERR_TIMEOUT:
                 if not cancel_on_timeout:
                     check(rc, "wait")
-                lib.cdt_ucx_request_cancel(self._req)
-                rc = lib.cdt_ucx_request_wait(self._req, _lib.CDT_UCX_INFINITE)
+                r.cancel()
+                rc = r.wait(-1)
                 if rc == _ERR_CANCELED:
                     rc = _ERR_TIMEOUT
             self._finish(rc)
@@ -326,26 +331,24 @@ class Request:
 
     def cancel(self):
         """Cancel a receive that has not matched yet (it then fails with CanceledError)."""
-        if self._req is not None:
-            rc = lib.cdt_ucx_request_cancel(self._req)
+        if self._r is not None:
+            rc = self._r.cancel()
             if rc not in (0, _ERR_BUSY):
                 check(rc, "cdt_ucx_request_cancel")
 
     def _finish(self, rc):
-        """The request completed with status rc: collect the result, free the request."""
-        req, self._req = self._req, None
+        """The request completed with status rc: collect the result."""
+        r, self._r = self._r, None
         try:
-            self._result = self._complete(rc, req)
+            self._result = self._complete(rc, r)
         except BaseException as e:
             self._error = e
-        finally:
-            lib.cdt_ucx_request_free(req)
 
     def __enter__(self):
         return self
 
     def __exit__(self, *exc):
-        if self._req is not None:  # leaving the block: cancel a receive, finish a send
+        if self._r is not None:  # leaving the block: cancel a receive, finish a send
             if isinstance(self, _RecvRequest):
                 self.cancel()
             try:
@@ -357,18 +360,9 @@ class Request:
 class _SendRequest(Request):
     def __init__(self, ep, obj, tag):
         self._result = self._error = None
-        self._out = _core._Outgoing(obj)
-        req = ctypes.c_void_p()
-        try:
-            check(lib.cdt_ucx_isend(ep._handle(), ctypes.byref(self._out.sobj), 1,
-                                    _core._SOBJ_TYPE, tag, ctypes.byref(req)), "cdt_ucx_isend")
-        except BaseException:
-            self._out.release()
-            raise
-        self._req = req.value
+        self._r = _b.ucx_isend(ep._handle(), obj, tag)
 
-    def _complete(self, rc, req):
-        self._out.release()
+    def _complete(self, rc, r):
         check(rc, "send")
 
 
@@ -376,67 +370,43 @@ class _RecvRequest(Request):
     def __init__(self, worker, tag, tag_mask, alloc, max_bytes=None, max_regions=None,
                  allowed=None):
         self._result = self._error = None
-        self._limits = _core.Limits(max_bytes, max_regions)
-        self._policy = _core._policy(allowed)
-        self._limit_detail = None
+        if max_bytes is None and max_regions is None and allowed is None:
+            self._limits = self._policy = None
+            codes = (-1, -1)
+        else:
+            self._limits = _core.Limits(max_bytes, max_regions)
+            self._policy = _core._policy(allowed)
+            codes = self._limits.codes()
         if tag is None:
             tag, mask = 0, _TAG_ANY
         else:
             mask = _TAG_FULL if tag_mask is None else tag_mask
-        self._rx = _core._Receiver(alloc)
-        self._so = _lib.cdt_sobj()
-        self._prepared = False
-        self._cb = _lib.cdt_ucx_recv_prepare_func_t(self._prepare)
-        params = _lib.cdt_ucx_recv_params()
-        params.field_mask = _lib.CDT_UCX_RECV_PARAM_PREPARE
-        params.prepare = self._cb
-        # the transport checks these on the head, before it sizes anything from it (the
+        # the transport checks the limits on the head, before it sizes anything from it (the
         # prepare callback checks them again)
-        if self._limits.max_bytes is not None:
-            params.field_mask |= _lib.CDT_UCX_RECV_PARAM_MAX_FRAME_BYTES
-            params.max_frame_bytes = min(self._limits.max_bytes, 2**63 - 1)
-        if self._limits.max_regions is not None:
-            params.field_mask |= _lib.CDT_UCX_RECV_PARAM_MAX_REGIONS
-            params.max_regions = min(self._limits.max_regions, 2**63 - 1)
-        req = ctypes.c_void_p()
-        check(lib.cdt_ucx_irecv(worker._handle(), None, 0, None, _tag(tag), mask,
-                                ctypes.byref(params), ctypes.byref(req)), "cdt_ucx_irecv")
-        self._req = req.value
+        self._r = _b.ucx_irecv(worker._handle(), _tag(tag), mask, alloc, *codes)
         self._worker = worker
 
-    def _prepare(self, arg, decoder):
-        try:
-            if self._limits.any:  # before anything is allocated for the frame
-                info = _lib.cdt_frame_info()
-                rc = lib.cdt_decoder_info(decoder, ctypes.byref(info))
-                if rc == 0:
-                    rc = self._limits.check_info(info)
-                    if rc:
-                        self._limit_detail = self._limits.describe(info)
-                if rc:
-                    return rc
-            self._rx.decoder = decoder
-            rc = self._rx.prepare(decoder, self._so)
-            self._prepared = rc == 0
-            return rc
-        except BaseException as e:  # never let an exception cross the C frame
-            self._rx.exc = e
-            return CDT_ERR_PY_EXCEPTION
-
-    def _complete(self, rc, req):
-        info = _lib.cdt_ucx_recv_info()
-        if rc == 0:
-            lib.cdt_ucx_request_recv_info(req, ctypes.byref(info))
-        if self._prepared:
-            lib.cdt_sobj_release(ctypes.byref(self._so))
-            self._prepared = False
-        self._rx.release()
+    def _complete(self, rc, r):
         if rc == _lib.CDT_ERR_LIMIT:
             # refused by the transport from the head, or by the prepare callback
-            raise _lib.error(rc, self._limit_detail or self._limits.describe_set())
-        self._rx.raise_status(rc, "recv")
-        self.tag = info.tag
-        return self._rx.unpickle(self._policy, self._policy is not None or self._limits.any)
+            seen = r.refused
+            if seen is not None:
+                info = _Seen(*seen)
+                raise _lib.error(rc, self._limits.describe(info))
+            raise _lib.error(rc, self._limits.describe_set())
+        if rc == _ERR_TIMEOUT or (rc != 0 and rc != CDT_ERR_PY_EXCEPTION):
+            check(rc, "recv")
+        stream, buffers, self.tag = r.result()  # raises the allocator's failure
+        if self._limits is None:
+            return _core._unpickle(stream, buffers)
+        return _core._unpickle(stream, buffers, self._policy, True)
+
+
+class _Seen:
+    __slots__ = ("frame_size", "region_count")
+
+    def __init__(self, frame_size, region_count):
+        self.frame_size, self.region_count = frame_size, region_count
 
 
 def listen(host=None, port=0, **worker_args):

@@ -1,5 +1,7 @@
-"""Run under `mpiexec -n 2`: objects sent with cdtypes.mpi arrive as ONE message each."""
+"""Run under `mpiexec -n 2`: objects sent with cdtypes.mpi arrive whole; each object is one head
+message on the user's communicator plus one message per large buffer on its duplicate."""
 import sys
+import threading
 from fractions import Fraction
 
 import numpy as np
@@ -11,6 +13,8 @@ from cdtypes import mpi
 comm = MPI.COMM_WORLD
 assert comm.size == 2, "run with 2 processes"
 rank = comm.rank
+peer = 1 - rank
+T = mpi.THRESHOLD
 
 objects = [
     {"a": np.arange(1000, dtype=np.float64), "s": "hello", "l": [1, 2, 3]},
@@ -19,7 +23,9 @@ objects = [
     np.arange(12, dtype=np.complex128).reshape(3, 4, order="F"),
     np.arange(1000)[::7],  # non-contiguous: in-band
     "just a string",
-    {"big": np.ones(3 * 1024 * 1024 + 5, dtype=np.uint8)},
+    {"big": np.ones(3 * 1024 * 1024 + 5, dtype=np.uint8), "small": np.arange(5),
+     "f": np.asfortranarray(np.arange(T, dtype=np.int32).reshape(64, -1))},
+    [np.full(T - 1, 1, np.uint8), np.full(T, 2, np.uint8), np.full(T + 1, 3, np.uint8)],
 ]
 
 
@@ -33,19 +39,51 @@ def same(a, b):
     return a == b
 
 
+def arrays(obj):
+    if isinstance(obj, np.ndarray):
+        return [obj]
+    if isinstance(obj, dict):
+        return [x for v in obj.values() for x in arrays(v)]
+    if isinstance(obj, (list, tuple)):
+        return [x for v in obj for x in arrays(v)]
+    return []
+
+
+def nothing_pending():
+    c2 = mpi.attach(comm)
+    return not comm.Iprobe(MPI.ANY_SOURCE, MPI.ANY_TAG) and not c2.Iprobe(MPI.ANY_SOURCE, MPI.ANY_TAG)
+
+
+sub = comm.Split(0, rank)  # an intracommunicator that is not attached: objects travel whole
+NTHREADS = 4
+
 if rank == 0:
     for i, obj in enumerate(objects):
         mpi.send(obj, dest=1, tag=i)
-    reqs = [mpi.isend(obj, dest=1, tag=100 + i, gather=(None, True, False)[i % 3]) for i, obj in enumerate(objects)]
+    reqs = [mpi.isend(obj, dest=1, tag=100 + i) for i, obj in enumerate(objects)]
     for r in reqs:
         r.wait()
     back = mpi.recv(source=1, tag=200)
     assert same(back, objects[1])
     # untrusted receives: limits and the allow-list
-    mpi.send(objects[1], dest=1, tag=300)                      # over max_bytes
+    mpi.send(objects[1], dest=1, tag=300)                      # over max_bytes (header)
+    mpi.send(objects[6], dest=1, tag=304)                      # over max_bytes (message size)
     mpi.send(objects[1], dest=1, tag=301)                      # over max_regions
     mpi.send({"f": Fraction(1, 3)}, dest=1, tag=302)           # not in the allow-list
     mpi.send(objects[0], dest=1, tag=303)                      # within everything
+    for i, obj in enumerate(objects):                          # a communicator not attached
+        mpi.send(obj, dest=1, tag=i, comm=sub)
+    # Python threads sending at once, same tag
+    if MPI.Query_thread() >= MPI.THREAD_MULTIPLE:
+        def sender(k):
+            for j in range(5):
+                mpi.send((k, j, objects[(k + j) % len(objects)]), dest=1, tag=500)
+        ts = [threading.Thread(target=sender, args=(k,)) for k in range(NTHREADS)]
+        for t in ts:
+            t.start()
+        for t in ts:
+            t.join()
+    mpi.send(objects[6], dest=1, tag=600)  # for irecv
     comm.Barrier()
     ok = comm.recv(source=1, tag=999)
     sys.exit(0 if ok else 1)
@@ -54,31 +92,31 @@ else:
         st = MPI.Status()
         got = mpi.recv(source=0, tag=i, status=st)
         assert same(got, obj), "object %d differs" % i
-        with cdtypes.dumps(obj) as f:  # the message is exactly one frame
-            assert st.Get_count(MPI.BYTE) == f.size, (st.Get_count(MPI.BYTE), f.size)
-        for arr in (got.values() if isinstance(got, dict) else got if isinstance(got, list) else [got]):
-            if isinstance(arr, np.ndarray) and arr.size:
+        with cdtypes.dumps(obj) as f:  # the head: the frame without the large buffers
+            large = sum(a.nbytes for a in arrays(obj) if a.nbytes >= T
+                        and (a.flags.c_contiguous or a.flags.f_contiguous))
+            assert st.Get_count(MPI.BYTE) == 16 + f.size - large, (st.Get_count(MPI.BYTE), f.size)
+        for arr in arrays(got):
+            if arr.size:
                 assert arr.flags.writeable
-                arr[...] = arr  # writable, in the receive buffer
-    for i in reversed(range(len(objects))):  # any order
-        assert same(mpi.recv(source=0, tag=100 + i), objects[i])
+                arr[...] = arr  # writable
+    for i in reversed(range(len(objects))):  # any order, wildcard source
+        assert same(mpi.recv(source=MPI.ANY_SOURCE, tag=100 + i), objects[i])
     mpi.send(objects[1], dest=0, tag=200)
     allocated = []
-    real_alloc = mpi.default_alloc
-    mpi.default_alloc = lambda n: allocated.append(n) or real_alloc(n)
-    try:
-        mpi.recv(source=0, tag=300, max_bytes=100_000)
-        raise AssertionError("max_bytes was not enforced")
-    except cdtypes.LimitError:
-        pass
-    finally:
-        mpi.default_alloc = real_alloc
-    assert allocated == [], "the receive buffer was allocated before the limit was checked"
-    try:
-        mpi.recv(source=0, tag=301, max_regions=19)
-        raise AssertionError("max_regions was not enforced")
-    except cdtypes.LimitError:
-        pass
+
+    def counting(n):
+        allocated.append(n)
+        return np.empty(n, dtype=np.uint8)
+
+    for tag, kw in ((300, {"max_bytes": 100_000}), (304, {"max_bytes": 100_000}),
+                    (301, {"max_regions": 19})):
+        try:
+            mpi.recv(source=0, tag=tag, alloc=counting, **kw)
+            raise AssertionError("limit %r was not enforced" % (kw,))
+        except cdtypes.LimitError as e:
+            assert "max_" in str(e)
+    assert allocated == [], "buffers were allocated before the limit was checked"
     try:
         mpi.recv(source=0, tag=302, allowed=True)
         raise AssertionError("a class outside the allow-list was rebuilt")
@@ -86,8 +124,41 @@ else:
         pass
     got = mpi.recv(source=0, tag=303, allowed=True, max_bytes=1 << 20, max_regions=1)
     assert same(got, objects[0])
+    for i, obj in enumerate(objects):
+        st = MPI.Status()
+        assert same(mpi.recv(source=0, tag=i, comm=sub, status=st, alloc=counting), obj)
+        with cdtypes.dumps(obj) as f:  # not attached: the whole frame in one message
+            assert st.Get_count(MPI.BYTE) == 16 + f.size
+    assert allocated, "alloc= was not used"
+    if MPI.Query_thread() >= MPI.THREAD_MULTIPLE:
+        seen = []
+        lock = threading.Lock()
+
+        def receiver():
+            for _ in range(5):
+                k, j, o = mpi.recv(source=0, tag=500)
+                assert same(o, objects[(k + j) % len(objects)])
+                with lock:
+                    seen.append((k, j))
+        ts = [threading.Thread(target=receiver) for _ in range(NTHREADS)]
+        for t in ts:
+            t.start()
+        for t in ts:
+            t.join()
+        assert sorted(seen) == [(k, j) for k in range(NTHREADS) for j in range(5)], seen
+    # irecv: cancel before a match, test until done, then wait gives the object
+    r = mpi.irecv(source=0, tag=12345)
+    assert r.cancel()
+    try:
+        r.wait()
+        raise AssertionError("a canceled receive gave an object")
+    except cdtypes.CanceledError:
+        pass
+    r = mpi.irecv(source=0, tag=600)
+    while not r.test():
+        pass
+    assert same(r.wait(), objects[6]) and not r.cancel()
     comm.Barrier()
-    # every message was consumed by one Mprobe/Mrecv each: nothing else is pending
-    pending = comm.Iprobe(source=MPI.ANY_SOURCE, tag=MPI.ANY_TAG)
-    comm.send(not pending, dest=0, tag=999)
-    print("mpi one-message round trips: ok")
+    # every object's messages were consumed: nothing else is pending on either communicator
+    comm.send(nothing_pending(), dest=0, tag=999)
+    print("mpi round trips: ok")

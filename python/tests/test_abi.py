@@ -90,3 +90,17 @@ def test_mismatch_is_reported():
     fake = {"cdt_frame_size": (None, [None]), "cdt_no_such_function": (None, [])}
     problems = compare(fake, fns)
     assert len(problems) == 3  # parameter count, return type, missing function
+
+
+def test_extension_calls_are_in_the_abi():
+    """The compiled backend looks its libcdt functions up by name: every one is in the list."""
+    from cdtypes import _backend
+
+    fns, _ = abi_list(generated_too=True)
+    impl = _backend.impl
+    names = tuple(impl.CALLS) + tuple(impl.UCX_CALLS)
+    assert names, "the backend names no functions"
+    missing = [n for n in names if n not in fns]
+    assert not missing, "the backend calls functions outside the C ABI list: %s" % missing
+    for n in impl.CALLS:
+        assert hasattr(L.lib, n)

@@ -1,0 +1,1887 @@
+/*
+ * _ext.c - the compiled backend of cdtypes (CPython C API).
+ *
+ * The hot path of a Python object in a constant, small number of C calls:
+ *   dumps        pickle.dumps(protocol 5, buffer_callback) -> cdt_sobj -> cdt_frame_encode
+ *   decode       decoder with limits -> buffers allocated from the header -> decoder_write
+ *   ucx_isend    the same cdt_sobj handed to cdt_ucx_isend
+ *   ucx_irecv    cdt_ucx_irecv whose prepare callback allocates the buffers
+ *   mpi_pack     the frame split into a head message and one message per large buffer
+ *   mpi_unpack   the head message decoded, the large buffers' destinations given back
+ *
+ * libcdt is not linked: its functions are looked up (dlsym) in the copy of libcdt the package
+ * already loaded (cdtypes._lib), so there is exactly one libcdt in the process, and the names
+ * this module calls are listed in CALLS for the ABI check (bindings/abi.txt).
+ *
+ * Backend interface (cdtypes._core is the only Python layer; a second backend such as cffi
+ * provides the same names): _init, Frame, Buffer, dumps, decode, stream_needs_check, ucx_isend,
+ * ucx_irecv, mpi_pack, mpi_unpack, mpi_parts, CALLS, UCX.
+ *
+ * The GIL is released around every transport call (a prepare callback takes it back) and
+ * around copies larger than COPY_NOGIL bytes.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include <dlfcn.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cdt.h"
+#include "cdt_sobj.h"
+#include "cdt_ucx.h"
+
+#define ALIGN 64
+#define COPY_NOGIL (64 * 1024)
+#define ERR_PY_EXCEPTION (CDT_ERR_USER_BASE - 1)
+#define MPI_MAGIC 0x4d544443u /* "CDTM" little-endian */
+#define MPI_PREFIX 16
+
+/* ---- the libcdt functions this module calls --------------------------------------------- */
+
+#define CORE_CALLS(X)                                                                              \
+    X(cdt_frame_encode)                                                                            \
+    X(cdt_frame_size)                                                                              \
+    X(cdt_frame_head)                                                                              \
+    X(cdt_frame_region_count)                                                                      \
+    X(cdt_frame_region_info)                                                                       \
+    X(cdt_frame_region_iov)                                                                        \
+    X(cdt_frame_iov_count)                                                                         \
+    X(cdt_frame_iov)                                                                               \
+    X(cdt_frame_gather)                                                                            \
+    X(cdt_frame_free)                                                                              \
+    X(cdt_decoder_create_advanced)                                                                 \
+    X(cdt_decoder_info)                                                                            \
+    X(cdt_decoder_region_info)                                                                     \
+    X(cdt_decoder_region_iov)                                                                      \
+    X(cdt_decoder_bind)                                                                            \
+    X(cdt_decoder_write)                                                                           \
+    X(cdt_decoder_region_done)                                                                     \
+    X(cdt_decoder_finish)                                                                          \
+    X(cdt_decoder_free)                                                                            \
+    X(cdt_sobj_type)                                                                               \
+    X(cdt_sobj_recv_prepare)                                                                       \
+    X(cdt_sobj_release)
+
+#define UCX_CALLS(X)                                                                               \
+    X(cdt_ucx_isend)                                                                               \
+    X(cdt_ucx_irecv)                                                                               \
+    X(cdt_ucx_request_test)                                                                        \
+    X(cdt_ucx_request_wait)                                                                        \
+    X(cdt_ucx_request_cancel)                                                                      \
+    X(cdt_ucx_request_recv_info)                                                                   \
+    X(cdt_ucx_request_free)
+
+#define DECLARE_(name) __typeof__(&name) name;
+static struct {
+    CORE_CALLS(DECLARE_)
+    UCX_CALLS(DECLARE_)
+} C;
+static int have_ucx;
+static cdt_type sobj_type;
+static PyObject *hook_error;       /* error(code, detail) -> exception instance */
+static PyObject *hook_alloc_error; /* alloc_error(exc) -> exception instance */
+static PyObject *pickle_dumps, *kw_buffer_callback;
+
+static PyObject *not_ready(void)
+{
+    PyErr_SetString(PyExc_RuntimeError, "cdtypes._ext was not initialised");
+    return NULL;
+}
+
+/* Raise the CdtError subclass of `code`; detail may be NULL. Always returns NULL. */
+static PyObject *raise_code(int code, PyObject *detail)
+{
+    if (hook_error == NULL)
+        return not_ready();
+    PyObject *exc =
+        PyObject_CallFunction(hook_error, "iO", code, detail != NULL ? detail : Py_None);
+    Py_XDECREF(detail);
+    if (exc != NULL) {
+        PyErr_SetObject((PyObject *)Py_TYPE(exc), exc);
+        Py_DECREF(exc);
+    }
+    return NULL;
+}
+
+static PyObject *raise_fmt(int code, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    PyObject *detail = PyUnicode_FromFormatV(fmt, ap);
+    va_end(ap);
+    if (detail == NULL)
+        return NULL;
+    return raise_code(code, detail);
+}
+
+static PyObject *raise_what(int code, const char *what)
+{
+    return raise_code(code, what != NULL ? PyUnicode_FromString(what) : NULL);
+}
+
+/* ---- Buffer: bytes owned (aligned, uninitialised) or a window on another object --------- */
+
+typedef struct {
+    PyObject_HEAD char *ptr;
+    Py_ssize_t len;
+    int readonly;
+    void *mem;       /* owned memory (free), or NULL */
+    PyObject *owner; /* keeps the memory of a window alive */
+} BufferObject;
+
+static PyTypeObject BufferType;
+static char empty_byte;
+
+static int buffer_getbuffer(PyObject *self, Py_buffer *view, int flags)
+{
+    BufferObject *b = (BufferObject *)self;
+    return PyBuffer_FillInfo(view, self, b->ptr != NULL ? b->ptr : &empty_byte, b->len, b->readonly,
+                             flags);
+}
+
+/* Received memory is reused: a freed Buffer of at least CACHE_MIN bytes keeps its memory here
+ * (at most CACHE_SLOTS blocks, cache_limit bytes in all; CDTYPES_BUFFER_CACHE sets the limit,
+ * 0 turns it off) for the next receive of the same size. Fresh memory costs a page fault per
+ * 4 KiB on its first write, more than the copy or the transfer that fills it. Used under the
+ * GIL only. */
+#define CACHE_SLOTS 16
+#define CACHE_MIN (64 * 1024)
+static struct {
+    void *mem;
+    Py_ssize_t len;
+} cache[CACHE_SLOTS];
+static Py_ssize_t cache_bytes, cache_limit = (Py_ssize_t)256 << 20;
+
+static void *cache_take(Py_ssize_t n)
+{
+    for (int i = 0; n >= CACHE_MIN && i < CACHE_SLOTS; i++) {
+        if (cache[i].mem != NULL && cache[i].len == n) {
+            void *m = cache[i].mem;
+            cache[i].mem = NULL;
+            cache_bytes -= n;
+            return m;
+        }
+    }
+    return NULL;
+}
+
+static void cache_give(void *mem, Py_ssize_t n)
+{
+    if (mem != NULL && n >= CACHE_MIN && n <= cache_limit) {
+        int slot = -1;
+        for (int i = 0; i < CACHE_SLOTS && slot < 0; i++)
+            if (cache[i].mem == NULL)
+                slot = i;
+        for (int i = 0; slot >= 0 && cache_bytes + n > cache_limit && i < CACHE_SLOTS; i++) {
+            if (cache[i].mem != NULL) { /* make room: drop older blocks */
+                free(cache[i].mem);
+                cache_bytes -= cache[i].len;
+                cache[i].mem = NULL;
+            }
+        }
+        if (slot < 0) { /* all slots full: replace the first */
+            slot = 0;
+            free(cache[0].mem);
+            cache_bytes -= cache[0].len;
+            cache[0].mem = NULL;
+        }
+        cache[slot].mem = mem;
+        cache[slot].len = n;
+        cache_bytes += n;
+        return;
+    }
+    free(mem);
+}
+
+static void buffer_dealloc(PyObject *self)
+{
+    BufferObject *b = (BufferObject *)self;
+    cache_give(b->mem, b->len);
+    Py_XDECREF(b->owner);
+    Py_TYPE(self)->tp_free(self);
+}
+
+static Py_ssize_t buffer_length(PyObject *self)
+{
+    return ((BufferObject *)self)->len;
+}
+
+static PyObject *buffer_repr(PyObject *self)
+{
+    BufferObject *b = (BufferObject *)self;
+    return PyUnicode_FromFormat("<cdtypes.Buffer %zd bytes%s>", b->len,
+                                b->readonly ? ", read-only" : "");
+}
+
+static PyBufferProcs buffer_as_buffer = {buffer_getbuffer, NULL};
+static PySequenceMethods buffer_as_sequence = {.sq_length = buffer_length};
+
+static PyTypeObject BufferType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "cdtypes.Buffer",
+    .tp_basicsize = sizeof(BufferObject),
+    .tp_dealloc = buffer_dealloc,
+    .tp_repr = buffer_repr,
+    .tp_as_buffer = &buffer_as_buffer,
+    .tp_as_sequence = &buffer_as_sequence,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "Bytes received for one out-of-band buffer (64-byte aligned, writable), or a "
+              "window on a frame's memory. Supports the buffer protocol.",
+};
+
+/* A new Buffer of n owned bytes on an ALIGN boundary (uninitialised). */
+static BufferObject *buffer_new_owned(Py_ssize_t n)
+{
+    void *mem = cache_take(n);
+    if (mem == NULL && n > 0 && posix_memalign(&mem, ALIGN, (size_t)n) != 0) {
+        PyErr_Format(PyExc_MemoryError, "cannot allocate %zd bytes", n);
+        return NULL;
+    }
+    BufferObject *b = PyObject_New(BufferObject, &BufferType);
+    if (b == NULL) {
+        free(mem);
+        return NULL;
+    }
+    b->ptr = mem;
+    b->len = n;
+    b->readonly = 0;
+    b->mem = mem;
+    b->owner = NULL;
+    return b;
+}
+
+static PyObject *buffer_new_window(void *ptr, Py_ssize_t n, int readonly, PyObject *owner)
+{
+    BufferObject *b = PyObject_New(BufferObject, &BufferType);
+    if (b == NULL)
+        return NULL;
+    b->ptr = ptr;
+    b->len = n;
+    b->readonly = readonly;
+    b->mem = NULL;
+    Py_XINCREF(owner);
+    b->owner = owner;
+    return (PyObject *)b;
+}
+
+/* A read-only memoryview of n bytes at ptr that keeps owner alive. */
+static PyObject *view_of(const void *ptr, Py_ssize_t n, PyObject *owner)
+{
+    PyObject *b = buffer_new_window((void *)ptr, n, 1, owner);
+    if (b == NULL)
+        return NULL;
+    PyObject *mv = PyMemoryView_FromObject(b);
+    Py_DECREF(b);
+    return mv;
+}
+
+/* ---- send side: an object as a filled cdt_sobj ------------------------------------------ */
+
+typedef struct {
+    PyObject *stream;  /* bytes: the pickle stream */
+    PyObject *pbufs;   /* list of PickleBuffer */
+    Py_buffer *views;  /* one export per PickleBuffer */
+    Py_ssize_t nviews; /* exports held */
+    cdt_sobj_buffer *sbufs;
+    cdt_sobj so;
+} outgoing;
+
+static void out_release(outgoing *o)
+{
+    for (Py_ssize_t i = 0; i < o->nviews; i++)
+        PyBuffer_Release(&o->views[i]);
+    o->nviews = 0;
+    PyMem_Free(o->views);
+    PyMem_Free(o->sbufs);
+    o->views = NULL;
+    o->sbufs = NULL;
+    if (o->pbufs != NULL) { /* PickleBuffer.release(): the objects may be resized again */
+        for (Py_ssize_t i = 0; i < PyList_GET_SIZE(o->pbufs); i++) {
+            PyObject *r = PyObject_CallMethod(PyList_GET_ITEM(o->pbufs, i), "release", NULL);
+            if (r == NULL)
+                PyErr_Clear();
+            Py_XDECREF(r);
+        }
+    }
+    Py_CLEAR(o->pbufs);
+    Py_CLEAR(o->stream);
+    memset(&o->so, 0, sizeof o->so);
+}
+
+/* pickle obj with buffer_callback and fill o->so. 0, or -1 with an exception set. */
+static int out_fill(outgoing *o, PyObject *obj, int protocol)
+{
+    memset(o, 0, sizeof *o);
+    if (pickle_dumps == NULL) {
+        not_ready();
+        return -1;
+    }
+    if (protocol < 5) {
+        PyErr_SetString(PyExc_ValueError, "cdtypes needs pickle protocol 5 or later");
+        return -1;
+    }
+    o->pbufs = PyList_New(0);
+    if (o->pbufs == NULL)
+        return -1;
+    PyObject *cb = PyObject_GetAttrString(o->pbufs, "append");
+    PyObject *proto = PyLong_FromLong(protocol);
+    if (cb == NULL || proto == NULL) {
+        Py_XDECREF(cb);
+        Py_XDECREF(proto);
+        goto fail;
+    }
+    PyObject *args[3] = {obj, proto, cb};
+    o->stream = PyObject_Vectorcall(pickle_dumps, args, 2, kw_buffer_callback);
+    Py_DECREF(cb);
+    Py_DECREF(proto);
+    if (o->stream == NULL)
+        goto fail;
+    if (!PyBytes_Check(o->stream)) {
+        PyErr_SetString(PyExc_TypeError, "pickle.dumps did not return bytes");
+        goto fail;
+    }
+    Py_ssize_t n = PyList_GET_SIZE(o->pbufs);
+    o->views = PyMem_Calloc((size_t)(n > 0 ? n : 1), sizeof(Py_buffer));
+    o->sbufs = PyMem_Calloc((size_t)(n > 0 ? n : 1), sizeof(cdt_sobj_buffer));
+    if (o->views == NULL || o->sbufs == NULL) {
+        PyErr_NoMemory();
+        goto fail;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        /* a contiguous byte view (C or Fortran order; BufferError otherwise); bytes travel as
+         * bytes: the pickle stream records the element type and byte order itself */
+        if (PyObject_GetBuffer(PyList_GET_ITEM(o->pbufs, i), &o->views[i], PyBUF_ANY_CONTIGUOUS) <
+            0)
+            goto fail;
+        o->nviews++;
+        o->sbufs[i].base = o->views[i].buf;
+        o->sbufs[i].len = o->views[i].len;
+        o->sbufs[i].kind = CDT_KIND_BYTE;
+    }
+    o->so.inband = PyBytes_AS_STRING(o->stream);
+    o->so.inband_len = PyBytes_GET_SIZE(o->stream);
+    o->so.buffers = o->sbufs;
+    o->so.nbuffers = n;
+    return 0;
+fail:
+    out_release(o);
+    return -1;
+}
+
+/* ---- Frame ------------------------------------------------------------------------------ */
+
+typedef struct {
+    PyObject_HEAD cdt_frame frame;
+    cdt_count size;
+    outgoing out;      /* what the frame references (dumps) */
+    PyObject *adopted; /* (pins, buffers) of a frame made elsewhere: release() each */
+    PyObject *weakrefs;
+} FrameObject;
+
+static PyTypeObject FrameType;
+
+static cdt_frame frame_handle(FrameObject *f)
+{
+    if (f->frame == NULL)
+        PyErr_SetString(PyExc_ValueError, "operation on a closed Frame");
+    return f->frame;
+}
+
+static void frame_close_(FrameObject *f)
+{
+    cdt_frame h = f->frame;
+    f->frame = NULL;
+    if (h != NULL)
+        C.cdt_frame_free(h);
+    out_release(&f->out);
+    if (f->adopted != NULL) {
+        PyObject *err_type, *err_value, *err_tb;
+        PyErr_Fetch(&err_type, &err_value, &err_tb);
+        for (Py_ssize_t k = 0; k < PyTuple_GET_SIZE(f->adopted); k++) {
+            PyObject *seq = PyTuple_GET_ITEM(f->adopted, k);
+            PyObject *it = PyObject_GetIter(seq);
+            PyObject *x;
+            while (it != NULL && (x = PyIter_Next(it)) != NULL) {
+                PyObject *r = PyObject_HasAttrString(x, "release")
+                                  ? PyObject_CallMethod(x, "release", NULL)
+                                  : NULL;
+                Py_XDECREF(r);
+                Py_DECREF(x);
+            }
+            Py_XDECREF(it);
+            PyErr_Clear();
+        }
+        PyErr_Restore(err_type, err_value, err_tb);
+        Py_CLEAR(f->adopted);
+    }
+}
+
+static PyObject *frame_new_from(cdt_frame h, outgoing *out, PyObject *adopted)
+{
+    cdt_count size = 0;
+    int rc = C.cdt_frame_size(h, &size);
+    if (rc < 0)
+        return raise_what(rc, "cdt_frame_size");
+    FrameObject *f = PyObject_GC_New(FrameObject, &FrameType);
+    if (f == NULL)
+        return NULL;
+    f->frame = h;
+    f->size = size;
+    if (out != NULL)
+        f->out = *out;
+    else
+        memset(&f->out, 0, sizeof f->out);
+    Py_XINCREF(adopted);
+    f->adopted = adopted;
+    f->weakrefs = NULL;
+    PyObject_GC_Track(f);
+    return (PyObject *)f;
+}
+
+/* Frame(handle, pins=(), buffers=()): adopt a frame encoded elsewhere (cdt_frame address). */
+static PyObject *frame_tp_new(PyTypeObject *type, PyObject *args, PyObject *kw)
+{
+    (void)type;
+    static char *names[] = {"handle", "pins", "buffers", NULL};
+    unsigned long long handle;
+    PyObject *pins = NULL, *bufs = NULL;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "K|OO", names, &handle, &pins, &bufs))
+        return NULL;
+    if (C.cdt_frame_size == NULL)
+        return not_ready();
+    if (handle == 0) {
+        PyErr_SetString(PyExc_ValueError, "Frame: a null frame handle");
+        return NULL;
+    }
+    PyObject *adopted =
+        PyTuple_Pack(2, pins != NULL ? pins : Py_None, bufs != NULL ? bufs : Py_None);
+    if (adopted == NULL)
+        return NULL;
+    PyObject *f = frame_new_from((cdt_frame)(uintptr_t)handle, NULL, adopted);
+    Py_DECREF(adopted);
+    return f;
+}
+
+static void frame_dealloc(PyObject *self)
+{
+    FrameObject *f = (FrameObject *)self;
+    PyObject_GC_UnTrack(self);
+    if (f->weakrefs != NULL)
+        PyObject_ClearWeakRefs(self);
+    frame_close_(f);
+    PyObject_GC_Del(self);
+}
+
+static int frame_traverse(PyObject *self, visitproc visit, void *arg)
+{
+    FrameObject *f = (FrameObject *)self;
+    Py_VISIT(f->adopted);
+    Py_VISIT(f->out.pbufs);
+    return 0;
+}
+
+static PyObject *frame_close(PyObject *self, PyObject *unused)
+{
+    (void)unused;
+    frame_close_((FrameObject *)self);
+    Py_RETURN_NONE;
+}
+
+static PyObject *frame_enter(PyObject *self, PyObject *unused)
+{
+    (void)unused;
+    Py_INCREF(self);
+    return self;
+}
+
+static PyObject *frame_exit(PyObject *self, PyObject *args)
+{
+    (void)args;
+    frame_close_((FrameObject *)self);
+    Py_RETURN_NONE;
+}
+
+static PyObject *frame_get_size(PyObject *self, void *closure)
+{
+    (void)closure;
+    return PyLong_FromLongLong(((FrameObject *)self)->size);
+}
+
+static Py_ssize_t frame_len(PyObject *self)
+{
+    return (Py_ssize_t)((FrameObject *)self)->size;
+}
+
+static PyObject *frame_get_nbuffers(PyObject *self, void *closure)
+{
+    (void)closure;
+    cdt_frame h = frame_handle((FrameObject *)self);
+    if (h == NULL)
+        return NULL;
+    cdt_count n = 0;
+    int rc = C.cdt_frame_region_count(h, &n);
+    if (rc < 0)
+        return raise_what(rc, "cdt_frame_region_count");
+    return PyLong_FromLongLong(n);
+}
+
+static PyObject *frame_get_head(PyObject *self, void *closure)
+{
+    (void)closure;
+    cdt_frame h = frame_handle((FrameObject *)self);
+    if (h == NULL)
+        return NULL;
+    const void *data = NULL;
+    cdt_count n = 0;
+    int rc = C.cdt_frame_head(h, &data, &n);
+    if (rc < 0)
+        return raise_what(rc, "cdt_frame_head");
+    return view_of(data, (Py_ssize_t)n, self);
+}
+
+/* the frame's pieces; *n set; PyMem_Free the result */
+static cdt_iov *frame_pieces(FrameObject *f, cdt_count *n)
+{
+    cdt_frame h = frame_handle(f);
+    if (h == NULL)
+        return NULL;
+    int rc = C.cdt_frame_iov_count(h, n);
+    if (rc < 0) {
+        raise_what(rc, "cdt_frame_iov_count");
+        return NULL;
+    }
+    cdt_iov *iov = PyMem_Calloc((size_t)(*n > 0 ? *n : 1), sizeof(cdt_iov));
+    if (iov == NULL) {
+        PyErr_NoMemory();
+        return NULL;
+    }
+    cdt_count got = 0;
+    rc = C.cdt_frame_iov(h, 0, *n, iov, &got);
+    if (rc < 0) {
+        PyMem_Free(iov);
+        raise_what(rc, "cdt_frame_iov");
+        return NULL;
+    }
+    *n = got;
+    return iov;
+}
+
+static PyObject *frame_iov_raw(PyObject *self, PyObject *unused)
+{
+    (void)unused;
+    cdt_count n = 0;
+    cdt_iov *iov = frame_pieces((FrameObject *)self, &n);
+    if (iov == NULL)
+        return NULL;
+    PyObject *list = PyList_New((Py_ssize_t)n);
+    for (cdt_count i = 0; list != NULL && i < n; i++) {
+        PyObject *t = Py_BuildValue("(KL)", (unsigned long long)(uintptr_t)iov[i].base,
+                                    (long long)iov[i].len);
+        if (t == NULL)
+            Py_CLEAR(list);
+        else
+            PyList_SET_ITEM(list, (Py_ssize_t)i, t);
+    }
+    PyMem_Free(iov);
+    return list;
+}
+
+static PyObject *frame_iov(PyObject *self, PyObject *unused)
+{
+    (void)unused;
+    cdt_count n = 0;
+    cdt_iov *iov = frame_pieces((FrameObject *)self, &n);
+    if (iov == NULL)
+        return NULL;
+    PyObject *list = PyList_New((Py_ssize_t)n);
+    for (cdt_count i = 0; list != NULL && i < n; i++) {
+        PyObject *v = view_of(iov[i].base, (Py_ssize_t)iov[i].len, self);
+        if (v == NULL)
+            Py_CLEAR(list);
+        else
+            PyList_SET_ITEM(list, (Py_ssize_t)i, v);
+    }
+    PyMem_Free(iov);
+    return list;
+}
+
+static int frame_gather_(FrameObject *f, cdt_count offset, void *dst, cdt_count len)
+{
+    cdt_frame h = frame_handle(f);
+    if (h == NULL)
+        return -1;
+    int rc;
+    if (len > COPY_NOGIL) {
+        Py_BEGIN_ALLOW_THREADS rc = C.cdt_frame_gather(h, offset, dst, len);
+        Py_END_ALLOW_THREADS
+    } else {
+        rc = C.cdt_frame_gather(h, offset, dst, len);
+    }
+    if (rc < 0) {
+        raise_what(rc, "cdt_frame_gather");
+        return -1;
+    }
+    return 0;
+}
+
+static PyObject *frame_gather_into(PyObject *self, PyObject *args)
+{
+    PyObject *dst;
+    long long offset = 0;
+    if (!PyArg_ParseTuple(args, "O|L", &dst, &offset))
+        return NULL;
+    Py_buffer v;
+    if (PyObject_GetBuffer(dst, &v, PyBUF_WRITABLE) < 0)
+        return NULL;
+    int rc = frame_gather_((FrameObject *)self, offset, v.buf, v.len);
+    PyBuffer_Release(&v);
+    if (rc < 0)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
+static PyObject *frame_tobytes(PyObject *self, PyObject *unused)
+{
+    (void)unused;
+    FrameObject *f = (FrameObject *)self;
+    if (frame_handle(f) == NULL)
+        return NULL;
+    PyObject *out = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)f->size);
+    if (out == NULL)
+        return NULL;
+    if (frame_gather_(f, 0, PyBytes_AS_STRING(out), f->size) < 0) {
+        Py_DECREF(out);
+        return NULL;
+    }
+    return out;
+}
+
+static PyObject *frame_repr(PyObject *self)
+{
+    FrameObject *f = (FrameObject *)self;
+    if (f->frame == NULL)
+        return PyUnicode_FromString("<cdtypes.Frame closed>");
+    return PyUnicode_FromFormat("<cdtypes.Frame %lld bytes>", (long long)f->size);
+}
+
+static PyMethodDef frame_methods[] = {
+    {"iov_raw", frame_iov_raw, METH_NOARGS,
+     "The frame as (address, length) pairs in order; their concatenation is the frame."},
+    {"iov", frame_iov, METH_NOARGS,
+     "The frame as a list of read-only memoryviews over its pieces (zero-copy)."},
+    {"gather_into", frame_gather_into, METH_VARARGS,
+     "gather_into(dst, offset=0): copy frame bytes [offset, offset + len(dst)) into dst."},
+    {"tobytes", frame_tobytes, METH_NOARGS, "The whole frame in one bytes object (a copy)."},
+    {"close", frame_close, METH_NOARGS,
+     "Free the frame and release the buffers it referenced. Idempotent."},
+    {"__enter__", frame_enter, METH_NOARGS, NULL},
+    {"__exit__", frame_exit, METH_VARARGS, NULL},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyGetSetDef frame_getset[] = {
+    {"size", frame_get_size, NULL, "Total bytes of the frame.", NULL},
+    {"nbuffers", frame_get_nbuffers, NULL, "Number of out-of-band buffers (regions).", NULL},
+    {"head", frame_get_head, NULL,
+     "Header + pickle stream: a read-only memoryview of the frame's first piece.", NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+static PySequenceMethods frame_as_sequence = {.sq_length = frame_len};
+
+static PyTypeObject FrameType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "cdtypes.Frame",
+    .tp_basicsize = sizeof(FrameObject),
+    .tp_dealloc = frame_dealloc,
+    .tp_repr = frame_repr,
+    .tp_as_sequence = &frame_as_sequence,
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
+    .tp_doc = "One object as one message: header + pickle stream (head) + out-of-band buffers, "
+              "which are referenced, not copied. Keep the Frame (or use it as a context "
+              "manager) while the pieces are in flight; views from iov() are valid until "
+              "close().",
+    .tp_traverse = frame_traverse,
+    .tp_weaklistoffset = offsetof(FrameObject, weakrefs),
+    .tp_methods = frame_methods,
+    .tp_getset = frame_getset,
+    .tp_new = frame_tp_new,
+};
+
+static PyObject *encode(PyObject *obj, int protocol)
+{
+    outgoing out;
+    if (C.cdt_frame_encode == NULL)
+        return not_ready();
+    if (out_fill(&out, obj, protocol) < 0)
+        return NULL;
+    cdt_frame h = NULL;
+    int rc;
+    if (out.so.inband_len > COPY_NOGIL) {
+        Py_BEGIN_ALLOW_THREADS rc = C.cdt_frame_encode(&out.so, 1, sobj_type, NULL, &h);
+        Py_END_ALLOW_THREADS
+    } else {
+        rc = C.cdt_frame_encode(&out.so, 1, sobj_type, NULL, &h);
+    }
+    if (rc < 0) {
+        out_release(&out);
+        return raise_what(rc, "cdt_frame_encode");
+    }
+    Py_CLEAR(out.stream); /* copied into the frame's head */
+    PyObject *f = frame_new_from(h, &out, NULL);
+    if (f == NULL) {
+        C.cdt_frame_free(h);
+        out_release(&out);
+    }
+    return f;
+}
+
+static PyObject *ext_dumps(PyObject *self, PyObject *args)
+{
+    (void)self;
+    PyObject *obj;
+    int protocol = 5;
+    if (!PyArg_ParseTuple(args, "O|i", &obj, &protocol))
+        return NULL;
+    return encode(obj, protocol);
+}
+
+/* ---- receive side: memory from the header, then the decoder ----------------------------- */
+
+typedef struct {
+    PyObject *alloc;   /* user allocator or NULL */
+    PyObject *stream;  /* bytes being filled */
+    PyObject *buffers; /* list: one object per region */
+    Py_buffer *pins;   /* exports of the user allocator's objects */
+    Py_ssize_t npins, cap;
+    const char *inplace; /* regions point into this frame (in place), or NULL */
+    cdt_count inplace_len;
+    PyObject *inplace_owner;
+    cdt_decoder decoder;
+    PyObject *exc; /* what a Python allocator raised */
+    int limited;   /* prepare callback: check limits first */
+    cdt_count max_bytes, max_regions;
+    cdt_count seen_frame_size, seen_region_count; /* the header a limit refused */
+    int refused;
+} receiver;
+
+static void rx_init(receiver *rx, PyObject *alloc)
+{
+    memset(rx, 0, sizeof *rx);
+    rx->alloc = alloc != Py_None ? alloc : NULL;
+    rx->max_bytes = rx->max_regions = -1;
+}
+
+static void rx_unpin(receiver *rx)
+{
+    for (Py_ssize_t i = 0; i < rx->npins; i++)
+        PyBuffer_Release(&rx->pins[i]);
+    PyMem_Free(rx->pins);
+    rx->pins = NULL;
+    rx->npins = rx->cap = 0;
+}
+
+static void rx_clear(receiver *rx)
+{
+    rx_unpin(rx);
+    Py_CLEAR(rx->stream);
+    Py_CLEAR(rx->buffers);
+    Py_CLEAR(rx->exc);
+    Py_CLEAR(rx->inplace_owner);
+}
+
+/* one part's memory; 0 or -1 with an exception set */
+static int rx_alloc_part(receiver *rx, cdt_count index, cdt_count nbytes, void **base)
+{
+    if (index < 0) { /* the pickle stream: small, copied by the decoder */
+        Py_CLEAR(rx->stream);
+        rx->stream = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)nbytes);
+        if (rx->stream == NULL)
+            return -1;
+        *base = nbytes > 0 ? PyBytes_AS_STRING(rx->stream) : NULL;
+        return 0;
+    }
+    if (rx->buffers == NULL && (rx->buffers = PyList_New(0)) == NULL)
+        return -1;
+    PyObject *mem;
+    if (rx->inplace != NULL) { /* the region's bytes already lie in the frame */
+        cdt_count len = 0, off = 0;
+        cdt_kind kind;
+        int rc = C.cdt_decoder_region_info(rx->decoder, index, &len, &kind, &off);
+        if (rc < 0) {
+            raise_what(rc, "cdt_decoder_region_info");
+            return -1;
+        }
+        if (off < 0 || off > rx->inplace_len || nbytes > rx->inplace_len - off) {
+            PyErr_Format(PyExc_ValueError, "region %lld lies outside the frame", (long long)index);
+            return -1;
+        }
+        mem =
+            buffer_new_window((char *)rx->inplace + off, (Py_ssize_t)nbytes, 0, rx->inplace_owner);
+        if (mem == NULL)
+            return -1;
+        *base = (char *)rx->inplace + off;
+    } else if (rx->alloc == NULL) {
+        BufferObject *b = buffer_new_owned((Py_ssize_t)nbytes);
+        if (b == NULL)
+            return -1;
+        mem = (PyObject *)b;
+        *base = b->ptr;
+    } else {
+        mem = PyObject_CallFunction(rx->alloc, "L", (long long)nbytes);
+        if (mem == NULL)
+            return -1;
+        if (rx->npins == rx->cap) {
+            Py_ssize_t cap = rx->cap ? 2 * rx->cap : 8;
+            Py_buffer *p = PyMem_Realloc(rx->pins, (size_t)cap * sizeof(Py_buffer));
+            if (p == NULL) {
+                Py_DECREF(mem);
+                PyErr_NoMemory();
+                return -1;
+            }
+            rx->pins = p;
+            rx->cap = cap;
+        }
+        Py_buffer *v = &rx->pins[rx->npins];
+        if (PyObject_GetBuffer(mem, v, PyBUF_WRITABLE) < 0) {
+            Py_DECREF(mem);
+            return -1;
+        }
+        rx->npins++;
+        if (v->len != (Py_ssize_t)nbytes) {
+            PyErr_Format(PyExc_ValueError, "allocator gave %zd bytes, %lld were asked", v->len,
+                         (long long)nbytes);
+            Py_DECREF(mem);
+            return -1;
+        }
+        *base = v->buf;
+    }
+    int rc = PyList_Append(rx->buffers, mem);
+    Py_DECREF(mem);
+    if (nbytes == 0)
+        *base = NULL;
+    return rc;
+}
+
+static int rx_hook(void *user, cdt_count index, cdt_count len, cdt_kind kind, void **base)
+{
+    (void)kind;
+    receiver *rx = user;
+    if (rx_alloc_part(rx, index, len, base) == 0)
+        return CDT_SUCCESS;
+    PyObject *t, *v, *tb;
+    PyErr_Fetch(&t, &v, &tb);
+    PyErr_NormalizeException(&t, &v, &tb);
+    if (tb != NULL)
+        PyException_SetTraceback(v, tb);
+    Py_XDECREF(t);
+    Py_XDECREF(tb);
+    Py_XSETREF(rx->exc, v);
+    return ERR_PY_EXCEPTION;
+}
+
+/* size the object from the decoder's header and bind: a status */
+static int rx_prepare(receiver *rx, cdt_sobj *so)
+{
+    memset(so, 0, sizeof *so);
+    so->alloc = rx_hook;
+    so->alloc_user = rx;
+    int rc = C.cdt_sobj_recv_prepare(so, rx->decoder);
+    if (rc == 0) {
+        rc = C.cdt_decoder_bind(rx->decoder, so, 1, sobj_type);
+        if (rc != 0)
+            C.cdt_sobj_release(so);
+    }
+    return rc;
+}
+
+/* raise for a failed receive status (the allocator's exception when it was that) */
+static PyObject *rx_raise(receiver *rx, int code, const char *what)
+{
+    if (code == ERR_PY_EXCEPTION && rx->exc != NULL && hook_alloc_error != NULL) {
+        PyObject *exc = PyObject_CallFunctionObjArgs(hook_alloc_error, rx->exc, NULL);
+        if (exc != NULL) {
+            PyErr_SetObject((PyObject *)Py_TYPE(exc), exc);
+            Py_DECREF(exc);
+        }
+        return NULL;
+    }
+    return raise_what(code, what);
+}
+
+static PyObject *rx_result(receiver *rx)
+{
+    PyObject *stream = rx->stream != NULL ? rx->stream : PyBytes_FromStringAndSize(NULL, 0);
+    PyObject *bufs = rx->buffers != NULL ? rx->buffers : PyList_New(0);
+    rx->stream = rx->buffers = NULL;
+    if (stream == NULL || bufs == NULL) {
+        Py_XDECREF(stream);
+        Py_XDECREF(bufs);
+        return NULL;
+    }
+    PyObject *r = PyTuple_Pack(2, stream, bufs);
+    Py_DECREF(stream);
+    Py_DECREF(bufs);
+    return r;
+}
+
+static PyObject *limits_text(cdt_count max_bytes, cdt_count max_regions)
+{
+    if (max_bytes >= 0 && max_regions >= 0)
+        return PyUnicode_FromFormat("max_bytes=%lld and max_regions=%lld", (long long)max_bytes,
+                                    (long long)max_regions);
+    if (max_bytes >= 0)
+        return PyUnicode_FromFormat("max_bytes=%lld", (long long)max_bytes);
+    return PyUnicode_FromFormat("max_regions=%lld", (long long)max_regions);
+}
+
+/* a validated header over a limit: raise LimitError naming it (returns NULL), or 0 if none */
+static int over_limits(const cdt_frame_info *info, cdt_count max_bytes, cdt_count max_regions)
+{
+    if (max_bytes >= 0 && info->frame_size > max_bytes) {
+        raise_fmt(CDT_ERR_LIMIT, "the frame announces %lld bytes, max_bytes is %lld",
+                  (long long)info->frame_size, (long long)max_bytes);
+        return 1;
+    }
+    if (max_regions >= 0 && info->region_count > max_regions) {
+        raise_fmt(CDT_ERR_LIMIT, "the frame announces %lld buffers, max_regions is %lld",
+                  (long long)info->region_count, (long long)max_regions);
+        return 1;
+    }
+    return 0;
+}
+
+/* a decoder on a complete header, with limits. NULL with an exception set on failure. */
+static cdt_decoder open_decoder(const void *data, cdt_count n, cdt_count max_bytes,
+                                cdt_count max_regions, cdt_frame_info *info)
+{
+    cdt_decoder_params p;
+    memset(&p, 0, sizeof p);
+    if (max_bytes >= 0) {
+        p.field_mask |= CDT_DECODER_PARAM_MAX_FRAME_BYTES;
+        p.max_frame_bytes = max_bytes;
+    }
+    if (max_regions >= 0) {
+        p.field_mask |= CDT_DECODER_PARAM_MAX_REGIONS;
+        p.max_regions = max_regions;
+    }
+    cdt_decoder dec = NULL;
+    int rc = C.cdt_decoder_create_advanced(data, n, p.field_mask ? &p : NULL, &dec);
+    if (rc == CDT_ERR_LIMIT) {
+        PyObject *t = limits_text(max_bytes, max_regions);
+        if (t != NULL)
+            raise_code(rc, PyUnicode_FromFormat("the frame header announces more than %U", t));
+        Py_XDECREF(t);
+        return NULL;
+    }
+    if (rc < 0) {
+        raise_what(rc, "cdt_decoder_create_advanced");
+        return NULL;
+    }
+    rc = C.cdt_decoder_info(dec, info);
+    if (rc < 0) {
+        C.cdt_decoder_free(dec);
+        raise_what(rc, "cdt_decoder_info");
+        return NULL;
+    }
+    if (over_limits(info, max_bytes, max_regions)) { /* never allocate past them */
+        C.cdt_decoder_free(dec);
+        return NULL;
+    }
+    return dec;
+}
+
+static int write_nogil(cdt_decoder dec, cdt_count off, const void *src, cdt_count len)
+{
+    int rc;
+    if (len > COPY_NOGIL) {
+        Py_BEGIN_ALLOW_THREADS rc = C.cdt_decoder_write(dec, off, src, len);
+        Py_END_ALLOW_THREADS
+    } else {
+        rc = C.cdt_decoder_write(dec, off, src, len);
+    }
+    return rc;
+}
+
+/* decode(data, alloc=None, inplace=False, max_bytes=-1, max_regions=-1) -> (stream, buffers) */
+static PyObject *ext_decode(PyObject *self, PyObject *args)
+{
+    (void)self;
+    PyObject *data, *alloc = Py_None;
+    int inplace = 0;
+    long long max_bytes = -1, max_regions = -1;
+    if (!PyArg_ParseTuple(args, "O|OpLL", &data, &alloc, &inplace, &max_bytes, &max_regions))
+        return NULL;
+    if (C.cdt_decoder_create_advanced == NULL)
+        return not_ready();
+    Py_buffer src;
+    if (PyObject_GetBuffer(data, &src, inplace ? PyBUF_WRITABLE : PyBUF_SIMPLE) < 0)
+        return NULL;
+    const char *p = src.buf;
+    cdt_count n = src.len;
+    PyObject *result = NULL;
+    receiver rx;
+    rx_init(&rx, alloc);
+    cdt_decoder dec = NULL;
+    cdt_sobj so;
+    int prepared = 0, rc;
+    cdt_frame_info info;
+    if (n < CDT_FRAME_FIXED_HEADER_SIZE) {
+        raise_fmt(CDT_ERR_FRAME_TRUNCATED, "%lld bytes cannot hold a frame header", (long long)n);
+        goto done;
+    }
+    if (max_bytes >= 0 && n > max_bytes) {
+        raise_fmt(CDT_ERR_LIMIT, "the data has %lld bytes, max_bytes is %lld", (long long)n,
+                  max_bytes);
+        goto done;
+    }
+    dec = open_decoder(p, n, max_bytes, max_regions, &info);
+    if (dec == NULL)
+        goto done;
+    if (info.frame_size > n) { /* check before allocating what the header announces */
+        raise_fmt(CDT_ERR_FRAME_TRUNCATED, "the header announces %lld bytes, %lld were given",
+                  (long long)info.frame_size, (long long)n);
+        goto done;
+    }
+    if (info.frame_size < n) {
+        raise_fmt(CDT_ERR_FRAME_MALFORMED, "%lld bytes after the end of the frame",
+                  (long long)(n - info.frame_size));
+        goto done;
+    }
+    rx.decoder = dec;
+    if (inplace) {
+        rx.inplace = p;
+        rx.inplace_len = n;
+        rx.inplace_owner = PyMemoryView_FromObject(data);
+        if (rx.inplace_owner == NULL)
+            goto done;
+    }
+    rc = rx_prepare(&rx, &so);
+    if (rc != 0) {
+        rx_raise(&rx, rc, "cdt_sobj_recv_prepare");
+        goto done;
+    }
+    prepared = 1;
+    if (inplace) {
+        /* the regions already lie in data: the decoder checks the header, takes the stream,
+         * and checks the padding between the parts; the regions are only marked done */
+        cdt_count pos = info.header_size + info.packed_size;
+        rc = C.cdt_decoder_write(dec, 0, p, pos);
+        for (cdt_count i = 0; rc == 0 && i < info.region_count; i++) {
+            cdt_count len = 0, off = 0;
+            cdt_kind kind;
+            rc = C.cdt_decoder_region_info(dec, i, &len, &kind, &off);
+            if (rc == 0 && off > pos)
+                rc = C.cdt_decoder_write(dec, pos, p + pos, off - pos);
+            if (rc == 0)
+                rc = C.cdt_decoder_region_done(dec, i);
+            if (off + len > pos)
+                pos = off + len;
+        }
+    } else {
+        rc = write_nogil(dec, 0, p, n);
+    }
+    if (rc == 0)
+        rc = C.cdt_decoder_finish(dec);
+    if (rc != 0) {
+        raise_what(rc, "cdt_decoder_write");
+        goto done;
+    }
+    result = rx_result(&rx);
+done:
+    if (dec != NULL)
+        C.cdt_decoder_free(dec);
+    if (prepared)
+        C.cdt_sobj_release(&so);
+    rx_clear(&rx);
+    PyBuffer_Release(&src);
+    return result;
+}
+
+/* stream_needs_check(stream): whether some byte 0x96 is followed by a length in (bytes after
+ * it, 2**63), i.e. whether the stream could hold a BYTEARRAY8 longer than itself (pickle
+ * would allocate that length before reading it). */
+static PyObject *ext_stream_needs_check(PyObject *self, PyObject *arg)
+{
+    (void)self;
+    Py_buffer v;
+    if (PyObject_GetBuffer(arg, &v, PyBUF_SIMPLE) < 0)
+        return NULL;
+    const unsigned char *s = v.buf;
+    Py_ssize_t n = v.len;
+    int found = 0;
+    if (n >= 10) {
+        const unsigned char *p = s, *end = s + (n - 8); /* positions 0 .. n - 9 */
+        while (!found && p < end && (p = memchr(p, 0x96, (size_t)(end - p))) != NULL) {
+            uint64_t len = 0;
+            for (int k = 7; k >= 0; k--)
+                len = (len << 8) | p[1 + k];
+            uint64_t after = (uint64_t)(n - 9 - (p - s));
+            if (len > after && len < ((uint64_t)1 << 63))
+                found = 1;
+            p++;
+        }
+    }
+    PyBuffer_Release(&v);
+    return PyBool_FromLong(found);
+}
+
+/* ---- UCX requests ----------------------------------------------------------------------- */
+
+typedef struct {
+    PyObject_HEAD cdt_ucx_request req;
+    int done; /* completed: status in `status` */
+    int status;
+    int is_recv;
+    outgoing out; /* send: what the transport reads */
+    receiver rx;  /* recv: what the transport writes */
+    cdt_sobj so;
+    int prepared;
+    cdt_ucx_recv_info info;
+} RequestObject;
+
+static PyTypeObject RequestType;
+
+static int ucx_prepare(void *arg, cdt_decoder decoder)
+{
+    RequestObject *r = arg;
+    PyGILState_STATE g = PyGILState_Ensure();
+    receiver *rx = &r->rx;
+    int rc = 0;
+    if (rx->max_bytes >= 0 || rx->max_regions >= 0) { /* before anything is allocated */
+        cdt_frame_info info;
+        rc = C.cdt_decoder_info(decoder, &info);
+        if (rc == 0 && ((rx->max_bytes >= 0 && info.frame_size > rx->max_bytes) ||
+                        (rx->max_regions >= 0 && info.region_count > rx->max_regions))) {
+            rx->refused = 1;
+            rx->seen_frame_size = info.frame_size;
+            rx->seen_region_count = info.region_count;
+            rc = CDT_ERR_LIMIT;
+        }
+    }
+    if (rc == 0) {
+        rx->decoder = decoder;
+        rc = rx_prepare(rx, &r->so);
+        r->prepared = rc == 0;
+        rx->decoder = NULL;
+    }
+    PyGILState_Release(g);
+    return rc;
+}
+
+/* the request completed with rc: keep the status, release what the transport no longer uses */
+static void request_complete(RequestObject *r, int rc)
+{
+    r->done = 1;
+    r->status = rc;
+    if (r->is_recv) {
+        if (rc == 0)
+            C.cdt_ucx_request_recv_info(r->req, &r->info);
+        if (r->prepared)
+            C.cdt_sobj_release(&r->so);
+        r->prepared = 0;
+        rx_unpin(&r->rx);
+    } else {
+        out_release(&r->out);
+    }
+    C.cdt_ucx_request_free(r->req);
+    r->req = NULL;
+}
+
+static PyObject *request_test(PyObject *self, PyObject *unused)
+{
+    (void)unused;
+    RequestObject *r = (RequestObject *)self;
+    if (!r->done) {
+        int rc;
+        Py_BEGIN_ALLOW_THREADS rc = C.cdt_ucx_request_test(r->req);
+        Py_END_ALLOW_THREADS if (rc != CDT_INPROGRESS) request_complete(r, rc);
+        else return PyLong_FromLong(CDT_INPROGRESS);
+    }
+    return PyLong_FromLong(r->status);
+}
+
+/* wait(timeout_ms) -> final status, or CDT_ERR_TIMEOUT while still pending */
+static PyObject *request_wait(PyObject *self, PyObject *args)
+{
+    RequestObject *r = (RequestObject *)self;
+    long long ms = -1;
+    if (!PyArg_ParseTuple(args, "|L", &ms))
+        return NULL;
+    if (!r->done) {
+        int rc;
+        Py_BEGIN_ALLOW_THREADS rc = C.cdt_ucx_request_wait(r->req, (int64_t)ms);
+        Py_END_ALLOW_THREADS if (rc == CDT_ERR_TIMEOUT) return PyLong_FromLong(rc);
+        request_complete(r, rc);
+    }
+    return PyLong_FromLong(r->status);
+}
+
+static PyObject *request_cancel(PyObject *self, PyObject *unused)
+{
+    (void)unused;
+    RequestObject *r = (RequestObject *)self;
+    int rc = 0;
+    if (!r->done) {
+        Py_BEGIN_ALLOW_THREADS rc = C.cdt_ucx_request_cancel(r->req);
+        Py_END_ALLOW_THREADS
+    }
+    return PyLong_FromLong(rc);
+}
+
+/* a completed receive: (stream, buffers, tag); raises the status of a failed one */
+static PyObject *request_result(PyObject *self, PyObject *unused)
+{
+    (void)unused;
+    RequestObject *r = (RequestObject *)self;
+    if (!r->done) {
+        PyErr_SetString(PyExc_RuntimeError, "the request has not completed");
+        return NULL;
+    }
+    if (r->status != 0) {
+        if (!r->is_recv)
+            return raise_what(r->status, "send");
+        Py_CLEAR(r->rx.stream);
+        Py_CLEAR(r->rx.buffers);
+        return rx_raise(&r->rx, r->status, "recv");
+    }
+    if (!r->is_recv)
+        Py_RETURN_NONE;
+    PyObject *res = rx_result(&r->rx);
+    if (res == NULL)
+        return NULL;
+    PyObject *out = Py_BuildValue("(OOK)", PyTuple_GET_ITEM(res, 0), PyTuple_GET_ITEM(res, 1),
+                                  (unsigned long long)r->info.tag);
+    Py_DECREF(res);
+    return out;
+}
+
+/* (frame_size, region_count) of the header a limit refused, or None */
+static PyObject *request_refused(PyObject *self, void *closure)
+{
+    (void)closure;
+    RequestObject *r = (RequestObject *)self;
+    if (!r->rx.refused)
+        Py_RETURN_NONE;
+    return Py_BuildValue("(LL)", (long long)r->rx.seen_frame_size,
+                         (long long)r->rx.seen_region_count);
+}
+
+static void request_dealloc(PyObject *self)
+{
+    RequestObject *r = (RequestObject *)self;
+    if (!r->done && r->req != NULL) {
+        if (r->is_recv) { /* the transport may still write: cancel and wait for the end */
+            int rc;
+            Py_BEGIN_ALLOW_THREADS C.cdt_ucx_request_cancel(r->req);
+            rc = C.cdt_ucx_request_wait(r->req, CDT_UCX_INFINITE);
+            Py_END_ALLOW_THREADS request_complete(r, rc);
+        } else {
+            /* a send still reads its buffers: keep them (and the request) for good */
+            return;
+        }
+    }
+    out_release(&r->out);
+    rx_clear(&r->rx);
+    if (r->is_recv)
+        Py_CLEAR(r->rx.alloc); /* the receive's own reference */
+    Py_TYPE(self)->tp_free(self);
+}
+
+static PyMethodDef request_methods[] = {
+    {"test", request_test, METH_NOARGS, "Progress once; CDT_INPROGRESS or the final status."},
+    {"wait", request_wait, METH_VARARGS,
+     "wait(timeout_ms=-1): the final status, or CDT_ERR_TIMEOUT while pending."},
+    {"cancel", request_cancel, METH_NOARGS, "Cancel a receive; the status of the call."},
+    {"result", request_result, METH_NOARGS,
+     "A completed receive's (stream, buffers, tag); raises for a failed request."},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyGetSetDef request_getset[] = {
+    {"refused", request_refused, NULL, "(frame_size, region_count) a receive limit refused.", NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+static PyTypeObject RequestType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "cdtypes._ext.UcxRequest",
+    .tp_basicsize = sizeof(RequestObject),
+    .tp_dealloc = request_dealloc,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "A UCX send or receive in flight (the Python layer wraps it).",
+    .tp_methods = request_methods,
+    .tp_getset = request_getset,
+};
+
+static RequestObject *request_new(int is_recv)
+{
+    RequestObject *r = PyObject_New(RequestObject, &RequestType);
+    if (r == NULL)
+        return NULL;
+    r->req = NULL;
+    r->done = 0;
+    r->status = 0;
+    r->is_recv = is_recv;
+    memset(&r->out, 0, sizeof r->out);
+    rx_init(&r->rx, NULL);
+    memset(&r->so, 0, sizeof r->so);
+    r->prepared = 0;
+    memset(&r->info, 0, sizeof r->info);
+    return r;
+}
+
+static PyObject *no_ucx(void)
+{
+    PyErr_SetString(PyExc_ImportError,
+                    "this libcdt was built without the UCX transport (UCX not found at build "
+                    "time)");
+    return NULL;
+}
+
+/* ucx_isend(ep, obj, tag) -> request */
+static PyObject *ext_ucx_isend(PyObject *self, PyObject *args)
+{
+    (void)self;
+    unsigned long long ep, tag;
+    PyObject *obj;
+    if (!PyArg_ParseTuple(args, "KOK", &ep, &obj, &tag))
+        return NULL;
+    if (!have_ucx)
+        return no_ucx();
+    RequestObject *r = request_new(0);
+    if (r == NULL)
+        return NULL;
+    if (out_fill(&r->out, obj, 5) < 0) {
+        r->done = 1;
+        Py_DECREF(r);
+        return NULL;
+    }
+    int rc;
+    cdt_ucx_request req = NULL;
+    Py_BEGIN_ALLOW_THREADS rc =
+        C.cdt_ucx_isend((cdt_ucx_ep)(uintptr_t)ep, &r->out.so, 1, sobj_type, tag, &req);
+    Py_END_ALLOW_THREADS if (rc < 0)
+    {
+        r->done = 1;
+        Py_DECREF(r);
+        return raise_what(rc, "cdt_ucx_isend");
+    }
+    r->req = req;
+    return (PyObject *)r;
+}
+
+/* ucx_irecv(worker, tag, mask, alloc, max_bytes, max_regions) -> request */
+static PyObject *ext_ucx_irecv(PyObject *self, PyObject *args)
+{
+    (void)self;
+    unsigned long long worker, tag, mask;
+    PyObject *alloc;
+    long long max_bytes, max_regions;
+    if (!PyArg_ParseTuple(args, "KKKOLL", &worker, &tag, &mask, &alloc, &max_bytes, &max_regions))
+        return NULL;
+    if (!have_ucx)
+        return no_ucx();
+    RequestObject *r = request_new(1);
+    if (r == NULL)
+        return NULL;
+    rx_init(&r->rx, alloc);
+    Py_XINCREF(r->rx.alloc); /* the request keeps its allocator */
+    r->rx.max_bytes = max_bytes;
+    r->rx.max_regions = max_regions;
+    cdt_ucx_recv_params p;
+    memset(&p, 0, sizeof p);
+    p.field_mask = CDT_UCX_RECV_PARAM_PREPARE;
+    p.prepare = ucx_prepare;
+    p.prepare_arg = r;
+    /* the transport checks these on the head, before it sizes anything from it */
+    if (max_bytes >= 0) {
+        p.field_mask |= CDT_UCX_RECV_PARAM_MAX_FRAME_BYTES;
+        p.max_frame_bytes = max_bytes;
+    }
+    if (max_regions >= 0) {
+        p.field_mask |= CDT_UCX_RECV_PARAM_MAX_REGIONS;
+        p.max_regions = max_regions;
+    }
+    int rc;
+    cdt_ucx_request req = NULL;
+    Py_BEGIN_ALLOW_THREADS rc =
+        C.cdt_ucx_irecv((cdt_ucx_worker)(uintptr_t)worker, NULL, 0, NULL, tag, mask, &p, &req);
+    Py_END_ALLOW_THREADS if (rc < 0)
+    {
+        r->done = 1;
+        Py_CLEAR(r->rx.alloc);
+        Py_DECREF(r);
+        return raise_what(rc, "cdt_ucx_irecv");
+    }
+    r->req = req;
+    return (PyObject *)r;
+}
+
+/* ---- MPI: a head message plus one contiguous message per large buffer --------------------
+ *
+ * head = prefix (16 bytes: magic "CDTM", u32 object id, u64 threshold) + the frame's bytes
+ * without the regions of at least `threshold` bytes; each such region is its own message, in
+ * frame order. threshold 0: every region travels in the head. */
+
+static void put_u32(unsigned char *p, uint32_t v)
+{
+    for (int k = 0; k < 4; k++)
+        p[k] = (unsigned char)(v >> (8 * k));
+}
+
+static void put_u64(unsigned char *p, uint64_t v)
+{
+    for (int k = 0; k < 8; k++)
+        p[k] = (unsigned char)(v >> (8 * k));
+}
+
+static uint64_t get_u64(const unsigned char *p, int n)
+{
+    uint64_t v = 0;
+    for (int k = n - 1; k >= 0; k--)
+        v = (v << 8) | p[k];
+    return v;
+}
+
+static int separate(cdt_count len, cdt_count threshold)
+{
+    return threshold > 0 && len >= threshold;
+}
+
+/* mpi_pack(obj, oid, threshold) -> (frame, head bytearray, [read-only Buffer per part]) */
+static PyObject *ext_mpi_pack(PyObject *self, PyObject *args)
+{
+    (void)self;
+    PyObject *obj;
+    unsigned int oid;
+    long long threshold;
+    if (!PyArg_ParseTuple(args, "OIL", &obj, &oid, &threshold))
+        return NULL;
+    PyObject *fo = encode(obj, 5);
+    if (fo == NULL)
+        return NULL;
+    FrameObject *f = (FrameObject *)fo;
+    PyObject *head = NULL, *parts = NULL, *res = NULL;
+    const void *hp;
+    cdt_count hlen, nreg;
+    int rc = C.cdt_frame_head(f->frame, &hp, &hlen);
+    if (rc == 0)
+        rc = C.cdt_frame_region_count(f->frame, &nreg);
+    if (rc < 0) {
+        raise_what(rc, "cdt_frame_head");
+        goto done;
+    }
+    cdt_count sep_bytes = 0, nsep = 0;
+    for (cdt_count i = 0; i < nreg; i++) {
+        cdt_count len, off;
+        cdt_kind kind;
+        if ((rc = C.cdt_frame_region_info(f->frame, i, &len, &kind, &off)) < 0) {
+            raise_what(rc, "cdt_frame_region_info");
+            goto done;
+        }
+        if (separate(len, threshold)) {
+            sep_bytes += len;
+            nsep++;
+        }
+    }
+    head = PyByteArray_FromStringAndSize(NULL, (Py_ssize_t)(MPI_PREFIX + f->size - sep_bytes));
+    parts = PyList_New((Py_ssize_t)nsep);
+    if (head == NULL || parts == NULL)
+        goto done;
+    unsigned char *h = (unsigned char *)PyByteArray_AS_STRING(head);
+    put_u32(h, MPI_MAGIC);
+    put_u32(h + 4, oid);
+    put_u64(h + 8, (uint64_t)(threshold > 0 ? threshold : 0));
+    unsigned char *w = h + MPI_PREFIX;
+    cdt_count pos = 0; /* frame offset copied up to */
+    Py_ssize_t k = 0;
+    for (cdt_count i = 0; i <= nreg; i++) {
+        cdt_count len = 0, off = f->size;
+        cdt_kind kind;
+        if (i < nreg)
+            C.cdt_frame_region_info(f->frame, i, &len, &kind, &off);
+        if (i < nreg && !separate(len, threshold))
+            continue; /* gathered with what lies before the next separate region */
+        if (off > pos) {
+            if (frame_gather_(f, pos, w, off - pos) < 0)
+                goto done;
+            w += off - pos;
+        }
+        pos = off + len;
+        if (i == nreg)
+            break;
+        cdt_iov iov;
+        cdt_count got = 0;
+        rc = C.cdt_frame_region_iov(f->frame, i, 0, 1, &iov, &got);
+        if (rc < 0 || got != 1) {
+            raise_what(rc < 0 ? rc : CDT_ERR_UNSUPPORTED, "cdt_frame_region_iov");
+            goto done;
+        }
+        PyObject *b = buffer_new_window(iov.base, (Py_ssize_t)iov.len, 1, fo);
+        if (b == NULL)
+            goto done;
+        PyList_SET_ITEM(parts, k++, b);
+    }
+    res = PyTuple_Pack(3, fo, head, parts);
+done:
+    if (res == NULL)
+        frame_close_(f);
+    Py_DECREF(fo);
+    Py_XDECREF(head);
+    Py_XDECREF(parts);
+    return res;
+}
+
+/* parse the prefix and open the decoder on the head's frame header */
+static int mpi_open(const unsigned char *p, Py_ssize_t n, cdt_count max_bytes,
+                    cdt_count max_regions, uint32_t *oid, cdt_count *threshold, cdt_decoder *dec,
+                    cdt_frame_info *info)
+{
+    if (n < MPI_PREFIX || (uint32_t)get_u64(p, 4) != MPI_MAGIC) {
+        raise_fmt(CDT_ERR_FRAME_MAGIC, "not a cdtypes.mpi message (%zd bytes)", n);
+        return -1;
+    }
+    *oid = (uint32_t)get_u64(p + 4, 4);
+    uint64_t t = get_u64(p + 8, 8);
+    *threshold = t > (uint64_t)INT64_MAX ? INT64_MAX : (cdt_count)t;
+    if (n - MPI_PREFIX < CDT_FRAME_FIXED_HEADER_SIZE) {
+        raise_fmt(CDT_ERR_FRAME_TRUNCATED, "%zd bytes cannot hold a frame header", n - MPI_PREFIX);
+        return -1;
+    }
+    *dec = open_decoder(p + MPI_PREFIX, n - MPI_PREFIX, max_bytes, max_regions, info);
+    return *dec == NULL ? -1 : 0;
+}
+
+/* mpi_parts(head) -> (oid, [byte length of each separate part]): what to drain */
+static PyObject *ext_mpi_parts(PyObject *self, PyObject *arg)
+{
+    (void)self;
+    Py_buffer v;
+    if (PyObject_GetBuffer(arg, &v, PyBUF_SIMPLE) < 0)
+        return NULL;
+    uint32_t oid;
+    cdt_count threshold;
+    cdt_decoder dec = NULL;
+    cdt_frame_info info;
+    PyObject *lens = NULL, *res = NULL;
+    if (mpi_open(v.buf, v.len, -1, -1, &oid, &threshold, &dec, &info) < 0)
+        goto done;
+    lens = PyList_New(0);
+    for (cdt_count i = 0; lens != NULL && i < info.region_count; i++) {
+        cdt_count len, off;
+        cdt_kind kind;
+        if (C.cdt_decoder_region_info(dec, i, &len, &kind, &off) == 0 && separate(len, threshold)) {
+            PyObject *x = PyLong_FromLongLong(len);
+            if (x == NULL || PyList_Append(lens, x) < 0)
+                Py_CLEAR(lens);
+            Py_XDECREF(x);
+        }
+    }
+    if (lens != NULL)
+        res = Py_BuildValue("(IO)", oid, lens);
+done:
+    if (dec != NULL)
+        C.cdt_decoder_free(dec);
+    Py_XDECREF(lens);
+    PyBuffer_Release(&v);
+    return res;
+}
+
+/* An object whose head message arrived: the separate parts' destinations, then finish(). */
+typedef struct {
+    PyObject_HEAD receiver rx;
+    cdt_decoder dec;
+    cdt_sobj so;
+    int prepared;
+    PyObject *sep; /* list of region indices received separately */
+} IncomingObject;
+
+static PyTypeObject IncomingType;
+
+static void incoming_free_(IncomingObject *in)
+{
+    if (in->dec != NULL)
+        C.cdt_decoder_free(in->dec);
+    in->dec = NULL;
+    if (in->prepared)
+        C.cdt_sobj_release(&in->so);
+    in->prepared = 0;
+    rx_unpin(&in->rx);
+}
+
+static void incoming_dealloc(PyObject *self)
+{
+    IncomingObject *in = (IncomingObject *)self;
+    incoming_free_(in);
+    rx_clear(&in->rx);
+    Py_XDECREF(in->sep);
+    Py_TYPE(self)->tp_free(self);
+}
+
+/* finish(): every separate part arrived -> (stream, buffers) */
+static PyObject *incoming_finish(PyObject *self, PyObject *unused)
+{
+    (void)unused;
+    IncomingObject *in = (IncomingObject *)self;
+    if (in->dec == NULL) {
+        PyErr_SetString(PyExc_ValueError, "the object was finished already");
+        return NULL;
+    }
+    int rc = 0;
+    for (Py_ssize_t k = 0; rc == 0 && k < PyList_GET_SIZE(in->sep); k++)
+        rc = C.cdt_decoder_region_done(in->dec, PyLong_AsLongLong(PyList_GET_ITEM(in->sep, k)));
+    if (rc == 0)
+        rc = C.cdt_decoder_finish(in->dec);
+    incoming_free_(in);
+    if (rc != 0) {
+        Py_CLEAR(in->rx.stream);
+        Py_CLEAR(in->rx.buffers);
+        return raise_what(rc, "cdt_decoder_finish");
+    }
+    return rx_result(&in->rx);
+}
+
+static PyMethodDef incoming_methods[] = {
+    {"finish", incoming_finish, METH_NOARGS,
+     "Every separate part arrived: check the frame and give (stream, buffers)."},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyTypeObject IncomingType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "cdtypes._ext.MpiIncoming",
+    .tp_basicsize = sizeof(IncomingObject),
+    .tp_dealloc = incoming_dealloc,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "An object whose head message arrived (cdtypes.mpi).",
+    .tp_methods = incoming_methods,
+};
+
+/* mpi_unpack(head, alloc, max_bytes, max_regions) -> (incoming, oid, [writable Buffer per
+ * separate part]) */
+static PyObject *ext_mpi_unpack(PyObject *self, PyObject *args)
+{
+    (void)self;
+    PyObject *data, *alloc;
+    long long max_bytes, max_regions;
+    if (!PyArg_ParseTuple(args, "OOLL", &data, &alloc, &max_bytes, &max_regions))
+        return NULL;
+    Py_buffer v;
+    if (PyObject_GetBuffer(data, &v, PyBUF_SIMPLE) < 0)
+        return NULL;
+    const unsigned char *p = v.buf;
+    PyObject *res = NULL, *dests = NULL;
+    IncomingObject *in = PyObject_New(IncomingObject, &IncomingType);
+    if (in == NULL) {
+        PyBuffer_Release(&v);
+        return NULL;
+    }
+    rx_init(&in->rx, alloc);
+    in->dec = NULL;
+    in->prepared = 0;
+    in->sep = PyList_New(0);
+    uint32_t oid;
+    cdt_count threshold;
+    cdt_frame_info info;
+    if (in->sep == NULL ||
+        mpi_open(p, v.len, max_bytes, max_regions, &oid, &threshold, &in->dec, &info) < 0)
+        goto done;
+    const unsigned char *frame = p + MPI_PREFIX;
+    cdt_count n = v.len - MPI_PREFIX, sep_bytes = 0;
+    for (cdt_count i = 0; i < info.region_count; i++) {
+        cdt_count len, off;
+        cdt_kind kind;
+        int rc = C.cdt_decoder_region_info(in->dec, i, &len, &kind, &off);
+        if (rc < 0) {
+            raise_what(rc, "cdt_decoder_region_info");
+            goto done;
+        }
+        if (separate(len, threshold)) {
+            sep_bytes += len;
+            PyObject *x = PyLong_FromLongLong(i);
+            if (x == NULL || PyList_Append(in->sep, x) < 0) {
+                Py_XDECREF(x);
+                goto done;
+            }
+            Py_DECREF(x);
+        }
+    }
+    if (info.frame_size - sep_bytes != n) {
+        raise_fmt(n < info.frame_size - sep_bytes ? CDT_ERR_FRAME_TRUNCATED
+                                                  : CDT_ERR_FRAME_MALFORMED,
+                  "the head message has %lld frame bytes, its header announces %lld", (long long)n,
+                  (long long)(info.frame_size - sep_bytes));
+        goto done;
+    }
+    in->rx.decoder = in->dec;
+    int rc = rx_prepare(&in->rx, &in->so);
+    if (rc != 0) {
+        rx_raise(&in->rx, rc, "cdt_sobj_recv_prepare");
+        goto done;
+    }
+    in->prepared = 1;
+    dests = PyList_New(0);
+    if (dests == NULL)
+        goto done;
+    /* deliver the head's bytes at their frame offsets; name where the separate parts go */
+    cdt_count pos = 0, hpos = 0;
+    for (cdt_count i = 0; i <= info.region_count; i++) {
+        cdt_count len = 0, off = info.frame_size;
+        cdt_kind kind;
+        if (i < info.region_count)
+            C.cdt_decoder_region_info(in->dec, i, &len, &kind, &off);
+        if (i < info.region_count && !separate(len, threshold))
+            continue;
+        if (off > pos) {
+            rc = write_nogil(in->dec, pos, frame + hpos, off - pos);
+            if (rc != 0) {
+                raise_what(rc, "cdt_decoder_write");
+                goto done;
+            }
+            hpos += off - pos;
+        }
+        pos = off + len;
+        if (i == info.region_count)
+            break;
+        cdt_iov iov;
+        cdt_count got = 0;
+        rc = C.cdt_decoder_region_iov(in->dec, i, 0, 1, &iov, &got);
+        if (rc < 0 || got != 1) {
+            raise_what(rc < 0 ? rc : CDT_ERR_UNSUPPORTED, "cdt_decoder_region_iov");
+            goto done;
+        }
+        PyObject *owner = PyList_GET_ITEM(in->rx.buffers, (Py_ssize_t)i);
+        PyObject *b = buffer_new_window(iov.base, (Py_ssize_t)iov.len, 0, owner);
+        if (b == NULL || PyList_Append(dests, b) < 0) {
+            Py_XDECREF(b);
+            goto done;
+        }
+        Py_DECREF(b);
+    }
+    res = Py_BuildValue("(OIO)", (PyObject *)in, oid, dests);
+done:
+    Py_XDECREF(dests);
+    Py_DECREF(in);
+    PyBuffer_Release(&v);
+    return res;
+}
+
+/* ---- module ----------------------------------------------------------------------------- */
+
+#define NAME_(name) #name,
+static const char *core_names[] = {CORE_CALLS(NAME_) NULL};
+static const char *ucx_names[] = {UCX_CALLS(NAME_) NULL};
+
+/* _init(dlopen_handle, error, alloc_error): resolve libcdt's functions in the library the
+ * package loaded, and take the Python hooks that build exceptions. */
+static PyObject *ext_init(PyObject *self, PyObject *args)
+{
+    (void)self;
+    unsigned long long handle;
+    PyObject *err, *alloc_err;
+    if (!PyArg_ParseTuple(args, "KOO", &handle, &err, &alloc_err))
+        return NULL;
+    void *h = (void *)(uintptr_t)handle;
+#define RESOLVE_(name)                                                                             \
+    *(void **)&C.name = dlsym(h, #name);                                                           \
+    if (C.name == NULL)                                                                            \
+        return PyErr_Format(PyExc_ImportError, "libcdt has no function %s", #name);
+    CORE_CALLS(RESOLVE_)
+#undef RESOLVE_
+    have_ucx = 1;
+#define RESOLVE_UCX_(name)                                                                         \
+    *(void **)&C.name = dlsym(h, #name);                                                           \
+    if (C.name == NULL)                                                                            \
+        have_ucx = 0;
+    UCX_CALLS(RESOLVE_UCX_)
+#undef RESOLVE_UCX_
+    const char *env = getenv("CDTYPES_BUFFER_CACHE");
+    if (env != NULL && *env != '\0')
+        cache_limit = (Py_ssize_t)strtoll(env, NULL, 10);
+    sobj_type = C.cdt_sobj_type();
+    if (sobj_type == NULL)
+        return PyErr_Format(PyExc_ImportError, "cdt_sobj_type() failed");
+    PyObject *pickle = PyImport_ImportModule("pickle");
+    if (pickle == NULL)
+        return NULL;
+    Py_XSETREF(pickle_dumps, PyObject_GetAttrString(pickle, "dumps"));
+    Py_DECREF(pickle);
+    if (pickle_dumps == NULL)
+        return NULL;
+    Py_XSETREF(kw_buffer_callback, Py_BuildValue("(s)", "buffer_callback"));
+    if (kw_buffer_callback == NULL)
+        return NULL;
+    Py_INCREF(err);
+    Py_XSETREF(hook_error, err);
+    Py_INCREF(alloc_err);
+    Py_XSETREF(hook_alloc_error, alloc_err);
+    return PyBool_FromLong(have_ucx);
+}
+
+static PyMethodDef ext_methods[] = {
+    {"_init", ext_init, METH_VARARGS, "_init(handle, error, alloc_error) -> has UCX"},
+    {"dumps", ext_dumps, METH_VARARGS, "dumps(obj, protocol=5) -> Frame"},
+    {"decode", ext_decode, METH_VARARGS,
+     "decode(data, alloc=None, inplace=False, max_bytes=-1, max_regions=-1) -> (stream, "
+     "buffers)"},
+    {"stream_needs_check", ext_stream_needs_check, METH_O,
+     "Whether the stream could hold an over-long BYTEARRAY8 (then check it before loading)."},
+    {"ucx_isend", ext_ucx_isend, METH_VARARGS, "ucx_isend(ep, obj, tag) -> request"},
+    {"ucx_irecv", ext_ucx_irecv, METH_VARARGS,
+     "ucx_irecv(worker, tag, mask, alloc, max_bytes, max_regions) -> request"},
+    {"mpi_pack", ext_mpi_pack, METH_VARARGS,
+     "mpi_pack(obj, oid, threshold) -> (frame, head, parts)"},
+    {"mpi_unpack", ext_mpi_unpack, METH_VARARGS,
+     "mpi_unpack(head, alloc, max_bytes, max_regions) -> (incoming, oid, destinations)"},
+    {"mpi_parts", ext_mpi_parts, METH_O, "mpi_parts(head) -> (oid, [part lengths])"},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef ext_module = {
+    PyModuleDef_HEAD_INIT,
+    "_ext",
+    "cdtypes' compiled backend (CPython C API).",
+    -1,
+    ext_methods,
+    NULL,
+    NULL,
+    NULL,
+    NULL,
+};
+
+static PyObject *names_tuple(const char **names)
+{
+    Py_ssize_t n = 0;
+    while (names[n] != NULL)
+        n++;
+    PyObject *t = PyTuple_New(n);
+    for (Py_ssize_t i = 0; t != NULL && i < n; i++) {
+        PyObject *s = PyUnicode_FromString(names[i]);
+        if (s == NULL)
+            Py_CLEAR(t);
+        else
+            PyTuple_SET_ITEM(t, i, s);
+    }
+    return t;
+}
+
+PyMODINIT_FUNC PyInit__ext(void)
+{
+    if (PyType_Ready(&BufferType) < 0 || PyType_Ready(&FrameType) < 0 ||
+        PyType_Ready(&RequestType) < 0 || PyType_Ready(&IncomingType) < 0)
+        return NULL;
+    PyObject *m = PyModule_Create(&ext_module);
+    if (m == NULL)
+        return NULL;
+    Py_INCREF(&BufferType);
+    Py_INCREF(&FrameType);
+    if (PyModule_AddObject(m, "Buffer", (PyObject *)&BufferType) < 0 ||
+        PyModule_AddObject(m, "Frame", (PyObject *)&FrameType) < 0 ||
+        PyModule_AddObject(m, "CALLS", names_tuple(core_names)) < 0 ||
+        PyModule_AddObject(m, "UCX_CALLS", names_tuple(ucx_names)) < 0 ||
+        PyModule_AddIntConstant(m, "ERR_PY_EXCEPTION", ERR_PY_EXCEPTION) < 0 ||
+        PyModule_AddIntConstant(m, "MPI_PREFIX", MPI_PREFIX) < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
+}
