@@ -64,22 +64,23 @@ enum cdt_ucx_context_params_field {
 /* How endpoints to a peer on the same machine may use shared memory (see
  * cdt_ucx_context_create). */
 typedef enum cdt_ucx_shared_memory {
-    /* messages through shared-memory segments (sysv/posix) and rendezvous with cross-memory
-     * attach (cma): the fastest local path. The default. */
-    CDT_UCX_SHM_FULL = 0,
-    /* shared-memory segments only; rendezvous of large messages goes over the network
-     * transports (tcp on loopback) */
+    /* UCX's own choice. With the peer-failure detection libcdt endpoints use, UCX 1.13 then
+     * talks TCP (loopback) even to a process of the same machine. The default. */
+    CDT_UCX_SHM_OFF = 0,
+    /* shared-memory segments (sysv/posix) for messages; rendezvous of large messages over the
+     * network transports (tcp on loopback) */
     CDT_UCX_SHM_COPY = 1,
-    /* leave UCX's defaults: with peer-failure detection, UCX 1.13 then uses tcp even between
-     * processes of one machine */
-    CDT_UCX_SHM_UCX_DEFAULT = 2,
+    /* shared-memory segments, and rendezvous by cross-memory attach (cma): the fastest local
+     * path */
+    CDT_UCX_SHM_FULL = 2,
 } cdt_ucx_shared_memory;
 
 typedef struct cdt_ucx_context_params {
     uint64_t field_mask;
     /* expected number of endpoints (a UCX tuning hint). Default: UCX's. */
     size_t estimated_num_eps;
-    /* shared memory between local processes. Default CDT_UCX_SHM_FULL. */
+    /* shared memory between local processes. Default: the environment variable
+     * CDT_UCX_SHARED_MEMORY (off, copy or full) when set, else CDT_UCX_SHM_OFF. */
     cdt_ucx_shared_memory shared_memory;
 } cdt_ucx_context_params;
 
@@ -87,17 +88,17 @@ typedef struct cdt_ucx_context_params {
  *  as UCX_TLS) and create a context with tag matching.
  *  Shared memory: libcdt endpoints detect peer failures (UCP_ERR_HANDLING_MODE_PEER), and
  *  UCX 1.13 leaves out its shared-memory transports in that mode unless they are told to
- *  expose error handling. So that two processes of one machine talk over shared memory,
- *  the context sets, through ucp_config_modify and only for variables the environment
- *  does not set: UCX_SYSV_ERROR_HANDLING=y and UCX_POSIX_ERROR_HANDLING=y (shared-memory
- *  segments, with keepalive detecting a dead peer), and with CDT_UCX_SHM_FULL also
- *  UCX_CMA_MEMORY_INVALIDATE=y (rendezvous by cross-memory attach). UCX marks the last one
- *  experimental: CMA cannot revoke a peer's access to a buffer, so after a peer was wrongly
- *  declared dead (keepalive timeout of a live peer) it could still read a send buffer the
- *  application already reused. libcdt never lets a receive complete while a transfer into
- *  it is in flight, whatever the transport. Choose CDT_UCX_SHM_COPY or set the variables to
- *  n in the environment to avoid CMA. UCX_TLS, when set, still decides which transports
- *  exist at all. cdt_ucx_ep_transports() tells which ones an endpoint uses.
+ *  expose error handling. With CDT_UCX_SHM_COPY or _FULL the context tells them, through
+ *  ucp_config_modify and only for variables the environment does not set:
+ *  UCX_SYSV_ERROR_HANDLING=y and UCX_POSIX_ERROR_HANDLING=y, and with _FULL also
+ *  UCX_CMA_MEMORY_INVALIDATE=y (which UCX marks experimental). Why it is not the default:
+ *  with those settings UCX 1.13 does not end a rendezvous send whose receiver died (the
+ *  request stays pending, also after cdt_ucx_ep_close), where over TCP it fails at once
+ *  with CDT_ERR_PEER. A program that turns shared memory on bounds its sends with timeouts
+ *  and treats a send that outlives its endpoint as lost (its memory stays with UCX);
+ *  docs/TRANSPORT.md has the measurements. A dead sender is still detected (the receive
+ *  fails with CDT_ERR_PEER). UCX_TLS, when set, still decides which transports exist at
+ *  all. cdt_ucx_ep_transports() tells which ones an endpoint uses.
  *  Errors: CDT_ERR_TRANSPORT (UCX failed), CDT_ERR_NO_MEMORY, CDT_ERR_INVALID_ARG. */
 CDT_API int cdt_ucx_context_create(const cdt_ucx_context_params *params, cdt_ucx_context *context);
 /*! cdt_ucx_context_destroy() : destroy a context whose workers are all destroyed. */

@@ -86,8 +86,8 @@ static int shared_memory_config(ucp_config_t *config, cdt_ucx_shared_memory mode
     static const struct {
         const char *field;
         const char *env[3];
-        const char *tls[4]; /* UCX_TLS names that select the transport */
-        cdt_ucx_shared_memory up_to;
+        const char *tls[4];          /* UCX_TLS names that select the transport */
+        cdt_ucx_shared_memory needs; /* the mode from which it is set */
     } settings[] = {
         {"MM_ERROR_HANDLING",
          {"UCX_SYSV_ERROR_HANDLING", "UCX_POSIX_ERROR_HANDLING", "UCX_MM_ERROR_HANDLING"},
@@ -98,7 +98,7 @@ static int shared_memory_config(ucp_config_t *config, cdt_ucx_shared_memory mode
          {"sm", "shm", "cma", NULL},
          CDT_UCX_SHM_FULL},
     };
-    if (mode == CDT_UCX_SHM_UCX_DEFAULT)
+    if (mode == CDT_UCX_SHM_OFF)
         return CDT_SUCCESS;
     for (size_t i = 0; i < sizeof(settings) / sizeof(settings[0]); i++) {
         bool user_set = false;
@@ -106,7 +106,7 @@ static int shared_memory_config(ucp_config_t *config, cdt_ucx_shared_memory mode
             user_set |= getenv(settings[i].env[e]) != NULL;
         /* a setting for a transport UCX_TLS leaves out would only draw UCX's warning about
          * an unused variable */
-        if (user_set || mode > settings[i].up_to || !tls_selects(settings[i].tls, 4))
+        if (user_set || mode < settings[i].needs || !tls_selects(settings[i].tls, 4))
             continue;
         if (ucp_config_modify(config, settings[i].field, "y") != UCS_OK)
             return CDT_ERR_TRANSPORT;
@@ -118,11 +118,21 @@ int cdt_ucx_context_create(const cdt_ucx_context_params *params, cdt_ucx_context
 {
     if (context == NULL)
         return CDT_ERR_INVALID_ARG;
-    cdt_ucx_shared_memory shm = CDT_UCX_SHM_FULL;
+    cdt_ucx_shared_memory shm = CDT_UCX_SHM_OFF;
+    const char *env = getenv("CDT_UCX_SHARED_MEMORY");
     if (params != NULL && (params->field_mask & CDT_UCX_CONTEXT_PARAM_SHARED_MEMORY)) {
         shm = params->shared_memory;
-        if (shm != CDT_UCX_SHM_FULL && shm != CDT_UCX_SHM_COPY && shm != CDT_UCX_SHM_UCX_DEFAULT)
+        if (shm != CDT_UCX_SHM_OFF && shm != CDT_UCX_SHM_COPY && shm != CDT_UCX_SHM_FULL)
             return CDT_ERR_INVALID_ARG;
+    } else if (env != NULL && *env != '\0') {
+        if (strcmp(env, "off") == 0)
+            shm = CDT_UCX_SHM_OFF;
+        else if (strcmp(env, "copy") == 0)
+            shm = CDT_UCX_SHM_COPY;
+        else if (strcmp(env, "full") == 0)
+            shm = CDT_UCX_SHM_FULL;
+        else
+            return CDT_ERR_INVALID_ARG; /* a misspelt setting must not pass unnoticed */
     }
     cdt_ucx_context c = calloc(1, sizeof(*c));
     if (c == NULL)

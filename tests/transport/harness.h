@@ -98,8 +98,9 @@ static inline void peer_finish(peer *p, int out_fd, int in_fd)
 
 /* Run server(p) in a child that listens and client(p) in this process that connects.
  * Returns 0 when both sides passed. */
-static inline int run_pair(side_fn *server, side_fn *client, const cdt_ucx_worker_params *swp,
-                           const cdt_ucx_worker_params *cwp, int expect_child_status)
+static inline int run_pair_ex(side_fn *server, side_fn *client, const cdt_ucx_worker_params *swp,
+                              const cdt_ucx_worker_params *cwp, int expect_child_status,
+                              int expect_server_status)
 {
     int fds[2], sc[2], cs[2]; /* port; server -> client and client -> server "done" */
     if (pipe(fds) != 0 || pipe(sc) != 0 || pipe(cs) != 0)
@@ -156,10 +157,23 @@ static inline int run_pair(side_fn *server, side_fn *client, const cdt_ucx_worke
     waitpid(cpid, &cstatus, 0);
     waitpid(pid, &status, 0);
     int ok = WIFEXITED(cstatus) && WEXITSTATUS(cstatus) == expect_child_status &&
-             WIFEXITED(status) && WEXITSTATUS(status) == 0;
+             WIFEXITED(status) && WEXITSTATUS(status) == expect_server_status;
     if (!ok)
         fprintf(stderr, "client status 0x%x, server status 0x%x\n", cstatus, status);
     return ok ? 0 : 1;
+}
+
+static inline int run_pair(side_fn *server, side_fn *client, const cdt_ucx_worker_params *swp,
+                           const cdt_ucx_worker_params *cwp, int expect_child_status)
+{
+    return run_pair_ex(server, client, swp, cwp, expect_child_status, 0);
+}
+
+/* a pair whose sides are expected to exit with these statuses */
+static inline int run_pair_status(side_fn *server, side_fn *client, int expect_client,
+                                  int expect_server)
+{
+    return run_pair_ex(server, client, NULL, NULL, expect_client, expect_server);
 }
 
 #endif
