@@ -526,10 +526,16 @@ static void head_cb(void *ucx_req, ucs_status_t st, const ucp_tag_recv_info_t *i
     ucp_request_free(ucx_req);
     s->ucx = NULL;
     s->fired = true;
-    if (st == UCS_OK)
+    if (st == UCS_OK) {
         head_arrived(r, got.sender_tag, got.length);
-    else
-        cdt__ucx_request_set_error(r, cdt__ucx_status(st));
+    } else {
+        /* a head receive this library did not cancel (no abandon, worker alive) was aborted by
+         * UCX: a rendezvous head whose sender's endpoint failed (seen over shared memory) */
+        int rc = cdt__ucx_status(st);
+        if (st == UCS_ERR_CANCELED && r->abandon == CDT_SUCCESS && !r->w->destroying)
+            rc = CDT_ERR_PEER;
+        cdt__ucx_request_set_error(r, rc);
+    }
     if (--r->outstanding == 0)
         recv_done(r);
 }
