@@ -49,6 +49,9 @@ typedef struct peer {
 
 typedef void(side_fn)(peer *p);
 
+/* seconds a side of run_pair may live (a case moving gigabytes raises it) */
+static unsigned harness_alarm_s = 60;
+
 static inline void peer_open(peer *p, const cdt_ucx_worker_params *wp)
 {
     CHECK_RC(cdt_ucx_context_create(NULL, &p->ctx));
@@ -114,7 +117,7 @@ static inline int run_pair_ex(side_fn *server, side_fn *client, const cdt_ucx_wo
         close(fds[0]);
         close(sc[0]);
         close(cs[1]);
-        alarm(60); /* never outlive a broken parent */
+        alarm(harness_alarm_s); /* never outlive a broken parent */
         peer p = {.is_server = 1};
         peer_open(&p, swp);
         uint16_t port = peer_listen(&p);
@@ -140,7 +143,7 @@ static inline int run_pair_ex(side_fn *server, side_fn *client, const cdt_ucx_wo
     if (cpid == 0) {
         close(sc[1]);
         close(cs[0]);
-        alarm(60);
+        alarm(harness_alarm_s);
         peer p = {.is_server = 0};
         peer_open(&p, cwp);
         CHECK_RC(cdt_ucx_ep_connect(p.w, "127.0.0.1", port, T_TIMEOUT_MS, &p.ep));
