@@ -8,6 +8,8 @@
 //!   memory is allocated from the header's lengths before its bytes arrive and becomes the
 //!   received `Vec` without a copy. `#[derive(Pack, Unpack)]` (feature `derive`, on by
 //!   default) for structs and enums.
+//! - `serde::Serde` (feature `serde`): any `Serialize` / `DeserializeOwned` value, its byte
+//!   buffers as regions.
 //! - [`Frame`], [`to_vec`], [`from_bytes`]: frames as bytes or as I/O slices.
 //! - [`ucx`]: the UCX transport (listen/accept, connect, blocking and non-blocking send and
 //!   receive with timeouts).
@@ -45,6 +47,8 @@
 mod error;
 mod frame;
 mod pack;
+#[cfg(feature = "serde")]
+pub mod serde;
 mod sobj;
 mod types;
 pub mod ucx;

@@ -135,6 +135,9 @@ pub trait Unpack: Sized {
 pub struct Packer<'a> {
     pub(crate) stream: Vec<u8>,
     pub(crate) regions: Vec<sys::cdt_sobj_buffer>,
+    // regions the packer owns (copies made while packing); their heap memory does not move
+    pub(crate) owned: Vec<Vec<u8>>,
+    pub(crate) error: Option<Error>,
     _borrow: PhantomData<&'a [u8]>,
 }
 
@@ -143,6 +146,8 @@ impl<'a> Packer<'a> {
         let mut p = Packer {
             stream: Vec::with_capacity(64),
             regions: Vec::new(),
+            owned: Vec::new(),
+            error: None,
             _borrow: PhantomData,
         };
         p.write(fingerprint);
@@ -178,6 +183,38 @@ impl<'a> Packer<'a> {
             len: std::mem::size_of_val(data) as i64,
             kind: kind.raw(),
         });
+    }
+
+    /// Send `data` as one region that the packer keeps until the frame is gone (for bytes
+    /// that do not live in the value, e.g. a copy made while serializing).
+    #[cfg_attr(not(feature = "serde"), allow(dead_code))]
+    pub(crate) fn region_owned(&mut self, data: Vec<u8>, kind: Kind) {
+        self.regions.push(sys::cdt_sobj_buffer {
+            // the Vec's heap memory stays where it is when the Vec moves into `owned`
+            base: data.as_ptr() as *mut std::os::raw::c_void,
+            len: data.len() as i64,
+            kind: kind.raw(),
+        });
+        self.owned.push(data);
+    }
+
+    /// Record that the value cannot be packed: encoding (or sending) it fails with `error`
+    /// (the first one recorded) instead of sending anything.
+    pub fn fail(&mut self, error: Error) {
+        self.error.get_or_insert(error);
+    }
+
+    /// Whether [`fail`](Packer::fail) was called.
+    pub fn failed(&self) -> bool {
+        self.error.is_some()
+    }
+
+    /// Overwrite stream bytes written earlier at `offset` (a length known only afterwards).
+    #[cfg_attr(not(feature = "serde"), allow(dead_code))]
+    pub(crate) fn patch(&mut self, offset: usize, bytes: &[u8]) {
+        if let Some(dst) = self.stream.get_mut(offset..offset + bytes.len()) {
+            dst.copy_from_slice(bytes);
+        }
     }
 
     /// Bytes written to the stream so far (the fingerprint included).

@@ -27,6 +27,7 @@ pub(crate) struct SendObj<'a> {
     sobj: Box<sys::cdt_sobj>,
     _stream: Vec<u8>,
     _buffers: Vec<sys::cdt_sobj_buffer>,
+    _owned: Vec<Vec<u8>>,
     _borrow: PhantomData<&'a [u8]>,
 }
 
@@ -34,14 +35,20 @@ pub(crate) struct SendObj<'a> {
 unsafe impl Send for SendObj<'_> {}
 
 impl<'a> SendObj<'a> {
-    pub(crate) fn new<T: Pack + ?Sized>(value: &'a T) -> Self {
+    /// Pack `value`; the error a [`Pack`] impl recorded with [`Packer::fail`], if any.
+    pub(crate) fn new<T: Pack + ?Sized>(value: &'a T) -> Result<Self> {
         let mut p = Packer::new(Schema::of_pack::<T>());
         value.pack(&mut p);
         let Packer {
             mut stream,
             mut regions,
+            owned,
+            error,
             ..
         } = p;
+        if let Some(e) = error {
+            return Err(e);
+        }
         let sobj = Box::new(sys::cdt_sobj {
             inband: stream.as_mut_ptr().cast(),
             inband_len: stream.len() as i64,
@@ -49,12 +56,13 @@ impl<'a> SendObj<'a> {
             nbuffers: regions.len() as i64,
             ..Default::default()
         });
-        SendObj {
+        Ok(SendObj {
             sobj,
             _stream: stream,
             _buffers: regions,
+            _owned: owned,
             _borrow: PhantomData,
-        }
+        })
     }
 
     /// The object to pass as `buf` (count 1) with [`sobj_type`].

@@ -510,7 +510,7 @@ impl Endpoint {
         tag: Tag,
         timeout: Option<Duration>,
     ) -> Result<()> {
-        let obj = SendObj::new(value);
+        let obj = SendObj::new(value)?;
         let req = self.isend_raw(obj.as_ptr(), 1, sobj_type()?, tag)?;
         self.wait_borrowed(req, timeout)
     }
@@ -519,8 +519,24 @@ impl Endpoint {
     pub fn isend<V: Pack + Send + 'static>(&self, value: V, tag: Tag) -> Result<SendRequest<V>> {
         let value = Box::into_raw(Box::new(value));
         // SAFETY: the box lives until the request completes (or is leaked with it)
-        let obj: SendObj<'static> = SendObj::new(unsafe { &*value });
-        match self.isend_raw(obj.as_ptr(), 1, sobj_type()?, tag) {
+        let obj: SendObj<'static> = match SendObj::new(unsafe { &*value }) {
+            Ok(obj) => obj,
+            Err(e) => {
+                // SAFETY: not posted: ours again
+                drop(unsafe { Box::from_raw(value) });
+                return Err(e);
+            }
+        };
+        let ty = match sobj_type() {
+            Ok(ty) => ty,
+            Err(e) => {
+                drop(obj);
+                // SAFETY: not posted: ours again
+                drop(unsafe { Box::from_raw(value) });
+                return Err(e);
+            }
+        };
+        match self.isend_raw(obj.as_ptr(), 1, ty, tag) {
             Ok(raw) => Ok(SendRequest {
                 raw,
                 obj: Some(obj),
