@@ -197,6 +197,14 @@ impl Worker {
         unsafe { sys::cdt_ucx_worker_progress(self.inner.raw) }
     }
 
+    /// The `cdt_ucx_worker` handle, for programs that also call libcdt or UCX directly
+    /// (`cdt_ucx_worker_handle` gives its `ucp_worker_h`). It stays valid while `self` (or
+    /// a clone, endpoint or request of this worker) lives; the same rules as in cdt_ucx.h
+    /// apply to what is done with it.
+    pub fn as_raw(&self) -> sys::cdt_ucx_worker {
+        self.inner.raw
+    }
+
     /// The sender id in use.
     pub fn sender_id(&self) -> u32 {
         // SAFETY: valid worker
@@ -572,6 +580,13 @@ impl Endpoint {
             inner: self.worker.clone(),
         }
         .recv(tag, timeout)
+    }
+
+    /// The `cdt_ucx_ep` handle (NULL once closed), for programs that also call libcdt or UCX
+    /// directly (`cdt_ucx_ep_handle` gives its `ucp_ep_h`). It stays valid until the endpoint
+    /// is closed or dropped.
+    pub fn as_raw(&self) -> sys::cdt_ucx_ep {
+        self.raw.read().unwrap_or_else(|e| e.into_inner()).0
     }
 
     /// The worker this endpoint belongs to.
