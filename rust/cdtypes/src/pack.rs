@@ -11,7 +11,7 @@ use std::alloc::{self, Layout};
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet, VecDeque};
 use std::hash::{BuildHasher, Hash};
 use std::marker::PhantomData;
-use std::mem::{align_of, size_of};
+use std::mem::{align_of, size_of, size_of_val};
 use std::ptr::NonNull;
 
 use cdtypes_sys as sys;
@@ -102,6 +102,21 @@ pub trait Pack {
         Self: Sized,
     {
         p.write_len(items.len());
+        // about what the elements take in the stream (their size in memory): one allocation
+        // instead of a doubling stream
+        p.stream.reserve(std::mem::size_of_val(items));
+        for x in items {
+            x.pack(p);
+        }
+    }
+
+    /// Write the elements of a fixed-size array: by default each one; plain-data types
+    /// override it to copy the array's bytes at once (the same stream bytes).
+    #[doc(hidden)]
+    fn pack_array<'a>(items: &'a [Self], p: &mut Packer<'a>)
+    where
+        Self: Sized,
+    {
         for x in items {
             x.pack(p);
         }
@@ -123,11 +138,27 @@ pub trait Unpack: Sized {
     #[doc(hidden)]
     fn unpack_vec(u: &mut Unpacker) -> Result<Vec<Self>> {
         let n = u.read_count()?;
-        let mut v = Vec::with_capacity(n.min(4096));
+        // n is at most the stream bytes and regions left, so this reserves at most
+        // size_of::<Self>() times what the frame holds; when even that cannot be had, the
+        // vector grows as elements arrive
+        let mut v = Vec::new();
+        if v.try_reserve_exact(n).is_err() {
+            v.reserve(n.min(4096));
+        }
         for _ in 0..n {
             v.push(Self::unpack(u)?);
         }
         Ok(v)
+    }
+
+    /// Read what [`Pack::pack_array`] wrote.
+    #[doc(hidden)]
+    fn unpack_array<const N: usize>(u: &mut Unpacker) -> Result<[Self; N]> {
+        let mut v = Vec::with_capacity(N);
+        for _ in 0..N {
+            v.push(Self::unpack(u)?);
+        }
+        Ok(v.try_into().ok().expect("N elements"))
     }
 }
 
@@ -164,6 +195,15 @@ impl<'a> Packer<'a> {
         // SAFETY: PlainData has no padding, so all its bytes are initialised
         let bytes =
             unsafe { std::slice::from_raw_parts(&value as *const T as *const u8, size_of::<T>()) };
+        self.stream.extend_from_slice(bytes);
+    }
+
+    /// Append the bytes of a slice of plain values (as [`write`](Packer::write) of each).
+    pub fn write_plain_slice<T: PlainData>(&mut self, values: &[T]) {
+        // SAFETY: PlainData has no padding, so all its bytes are initialised
+        let bytes = unsafe {
+            std::slice::from_raw_parts(values.as_ptr() as *const u8, size_of_val(values))
+        };
         self.stream.extend_from_slice(bytes);
     }
 
@@ -389,6 +429,25 @@ impl Unpacker {
         Ok(unsafe { std::ptr::read_unaligned(bytes.as_ptr() as *const T) })
     }
 
+    /// `N` plain values written by [`Packer::write_plain_slice`] (as [`read`](Unpacker::read)
+    /// of each).
+    pub fn read_plain_array<T: PlainData, const N: usize>(&mut self) -> Result<[T; N]> {
+        let bytes = self.read_bytes(N * size_of::<T>())?;
+        if !T::valid(bytes) {
+            return Err(Error::mismatch(format!(
+                "stream holds an invalid {}",
+                std::any::type_name::<T>()
+            )));
+        }
+        let mut out = std::mem::MaybeUninit::<[T; N]>::uninit();
+        // SAFETY: N * size_of T bytes that are valid values of T (PlainData contract) fill the
+        // array exactly; the destination is a separate local
+        unsafe {
+            std::ptr::copy_nonoverlapping(bytes.as_ptr(), out.as_mut_ptr() as *mut u8, bytes.len());
+            Ok(out.assume_init())
+        }
+    }
+
     /// A length written by [`Packer::write_len`].
     pub fn read_len(&mut self) -> Result<usize> {
         let n: u64 = self.read()?;
@@ -447,6 +506,9 @@ macro_rules! plain_checked {
             fn pack_slice<'a>(items: &'a [Self], p: &mut Packer<'a>) {
                 p.region(items);
             }
+            fn pack_array<'a>(items: &'a [Self], p: &mut Packer<'a>) {
+                p.write_plain_slice(items);
+            }
         }
         impl Unpack for $t {
             fn unpack(u: &mut Unpacker) -> Result<Self> {
@@ -457,6 +519,9 @@ macro_rules! plain_checked {
             }
             fn unpack_vec(u: &mut Unpacker) -> Result<Vec<Self>> {
                 u.region()
+            }
+            fn unpack_array<const N: usize>(u: &mut Unpacker) -> Result<[Self; N]> {
+                u.read_plain_array()
             }
         }
     )*};
@@ -571,9 +636,7 @@ impl Unpack for () {
 
 impl<T: Pack, const N: usize> Pack for [T; N] {
     fn pack<'a>(&'a self, p: &mut Packer<'a>) {
-        for x in self {
-            x.pack(p);
-        }
+        T::pack_array(self, p)
     }
     fn describe(s: &mut Schema) {
         s.push("[");
@@ -591,11 +654,7 @@ impl<T: Pack, const N: usize> Pack for [T; N] {
 
 impl<T: Unpack, const N: usize> Unpack for [T; N] {
     fn unpack(u: &mut Unpacker) -> Result<Self> {
-        let mut v = Vec::with_capacity(N);
-        for _ in 0..N {
-            v.push(T::unpack(u)?);
-        }
-        Ok(v.try_into().ok().expect("N elements"))
+        T::unpack_array(u)
     }
     fn describe(s: &mut Schema) {
         s.push("[");

@@ -257,3 +257,38 @@ fn derived_datatypes() {
         "CDT_ERR_TRUNCATED"
     );
 }
+
+#[test]
+fn fixed_arrays_are_checked_whole() {
+    // fixed-size arrays of plain data are copied as one block: round trip, and the checks of
+    // bool and char still apply to every element
+    let v = (
+        [7i32; 300],
+        [[1u16, 2], [3, 4]],
+        [true, false, true],
+        ['a', 'ß'],
+    );
+    let bytes = cdtypes::to_vec(&v).unwrap();
+    type T = ([i32; 300], [[u16; 2]; 2], [bool; 3], [char; 2]);
+    assert_eq!(from_bytes::<T>(&bytes).unwrap(), v);
+    let find = |needle: &[u8]| {
+        bytes
+            .windows(needle.len())
+            .position(|w| w == needle)
+            .expect("bytes in the frame")
+    };
+    let at_bool = find(&[1, 0, 1]) + 1;
+    let mut bad = bytes.clone();
+    bad[at_bool] = 2;
+    assert_eq!(name(from_bytes::<T>(&bad)), "CDT_ERR_FRAME_MISMATCH");
+    let at_char = find(&('ß' as u32).to_ne_bytes());
+    let mut bad = bytes.clone();
+    bad[at_char..at_char + 4].copy_from_slice(&0xD800u32.to_ne_bytes());
+    assert_eq!(name(from_bytes::<T>(&bad)), "CDT_ERR_FRAME_MISMATCH");
+    // an array of another length
+    let head = cdtypes::to_vec(&[0u8; 40]).unwrap();
+    assert_eq!(
+        name(from_bytes::<[u8; 41]>(&head)),
+        "CDT_ERR_FRAME_MISMATCH"
+    );
+}
