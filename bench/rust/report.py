@@ -139,6 +139,7 @@ def main():
     ap.add_argument("--load-before", default="?")
     ap.add_argument("--load-after", default="?")
     ap.add_argument("--seconds", default="?")
+    ap.add_argument("--pinned", default="")
     ap.add_argument("--quick", action="store_true")
     a = ap.parse_args()
     data, order = load(a.csv)
@@ -161,15 +162,18 @@ def main():
         "- `cdtypes-serde`: the same value through cdtypes' serde bridge (`cdtypes::serde::Serde`).",
         "",
         "The receivers of `manual` and `serde-bincode` are given the message length (a real one needs",
-        "a probe or a second message). Latency: half round trip of a ping-pong; bandwidth: windows of",
-        "non-blocking sends, then an acknowledgement. Sizes are the object's data bytes asked for (a",
+        "a probe or a second message). Latency: half the median round trip of a ping-pong; bandwidth:",
+        "windows of non-blocking sends, each followed by an acknowledgement, the bytes of a window over",
+        "the median window time (the median, not the mean: an iteration in which a process lost its",
+        "core to other work is an outlier). Sizes are the object's data bytes asked for (a",
         "struct array holds as many whole elements as fit). MB = 10^6 bytes.",
         f"Command: `{cmd}`" + ("" if a.quick else " (each point measured twice, the methods interleaved, the better value kept)") + ".",
         "",
         f"Machine: {machine()}. Load average (1, 5, 15 min) {a.load_before} before and {a.load_after} "
         f"after the run ({a.seconds} s). The machine is shared with other work running at the same "
         "time and the two benchmark processes busy-poll on its 2 cores: absolute numbers swing "
-        "from run to run; compare the methods' ratios within this run, not with other runs.",
+        "from run to run; compare the methods' ratios within this run, not with other runs."
+        + (f" Processes pinned: {a.pinned} (taskset)." if a.pinned else ""),
         "",
         "UCX transports in use (UCX_LOG_LEVEL=info, lanes of the endpoints): "
         + ("; ".join(f"`{l}`" for l in lanes) if lanes else "(not recorded)") + ".",

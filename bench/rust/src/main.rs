@@ -15,8 +15,10 @@
 //! The receivers of `manual` and `serde-bincode` are given the message length (a real one
 //! would need a probe or a second message); cdtypes learns every length from the frame.
 //!
-//! Latency: half round trip of a ping-pong (the receiver sends back its own copy of the
-//! object). Bandwidth: windows of non-blocking sends, then a 1-byte acknowledgement.
+//! Latency: half the median round trip of a ping-pong (the receiver sends back its own copy
+//! of the object). Bandwidth: windows of non-blocking sends, each followed by a 1-byte
+//! acknowledgement; the bytes of a window over the median window time. (The median, not the
+//! mean: on a shared machine an iteration in which a process lost its core is an outlier.)
 //! MB = 10^6 bytes. Usage: `cdtypes-bench [--quick] [--csv FILE]` (starts the second process
 //! itself; `--server` is that process).
 use std::ffi::CStr;
@@ -789,12 +791,10 @@ impl<'e, T: Case> Bench<'e, T> {
 
     fn latency_us(&mut self, m: Method, iters: usize, server: bool) -> f64 {
         let warm = iters / 10 + 1;
-        let mut t0 = Instant::now();
         let mut last = None;
+        let mut times = Vec::with_capacity(iters);
         for i in 0..iters + warm {
-            if i == warm {
-                t0 = Instant::now();
-            }
+            let t0 = Instant::now();
             if server {
                 let p = self.recv(m, 0, TAG_PING);
                 let got = self.wait(p);
@@ -809,20 +809,33 @@ impl<'e, T: Case> Bench<'e, T> {
                 let p = self.recv(m, 0, TAG_PONG);
                 last = self.wait(p);
             }
+            if i >= warm {
+                times.push(t0.elapsed().as_secs_f64());
+            }
         }
-        let dt = t0.elapsed().as_secs_f64();
         if !server {
             self.check(m, last);
+            if std::env::var_os("BENCH_STATS").is_some() {
+                times.sort_by(f64::total_cmp);
+                let n = times.len();
+                eprintln!(
+                    "{} {}: min {:.1} p10 {:.1} p25 {:.1} med {:.1} us",
+                    m.name(),
+                    self.bytes,
+                    times[0] * 5e5,
+                    times[n / 10] * 5e5,
+                    times[n / 4] * 5e5,
+                    times[n / 2] * 5e5
+                );
+            }
         }
-        dt / iters as f64 / 2.0 * 1e6
+        median(&mut times) / 2.0 * 1e6
     }
 
     fn bandwidth_mbs(&mut self, m: Method, windows: usize, server: bool) -> f64 {
-        let mut t0 = Instant::now();
+        let mut times = Vec::with_capacity(windows);
         for it in 0..windows + 1 {
-            if it == 1 {
-                t0 = Instant::now();
-            }
+            let t0 = Instant::now();
             let w = self.window;
             let pend: Vec<Pend<T>> = (0..w)
                 .map(|i| {
@@ -840,9 +853,26 @@ impl<'e, T: Case> Bench<'e, T> {
                 }
             }
             self.ack(server);
+            if it > 0 {
+                times.push(t0.elapsed().as_secs_f64());
+            }
         }
-        let dt = t0.elapsed().as_secs_f64();
-        (self.bytes * self.window * windows) as f64 / dt / 1e6
+        (self.bytes * self.window) as f64 / median(&mut times) / 1e6
+    }
+}
+
+/// The median of measured times: on a shared machine a process that loses its core for a
+/// time slice makes one iteration slow; the median is the time of an undisturbed one.
+fn median(times: &mut [f64]) -> f64 {
+    times.sort_by(f64::total_cmp);
+    let n = times.len();
+    if n == 0 {
+        return f64::NAN;
+    }
+    if n % 2 == 1 {
+        times[n / 2]
+    } else {
+        (times[n / 2 - 1] + times[n / 2]) / 2.0
     }
 }
 
@@ -943,7 +973,6 @@ fn run_case<T: Case>(
     case: &CaseDesc,
     sub: usize,
 ) {
-    let max = if o.quick { 16 << 20 } else { 64 << 20 };
     let step = if o.quick { 4 } else { 2 };
     // full runs measure each point twice, methods interleaved, and keep the better value
     let reps = if o.quick { 1 } else { 2 };
@@ -969,6 +998,12 @@ fn run_case<T: Case>(
                 }
             );
         }
+        // quick: latency to 1 MiB, bandwidth to 16 MiB; full: both to 64 MiB
+        let max: usize = match (o.quick, lat) {
+            (true, true) => 1 << 20,
+            (true, false) => 16 << 20,
+            _ => 64 << 20,
+        };
         let mut size = 16usize;
         while size <= max {
             let Some((value, bytes)) = T::make(size, sub) else {
@@ -1018,7 +1053,7 @@ fn run_case<T: Case>(
                         b.latency_us(m, iters, o.server)
                     } else {
                         let total: usize = if o.quick { 32 << 20 } else { 256 << 20 };
-                        let windows = (total / (bytes * window)).clamp(2, 100);
+                        let windows = (total / (bytes * window)).clamp(5, 100);
                         b.bandwidth_mbs(m, windows, o.server)
                     };
                     let better = if lat { v < best[mi] } else { v > best[mi] };
@@ -1080,7 +1115,18 @@ fn main() {
             args.push("--only".into());
             args.push(c.clone());
         }
-        let mut child = Command::new(std::env::current_exe().expect("current_exe"))
+        let exe = std::env::current_exe().expect("current_exe");
+        // BENCH_SERVER_CPU=N: the second process on CPU N (taskset), the first one is placed
+        // by whoever started it
+        let mut cmd = match std::env::var("BENCH_SERVER_CPU") {
+            Ok(cpu) => {
+                let mut c = Command::new("taskset");
+                c.arg("-c").arg(cpu).arg(&exe);
+                c
+            }
+            Err(_) => Command::new(&exe),
+        };
+        let mut child = cmd
             .args(&args)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
