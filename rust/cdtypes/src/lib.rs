@@ -58,6 +58,8 @@ pub use error::{Error, Result};
 pub use frame::{
     decode_typed, from_bytes, from_bytes_with_limits, to_vec, Decoder, Frame, FrameInfo, RegionInfo,
 };
+#[doc(hidden)]
+pub use pack::{__fixed_sum, __pack_field, __unpack_field};
 pub use pack::{Pack, Packer, PlainData, Schema, Unpack, Unpacker};
 pub use sobj::Limits;
 pub use types::{AsType, Datatype, Kind, Order, TypeBuilder};

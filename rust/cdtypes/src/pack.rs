@@ -102,12 +102,36 @@ pub trait Pack {
         Self: Sized,
     {
         p.write_len(items.len());
+        if let Some(size) = Self::FIXED_SIZE.filter(|s| *s > 0) {
+            if let Some(total) = items.len().checked_mul(size) {
+                // one block of the stream, each element written at its offset
+                let start = p.stream.len();
+                p.stream.resize(start + total, 0);
+                for (x, out) in items.iter().zip(p.stream[start..].chunks_exact_mut(size)) {
+                    x.pack_fixed(out);
+                }
+                return;
+            }
+        }
         // about what the elements take in the stream (their size in memory): one allocation
         // instead of a doubling stream
         p.stream.reserve(std::mem::size_of_val(items));
         for x in items {
             x.pack(p);
         }
+    }
+
+    /// Bytes this type always writes to the stream when it writes no region (integers,
+    /// floats, arrays and tuples of them, derived structs of such fields); `None` otherwise.
+    /// A slice of such a type is written through [`pack_fixed`](Pack::pack_fixed) into one
+    /// block of the stream (the same bytes as [`pack`](Pack::pack) of each element).
+    #[doc(hidden)]
+    const FIXED_SIZE: Option<usize> = None;
+
+    /// Write exactly `FIXED_SIZE` bytes into `out` (as [`pack`](Pack::pack) would append them).
+    #[doc(hidden)]
+    fn pack_fixed(&self, out: &mut [u8]) {
+        let _ = out;
     }
 
     /// Write the elements of a fixed-size array: by default each one; plain-data types
@@ -138,6 +162,18 @@ pub trait Unpack: Sized {
     #[doc(hidden)]
     fn unpack_vec(u: &mut Unpacker) -> Result<Vec<Self>> {
         let n = u.read_count()?;
+        if let Some(size) = Self::FIXED_SIZE.filter(|s| *s > 0) {
+            // the elements are one block of n * size stream bytes (checked before allocating)
+            let total = n
+                .checked_mul(size)
+                .ok_or_else(|| Error::mismatch(format!("sequence of {n} elements overflows")))?;
+            let bytes = u.read_bytes(total)?;
+            let mut v = Vec::with_capacity(n);
+            for b in bytes.chunks_exact(size) {
+                v.push(Self::unpack_fixed(b)?);
+            }
+            return Ok(v);
+        }
         // n is at most the stream bytes and regions left, so this reserves at most
         // size_of::<Self>() times what the frame holds; when even that cannot be had, the
         // vector grows as elements arrive
@@ -149,6 +185,21 @@ pub trait Unpack: Sized {
             v.push(Self::unpack(u)?);
         }
         Ok(v)
+    }
+
+    /// Bytes this type always reads from the stream when it reads no region; must equal the
+    /// sending type's [`Pack::FIXED_SIZE`] when both are `Some` (see there).
+    #[doc(hidden)]
+    const FIXED_SIZE: Option<usize> = None;
+
+    /// Read a value from exactly `FIXED_SIZE` bytes (what [`Pack::pack_fixed`] wrote).
+    #[doc(hidden)]
+    fn unpack_fixed(bytes: &[u8]) -> Result<Self> {
+        let _ = bytes;
+        Err(Error::mismatch(format!(
+            "{} has no fixed-size form",
+            std::any::type_name::<Self>()
+        )))
     }
 
     /// Read what [`Pack::pack_array`] wrote.
@@ -489,6 +540,66 @@ impl Unpacker {
     }
 }
 
+/// One plain value from exactly its bytes.
+fn read_plain<T: PlainData>(bytes: &[u8]) -> Result<T> {
+    if bytes.len() != size_of::<T>() || !T::valid(bytes) {
+        return Err(Error::mismatch(format!(
+            "stream holds an invalid {}",
+            std::any::type_name::<T>()
+        )));
+    }
+    // SAFETY: size_of::<T>() bytes that are a valid T (PlainData contract)
+    Ok(unsafe { std::ptr::read_unaligned(bytes.as_ptr() as *const T) })
+}
+
+/// `FIXED_SIZE` as a number (0 for `None`), for derived code in constant expressions.
+#[doc(hidden)]
+pub const fn __fixed_size(size: Option<usize>) -> usize {
+    match size {
+        Some(n) => n,
+        None => 0,
+    }
+}
+
+/// The sum of `FIXED_SIZE`s when all are `Some`, for derived code and tuples.
+#[doc(hidden)]
+pub const fn __fixed_sum(sizes: &[Option<usize>]) -> Option<usize> {
+    let mut total = 0usize;
+    let mut i = 0;
+    while i < sizes.len() {
+        match sizes[i] {
+            Some(n) => match total.checked_add(n) {
+                Some(t) => total = t,
+                None => return None,
+            },
+            None => return None,
+        }
+        i += 1;
+    }
+    Some(total)
+}
+
+/// Pack the fields of a fixed-size value into `out` at consecutive offsets (derived code).
+#[doc(hidden)]
+pub fn __pack_field<T: Pack + ?Sized>(value: &T, out: &mut [u8], at: &mut usize) {
+    let size = __fixed_size(T::FIXED_SIZE);
+    if let Some(o) = out.get_mut(*at..*at + size) {
+        value.pack_fixed(o);
+    }
+    *at += size;
+}
+
+/// Unpack the next field of a fixed-size value from `bytes` at `*at` (derived code).
+#[doc(hidden)]
+pub fn __unpack_field<T: Unpack>(bytes: &[u8], at: &mut usize) -> Result<T> {
+    let size = __fixed_size(T::FIXED_SIZE);
+    let b = bytes
+        .get(*at..*at + size)
+        .ok_or_else(|| Error::mismatch("fixed-size value cut short"))?;
+    *at += size;
+    T::unpack_fixed(b)
+}
+
 // ---------------------------------------------------------------------------------------------
 // impls: primitives (plain data)
 
@@ -509,6 +620,16 @@ macro_rules! plain_checked {
             fn pack_array<'a>(items: &'a [Self], p: &mut Packer<'a>) {
                 p.write_plain_slice(items);
             }
+            const FIXED_SIZE: Option<usize> = Some(size_of::<$t>());
+            fn pack_fixed(&self, out: &mut [u8]) {
+                // SAFETY: PlainData has no padding, so all its bytes are initialised
+                let bytes = unsafe {
+                    std::slice::from_raw_parts(self as *const $t as *const u8, size_of::<$t>())
+                };
+                if let Some(out) = out.get_mut(..size_of::<$t>()) {
+                    out.copy_from_slice(bytes);
+                }
+            }
         }
         impl Unpack for $t {
             fn unpack(u: &mut Unpacker) -> Result<Self> {
@@ -522,6 +643,10 @@ macro_rules! plain_checked {
             }
             fn unpack_array<const N: usize>(u: &mut Unpacker) -> Result<[Self; N]> {
                 u.read_plain_array()
+            }
+            const FIXED_SIZE: Option<usize> = Some(size_of::<$t>());
+            fn unpack_fixed(bytes: &[u8]) -> Result<Self> {
+                read_plain(bytes)
             }
         }
     )*};
@@ -597,11 +722,24 @@ macro_rules! wide {
             fn describe(s: &mut Schema) {
                 s.push($name);
             }
+            const FIXED_SIZE: Option<usize> = Some(16);
+            fn pack_fixed(&self, out: &mut [u8]) {
+                if let Some(out) = out.get_mut(..16) {
+                    out.copy_from_slice(&self.to_ne_bytes());
+                }
+            }
         }
         impl Unpack for $t {
             fn unpack(u: &mut Unpacker) -> Result<Self> {
                 let b = u.read_bytes(16)?;
-                Ok(<$t>::from_ne_bytes(b.try_into().expect("16 bytes")))
+                Self::unpack_fixed(b)
+            }
+            const FIXED_SIZE: Option<usize> = Some(16);
+            fn unpack_fixed(b: &[u8]) -> Result<Self> {
+                let b: [u8; 16] = b
+                    .try_into()
+                    .map_err(|_| Error::mismatch("a 128-bit integer is not 16 bytes"))?;
+                Ok(<$t>::from_ne_bytes(b))
             }
             fn describe(s: &mut Schema) {
                 s.push($name);
@@ -617,6 +755,7 @@ wide! {
 
 impl Pack for () {
     fn pack<'a>(&'a self, _p: &mut Packer<'a>) {}
+    const FIXED_SIZE: Option<usize> = Some(0);
     fn describe(s: &mut Schema) {
         s.push("()");
     }
@@ -624,6 +763,10 @@ impl Pack for () {
 
 impl Unpack for () {
     fn unpack(_u: &mut Unpacker) -> Result<Self> {
+        Ok(())
+    }
+    const FIXED_SIZE: Option<usize> = Some(0);
+    fn unpack_fixed(_bytes: &[u8]) -> Result<Self> {
         Ok(())
     }
     fn describe(s: &mut Schema) {
@@ -637,6 +780,16 @@ impl Unpack for () {
 impl<T: Pack, const N: usize> Pack for [T; N] {
     fn pack<'a>(&'a self, p: &mut Packer<'a>) {
         T::pack_array(self, p)
+    }
+    const FIXED_SIZE: Option<usize> = match T::FIXED_SIZE {
+        Some(n) => n.checked_mul(N),
+        None => None,
+    };
+    fn pack_fixed(&self, out: &mut [u8]) {
+        let mut at = 0;
+        for x in self {
+            __pack_field(x, out, &mut at);
+        }
     }
     fn describe(s: &mut Schema) {
         s.push("[");
@@ -655,6 +808,23 @@ impl<T: Pack, const N: usize> Pack for [T; N] {
 impl<T: Unpack, const N: usize> Unpack for [T; N] {
     fn unpack(u: &mut Unpacker) -> Result<Self> {
         T::unpack_array(u)
+    }
+    const FIXED_SIZE: Option<usize> = match <T as Unpack>::FIXED_SIZE {
+        Some(n) => n.checked_mul(N),
+        None => None,
+    };
+    fn unpack_fixed(bytes: &[u8]) -> Result<Self> {
+        let mut out = std::mem::MaybeUninit::<[T; N]>::uninit();
+        let first = out.as_mut_ptr() as *mut T;
+        let mut at = 0;
+        for i in 0..N {
+            // on an error the elements written so far are leaked, never read or dropped twice
+            let x = __unpack_field::<T>(bytes, &mut at)?;
+            // SAFETY: i < N, inside the array; each slot written once
+            unsafe { first.add(i).write(x) };
+        }
+        // SAFETY: all N elements were written
+        Ok(unsafe { out.assume_init() })
     }
     fn describe(s: &mut Schema) {
         s.push("[");
@@ -708,6 +878,13 @@ macro_rules! tuple {
                 let ($($name,)+) = self;
                 $($name.pack(p);)+
             }
+            const FIXED_SIZE: Option<usize> = __fixed_sum(&[$(<$name as Pack>::FIXED_SIZE),+]);
+            #[allow(non_snake_case)]
+            fn pack_fixed(&self, out: &mut [u8]) {
+                let ($($name,)+) = self;
+                let mut at = 0;
+                $(__pack_field($name, out, &mut at);)+
+            }
             fn describe(s: &mut Schema) {
                 s.push("(");
                 $($name::describe(s);)+
@@ -717,6 +894,12 @@ macro_rules! tuple {
         impl<$($name: Unpack),+> Unpack for ($($name,)+) {
             fn unpack(u: &mut Unpacker) -> Result<Self> {
                 Ok(($($name::unpack(u)?,)+))
+            }
+            const FIXED_SIZE: Option<usize> =
+                __fixed_sum(&[$(<$name as Unpack>::FIXED_SIZE),+]);
+            fn unpack_fixed(bytes: &[u8]) -> Result<Self> {
+                let mut at = 0;
+                Ok(($(__unpack_field::<$name>(bytes, &mut at)?,)+))
             }
             fn describe(s: &mut Schema) {
                 s.push("(");
@@ -742,6 +925,10 @@ tuple!(A B C D E F G H);
 impl<T: Pack + ?Sized> Pack for &T {
     fn pack<'a>(&'a self, p: &mut Packer<'a>) {
         (**self).pack(p)
+    }
+    const FIXED_SIZE: Option<usize> = T::FIXED_SIZE;
+    fn pack_fixed(&self, out: &mut [u8]) {
+        (**self).pack_fixed(out)
     }
     fn describe(s: &mut Schema) {
         T::describe(s)
