@@ -1025,7 +1025,7 @@ fn run_case<T: Case>(
                                 if o.quick {
                                     200
                                 } else {
-                                    1000
+                                    500
                                 }
                             }
                             4097..=262_144 => {
@@ -1052,7 +1052,7 @@ fn run_case<T: Case>(
                         };
                         b.latency_us(m, iters, o.server)
                     } else {
-                        let total: usize = if o.quick { 32 << 20 } else { 256 << 20 };
+                        let total: usize = if o.quick { 32 << 20 } else { 128 << 20 };
                         let windows = (total / (bytes * window)).clamp(5, 100);
                         b.bandwidth_mbs(m, windows, o.server)
                     };

@@ -213,6 +213,45 @@ pub trait Unpack: Sized {
     }
 }
 
+// Stream buffers kept for reuse by the thread that last dropped them: a sent value's stream
+// becomes the next stream or received in-band part, so large streams do not take fresh pages
+// (and their page faults) on every message. At most SPARE_COUNT buffers of SPARE_BYTES each.
+const SPARE_COUNT: usize = 2;
+const SPARE_BYTES: usize = 64 << 20;
+
+thread_local! {
+    static SPARE: std::cell::RefCell<Vec<Vec<u8>>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// An empty buffer: a spare one when the thread has one, else a new one of `capacity`.
+pub(crate) fn take_buffer(capacity: usize) -> Vec<u8> {
+    let spare = SPARE
+        .try_with(|s| s.try_borrow_mut().ok().and_then(|mut s| s.pop()))
+        .ok()
+        .flatten();
+    match spare {
+        Some(mut v) => {
+            v.clear();
+            v
+        }
+        None => Vec::with_capacity(capacity),
+    }
+}
+
+/// Keep `buf` for reuse (or free it when the thread keeps enough).
+pub(crate) fn give_buffer(buf: Vec<u8>) {
+    if buf.capacity() < 4096 || buf.capacity() > SPARE_BYTES {
+        return;
+    }
+    let _ = SPARE.try_with(|s| {
+        if let Ok(mut s) = s.try_borrow_mut() {
+            if s.len() < SPARE_COUNT {
+                s.push(buf);
+            }
+        }
+    });
+}
+
 /// Where a value writes itself: the packed stream and the list of regions.
 pub struct Packer<'a> {
     pub(crate) stream: Vec<u8>,
@@ -226,7 +265,7 @@ pub struct Packer<'a> {
 impl<'a> Packer<'a> {
     pub(crate) fn new(fingerprint: u64) -> Self {
         let mut p = Packer {
-            stream: Vec::with_capacity(64),
+            stream: take_buffer(64),
             regions: Vec::new(),
             owned: Vec::new(),
             error: None,
@@ -405,6 +444,12 @@ pub struct Unpacker {
     pos: usize,
     regions: Vec<Option<RegionBuf>>,
     next_region: usize,
+}
+
+impl Drop for Unpacker {
+    fn drop(&mut self) {
+        give_buffer(std::mem::take(&mut self.stream));
+    }
 }
 
 impl Unpacker {

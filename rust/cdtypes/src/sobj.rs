@@ -7,7 +7,7 @@ use std::ptr;
 use cdtypes_sys as sys;
 
 use crate::error::{check, Error, Result};
-use crate::pack::{Pack, Packer, RegionBuf, Schema, Unpack, Unpacker};
+use crate::pack::{give_buffer, take_buffer, Pack, Packer, RegionBuf, Schema, Unpack, Unpacker};
 use crate::types::Kind;
 
 /// The adapter's custom type (lives for the whole program).
@@ -68,6 +68,13 @@ impl<'a> SendObj<'a> {
     /// The object to pass as `buf` (count 1) with [`sobj_type`].
     pub(crate) fn as_ptr(&self) -> *const c_void {
         &*self.sobj as *const sys::cdt_sobj as *const c_void
+    }
+}
+
+impl Drop for SendObj<'_> {
+    fn drop(&mut self) {
+        // the library no longer reads the stream (the frame or request is gone)
+        give_buffer(std::mem::take(&mut self._stream));
     }
 }
 
@@ -135,6 +142,9 @@ unsafe extern "C" fn alloc_part(
         return sys::CDT_ERR_NO_MEMORY;
     };
     if index < 0 {
+        if store.inband.capacity() == 0 {
+            store.inband = take_buffer(0);
+        }
         if store.inband.try_reserve_exact(len).is_err() {
             return sys::CDT_ERR_NO_MEMORY;
         }
