@@ -178,6 +178,8 @@ def main():
         "UCX transports in use (UCX_LOG_LEVEL=info, lanes of the endpoints): "
         + ("; ".join(f"`{l}`" for l in lanes) if lanes else "(not recorded)") + ".",
         "",
+        "What the numbers say, goal by goal, and what would close the gaps: "
+        "[rust_findings.md](rust_findings.md).", "",
         "## The issue's goals", "",
     ]
     out += goals(data)
