@@ -19,8 +19,10 @@
 //! of the object). Bandwidth: windows of non-blocking sends, each followed by a 1-byte
 //! acknowledgement; the bytes of a window over the median window time. (The median, not the
 //! mean: on a shared machine an iteration in which a process lost its core is an outlier.)
-//! MB = 10^6 bytes. Usage: `cdtypes-bench [--quick] [--csv FILE]` (starts the second process
-//! itself; `--server` is that process).
+//! MB = 10^6 bytes. Usage: `cdtypes-bench [--quick] [--csv FILE] [--only CASE]` (starts the
+//! second process itself; `--server` is that process). `BENCH_SERVER_CPU=N` runs the second
+//! process on CPU N (bench/rust/run pins the two to CPUs 0 and 1); `BENCH_STATS=1` prints the
+//! minimum and quartiles of each latency measurement to stderr.
 use std::ffi::CStr;
 use std::io::{BufRead, BufReader, Write};
 use std::os::raw::{c_char, c_int, c_void};
