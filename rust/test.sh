@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Everything CI runs for the Rust crates, from a clean checkout: formatting, clippy with
-# warnings as errors, and the whole workspace's tests (unit, integration, two-process UCX,
-# doc examples), plus the example program run once.
+# warnings as errors, and the whole workspace's tests with every feature (unit, integration,
+# two-process UCX, the serde bridge, doc examples), plus the example program run once.
 # Needs cargo (rustup), CMake, a C compiler and libucx-dev (scripts/setup installs them);
 # installs libclang-dev (for bindgen) when it is missing.
 # Environment: CARGO_JOBS (default 2), CDTYPES_SYS_FROM_SOURCE=1 to ignore an installed libcdt.
@@ -25,11 +25,13 @@ rustup component add rustfmt clippy >/dev/null 2>&1 || true
 step "cargo fmt --check"
 cargo fmt --all --check
 
-step "cargo clippy --all-targets -- -D warnings"
-cargo clippy -j "$jobs" --workspace --all-targets -- -D warnings
+step "cargo clippy --all-targets --all-features -- -D warnings"
+cargo clippy -j "$jobs" --workspace --all-targets --all-features -- -D warnings
+# the library alone, without its optional features (derive, serde)
+cargo clippy -j "$jobs" -p cdtypes --no-default-features -- -D warnings
 
-step "cargo test --workspace"
-cargo test -j "$jobs" --workspace
+step "cargo test --workspace --all-features (serde bridge included)"
+cargo test -j "$jobs" --workspace --all-features
 
 step "example: two processes send a derived struct (examples/rust)"
 cargo run -j "$jobs" -q -p cdtypes-examples

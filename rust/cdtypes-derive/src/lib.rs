@@ -82,9 +82,59 @@ fn expand(mut input: DeriveInput, pack: bool) -> syn::Result<Tokens> {
 
     let mut text = String::new();
     let body;
+    // structs: the fixed-size form (FIXED_SIZE, pack_fixed / unpack_fixed) when every field
+    // has one, so that a Vec of them is one block of the stream
+    let mut fixed = quote!();
     match &input.data {
         Data::Struct(s) => {
             text.push_str(&format!("struct {name}{}", fields_text(&s.fields)));
+            let tys: Vec<&syn::Type> = s.fields.iter().map(|f| &f.ty).collect();
+            fixed = if pack {
+                let accesses = s.fields.iter().enumerate().map(|(i, f)| match &f.ident {
+                    Some(id) => quote!(self.#id),
+                    None => {
+                        let idx = Index::from(i);
+                        quote!(self.#idx)
+                    }
+                });
+                quote!(
+                    #[doc(hidden)]
+                    const FIXED_SIZE: ::std::option::Option<usize> =
+                        ::cdtypes::__fixed_sum(&[#(<#tys as ::cdtypes::Pack>::FIXED_SIZE),*]);
+                    #[doc(hidden)]
+                    #[allow(unused_variables, unused_mut)]
+                    fn pack_fixed(&self, out: &mut [u8]) {
+                        let mut at = 0usize;
+                        #(::cdtypes::__pack_field(&#accesses, out, &mut at);)*
+                    }
+                )
+            } else {
+                let read =
+                    |ty: &syn::Type| quote!(::cdtypes::__unpack_field::<#ty>(bytes, &mut at)?);
+                let build = match &s.fields {
+                    Fields::Named(f) => {
+                        let names = f.named.iter().map(|f| f.ident.as_ref().unwrap());
+                        let reads = f.named.iter().map(|f| read(&f.ty));
+                        quote!(#name { #(#names: #reads),* })
+                    }
+                    Fields::Unnamed(f) => {
+                        let reads = f.unnamed.iter().map(|f| read(&f.ty));
+                        quote!(#name(#(#reads),*))
+                    }
+                    Fields::Unit => quote!(#name),
+                };
+                quote!(
+                    #[doc(hidden)]
+                    const FIXED_SIZE: ::std::option::Option<usize> =
+                        ::cdtypes::__fixed_sum(&[#(<#tys as ::cdtypes::Unpack>::FIXED_SIZE),*]);
+                    #[doc(hidden)]
+                    #[allow(unused_variables, unused_mut)]
+                    fn unpack_fixed(bytes: &[u8]) -> ::cdtypes::Result<Self> {
+                        let mut at = 0usize;
+                        ::std::result::Result::Ok(#build)
+                    }
+                )
+            };
             body = if pack {
                 let writes = s.fields.iter().enumerate().map(|(i, f)| {
                     let access = match &f.ident {
@@ -174,6 +224,7 @@ fn expand(mut input: DeriveInput, pack: bool) -> syn::Result<Tokens> {
                     #body
                 }
                 #describe
+                #fixed
             }
         )
     } else {
@@ -184,6 +235,7 @@ fn expand(mut input: DeriveInput, pack: bool) -> syn::Result<Tokens> {
                     #body
                 }
                 #describe
+                #fixed
             }
         )
     })

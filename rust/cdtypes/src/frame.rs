@@ -77,7 +77,7 @@ impl<'a> Frame<'a> {
     /// Encode `value`: its packed stream is copied into the frame's head, its regions are
     /// referenced (no copy).
     pub fn encode<T: Pack + ?Sized>(value: &'a T) -> Result<Self> {
-        let obj = SendObj::new(value);
+        let obj = SendObj::new(value)?;
         let mut raw = ptr::null_mut();
         // SAFETY: the object and everything it points at live as long as the frame
         check(unsafe {

@@ -8,6 +8,8 @@
 //!   memory is allocated from the header's lengths before its bytes arrive and becomes the
 //!   received `Vec` without a copy. `#[derive(Pack, Unpack)]` (feature `derive`, on by
 //!   default) for structs and enums.
+//! - `serde::Serde` (feature `serde`): any `Serialize` / `DeserializeOwned` value, its byte
+//!   buffers as regions.
 //! - [`Frame`], [`to_vec`], [`from_bytes`]: frames as bytes or as I/O slices.
 //! - [`ucx`]: the UCX transport (listen/accept, connect, blocking and non-blocking send and
 //!   receive with timeouts).
@@ -45,6 +47,8 @@
 mod error;
 mod frame;
 mod pack;
+#[cfg(feature = "serde")]
+pub mod serde;
 mod sobj;
 mod types;
 pub mod ucx;
@@ -54,6 +58,8 @@ pub use error::{Error, Result};
 pub use frame::{
     decode_typed, from_bytes, from_bytes_with_limits, to_vec, Decoder, Frame, FrameInfo, RegionInfo,
 };
+#[doc(hidden)]
+pub use pack::{__fixed_sum, __pack_field, __unpack_field};
 pub use pack::{Pack, Packer, PlainData, Schema, Unpack, Unpacker};
 pub use sobj::Limits;
 pub use types::{AsType, Datatype, Kind, Order, TypeBuilder};

@@ -11,7 +11,7 @@ use std::alloc::{self, Layout};
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet, VecDeque};
 use std::hash::{BuildHasher, Hash};
 use std::marker::PhantomData;
-use std::mem::{align_of, size_of};
+use std::mem::{align_of, size_of, size_of_val};
 use std::ptr::NonNull;
 
 use cdtypes_sys as sys;
@@ -102,6 +102,45 @@ pub trait Pack {
         Self: Sized,
     {
         p.write_len(items.len());
+        if let Some(size) = Self::FIXED_SIZE.filter(|s| *s > 0) {
+            if let Some(total) = items.len().checked_mul(size) {
+                // one block of the stream, each element written at its offset
+                let start = p.stream.len();
+                p.stream.resize(start + total, 0);
+                for (x, out) in items.iter().zip(p.stream[start..].chunks_exact_mut(size)) {
+                    x.pack_fixed(out);
+                }
+                return;
+            }
+        }
+        // about what the elements take in the stream (their size in memory): one allocation
+        // instead of a doubling stream
+        p.stream.reserve(std::mem::size_of_val(items));
+        for x in items {
+            x.pack(p);
+        }
+    }
+
+    /// Bytes this type always writes to the stream when it writes no region (integers,
+    /// floats, arrays and tuples of them, derived structs of such fields); `None` otherwise.
+    /// A slice of such a type is written through [`pack_fixed`](Pack::pack_fixed) into one
+    /// block of the stream (the same bytes as [`pack`](Pack::pack) of each element).
+    #[doc(hidden)]
+    const FIXED_SIZE: Option<usize> = None;
+
+    /// Write exactly `FIXED_SIZE` bytes into `out` (as [`pack`](Pack::pack) would append them).
+    #[doc(hidden)]
+    fn pack_fixed(&self, out: &mut [u8]) {
+        let _ = out;
+    }
+
+    /// Write the elements of a fixed-size array: by default each one; plain-data types
+    /// override it to copy the array's bytes at once (the same stream bytes).
+    #[doc(hidden)]
+    fn pack_array<'a>(items: &'a [Self], p: &mut Packer<'a>)
+    where
+        Self: Sized,
+    {
         for x in items {
             x.pack(p);
         }
@@ -123,26 +162,113 @@ pub trait Unpack: Sized {
     #[doc(hidden)]
     fn unpack_vec(u: &mut Unpacker) -> Result<Vec<Self>> {
         let n = u.read_count()?;
-        let mut v = Vec::with_capacity(n.min(4096));
+        if let Some(size) = Self::FIXED_SIZE.filter(|s| *s > 0) {
+            // the elements are one block of n * size stream bytes (checked before allocating)
+            let total = n
+                .checked_mul(size)
+                .ok_or_else(|| Error::mismatch(format!("sequence of {n} elements overflows")))?;
+            let bytes = u.read_bytes(total)?;
+            let mut v = Vec::with_capacity(n);
+            for b in bytes.chunks_exact(size) {
+                v.push(Self::unpack_fixed(b)?);
+            }
+            return Ok(v);
+        }
+        // n is at most the stream bytes and regions left, so this reserves at most
+        // size_of::<Self>() times what the frame holds; when even that cannot be had, the
+        // vector grows as elements arrive
+        let mut v = Vec::new();
+        if v.try_reserve_exact(n).is_err() {
+            v.reserve(n.min(4096));
+        }
         for _ in 0..n {
             v.push(Self::unpack(u)?);
         }
         Ok(v)
     }
+
+    /// Bytes this type always reads from the stream when it reads no region; must equal the
+    /// sending type's [`Pack::FIXED_SIZE`] when both are `Some` (see there).
+    #[doc(hidden)]
+    const FIXED_SIZE: Option<usize> = None;
+
+    /// Read a value from exactly `FIXED_SIZE` bytes (what [`Pack::pack_fixed`] wrote).
+    #[doc(hidden)]
+    fn unpack_fixed(bytes: &[u8]) -> Result<Self> {
+        let _ = bytes;
+        Err(Error::mismatch(format!(
+            "{} has no fixed-size form",
+            std::any::type_name::<Self>()
+        )))
+    }
+
+    /// Read what [`Pack::pack_array`] wrote.
+    #[doc(hidden)]
+    fn unpack_array<const N: usize>(u: &mut Unpacker) -> Result<[Self; N]> {
+        let mut v = Vec::with_capacity(N);
+        for _ in 0..N {
+            v.push(Self::unpack(u)?);
+        }
+        Ok(v.try_into().ok().expect("N elements"))
+    }
+}
+
+// Stream buffers kept for reuse by the thread that last dropped them: a sent value's stream
+// becomes the next stream or received in-band part, so large streams do not take fresh pages
+// (and their page faults) on every message. At most SPARE_COUNT buffers of SPARE_BYTES each.
+const SPARE_COUNT: usize = 2;
+const SPARE_BYTES: usize = 64 << 20;
+
+thread_local! {
+    static SPARE: std::cell::RefCell<Vec<Vec<u8>>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// An empty buffer: a spare one when the thread has one, else a new one of `capacity`.
+pub(crate) fn take_buffer(capacity: usize) -> Vec<u8> {
+    let spare = SPARE
+        .try_with(|s| s.try_borrow_mut().ok().and_then(|mut s| s.pop()))
+        .ok()
+        .flatten();
+    match spare {
+        Some(mut v) => {
+            v.clear();
+            v
+        }
+        None => Vec::with_capacity(capacity),
+    }
+}
+
+/// Keep `buf` for reuse (or free it when the thread keeps enough).
+pub(crate) fn give_buffer(buf: Vec<u8>) {
+    if buf.capacity() < 4096 || buf.capacity() > SPARE_BYTES {
+        return;
+    }
+    let _ = SPARE.try_with(|s| {
+        if let Ok(mut s) = s.try_borrow_mut() {
+            if s.len() < SPARE_COUNT {
+                s.push(buf);
+            }
+        }
+    });
 }
 
 /// Where a value writes itself: the packed stream and the list of regions.
 pub struct Packer<'a> {
     pub(crate) stream: Vec<u8>,
     pub(crate) regions: Vec<sys::cdt_sobj_buffer>,
+    // regions the packer owns (copies made while packing); their heap memory does not move
+    pub(crate) owned: Vec<Vec<u8>>,
+    pub(crate) error: Option<Error>,
     _borrow: PhantomData<&'a [u8]>,
 }
 
 impl<'a> Packer<'a> {
     pub(crate) fn new(fingerprint: u64) -> Self {
         let mut p = Packer {
-            stream: Vec::with_capacity(64),
+            stream: take_buffer(64),
             regions: Vec::new(),
+            owned: Vec::new(),
+            error: None,
             _borrow: PhantomData,
         };
         p.write(fingerprint);
@@ -162,6 +288,15 @@ impl<'a> Packer<'a> {
         self.stream.extend_from_slice(bytes);
     }
 
+    /// Append the bytes of a slice of plain values (as [`write`](Packer::write) of each).
+    pub fn write_plain_slice<T: PlainData>(&mut self, values: &[T]) {
+        // SAFETY: PlainData has no padding, so all its bytes are initialised
+        let bytes = unsafe {
+            std::slice::from_raw_parts(values.as_ptr() as *const u8, size_of_val(values))
+        };
+        self.stream.extend_from_slice(bytes);
+    }
+
     /// Append a length (as `u64`).
     pub fn write_len(&mut self, n: usize) {
         self.write(n as u64);
@@ -178,6 +313,38 @@ impl<'a> Packer<'a> {
             len: std::mem::size_of_val(data) as i64,
             kind: kind.raw(),
         });
+    }
+
+    /// Send `data` as one region that the packer keeps until the frame is gone (for bytes
+    /// that do not live in the value, e.g. a copy made while serializing).
+    #[cfg_attr(not(feature = "serde"), allow(dead_code))]
+    pub(crate) fn region_owned(&mut self, data: Vec<u8>, kind: Kind) {
+        self.regions.push(sys::cdt_sobj_buffer {
+            // the Vec's heap memory stays where it is when the Vec moves into `owned`
+            base: data.as_ptr() as *mut std::os::raw::c_void,
+            len: data.len() as i64,
+            kind: kind.raw(),
+        });
+        self.owned.push(data);
+    }
+
+    /// Record that the value cannot be packed: encoding (or sending) it fails with `error`
+    /// (the first one recorded) instead of sending anything.
+    pub fn fail(&mut self, error: Error) {
+        self.error.get_or_insert(error);
+    }
+
+    /// Whether [`fail`](Packer::fail) was called.
+    pub fn failed(&self) -> bool {
+        self.error.is_some()
+    }
+
+    /// Overwrite stream bytes written earlier at `offset` (a length known only afterwards).
+    #[cfg_attr(not(feature = "serde"), allow(dead_code))]
+    pub(crate) fn patch(&mut self, offset: usize, bytes: &[u8]) {
+        if let Some(dst) = self.stream.get_mut(offset..offset + bytes.len()) {
+            dst.copy_from_slice(bytes);
+        }
     }
 
     /// Bytes written to the stream so far (the fingerprint included).
@@ -279,6 +446,12 @@ pub struct Unpacker {
     next_region: usize,
 }
 
+impl Drop for Unpacker {
+    fn drop(&mut self) {
+        give_buffer(std::mem::take(&mut self.stream));
+    }
+}
+
 impl Unpacker {
     pub(crate) fn new(stream: Vec<u8>, regions: Vec<RegionBuf>) -> Self {
         Unpacker {
@@ -352,6 +525,25 @@ impl Unpacker {
         Ok(unsafe { std::ptr::read_unaligned(bytes.as_ptr() as *const T) })
     }
 
+    /// `N` plain values written by [`Packer::write_plain_slice`] (as [`read`](Unpacker::read)
+    /// of each).
+    pub fn read_plain_array<T: PlainData, const N: usize>(&mut self) -> Result<[T; N]> {
+        let bytes = self.read_bytes(N * size_of::<T>())?;
+        if !T::valid(bytes) {
+            return Err(Error::mismatch(format!(
+                "stream holds an invalid {}",
+                std::any::type_name::<T>()
+            )));
+        }
+        let mut out = std::mem::MaybeUninit::<[T; N]>::uninit();
+        // SAFETY: N * size_of T bytes that are valid values of T (PlainData contract) fill the
+        // array exactly; the destination is a separate local
+        unsafe {
+            std::ptr::copy_nonoverlapping(bytes.as_ptr(), out.as_mut_ptr() as *mut u8, bytes.len());
+            Ok(out.assume_init())
+        }
+    }
+
     /// A length written by [`Packer::write_len`].
     pub fn read_len(&mut self) -> Result<usize> {
         let n: u64 = self.read()?;
@@ -393,6 +585,66 @@ impl Unpacker {
     }
 }
 
+/// One plain value from exactly its bytes.
+fn read_plain<T: PlainData>(bytes: &[u8]) -> Result<T> {
+    if bytes.len() != size_of::<T>() || !T::valid(bytes) {
+        return Err(Error::mismatch(format!(
+            "stream holds an invalid {}",
+            std::any::type_name::<T>()
+        )));
+    }
+    // SAFETY: size_of::<T>() bytes that are a valid T (PlainData contract)
+    Ok(unsafe { std::ptr::read_unaligned(bytes.as_ptr() as *const T) })
+}
+
+/// `FIXED_SIZE` as a number (0 for `None`), for derived code in constant expressions.
+#[doc(hidden)]
+pub const fn __fixed_size(size: Option<usize>) -> usize {
+    match size {
+        Some(n) => n,
+        None => 0,
+    }
+}
+
+/// The sum of `FIXED_SIZE`s when all are `Some`, for derived code and tuples.
+#[doc(hidden)]
+pub const fn __fixed_sum(sizes: &[Option<usize>]) -> Option<usize> {
+    let mut total = 0usize;
+    let mut i = 0;
+    while i < sizes.len() {
+        match sizes[i] {
+            Some(n) => match total.checked_add(n) {
+                Some(t) => total = t,
+                None => return None,
+            },
+            None => return None,
+        }
+        i += 1;
+    }
+    Some(total)
+}
+
+/// Pack the fields of a fixed-size value into `out` at consecutive offsets (derived code).
+#[doc(hidden)]
+pub fn __pack_field<T: Pack + ?Sized>(value: &T, out: &mut [u8], at: &mut usize) {
+    let size = __fixed_size(T::FIXED_SIZE);
+    if let Some(o) = out.get_mut(*at..*at + size) {
+        value.pack_fixed(o);
+    }
+    *at += size;
+}
+
+/// Unpack the next field of a fixed-size value from `bytes` at `*at` (derived code).
+#[doc(hidden)]
+pub fn __unpack_field<T: Unpack>(bytes: &[u8], at: &mut usize) -> Result<T> {
+    let size = __fixed_size(T::FIXED_SIZE);
+    let b = bytes
+        .get(*at..*at + size)
+        .ok_or_else(|| Error::mismatch("fixed-size value cut short"))?;
+    *at += size;
+    T::unpack_fixed(b)
+}
+
 // ---------------------------------------------------------------------------------------------
 // impls: primitives (plain data)
 
@@ -410,6 +662,19 @@ macro_rules! plain_checked {
             fn pack_slice<'a>(items: &'a [Self], p: &mut Packer<'a>) {
                 p.region(items);
             }
+            fn pack_array<'a>(items: &'a [Self], p: &mut Packer<'a>) {
+                p.write_plain_slice(items);
+            }
+            const FIXED_SIZE: Option<usize> = Some(size_of::<$t>());
+            fn pack_fixed(&self, out: &mut [u8]) {
+                // SAFETY: PlainData has no padding, so all its bytes are initialised
+                let bytes = unsafe {
+                    std::slice::from_raw_parts(self as *const $t as *const u8, size_of::<$t>())
+                };
+                if let Some(out) = out.get_mut(..size_of::<$t>()) {
+                    out.copy_from_slice(bytes);
+                }
+            }
         }
         impl Unpack for $t {
             fn unpack(u: &mut Unpacker) -> Result<Self> {
@@ -420,6 +685,13 @@ macro_rules! plain_checked {
             }
             fn unpack_vec(u: &mut Unpacker) -> Result<Vec<Self>> {
                 u.region()
+            }
+            fn unpack_array<const N: usize>(u: &mut Unpacker) -> Result<[Self; N]> {
+                u.read_plain_array()
+            }
+            const FIXED_SIZE: Option<usize> = Some(size_of::<$t>());
+            fn unpack_fixed(bytes: &[u8]) -> Result<Self> {
+                read_plain(bytes)
             }
         }
     )*};
@@ -495,11 +767,24 @@ macro_rules! wide {
             fn describe(s: &mut Schema) {
                 s.push($name);
             }
+            const FIXED_SIZE: Option<usize> = Some(16);
+            fn pack_fixed(&self, out: &mut [u8]) {
+                if let Some(out) = out.get_mut(..16) {
+                    out.copy_from_slice(&self.to_ne_bytes());
+                }
+            }
         }
         impl Unpack for $t {
             fn unpack(u: &mut Unpacker) -> Result<Self> {
                 let b = u.read_bytes(16)?;
-                Ok(<$t>::from_ne_bytes(b.try_into().expect("16 bytes")))
+                Self::unpack_fixed(b)
+            }
+            const FIXED_SIZE: Option<usize> = Some(16);
+            fn unpack_fixed(b: &[u8]) -> Result<Self> {
+                let b: [u8; 16] = b
+                    .try_into()
+                    .map_err(|_| Error::mismatch("a 128-bit integer is not 16 bytes"))?;
+                Ok(<$t>::from_ne_bytes(b))
             }
             fn describe(s: &mut Schema) {
                 s.push($name);
@@ -515,6 +800,7 @@ wide! {
 
 impl Pack for () {
     fn pack<'a>(&'a self, _p: &mut Packer<'a>) {}
+    const FIXED_SIZE: Option<usize> = Some(0);
     fn describe(s: &mut Schema) {
         s.push("()");
     }
@@ -522,6 +808,10 @@ impl Pack for () {
 
 impl Unpack for () {
     fn unpack(_u: &mut Unpacker) -> Result<Self> {
+        Ok(())
+    }
+    const FIXED_SIZE: Option<usize> = Some(0);
+    fn unpack_fixed(_bytes: &[u8]) -> Result<Self> {
         Ok(())
     }
     fn describe(s: &mut Schema) {
@@ -534,8 +824,16 @@ impl Unpack for () {
 
 impl<T: Pack, const N: usize> Pack for [T; N] {
     fn pack<'a>(&'a self, p: &mut Packer<'a>) {
+        T::pack_array(self, p)
+    }
+    const FIXED_SIZE: Option<usize> = match T::FIXED_SIZE {
+        Some(n) => n.checked_mul(N),
+        None => None,
+    };
+    fn pack_fixed(&self, out: &mut [u8]) {
+        let mut at = 0;
         for x in self {
-            x.pack(p);
+            __pack_field(x, out, &mut at);
         }
     }
     fn describe(s: &mut Schema) {
@@ -554,11 +852,24 @@ impl<T: Pack, const N: usize> Pack for [T; N] {
 
 impl<T: Unpack, const N: usize> Unpack for [T; N] {
     fn unpack(u: &mut Unpacker) -> Result<Self> {
-        let mut v = Vec::with_capacity(N);
-        for _ in 0..N {
-            v.push(T::unpack(u)?);
+        T::unpack_array(u)
+    }
+    const FIXED_SIZE: Option<usize> = match <T as Unpack>::FIXED_SIZE {
+        Some(n) => n.checked_mul(N),
+        None => None,
+    };
+    fn unpack_fixed(bytes: &[u8]) -> Result<Self> {
+        let mut out = std::mem::MaybeUninit::<[T; N]>::uninit();
+        let first = out.as_mut_ptr() as *mut T;
+        let mut at = 0;
+        for i in 0..N {
+            // on an error the elements written so far are leaked, never read or dropped twice
+            let x = __unpack_field::<T>(bytes, &mut at)?;
+            // SAFETY: i < N, inside the array; each slot written once
+            unsafe { first.add(i).write(x) };
         }
-        Ok(v.try_into().ok().expect("N elements"))
+        // SAFETY: all N elements were written
+        Ok(unsafe { out.assume_init() })
     }
     fn describe(s: &mut Schema) {
         s.push("[");
@@ -612,6 +923,13 @@ macro_rules! tuple {
                 let ($($name,)+) = self;
                 $($name.pack(p);)+
             }
+            const FIXED_SIZE: Option<usize> = __fixed_sum(&[$(<$name as Pack>::FIXED_SIZE),+]);
+            #[allow(non_snake_case)]
+            fn pack_fixed(&self, out: &mut [u8]) {
+                let ($($name,)+) = self;
+                let mut at = 0;
+                $(__pack_field($name, out, &mut at);)+
+            }
             fn describe(s: &mut Schema) {
                 s.push("(");
                 $($name::describe(s);)+
@@ -621,6 +939,12 @@ macro_rules! tuple {
         impl<$($name: Unpack),+> Unpack for ($($name,)+) {
             fn unpack(u: &mut Unpacker) -> Result<Self> {
                 Ok(($($name::unpack(u)?,)+))
+            }
+            const FIXED_SIZE: Option<usize> =
+                __fixed_sum(&[$(<$name as Unpack>::FIXED_SIZE),+]);
+            fn unpack_fixed(bytes: &[u8]) -> Result<Self> {
+                let mut at = 0;
+                Ok(($(__unpack_field::<$name>(bytes, &mut at)?,)+))
             }
             fn describe(s: &mut Schema) {
                 s.push("(");
@@ -646,6 +970,10 @@ tuple!(A B C D E F G H);
 impl<T: Pack + ?Sized> Pack for &T {
     fn pack<'a>(&'a self, p: &mut Packer<'a>) {
         (**self).pack(p)
+    }
+    const FIXED_SIZE: Option<usize> = T::FIXED_SIZE;
+    fn pack_fixed(&self, out: &mut [u8]) {
+        (**self).pack_fixed(out)
     }
     fn describe(s: &mut Schema) {
         T::describe(s)

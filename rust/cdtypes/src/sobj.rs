@@ -7,7 +7,7 @@ use std::ptr;
 use cdtypes_sys as sys;
 
 use crate::error::{check, Error, Result};
-use crate::pack::{Pack, Packer, RegionBuf, Schema, Unpack, Unpacker};
+use crate::pack::{give_buffer, take_buffer, Pack, Packer, RegionBuf, Schema, Unpack, Unpacker};
 use crate::types::Kind;
 
 /// The adapter's custom type (lives for the whole program).
@@ -27,6 +27,7 @@ pub(crate) struct SendObj<'a> {
     sobj: Box<sys::cdt_sobj>,
     _stream: Vec<u8>,
     _buffers: Vec<sys::cdt_sobj_buffer>,
+    _owned: Vec<Vec<u8>>,
     _borrow: PhantomData<&'a [u8]>,
 }
 
@@ -34,14 +35,20 @@ pub(crate) struct SendObj<'a> {
 unsafe impl Send for SendObj<'_> {}
 
 impl<'a> SendObj<'a> {
-    pub(crate) fn new<T: Pack + ?Sized>(value: &'a T) -> Self {
+    /// Pack `value`; the error a [`Pack`] impl recorded with [`Packer::fail`], if any.
+    pub(crate) fn new<T: Pack + ?Sized>(value: &'a T) -> Result<Self> {
         let mut p = Packer::new(Schema::of_pack::<T>());
         value.pack(&mut p);
         let Packer {
             mut stream,
             mut regions,
+            owned,
+            error,
             ..
         } = p;
+        if let Some(e) = error {
+            return Err(e);
+        }
         let sobj = Box::new(sys::cdt_sobj {
             inband: stream.as_mut_ptr().cast(),
             inband_len: stream.len() as i64,
@@ -49,17 +56,25 @@ impl<'a> SendObj<'a> {
             nbuffers: regions.len() as i64,
             ..Default::default()
         });
-        SendObj {
+        Ok(SendObj {
             sobj,
             _stream: stream,
             _buffers: regions,
+            _owned: owned,
             _borrow: PhantomData,
-        }
+        })
     }
 
     /// The object to pass as `buf` (count 1) with [`sobj_type`].
     pub(crate) fn as_ptr(&self) -> *const c_void {
         &*self.sobj as *const sys::cdt_sobj as *const c_void
+    }
+}
+
+impl Drop for SendObj<'_> {
+    fn drop(&mut self) {
+        // the library no longer reads the stream (the frame or request is gone)
+        give_buffer(std::mem::take(&mut self._stream));
     }
 }
 
@@ -127,6 +142,9 @@ unsafe extern "C" fn alloc_part(
         return sys::CDT_ERR_NO_MEMORY;
     };
     if index < 0 {
+        if store.inband.capacity() == 0 {
+            store.inband = take_buffer(0);
+        }
         if store.inband.try_reserve_exact(len).is_err() {
             return sys::CDT_ERR_NO_MEMORY;
         }

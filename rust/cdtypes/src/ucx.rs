@@ -197,6 +197,14 @@ impl Worker {
         unsafe { sys::cdt_ucx_worker_progress(self.inner.raw) }
     }
 
+    /// The `cdt_ucx_worker` handle, for programs that also call libcdt or UCX directly
+    /// (`cdt_ucx_worker_handle` gives its `ucp_worker_h`). It stays valid while `self` (or
+    /// a clone, endpoint or request of this worker) lives; the same rules as in cdt_ucx.h
+    /// apply to what is done with it.
+    pub fn as_raw(&self) -> sys::cdt_ucx_worker {
+        self.inner.raw
+    }
+
     /// The sender id in use.
     pub fn sender_id(&self) -> u32 {
         // SAFETY: valid worker
@@ -510,7 +518,7 @@ impl Endpoint {
         tag: Tag,
         timeout: Option<Duration>,
     ) -> Result<()> {
-        let obj = SendObj::new(value);
+        let obj = SendObj::new(value)?;
         let req = self.isend_raw(obj.as_ptr(), 1, sobj_type()?, tag)?;
         self.wait_borrowed(req, timeout)
     }
@@ -519,8 +527,24 @@ impl Endpoint {
     pub fn isend<V: Pack + Send + 'static>(&self, value: V, tag: Tag) -> Result<SendRequest<V>> {
         let value = Box::into_raw(Box::new(value));
         // SAFETY: the box lives until the request completes (or is leaked with it)
-        let obj: SendObj<'static> = SendObj::new(unsafe { &*value });
-        match self.isend_raw(obj.as_ptr(), 1, sobj_type()?, tag) {
+        let obj: SendObj<'static> = match SendObj::new(unsafe { &*value }) {
+            Ok(obj) => obj,
+            Err(e) => {
+                // SAFETY: not posted: ours again
+                drop(unsafe { Box::from_raw(value) });
+                return Err(e);
+            }
+        };
+        let ty = match sobj_type() {
+            Ok(ty) => ty,
+            Err(e) => {
+                drop(obj);
+                // SAFETY: not posted: ours again
+                drop(unsafe { Box::from_raw(value) });
+                return Err(e);
+            }
+        };
+        match self.isend_raw(obj.as_ptr(), 1, ty, tag) {
             Ok(raw) => Ok(SendRequest {
                 raw,
                 obj: Some(obj),
@@ -556,6 +580,13 @@ impl Endpoint {
             inner: self.worker.clone(),
         }
         .recv(tag, timeout)
+    }
+
+    /// The `cdt_ucx_ep` handle (NULL once closed), for programs that also call libcdt or UCX
+    /// directly (`cdt_ucx_ep_handle` gives its `ucp_ep_h`). It stays valid until the endpoint
+    /// is closed or dropped.
+    pub fn as_raw(&self) -> sys::cdt_ucx_ep {
+        self.raw.read().unwrap_or_else(|e| e.into_inner()).0
     }
 
     /// The worker this endpoint belongs to.

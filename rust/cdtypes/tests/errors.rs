@@ -257,3 +257,112 @@ fn derived_datatypes() {
         "CDT_ERR_TRUNCATED"
     );
 }
+
+#[test]
+fn fixed_arrays_are_checked_whole() {
+    // fixed-size arrays of plain data are copied as one block: round trip, and the checks of
+    // bool and char still apply to every element
+    let v = (
+        [7i32; 300],
+        [[1u16, 2], [3, 4]],
+        [true, false, true],
+        ['a', 'ß'],
+    );
+    let bytes = cdtypes::to_vec(&v).unwrap();
+    type T = ([i32; 300], [[u16; 2]; 2], [bool; 3], [char; 2]);
+    assert_eq!(from_bytes::<T>(&bytes).unwrap(), v);
+    let find = |needle: &[u8]| {
+        bytes
+            .windows(needle.len())
+            .position(|w| w == needle)
+            .expect("bytes in the frame")
+    };
+    let at_bool = find(&[1, 0, 1]) + 1;
+    let mut bad = bytes.clone();
+    bad[at_bool] = 2;
+    assert_eq!(name(from_bytes::<T>(&bad)), "CDT_ERR_FRAME_MISMATCH");
+    let at_char = find(&('ß' as u32).to_ne_bytes());
+    let mut bad = bytes.clone();
+    bad[at_char..at_char + 4].copy_from_slice(&0xD800u32.to_ne_bytes());
+    assert_eq!(name(from_bytes::<T>(&bad)), "CDT_ERR_FRAME_MISMATCH");
+    // an array of another length
+    let head = cdtypes::to_vec(&[0u8; 40]).unwrap();
+    assert_eq!(
+        name(from_bytes::<[u8; 41]>(&head)),
+        "CDT_ERR_FRAME_MISMATCH"
+    );
+}
+
+#[derive(Pack, Unpack, Debug, PartialEq, Clone, Copy)]
+struct Fixed {
+    a: i32,
+    flag: bool,
+    pair: (u16, [u8; 3]),
+    wide: i128,
+    d: f64,
+}
+
+/// The same value through the element-by-element path (no fixed-size form).
+#[derive(Debug, PartialEq)]
+struct Slow(Fixed);
+
+impl Pack for Slow {
+    fn pack<'a>(&'a self, p: &mut cdtypes::Packer<'a>) {
+        self.0.pack(p)
+    }
+    fn describe(s: &mut cdtypes::Schema) {
+        <Fixed as Pack>::describe(s)
+    }
+}
+
+impl Unpack for Slow {
+    fn unpack(u: &mut cdtypes::Unpacker) -> cdtypes::Result<Self> {
+        Fixed::unpack(u).map(Slow)
+    }
+    fn describe(s: &mut cdtypes::Schema) {
+        <Fixed as Unpack>::describe(s)
+    }
+}
+
+#[test]
+fn vectors_of_fixed_size_structs_are_one_block() {
+    let v: Vec<Fixed> = (0..50)
+        .map(|i| Fixed {
+            a: -i,
+            flag: i % 2 == 0,
+            pair: (i as u16, [1, 2, i as u8]),
+            wide: -(i as i128) << 70,
+            d: f64::from(i) / 3.0,
+        })
+        .collect();
+    let slow: Vec<Slow> = v.iter().copied().map(Slow).collect();
+    let fast_bytes = cdtypes::to_vec(&v).unwrap();
+    let slow_bytes = cdtypes::to_vec(&slow).unwrap();
+    assert_eq!(fast_bytes, slow_bytes, "the block is the elements' bytes");
+    assert_eq!(from_bytes::<Vec<Fixed>>(&slow_bytes).unwrap(), v);
+    assert_eq!(from_bytes::<Vec<Slow>>(&fast_bytes).unwrap(), slow);
+    // 4 + 1 + 2 + 3 + 16 + 8 bytes each, after the fingerprint and the length
+    assert_eq!(<Fixed as Pack>::FIXED_SIZE, Some(34));
+    // an invalid bool inside the block
+    let at = fast_bytes.len() - 34 + 4;
+    assert_eq!(fast_bytes[at], 0, "the last element's flag");
+    let mut bad = fast_bytes.clone();
+    bad[at] = 7;
+    assert_eq!(
+        name(from_bytes::<Vec<Fixed>>(&bad)),
+        "CDT_ERR_FRAME_MISMATCH"
+    );
+    // a length that claims more elements than the stream holds
+    let len_at = fast_bytes.len() - 50 * 34 - 8;
+    let mut bad = fast_bytes.clone();
+    bad[len_at..len_at + 8].copy_from_slice(&51u64.to_ne_bytes());
+    assert_eq!(
+        name(from_bytes::<Vec<Fixed>>(&bad)),
+        "CDT_ERR_FRAME_MISMATCH"
+    );
+    bad[len_at..len_at + 8].copy_from_slice(&u64::MAX.to_ne_bytes());
+    assert_eq!(
+        name(from_bytes::<Vec<Fixed>>(&bad)),
+        "CDT_ERR_FRAME_MISMATCH"
+    );
+}
