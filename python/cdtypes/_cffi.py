@@ -72,6 +72,17 @@ def _raise(code, what=None):
     raise _error(code, what)
 
 
+def _writable(obj):
+    """ffi.from_buffer(obj) for writing: BufferError for a read-only object on every
+    interpreter, as the C API's PyObject_GetBuffer(PyBUF_WRITABLE) raises."""
+    try:
+        return ffi.from_buffer(obj, require_writable=True)
+    except TypeError:
+        if memoryview(obj).readonly:  # TypeError still for objects without the buffer protocol
+            raise BufferError("Object is not writable.") from None
+        raise
+
+
 def _window(ptr, n, owner, readonly=True):
     """A buffer of n bytes at ptr that keeps ``owner`` alive (read-only: a memoryview)."""
     if n == 0:
@@ -258,7 +269,7 @@ class Frame:
     def gather_into(self, dst, offset=0):
         """gather_into(dst, offset=0): copy frame bytes [offset, offset + len(dst)) into dst."""
         h = self._handle()
-        c = ffi.from_buffer(dst, require_writable=True)
+        c = _writable(dst)
         try:
             rc = lib.cdt_frame_gather(h, offset, c, len(c))
         finally:
@@ -365,7 +376,7 @@ class _Rx:
             self.buffers.append(ffi.buffer(c))
             return c
         mem = self.alloc(nbytes)
-        c = ffi.from_buffer(mem, require_writable=True)
+        c = _writable(mem)
         self.pins.append(c)
         if len(c) != nbytes:
             raise ValueError("allocator gave %d bytes, %d were asked" % (len(c), nbytes))
@@ -479,7 +490,7 @@ def decode(data, alloc=None, inplace=False, max_bytes=-1, max_regions=-1):
     inplace = bool(inplace)
     max_bytes = _limit_arg(max_bytes, "max_bytes")
     max_regions = _limit_arg(max_regions, "max_regions")
-    src = ffi.from_buffer(data, require_writable=inplace)
+    src = _writable(data) if inplace else ffi.from_buffer(data)
     rx = _Rx(alloc)
     dec = None
     so = None
