@@ -769,10 +769,10 @@ def mpi_pack(obj, oid, threshold):
         head = bytearray(MPI_PREFIX + size - sep_bytes)
         _prefix.pack_into(head, 0, _MPI_MAGIC, oid, threshold if threshold > 0 else 0)
         parts = []
-        if sep_bytes == 0:
-            f.gather_into(memoryview(head)[MPI_PREFIX:])
-            return f, head, parts
         hc = ffi.from_buffer(head, require_writable=True)
+        if sep_bytes == 0:
+            f._gather(0, hc + MPI_PREFIX, size)
+            return f, head, parts
         w = MPI_PREFIX
         pos = 0  # frame offset copied up to
         iov = ffi.new("cdt_iov *")

@@ -186,7 +186,7 @@ static const char *cdtpy_resolve(const char *path, int *have_ucx)
     if (h == NULL)
         return "dlopen";
 #define RESOLVE_(name, required)                                                                   \
-    *(void **)&cdtpy_C.name = dlsym(h, #name);                                                    \
+    *(void **)&cdtpy_C.name = dlsym(h, #name);                                                     \
     if (cdtpy_C.name == NULL) {                                                                    \
         if (required)                                                                              \
             return #name;                                                                          \
