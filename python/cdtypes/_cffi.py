@@ -19,6 +19,7 @@ around every libcdt call; the allocator and prepare callbacks take it back.
 import os
 import pickle
 import struct
+import sys
 import weakref
 
 from ._cffi_build import CORE_CALLS, UCX_CALLS
@@ -41,6 +42,8 @@ _alloc_error = None  # alloc_error(exc) -> exception instance
 _sobj_type = None
 _have_ucx = False
 _dumps = pickle.dumps
+_CPYTHON = sys.implementation.name == "cpython"
+_ALLOC_DEFAULT = ffi.addressof(lib, "cdtpy_alloc_default")  # a function pointer on every interpreter
 
 # receive memory: uninitialised, 64-byte aligned, reused by size (cdtpy_alloc / cdtpy_free)
 _new = ffi.new_allocator(lib.cdtpy_alloc, lib.cdtpy_free, should_clear_after_alloc=False)
@@ -280,11 +283,22 @@ class Frame:
     def tobytes(self):
         """The whole frame in one bytes object (a copy)."""
         h = self._handle()
-        tmp = _new("char[]", self._size)
-        rc = lib.cdt_frame_gather(h, 0, tmp, self._size)
+        if _CPYTHON:
+            # gathered straight into a new bytes object, before anything else can see it (as
+            # the C extension fills PyBytes_FromStringAndSize(NULL, n)); bytes(n) is calloc'd
+            out = bytes(self._size)
+            dst = ffi.from_buffer(out)
+        else:  # PyPy may hand ffi.from_buffer(bytes) a copy: gather, then copy once
+            out = None
+            dst = _new("char[]", self._size)
+        try:
+            rc = lib.cdt_frame_gather(h, 0, dst, self._size)
+        finally:
+            if out is not None:
+                ffi.release(dst)
         if rc < 0:
             _raise(rc, "cdt_frame_gather")
-        return ffi.buffer(tmp)[:]
+        return out if out is not None else ffi.buffer(dst)[:]
 
     def close(self):
         """Free the frame and release the buffers it referenced. Idempotent."""
@@ -420,6 +434,8 @@ def cdtpy_alloc_hook(user, index, length, kind, base):
 
 def _prepare(rx, so):
     """Size the object from the decoder's header and bind: a status."""
+    if rx.alloc is None and rx.inplace is None:
+        return _prepare_default(rx, so)
     so.alloc = lib.cdtpy_alloc_hook
     handle = ffi.new_handle(rx)  # the allocator runs inside cdt_sobj_recv_prepare only
     so.alloc_user = handle
@@ -429,6 +445,33 @@ def _prepare(rx, so):
         if rc != 0:
             lib.cdt_sobj_release(so)
     so.alloc_user = _NULL
+    return rc
+
+
+def _prepare_default(rx, so):
+    """_prepare with the default memory: allocated in C (cdtpy_alloc_default), no callback;
+    each part then owned by a Python buffer that gives it back to cdtpy_free."""
+    info = ffi.new("cdt_frame_info *")
+    rc = lib.cdt_decoder_info(rx.decoder, info)
+    if rc != 0:
+        return rc
+    nreg = info.region_count
+    slots = ffi.new("void *[]", nreg + 1)
+    so.alloc = _ALLOC_DEFAULT
+    so.alloc_user = slots
+    rc = lib.cdt_sobj_recv_prepare(so, rx.decoder)
+    so.alloc_user = _NULL
+    # the parts allocated belong to us from here, whether the prepare step succeeded or not
+    owned = [ffi.gc(ffi.cast("char *", slots[i]), lib.cdtpy_free) if slots[i] != _NULL else None
+             for i in range(nreg + 1)]
+    if rc != 0:
+        return rc
+    rx.stream, rx.nstream = owned[0], so.inband_len
+    bufs = so.buffers
+    rx.buffers = [ffi.buffer(owned[i + 1], bufs[i].len) for i in range(so.nbuffers)]
+    rc = lib.cdt_decoder_bind(rx.decoder, so, 1, _sobj_type)
+    if rc != 0:
+        lib.cdt_sobj_release(so)
     return rc
 
 

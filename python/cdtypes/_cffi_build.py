@@ -145,6 +145,7 @@ int cdt_ucx_request_free(cdt_ucx_request request);
 const char *cdtpy_resolve(const char *path, int *have_ucx);
 void *cdtpy_alloc(size_t n);
 void cdtpy_free(void *p);
+int cdtpy_alloc_default(void *user, cdt_count index, cdt_count len, cdt_kind kind, void **base);
 void cdtpy_cache_limit(int64_t bytes);
 int cdtpy_stream_needs_check(const unsigned char *s, size_t n);
 int cdtpy_decode_inplace(cdt_decoder dec, const char *p, cdt_count header_and_stream,
@@ -165,6 +166,7 @@ def source():
     macros = "".join("#define %s (*cdtpy_C.%s)\n" % (n, n) for n in names)
     return r"""
 #include <dlfcn.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -202,7 +204,8 @@ static const char *cdtpy_resolve(const char *path, int *have_ucx)
  * when freed (at most CACHE_SLOTS blocks, cache_limit bytes) for the next receive of the same
  * size, as in the C extension: fresh memory costs a page fault per 4 KiB on its first write.
  * Every block starts ALIGN bytes before the pointer handed out, where its size is kept. Called
- * with the GIL held (cffi's allocator and destructor run under it). */
+ * with or without the GIL (cdtpy_alloc_default runs inside a libcdt call): a mutex guards the
+ * cache. */
 #define ALIGN 64
 #define CACHE_SLOTS 16
 #define CACHE_MIN (64 * 1024)
@@ -211,22 +214,30 @@ static struct {
     size_t len;
 } cdtpy_cache[CACHE_SLOTS];
 static size_t cdtpy_cache_bytes, cdtpy_cache_max = (size_t)256 << 20;
+static pthread_mutex_t cdtpy_cache_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static void cdtpy_cache_limit(int64_t bytes)
 {
+    pthread_mutex_lock(&cdtpy_cache_lock);
     cdtpy_cache_max = bytes > 0 ? (size_t)bytes : 0;
+    pthread_mutex_unlock(&cdtpy_cache_lock);
 }
 
 static void *cdtpy_alloc(size_t n)
 {
     char *mem = NULL;
-    for (int i = 0; n >= CACHE_MIN && i < CACHE_SLOTS; i++) {
-        if (cdtpy_cache[i].mem != NULL && cdtpy_cache[i].len == n) {
-            mem = cdtpy_cache[i].mem;
-            cdtpy_cache[i].mem = NULL;
-            cdtpy_cache_bytes -= n;
-            return mem + ALIGN;
+    if (n >= CACHE_MIN) {
+        pthread_mutex_lock(&cdtpy_cache_lock);
+        for (int i = 0; mem == NULL && i < CACHE_SLOTS; i++) {
+            if (cdtpy_cache[i].mem != NULL && cdtpy_cache[i].len == n) {
+                mem = cdtpy_cache[i].mem;
+                cdtpy_cache[i].mem = NULL;
+                cdtpy_cache_bytes -= n;
+            }
         }
+        pthread_mutex_unlock(&cdtpy_cache_lock);
+        if (mem != NULL)
+            return mem + ALIGN;
     }
     if (n > SIZE_MAX - ALIGN || posix_memalign((void **)&mem, ALIGN, n + ALIGN) != 0)
         return NULL;
@@ -241,7 +252,9 @@ static void cdtpy_free(void *p)
     char *mem = (char *)p - ALIGN;
     size_t n;
     memcpy(&n, mem, sizeof n);
+    pthread_mutex_lock(&cdtpy_cache_lock);
     if (n < CACHE_MIN || n > cdtpy_cache_max) {
+        pthread_mutex_unlock(&cdtpy_cache_lock);
         free(mem);
         return;
     }
@@ -265,6 +278,23 @@ static void cdtpy_free(void *p)
     cdtpy_cache[slot].mem = mem;
     cdtpy_cache[slot].len = n;
     cdtpy_cache_bytes += n;
+    pthread_mutex_unlock(&cdtpy_cache_lock);
+}
+
+/* The receive allocator without a Python allocator: every part from cdtpy_alloc, its address
+ * kept in slot index + 1 of `user` (void *[region_count + 1]), which the caller then owns
+ * (cdtpy_free), whether the prepare step succeeded or not. No callback into Python. */
+static int cdtpy_alloc_default(void *user, cdt_count index, cdt_count len, cdt_kind kind,
+                               void **base)
+{
+    (void)kind;
+    void **slots = user;
+    void *p = cdtpy_alloc(len > 0 ? (size_t)len : 0);
+    if (p == NULL)
+        return CDT_ERR_NO_MEMORY;
+    slots[index + 1] = p;
+    *base = len > 0 ? p : NULL;
+    return CDT_SUCCESS;
 }
 
 /* Whether some byte 0x96 is followed by a length in (bytes after it, 2**63): whether the
