@@ -461,14 +461,19 @@ def _prepare_default(rx, so):
     so.alloc_user = slots
     rc = lib.cdt_sobj_recv_prepare(so, rx.decoder)
     so.alloc_user = _NULL
-    # the parts allocated belong to us from here, whether the prepare step succeeded or not
-    owned = [ffi.gc(ffi.cast("char *", slots[i]), lib.cdtpy_free) if slots[i] != _NULL else None
-             for i in range(nreg + 1)]
+    # the parts allocated belong to us from here, whether the prepare step succeeded or not;
+    # their sizes tell PyPy's collector how much memory it keeps alive (the cache reuses it
+    # only once collected)
     if rc != 0:
+        for i in range(nreg + 1):
+            if slots[i] != _NULL:
+                lib.cdtpy_free(slots[i])
         return rc
-    rx.stream, rx.nstream = owned[0], so.inband_len
+    rx.stream, rx.nstream = (ffi.gc(ffi.cast("char *", slots[0]), lib.cdtpy_free, so.inband_len),
+                             so.inband_len)
     bufs = so.buffers
-    rx.buffers = [ffi.buffer(owned[i + 1], bufs[i].len) for i in range(so.nbuffers)]
+    rx.buffers = [ffi.buffer(ffi.gc(ffi.cast("char *", slots[i + 1]), lib.cdtpy_free, bufs[i].len),
+                             bufs[i].len) for i in range(so.nbuffers)]
     rc = lib.cdt_decoder_bind(rx.decoder, so, 1, _sobj_type)
     if rc != 0:
         lib.cdt_sobj_release(so)
