@@ -197,6 +197,9 @@ def main():
         sizes = [1 << s for s in range(0, 27, 2)]  # 1 B .. 64 MiB, x4
         target, max_iters = 0.3, 2000
     rows = []
+    out = open(args.csv, "w") if rank == 0 else None  # written row by row: a stopped run keeps its rows
+    if out is not None:
+        out.write("case,method,size_bytes,metric,value,unit\n")
     for case in ("array", "many"):
         if rank == 0:
             print("\n# case %s (%s)" % (case, "one NumPy array" if case == "array"
@@ -226,6 +229,10 @@ def main():
                     rows.append((case, method, nbytes, "peak_rss_bytes", peak, "B"))
                     line[method] += (peak,)
             if rank == 0:
+                for r in rows:
+                    out.write("%s,%s,%d,%s,%.6g,%s\n" % r)
+                out.flush()
+                rows = []
                 print("%-12d" % obj_bytes(case, size)
                       + "".join("%9.1f|%6.0f" % line[m][:2] for m in METHODS))
                 if size == sizes[-1]:
@@ -233,11 +240,8 @@ def main():
                           + "".join("%13.1f MiB" % (line[m][2] / 2**20) for m in METHODS)
                           + "   (receiver, above its RSS before the method)")
                 sys.stdout.flush()
-    if rank == 0:
-        with open(args.csv, "w") as f:
-            f.write("case,method,size_bytes,metric,value,unit\n")
-            for r in rows:
-                f.write("%s,%s,%d,%s,%.6g,%s\n" % r)
+    if out is not None:
+        out.close()
     comm.Barrier()
     if ucx is not None:  # the worker closes its listener and endpoint
         _ep.worker.close()

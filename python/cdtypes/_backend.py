@@ -5,22 +5,40 @@ backend module with a small interface (see the top of _ext.c): Frame, Buffer, du
 stream_needs_check, ucx_isend, ucx_irecv, mpi_pack, mpi_unpack, mpi_parts, and _init, which
 takes the libcdt the package loaded (cdtypes._lib) and the functions that build exceptions.
 
-Backends: "c", the CPython C extension cdtypes._ext. CDTYPES_BACKEND=c forces it; the name in
-use is cdtypes.backend.
+Backends:
+  "c"     the CPython C extension cdtypes._ext: the default on CPython
+  "cffi"  cdtypes._cffi over the cffi module cdtypes._cffi_ext (API mode): the default on PyPy,
+          where the C API is emulated; on CPython it needs the cffi package
+CDTYPES_BACKEND=c|cffi forces one; the name in use is cdtypes.backend.
 """
 import os
+import sys
 
 from . import _lib
 
-__all__ = ["impl", "name", "HAVE_UCX"]
+__all__ = ["impl", "name", "HAVE_UCX", "BACKENDS"]
 
-_wanted = os.environ.get("CDTYPES_BACKEND", "c")
-if _wanted != "c":
-    raise ImportError("CDTYPES_BACKEND=%r: this build of cdtypes has the backends: 'c'" % _wanted)
+BACKENDS = ("c", "cffi")
+DEFAULT = "cffi" if sys.implementation.name == "pypy" else "c"
 
-from . import _ext as impl  # noqa: E402
+name = os.environ.get("CDTYPES_BACKEND") or DEFAULT
+if name not in BACKENDS:
+    raise ImportError("CDTYPES_BACKEND=%r: cdtypes has the backends %s" % (
+        name, ", ".join(repr(b) for b in BACKENDS)))
 
-name = "c"
+try:
+    if name == "c":
+        from . import _ext as impl
+    else:
+        from . import _cffi as impl
+except ImportError as e:
+    why = {
+        "c": "the C extension is built for CPython only (use the 'cffi' backend)"
+        if sys.implementation.name != "cpython" else "was the package built without it?",
+        "cffi": "the cffi backend needs the cffi package on CPython (pip install cffi) and a "
+                "build of cdtypes made with cffi present",
+    }[name]
+    raise ImportError("cdtypes: the %r backend cannot be loaded (%s): %s" % (name, why, e)) from e
 
 
 def _alloc_error(exc):
@@ -30,4 +48,6 @@ def _alloc_error(exc):
     return err
 
 
-HAVE_UCX = impl._init(_lib.lib._handle, _lib.error, _alloc_error)
+# the C extension takes the dlopen handle of the library the package loaded, the cffi backend
+# its file (dlopen gives the same copy back)
+HAVE_UCX = impl._init(_lib.lib._handle if name == "c" else _lib._path, _lib.error, _alloc_error)

@@ -427,11 +427,18 @@ class Py_buffer(ctypes.Structure):
     ]
 
 
-_api = ctypes.pythonapi
-_api.PyObject_GetBuffer.argtypes = [ctypes.py_object, P(Py_buffer), ctypes.c_int]
-_api.PyObject_GetBuffer.restype = ctypes.c_int
-_api.PyBuffer_Release.argtypes = [P(Py_buffer)]
-_api.PyBuffer_Release.restype = None
+try:
+    _api = ctypes.pythonapi
+except AttributeError:  # PyPy: no C API through ctypes; its built-in cffi pins buffers instead
+    _api = None
+    import cffi
+
+    _ffi = cffi.FFI()
+else:
+    _api.PyObject_GetBuffer.argtypes = [ctypes.py_object, P(Py_buffer), ctypes.c_int]
+    _api.PyObject_GetBuffer.restype = ctypes.c_int
+    _api.PyBuffer_Release.argtypes = [P(Py_buffer)]
+    _api.PyBuffer_Release.restype = None
 _PyBUF_SIMPLE = 0
 _PyBUF_WRITABLE = 1
 
@@ -444,6 +451,12 @@ class Pinned:
 
     def __init__(self, obj, writable=False):
         self._view = None
+        if _api is None:
+            c = _ffi.from_buffer(obj, require_writable=writable)
+            self._view = c
+            self.address = int(_ffi.cast("uintptr_t", c))
+            self.nbytes = len(c)
+            return
         view = Py_buffer()
         # raises BufferError (not contiguous, not writable) through the C API
         flags = _PyBUF_WRITABLE if writable else _PyBUF_SIMPLE
@@ -454,7 +467,10 @@ class Pinned:
 
     def release(self):
         if self._view is not None:
-            _api.PyBuffer_Release(ctypes.byref(self._view))
+            if _api is None:
+                _ffi.release(self._view)
+            else:
+                _api.PyBuffer_Release(ctypes.byref(self._view))
             self._view = None
 
     def __del__(self):

@@ -105,7 +105,8 @@ def test_unmutated_seeds_decode():
 
 
 def test_backend_objects():
-    assert cdtypes.backend == "c"
+    assert cdtypes.backend == _backend.name
+    assert cdtypes.backend == (os.environ.get("CDTYPES_BACKEND") or _backend.DEFAULT)
     with cdtypes.dumps({"a": np.arange(10.0)}) as f:
         assert isinstance(f, cdtypes.Frame) and len(f) == f.size
         data = f.tobytes()

@@ -1,0 +1,352 @@
+"""The cffi backend's compiled module, cdtypes._cffi_ext (cffi API mode).
+
+The build (python/CMakeLists.txt) runs this file to write the module's C source, then compiles
+it against libcdt's headers with the interpreter's own headers (CPython or PyPy):
+
+    python _cffi_build.py OUTPUT.c
+
+Like cdtypes._ext, the module does not link libcdt: cdtpy_resolve() looks every function up
+(dlsym) in the libcdt.so the package already loaded, so there is one libcdt per process. The
+calls stay direct C calls: each name is a macro over the resolved pointer. cffi releases the
+GIL around every call; the two callbacks (the receive allocator and the UCX prepare hook) are
+``extern "Python"`` functions, which take it back.
+"""
+import sys
+
+import cffi
+
+# The libcdt functions the module calls: the same lists as the C extension's CALLS/UCX_CALLS.
+CORE_CALLS = (
+    "cdt_frame_encode",
+    "cdt_frame_size",
+    "cdt_frame_head",
+    "cdt_frame_region_count",
+    "cdt_frame_region_info",
+    "cdt_frame_region_iov",
+    "cdt_frame_iov_count",
+    "cdt_frame_iov",
+    "cdt_frame_gather",
+    "cdt_frame_free",
+    "cdt_decoder_create_advanced",
+    "cdt_decoder_info",
+    "cdt_decoder_region_info",
+    "cdt_decoder_region_iov",
+    "cdt_decoder_bind",
+    "cdt_decoder_write",
+    "cdt_decoder_region_done",
+    "cdt_decoder_finish",
+    "cdt_decoder_free",
+    "cdt_sobj_type",
+    "cdt_sobj_recv_prepare",
+    "cdt_sobj_release",
+)
+UCX_CALLS = (
+    "cdt_ucx_isend",
+    "cdt_ucx_irecv",
+    "cdt_ucx_request_test",
+    "cdt_ucx_request_wait",
+    "cdt_ucx_request_cancel",
+    "cdt_ucx_request_recv_info",
+    "cdt_ucx_request_free",
+)
+
+CDEF = """
+typedef int64_t cdt_count;
+typedef uint64_t cdt_ucx_tag;
+typedef enum { CDT_KIND_BYTE, ... } cdt_kind;
+typedef struct cdt_type_s *cdt_type;
+typedef struct cdt_frame_s *cdt_frame;
+typedef struct cdt_decoder_s *cdt_decoder;
+typedef struct cdt_ucx_ep_s *cdt_ucx_ep;
+typedef struct cdt_ucx_worker_s *cdt_ucx_worker;
+typedef struct cdt_ucx_request_s *cdt_ucx_request;
+
+#define CDT_SUCCESS ...
+#define CDT_INPROGRESS ...
+#define CDT_ERR_USER_BASE ...
+#define CDT_ERR_LIMIT ...
+#define CDT_ERR_UNSUPPORTED ...
+#define CDT_ERR_TIMEOUT ...
+#define CDT_ERR_CANCELED ...
+#define CDT_ERR_FRAME_MAGIC ...
+#define CDT_ERR_FRAME_MALFORMED ...
+#define CDT_ERR_FRAME_TRUNCATED ...
+#define CDT_FRAME_FIXED_HEADER_SIZE ...
+#define CDT_DECODER_PARAM_MAX_FRAME_BYTES ...
+#define CDT_DECODER_PARAM_MAX_REGIONS ...
+#define CDT_UCX_RECV_PARAM_PREPARE ...
+#define CDT_UCX_RECV_PARAM_MAX_FRAME_BYTES ...
+#define CDT_UCX_RECV_PARAM_MAX_REGIONS ...
+#define CDT_UCX_INFINITE ...
+
+typedef struct { void *base; cdt_count len; } cdt_iov;
+typedef struct {
+    uint32_t version; uint32_t flags; cdt_count header_size; cdt_count packed_size;
+    cdt_count region_count; cdt_count region_bytes; cdt_count frame_size;
+} cdt_frame_info;
+typedef struct { uint64_t field_mask; cdt_count max_frame_bytes; cdt_count max_regions; ...; }
+    cdt_decoder_params;
+typedef struct { void *base; cdt_count len; cdt_kind kind; } cdt_sobj_buffer;
+typedef int(cdt_sobj_alloc_func_t)(void *user, cdt_count index, cdt_count len, cdt_kind kind,
+                                   void **base);
+typedef struct {
+    void *inband; cdt_count inband_len; cdt_sobj_buffer *buffers; cdt_count nbuffers;
+    cdt_sobj_alloc_func_t *alloc; void *alloc_user; ...;
+} cdt_sobj;
+typedef struct { cdt_ucx_tag tag; cdt_count frame_size; cdt_count packed_size;
+                 cdt_count region_count; cdt_count region_bytes; } cdt_ucx_recv_info;
+typedef int(cdt_ucx_recv_prepare_func_t)(void *arg, cdt_decoder decoder);
+typedef struct {
+    uint64_t field_mask; cdt_ucx_recv_prepare_func_t *prepare; void *prepare_arg;
+    cdt_count max_frame_bytes; cdt_count max_regions; ...;
+} cdt_ucx_recv_params;
+
+int cdt_frame_encode(const void *buf, cdt_count count, cdt_type type, const void *params,
+                     cdt_frame *frame);
+int cdt_frame_size(cdt_frame frame, cdt_count *bytes);
+int cdt_frame_head(cdt_frame frame, const void **data, cdt_count *len);
+int cdt_frame_region_count(cdt_frame frame, cdt_count *n);
+int cdt_frame_region_info(cdt_frame frame, cdt_count index, cdt_count *len_bytes, cdt_kind *kind,
+                          cdt_count *frame_offset);
+int cdt_frame_region_iov(cdt_frame frame, cdt_count index, cdt_count first, cdt_count max,
+                         cdt_iov iov[], cdt_count *n_out);
+int cdt_frame_iov_count(cdt_frame frame, cdt_count *n);
+int cdt_frame_iov(cdt_frame frame, cdt_count first, cdt_count max, cdt_iov iov[],
+                  cdt_count *n_out);
+int cdt_frame_gather(cdt_frame frame, cdt_count offset, void *dst, cdt_count len);
+int cdt_frame_free(cdt_frame frame);
+int cdt_decoder_create_advanced(const void *data, cdt_count len, const cdt_decoder_params *params,
+                                cdt_decoder *decoder);
+int cdt_decoder_info(cdt_decoder decoder, cdt_frame_info *info);
+int cdt_decoder_region_info(cdt_decoder decoder, cdt_count index, cdt_count *len_bytes,
+                            cdt_kind *kind, cdt_count *frame_offset);
+int cdt_decoder_region_iov(cdt_decoder decoder, cdt_count index, cdt_count first, cdt_count max,
+                           cdt_iov iov[], cdt_count *n_out);
+int cdt_decoder_bind(cdt_decoder decoder, void *buf, cdt_count count, cdt_type type);
+int cdt_decoder_write(cdt_decoder decoder, cdt_count offset, const void *src, cdt_count len);
+int cdt_decoder_region_done(cdt_decoder decoder, cdt_count index);
+int cdt_decoder_finish(cdt_decoder decoder);
+int cdt_decoder_free(cdt_decoder decoder);
+cdt_type cdt_sobj_type(void);
+int cdt_sobj_recv_prepare(cdt_sobj *obj, cdt_decoder decoder);
+void cdt_sobj_release(cdt_sobj *obj);
+int cdt_ucx_isend(cdt_ucx_ep ep, const void *buf, cdt_count count, cdt_type type,
+                  cdt_ucx_tag tag, cdt_ucx_request *request);
+int cdt_ucx_irecv(cdt_ucx_worker worker, void *buf, cdt_count count, cdt_type type,
+                  cdt_ucx_tag tag, cdt_ucx_tag tag_mask, const cdt_ucx_recv_params *params,
+                  cdt_ucx_request *request);
+int cdt_ucx_request_test(cdt_ucx_request request);
+int cdt_ucx_request_wait(cdt_ucx_request request, int64_t timeout_ms);
+int cdt_ucx_request_cancel(cdt_ucx_request request);
+int cdt_ucx_request_recv_info(cdt_ucx_request request, cdt_ucx_recv_info *info);
+int cdt_ucx_request_free(cdt_ucx_request request);
+
+/* the module's own helpers */
+const char *cdtpy_resolve(const char *path, int *have_ucx);
+void *cdtpy_alloc(size_t n);
+void cdtpy_free(void *p);
+int cdtpy_alloc_default(void *user, cdt_count index, cdt_count len, cdt_kind kind, void **base);
+void cdtpy_cache_limit(int64_t bytes);
+int cdtpy_stream_needs_check(const unsigned char *s, size_t n);
+int cdtpy_decode_inplace(cdt_decoder dec, const char *p, cdt_count header_and_stream,
+                         cdt_count region_count);
+
+extern "Python" int cdtpy_alloc_hook(void *user, cdt_count index, cdt_count len, cdt_kind kind,
+                                     void **base);
+extern "Python" int cdtpy_prepare_hook(void *arg, cdt_decoder decoder);
+"""
+
+
+def source():
+    """The C part: the resolved functions, the aligned receive memory, two scans."""
+    names = CORE_CALLS + UCX_CALLS
+    decl = "".join("    __typeof__(&%s) %s;\n" % (n, n) for n in names)
+    core = "".join("    RESOLVE_(%s, 1)\n" % n for n in CORE_CALLS)
+    ucx = "".join("    RESOLVE_(%s, 0)\n" % n for n in UCX_CALLS)
+    macros = "".join("#define %s (*cdtpy_C.%s)\n" % (n, n) for n in names)
+    return r"""
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cdt.h"
+#include "cdt_sobj.h"
+#include "cdt_ucx.h"
+
+static struct {
+%(decl)s} cdtpy_C;
+
+/* Look libcdt's functions up in the library at `path`, which the package loaded already
+ * (dlopen gives that same copy back). NULL, or the name of the first function missing. */
+static const char *cdtpy_resolve(const char *path, int *have_ucx)
+{
+    void *h = dlopen(path, RTLD_NOW | RTLD_NOLOAD);
+    if (h == NULL)
+        h = dlopen(path, RTLD_NOW);
+    if (h == NULL)
+        return "dlopen";
+#define RESOLVE_(name, required)                                                                   \
+    *(void **)&cdtpy_C.name = dlsym(h, #name);                                                     \
+    if (cdtpy_C.name == NULL) {                                                                    \
+        if (required)                                                                              \
+            return #name;                                                                          \
+        *have_ucx = 0;                                                                             \
+    }
+    *have_ucx = 1;
+%(core)s%(ucx)s#undef RESOLVE_
+    return NULL;
+}
+
+%(macros)s
+/* Receive memory: 64-byte aligned, uninitialised. A block of at least CACHE_MIN bytes is kept
+ * when freed (at most CACHE_SLOTS blocks, cache_limit bytes) for the next receive of the same
+ * size, as in the C extension: fresh memory costs a page fault per 4 KiB on its first write.
+ * Every block starts ALIGN bytes before the pointer handed out, where its size is kept. Called
+ * with or without the GIL (cdtpy_alloc_default runs inside a libcdt call): a mutex guards the
+ * cache. */
+#define ALIGN 64
+#define CACHE_SLOTS 16
+#define CACHE_MIN (64 * 1024)
+static struct {
+    char *mem;
+    size_t len;
+} cdtpy_cache[CACHE_SLOTS];
+static size_t cdtpy_cache_bytes, cdtpy_cache_max = (size_t)256 << 20;
+static pthread_mutex_t cdtpy_cache_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void cdtpy_cache_limit(int64_t bytes)
+{
+    pthread_mutex_lock(&cdtpy_cache_lock);
+    cdtpy_cache_max = bytes > 0 ? (size_t)bytes : 0;
+    pthread_mutex_unlock(&cdtpy_cache_lock);
+}
+
+static void *cdtpy_alloc(size_t n)
+{
+    char *mem = NULL;
+    if (n >= CACHE_MIN) {
+        pthread_mutex_lock(&cdtpy_cache_lock);
+        for (int i = 0; mem == NULL && i < CACHE_SLOTS; i++) {
+            if (cdtpy_cache[i].mem != NULL && cdtpy_cache[i].len == n) {
+                mem = cdtpy_cache[i].mem;
+                cdtpy_cache[i].mem = NULL;
+                cdtpy_cache_bytes -= n;
+            }
+        }
+        pthread_mutex_unlock(&cdtpy_cache_lock);
+        if (mem != NULL)
+            return mem + ALIGN;
+    }
+    if (n > SIZE_MAX - ALIGN || posix_memalign((void **)&mem, ALIGN, n + ALIGN) != 0)
+        return NULL;
+    memcpy(mem, &n, sizeof n);
+    return mem + ALIGN;
+}
+
+static void cdtpy_free(void *p)
+{
+    if (p == NULL)
+        return;
+    char *mem = (char *)p - ALIGN;
+    size_t n;
+    memcpy(&n, mem, sizeof n);
+    pthread_mutex_lock(&cdtpy_cache_lock);
+    if (n < CACHE_MIN || n > cdtpy_cache_max) {
+        pthread_mutex_unlock(&cdtpy_cache_lock);
+        free(mem);
+        return;
+    }
+    int slot = -1;
+    for (int i = 0; i < CACHE_SLOTS && slot < 0; i++)
+        if (cdtpy_cache[i].mem == NULL)
+            slot = i;
+    for (int i = 0; slot >= 0 && cdtpy_cache_bytes + n > cdtpy_cache_max && i < CACHE_SLOTS; i++) {
+        if (cdtpy_cache[i].mem != NULL) { /* make room: drop older blocks */
+            free(cdtpy_cache[i].mem);
+            cdtpy_cache_bytes -= cdtpy_cache[i].len;
+            cdtpy_cache[i].mem = NULL;
+        }
+    }
+    if (slot < 0) { /* all slots full: replace the first */
+        slot = 0;
+        free(cdtpy_cache[0].mem);
+        cdtpy_cache_bytes -= cdtpy_cache[0].len;
+        cdtpy_cache[0].mem = NULL;
+    }
+    cdtpy_cache[slot].mem = mem;
+    cdtpy_cache[slot].len = n;
+    cdtpy_cache_bytes += n;
+    pthread_mutex_unlock(&cdtpy_cache_lock);
+}
+
+/* The receive allocator without a Python allocator: every part from cdtpy_alloc, its address
+ * kept in slot index + 1 of `user` (void *[region_count + 1]), which the caller then owns
+ * (cdtpy_free), whether the prepare step succeeded or not. No callback into Python. */
+static int cdtpy_alloc_default(void *user, cdt_count index, cdt_count len, cdt_kind kind,
+                               void **base)
+{
+    (void)kind;
+    void **slots = user;
+    void *p = cdtpy_alloc(len > 0 ? (size_t)len : 0);
+    if (p == NULL)
+        return CDT_ERR_NO_MEMORY;
+    slots[index + 1] = p;
+    *base = len > 0 ? p : NULL;
+    return CDT_SUCCESS;
+}
+
+/* Whether some byte 0x96 is followed by a length in (bytes after it, 2**63): whether the
+ * stream could hold a BYTEARRAY8 longer than itself. */
+static int cdtpy_stream_needs_check(const unsigned char *s, size_t n)
+{
+    if (n < 10)
+        return 0;
+    const unsigned char *p = s, *end = s + (n - 8);
+    while (p < end && (p = memchr(p, 0x96, (size_t)(end - p))) != NULL) {
+        uint64_t len = 0;
+        for (int k = 7; k >= 0; k--)
+            len = (len << 8) | p[1 + k];
+        uint64_t after = (uint64_t)(n - 9 - (size_t)(p - s));
+        if (len > after && len < ((uint64_t)1 << 63))
+            return 1;
+        p++;
+    }
+    return 0;
+}
+
+/* A whole frame at p whose regions already lie where the object wants them: the decoder
+ * takes the header and the stream, checks the padding between the parts, and the regions are
+ * only marked done. A status. */
+static int cdtpy_decode_inplace(cdt_decoder dec, const char *p, cdt_count pos,
+                                cdt_count region_count)
+{
+    int rc = cdt_decoder_write(dec, 0, p, pos);
+    for (cdt_count i = 0; rc == 0 && i < region_count; i++) {
+        cdt_count len = 0, off = 0;
+        cdt_kind kind;
+        rc = cdt_decoder_region_info(dec, i, &len, &kind, &off);
+        if (rc == 0 && off > pos)
+            rc = cdt_decoder_write(dec, pos, p + pos, off - pos);
+        if (rc == 0)
+            rc = cdt_decoder_region_done(dec, i);
+        if (off + len > pos)
+            pos = off + len;
+    }
+    return rc;
+}
+""" % dict(decl=decl, core=core, ucx=ucx, macros=macros)
+
+
+def make_ffi():
+    ffi = cffi.FFI()
+    ffi.cdef(CDEF)
+    ffi.set_source("cdtypes._cffi_ext", source(), libraries=["dl"])
+    return ffi
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 2:
+        sys.exit("usage: _cffi_build.py OUTPUT.c")
+    make_ffi().emit_c_code(sys.argv[1])

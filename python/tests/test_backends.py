@@ -1,0 +1,78 @@
+"""The two backends (the C extension and cffi) behind one Python layer: selection, agreement on
+the bytes of a frame, and the cffi module's C source."""
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+import cdtypes
+from cdtypes import _backend
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+MAKE_FRAME = (
+    "import sys, numpy as np, cdtypes\n"
+    "obj = {'a': np.arange(1000.0), 'b': [np.ones(70000, np.uint8), b'x' * 100], 's': 'text'}\n"
+    "with cdtypes.dumps(obj) as f:\n"
+    "    sys.stdout.buffer.write(f.tobytes())\n"
+)
+
+
+def run_with(backend, code, **kw):
+    env = dict(os.environ, CDTYPES_BACKEND=backend)
+    return subprocess.run([sys.executable, "-c", code], env=env, stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, cwd=HERE, **kw)
+
+
+def test_backend_names():
+    assert cdtypes.backend in _backend.BACKENDS
+    assert _backend.DEFAULT == ("cffi" if sys.implementation.name == "pypy" else "c")
+    assert _backend.impl.CALLS and _backend.impl.UCX_CALLS
+
+
+def test_unknown_backend_is_an_import_error():
+    r = run_with("fortran", "import cdtypes")
+    assert r.returncode != 0
+    assert b"ImportError" in r.stderr and b"'c', 'cffi'" in r.stderr
+
+
+@pytest.mark.skipif(sys.implementation.name != "pypy", reason="the C extension exists on CPython")
+def test_c_backend_on_pypy_says_why():
+    r = run_with("c", "import cdtypes")
+    assert r.returncode != 0 and b"CPython only" in r.stderr
+
+
+@pytest.mark.skipif(sys.implementation.name == "pypy", reason="PyPy has the cffi backend only")
+def test_backends_make_the_same_frames_and_read_each_other():
+    pytest.importorskip("numpy")
+    frames = {}
+    for b in _backend.BACKENDS:
+        r = run_with(b, MAKE_FRAME)
+        assert r.returncode == 0, r.stderr.decode()
+        frames[b] = r.stdout
+    assert frames["c"] == frames["cffi"]
+    out = cdtypes.loads(frames["c" if cdtypes.backend == "cffi" else "cffi"])
+    assert out["s"] == "text" and out["a"][999] == 999.0 and out["b"][0].sum() == 70000
+
+
+def test_both_backends_call_the_same_functions():
+    from cdtypes import _cffi_build
+
+    if cdtypes.backend == "c":
+        assert tuple(_backend.impl.CALLS) == _cffi_build.CORE_CALLS
+        assert tuple(_backend.impl.UCX_CALLS) == _cffi_build.UCX_CALLS
+
+
+def test_cffi_source_is_formatted():
+    """The C part of the cffi module is kept as clang-format (the repository's style) writes it."""
+    fmt = shutil.which("clang-format")
+    style = os.path.join(HERE, "..", "..", ".clang-format")
+    if fmt is None or not os.path.exists(style):
+        pytest.skip("clang-format or the repository's .clang-format not found")
+    from cdtypes import _cffi_build
+
+    src = _cffi_build.source()
+    r = subprocess.run([fmt, "--style=file:" + os.path.abspath(style), "--assume-filename=x.c"],
+                       input=src.encode(), stdout=subprocess.PIPE, check=True)
+    assert r.stdout.decode() == src
