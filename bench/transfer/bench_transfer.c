@@ -430,8 +430,12 @@ static handle do_send(env *e, obj *o, enum method m, uint64_t tag)
         break;
     case M_GENERIC:
         h.gs = calloc(1, sizeof(*h.gs));
+        /* objects with regions (double_vec, struct_vec's arrays) travel as their frame */
         if (o->k == K_DOUBLEVEC) {
             OK(cdt_frame_encode(&o->dv, 1, double_vec_type(), NULL, &h.gs->f));
+            OK(cdt_frame_size(h.gs->f, &h.gs->size));
+        } else if (o->k == K_STRUCTVEC) {
+            OK(cdt_frame_encode(o->mem, o->count, obj_type(o), NULL, &h.gs->f));
             OK(cdt_frame_size(h.gs->f, &h.gs->size));
         } else {
             OK(cdt_op_pack_begin(o->mem, o->count, obj_type(o), &h.gs->op));
@@ -477,7 +481,7 @@ static handle do_recv(env *e, obj *o, enum method m, uint64_t tag, int slot)
         h.gr->buf = obj_buf(o, slot);
         h.gr->count = o->k == K_DOUBLEVEC ? 1 : o->count;
         h.gr->type = obj_type(o);
-        if (o->k != K_DOUBLEVEC)
+        if (o->k != K_DOUBLEVEC && o->k != K_STRUCTVEC)
             OK(cdt_op_unpack_begin(o->mem, o->count, obj_type(o), &h.gr->op));
         h.ucx = raw_recv(e, h.gr, 1, tag, e->gen_dt);
         break;
