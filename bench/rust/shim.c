@@ -22,8 +22,7 @@ void *bench_raw_irecv(cdt_ucx_worker w, void *buf, size_t len, uint64_t tag)
 {
     ucp_request_param_t p = {.op_attr_mask = UCP_OP_ATTR_FIELD_DATATYPE,
                              .datatype = ucp_dt_make_contig(1)};
-    return ucp_tag_recv_nbx((ucp_worker_h)cdt_ucx_worker_handle(w), buf, len, tag, UINT64_MAX,
-                            &p);
+    return ucp_tag_recv_nbx((ucp_worker_h)cdt_ucx_worker_handle(w), buf, len, tag, UINT64_MAX, &p);
 }
 
 static double now(void)
