@@ -240,34 +240,19 @@ static int post(cdt_ucx_request r, cdt__ucx_sub *s, void *dst, size_t len, uint6
 }
 
 /* The sender sent these regions on their own; we will not receive them into the object (the
- * receive failed). Post truncating receives so the sender's operations complete. */
-static void drain_regions(cdt_ucx_request r, cdt_count from)
-{
-    cdt_frame_info in;
-    if (r->dec == NULL || cdt_decoder_info(r->dec, &in) != CDT_SUCCESS)
-        return;
-    int64_t deadline = drain_deadline(r);
-    for (cdt_count i = from; i < in.region_count; i++) {
-        cdt_count len;
-        if (cdt_decoder_region_info(r->dec, i, &len, NULL, NULL) != CDT_SUCCESS ||
-            !cdt__ucx_separate(len, r->threshold, i))
-            continue;
-        post_drain(r->w, cdt__ucx_private_tag(r->key, (uint64_t)i), deadline);
-    }
-}
-
-/* The decoder could not be made (no memory, or a header it refused), so drain_regions has no
- * region table to read: read the lengths straight from the header bytes in S, which need no
- * allocation. Only entries wholly inside S are read; a region the sender did not send on its
- * own is at worst a drain that expires at its deadline. */
-static void drain_regions_raw(cdt_ucx_request r, const unsigned char *S, cdt_count slen)
+ * receive failed). Post truncating receives for regions `from` on so the sender's operations
+ * complete. The lengths come straight from the header bytes at the start of the inline stream
+ * S: that needs no allocation, so it works also when the decoder could not be made (no memory,
+ * or a header it refused). Only entries wholly inside S are read; a region the sender did not
+ * send on its own is at worst a drain that expires at its deadline. */
+static void drain_regions(cdt_ucx_request r, const unsigned char *S, cdt_count slen, cdt_count from)
 {
     cdt_count header_size;
     if (cdt_frame_header_size(S, slen, &header_size) != CDT_SUCCESS || header_size > slen)
         return;
     cdt_count n = (header_size - CDT_FRAME_FIXED_HEADER_SIZE) / CDT_FRAME_REGION_ENTRY_SIZE;
     int64_t deadline = drain_deadline(r);
-    for (cdt_count i = 0; i < n; i++) {
+    for (cdt_count i = from; i < n; i++) {
         uint64_t len = cdt__get_u64(S + CDT_FRAME_FIXED_HEADER_SIZE +
                                     i * CDT_FRAME_REGION_ENTRY_SIZE + CDT__REG_OFF_LEN);
         if (len <= INT64_MAX && cdt__ucx_separate((cdt_count)len, r->threshold, i))
@@ -295,12 +280,12 @@ static void body_ready(cdt_ucx_request r, const unsigned char *S, cdt_count slen
         rc = cdt_decoder_info(r->dec, &in);
     if (rc != CDT_SUCCESS) {
         /* the sender may still have sent regions on their own */
-        drain_regions_raw(r, S, slen);
+        drain_regions(r, S, slen, 0);
         fail(r, rc);
         return;
     }
     if (r->abandon != CDT_SUCCESS) { /* nothing goes into the receive's memory */
-        drain_regions(r, 0);
+        drain_regions(r, S, slen, 0);
         fail(r, r->abandon);
         return;
     }
@@ -353,7 +338,7 @@ static void body_ready(cdt_ucx_request r, const unsigned char *S, cdt_count slen
             rc = CDT_ERR_NO_MEMORY;
     }
     if (rc != CDT_SUCCESS) {
-        drain_regions(r, 0);
+        drain_regions(r, S, slen, 0);
         fail(r, rc);
         return;
     }
@@ -387,7 +372,7 @@ static void body_ready(cdt_ucx_request r, const unsigned char *S, cdt_count slen
             r->nsubs--;
             cdt__ucx_buf_put(r->w, s->tmp, (size_t)s->len);
             s->tmp = NULL;
-            drain_regions(r, i);
+            drain_regions(r, S, slen, i);
             fail(r, rc);
             return;
         }
@@ -465,7 +450,7 @@ static void drain_refused(cdt_ucx_request r, size_t length)
         return;
     r->key = h.key;
     r->threshold = h.threshold;
-    drain_regions_raw(r, h.part, h.part_len);
+    drain_regions(r, h.part, h.part_len, 0);
 }
 
 /* lock held: the head message matched */
@@ -510,7 +495,7 @@ static void head_arrived(cdt_ucx_request r, uint64_t sender_tag, size_t length)
         /* the tail and the regions are not taken: discard them so that the sender completes
          * (the regions only when the whole header came in the head message) */
         post_drain(r->w, cdt__ucx_private_tag(r->key, CDT__UCX_TAIL_INDEX), drain_deadline(r));
-        drain_regions_raw(r, h.part, h.part_len);
+        drain_regions(r, h.part, h.part_len, 0);
         fail(r, rc);
     }
 }
