@@ -7,37 +7,24 @@ usage: report.py CSV OUT.md [--log UCX_LOG] [--load-before L] [--load-after L] [
 import argparse
 import csv
 import os
-import platform
 import re
 import subprocess
+import sys
 from collections import defaultdict
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+import machine as bench_machine  # noqa: E402  (bench/machine.py)
 
 METHODS = ["raw", "cdtypes", "c-transport", "manual", "serde-bincode", "cdtypes-serde"]
 MIB = 1 << 20
 
 
 def machine():
-    cpu = "unknown CPU"
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    cpu = line.split(":", 1)[1].strip()
-                    break
-    except OSError:
-        pass
-    ucx = "unknown"
-    try:
-        out = subprocess.run(["ucx_info", "-v"], capture_output=True, text=True).stdout
-        found = re.search(r"(\d+\.\d+\.\d+)", out)
-        ucx = found.group(1) if found else ucx
-    except OSError:
-        pass
     try:
         rustc = subprocess.run(["rustc", "--version"], capture_output=True, text=True).stdout.strip()
     except OSError:
         rustc = "rustc (unknown version)"
-    return f"{cpu}, {os.cpu_count()} cores, Linux {platform.release()}, UCX {ucx}, {rustc}"
+    return f"{bench_machine.summary()}, {rustc}"
 
 
 def transports(log_path):

@@ -4,32 +4,16 @@ bandwidth (libcdt / raw) next to the other methods, plus the machine the run was
 usage: report.py CSV OUT.md [TRANSPORTS.txt]"""
 import csv
 import os
-import platform
-import re
-import subprocess
 import sys
 from collections import defaultdict
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+import machine as bench_machine  # noqa: E402  (bench/machine.py)
+
 
 def machine():
-    cpu = "unknown CPU"
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    cpu = line.split(":", 1)[1].strip()
-                    break
-    except OSError:
-        pass
-    ucx = "unknown"
-    try:
-        out = subprocess.run(["ucx_info", "-v"], capture_output=True, text=True).stdout
-        found = re.search(r"(\d+\.\d+\.\d+)", out)
-        ucx = found.group(1) if found else ucx
-    except OSError:
-        pass
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
-    return (f"{cpu}, {os.cpu_count()} cores, Linux {platform.release()}, UCX {ucx}, "
+    return (f"{bench_machine.summary()}, "
             f"load average {load:.2f} at the end of the run, "
             f"UCX_TLS={os.environ.get('UCX_TLS', '(default)')}")
 
