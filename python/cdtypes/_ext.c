@@ -567,43 +567,38 @@ static cdt_iov *frame_pieces(FrameObject *f, cdt_count *n)
     return iov;
 }
 
-static PyObject *frame_iov_raw(PyObject *self, PyObject *unused)
+/* the frame's pieces as a list: (address, length) tuples (raw) or memoryviews that keep the
+ * frame alive */
+static PyObject *frame_iov_list(PyObject *self, int raw)
 {
-    (void)unused;
     cdt_count n = 0;
     cdt_iov *iov = frame_pieces((FrameObject *)self, &n);
     if (iov == NULL)
         return NULL;
     PyObject *list = PyList_New((Py_ssize_t)n);
     for (cdt_count i = 0; list != NULL && i < n; i++) {
-        PyObject *t = Py_BuildValue("(KL)", (unsigned long long)(uintptr_t)iov[i].base,
-                                    (long long)iov[i].len);
-        if (t == NULL)
+        PyObject *item = raw ? Py_BuildValue("(KL)", (unsigned long long)(uintptr_t)iov[i].base,
+                                             (long long)iov[i].len)
+                             : view_of(iov[i].base, (Py_ssize_t)iov[i].len, self);
+        if (item == NULL)
             Py_CLEAR(list);
         else
-            PyList_SET_ITEM(list, (Py_ssize_t)i, t);
+            PyList_SET_ITEM(list, (Py_ssize_t)i, item);
     }
     PyMem_Free(iov);
     return list;
 }
 
+static PyObject *frame_iov_raw(PyObject *self, PyObject *unused)
+{
+    (void)unused;
+    return frame_iov_list(self, 1);
+}
+
 static PyObject *frame_iov(PyObject *self, PyObject *unused)
 {
     (void)unused;
-    cdt_count n = 0;
-    cdt_iov *iov = frame_pieces((FrameObject *)self, &n);
-    if (iov == NULL)
-        return NULL;
-    PyObject *list = PyList_New((Py_ssize_t)n);
-    for (cdt_count i = 0; list != NULL && i < n; i++) {
-        PyObject *v = view_of(iov[i].base, (Py_ssize_t)iov[i].len, self);
-        if (v == NULL)
-            Py_CLEAR(list);
-        else
-            PyList_SET_ITEM(list, (Py_ssize_t)i, v);
-    }
-    PyMem_Free(iov);
-    return list;
+    return frame_iov_list(self, 0);
 }
 
 static int frame_gather_(FrameObject *f, cdt_count offset, void *dst, cdt_count len)
