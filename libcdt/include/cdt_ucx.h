@@ -108,7 +108,22 @@ enum cdt_ucx_worker_params_field {
     CDT_UCX_WORKER_PARAM_SENDER_ID = 1u << 0,
     CDT_UCX_WORKER_PARAM_ZCOPY_THRESHOLD = 1u << 1,
     CDT_UCX_WORKER_PARAM_BUFFER_CACHE = 1u << 2,
+    CDT_UCX_WORKER_PARAM_PROTOCOL = 1u << 3,
 };
+
+/* How a worker lays an object out in UCX messages (docs/TRANSPORT.md §1 has the measurements
+ * behind the choice). A receiver takes either from any sender: only the sender chooses. */
+typedef enum cdt_ucx_protocol {
+    /* per endpoint, from the transport UCX chose for its messages: CDT_UCX_PROTOCOL_SINGLE over
+     * shared memory (sysv, posix, self), CDT_UCX_PROTOCOL_SPLIT otherwise. The default. */
+    CDT_UCX_PROTOCOL_AUTO = 0,
+    /* a head message, then the rest of the inline stream and every large region as their own
+     * contiguous messages: the fastest over TCP */
+    CDT_UCX_PROTOCOL_SPLIT = 1,
+    /* the whole frame as one message, packed and unpacked by libcdt inside UCX's own copies
+     * (a UCX generic datatype): the fastest over shared memory */
+    CDT_UCX_PROTOCOL_SINGLE = 2,
+} cdt_ucx_protocol;
 
 /* Bits of a worker's sender id (docs/TRANSPORT.md: it keys the private tag space). */
 #define CDT_UCX_SENDER_ID_BITS 23
@@ -127,10 +142,14 @@ typedef struct cdt_ucx_worker_params {
      * worker keeps for reuse between messages, at most 64 buffers. Fresh memory costs a page
      * fault per 4 KiB, more than packing it. Default 256 MiB; 0 frees every buffer at once. */
     size_t buffer_cache_bytes;
+    /* How objects are sent. Default: the environment variable CDT_UCX_PROTOCOL (auto, split
+     * or single) when set, else CDT_UCX_PROTOCOL_AUTO. */
+    cdt_ucx_protocol protocol;
 } cdt_ucx_worker_params;
 
 /*! cdt_ucx_worker_create() : create a worker on `context`.
- *  Errors: CDT_ERR_INVALID_ARG (sender id too large, threshold < 1), CDT_ERR_TRANSPORT,
+ *  Errors: CDT_ERR_INVALID_ARG (sender id too large, threshold < 1, unknown protocol or
+ *  CDT_UCX_PROTOCOL value), CDT_ERR_TRANSPORT,
  *  CDT_ERR_NO_MEMORY. */
 CDT_API int cdt_ucx_worker_create(cdt_ucx_context context, const cdt_ucx_worker_params *params,
                                   cdt_ucx_worker *worker);
@@ -204,6 +223,11 @@ CDT_API void *cdt_ucx_ep_handle(cdt_ucx_ep ep);
  *  final lanes. Errors: CDT_ERR_INVALID_ARG (NULL, or size 0), CDT_ERR_TRUNCATED (buf too
  *  small: it holds the start of the line), CDT_ERR_NO_MEMORY, CDT_ERR_TRANSPORT. */
 CDT_API int cdt_ucx_ep_transports(cdt_ucx_ep ep, char *buf, size_t size);
+/*! cdt_ucx_ep_protocol() : how objects sent on ep travel: CDT_UCX_PROTOCOL_SINGLE or
+ *  CDT_UCX_PROTOCOL_SPLIT (the worker's protocol; for CDT_UCX_PROTOCOL_AUTO the choice made
+ *  from the endpoint's transports, fixed at its first send once its lanes are known).
+ *  Errors: CDT_ERR_INVALID_ARG (NULL), CDT_ERR_PEER (the endpoint failed). */
+CDT_API int cdt_ucx_ep_protocol(cdt_ucx_ep ep, cdt_ucx_protocol *protocol);
 /*! cdt_ucx_ep_close() : flush what was sent (at most timeout_ms, then force) and close.
  *  Returns CDT_SUCCESS, or the error that made it close by force. ep is freed either way.
  *  Sends still pending on it when it closes by force complete with CDT_ERR_CANCELED (or

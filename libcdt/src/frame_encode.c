@@ -26,6 +26,10 @@ struct cdt_frame_s {
     cdt_frame_release_func_t *head_release; /* NULL: head came from malloc */
     void *head_alloc_arg;
     cdt_count head_len, frame_size;
+    /* deferred frames (cdt__frame_encode_deferred): head holds the header only, and the packed
+     * stream is packed by cdt_frame_gather when it is asked for */
+    bool deferred;
+    cdt_count header_size, head_alloc_len;
     cdt_count region_count;
     frame_region *regions;
     cdt_iov *pieces; /* all regions' pieces, in order */
@@ -86,6 +90,7 @@ static int collect_pieces(cdt_frame f, const region_src *src)
 static int layout_frame(cdt_frame f, cdt_count packed_size, const region_src *src,
                         cdt_frame_alloc_func_t *alloc)
 {
+    /* (a deferred frame allocates only the header: see head_alloc_len below) */
     cdt_count header_size, off;
     if (cdt__mul_overflows(f->region_count, CDT_FRAME_REGION_ENTRY_SIZE, &header_size) ||
         cdt__add_overflows(header_size, CDT_FRAME_FIXED_HEADER_SIZE, &header_size) ||
@@ -102,14 +107,16 @@ static int layout_frame(cdt_frame f, cdt_count packed_size, const region_src *sr
             return CDT_ERR_OVERFLOW;
     }
     f->frame_size = off;
-    if ((uint64_t)f->head_len > SIZE_MAX)
+    f->header_size = header_size;
+    f->head_alloc_len = f->deferred ? header_size : f->head_len;
+    if ((uint64_t)f->head_alloc_len > SIZE_MAX)
         return CDT_ERR_NO_MEMORY;
-    if (f->head_len <= INLINE_HEAD)
+    if (f->head_alloc_len <= INLINE_HEAD)
         f->head = f->head_inline;
     else if (alloc != NULL)
-        f->head = alloc(f->head_alloc_arg, (size_t)f->head_len);
+        f->head = alloc(f->head_alloc_arg, (size_t)f->head_alloc_len);
     else
-        f->head = malloc((size_t)f->head_len);
+        f->head = malloc((size_t)f->head_alloc_len);
     if (f->head == NULL)
         return CDT_ERR_NO_MEMORY;
 
@@ -184,8 +191,8 @@ static cdt_count default_threshold(const cdt_frame_params *params)
     return 8192;
 }
 
-int cdt_frame_encode(const void *buf, cdt_count count, cdt_type type,
-                     const cdt_frame_params *params, cdt_frame *out)
+static int encode(const void *buf, cdt_count count, cdt_type type, const cdt_frame_params *params,
+                  bool deferred, cdt_frame *out)
 {
     if (out == NULL)
         return CDT_ERR_INVALID_ARG;
@@ -197,6 +204,7 @@ int cdt_frame_encode(const void *buf, cdt_count count, cdt_type type,
         return CDT_ERR_NO_MEMORY;
     /* everything but the inline arrays starts zeroed */
     memset(f, 0, offsetof(struct cdt_frame_s, iov_inline));
+    f->deferred = deferred;
     int rc = cdt__op_init(&f->op_storage, (void *)buf, count, type, true);
     if (rc != CDT_SUCCESS) {
         free(f);
@@ -250,7 +258,8 @@ int cdt_frame_encode(const void *buf, cdt_count count, cdt_type type,
         }
     }
     if ((rc = layout_frame(f, packed_size, src, alloc)) != CDT_SUCCESS ||
-        (rc = pack_stream(f, f->head_len - packed_size, packed_size)) != CDT_SUCCESS ||
+        (!deferred &&
+         (rc = pack_stream(f, f->head_len - packed_size, packed_size)) != CDT_SUCCESS) ||
         (rc = collect_pieces(f, src)) != CDT_SUCCESS || (rc = build_iov(f)) != CDT_SUCCESS)
         goto fail;
     if (src != &whole)
@@ -264,6 +273,18 @@ fail:
     return rc;
 }
 
+int cdt_frame_encode(const void *buf, cdt_count count, cdt_type type,
+                     const cdt_frame_params *params, cdt_frame *out)
+{
+    return encode(buf, count, type, params, false, out);
+}
+
+int cdt__frame_encode_deferred(const void *buf, cdt_count count, cdt_type type,
+                               const cdt_frame_params *params, cdt_frame *out)
+{
+    return encode(buf, count, type, params, true, out);
+}
+
 int cdt_frame_free(cdt_frame f)
 {
     if (f == NULL)
@@ -271,7 +292,7 @@ int cdt_frame_free(cdt_frame f)
     int rc = f->op != NULL ? cdt__op_fini(f->op) : CDT_SUCCESS;
     if (f->head != f->head_inline && f->head != NULL) {
         if (f->head_release != NULL)
-            f->head_release(f->head_alloc_arg, f->head, (size_t)f->head_len);
+            f->head_release(f->head_alloc_arg, f->head, (size_t)f->head_alloc_len);
         else
             free(f->head);
     }
@@ -293,7 +314,7 @@ int cdt_frame_size(cdt_frame f, cdt_count *bytes)
 
 int cdt_frame_head(cdt_frame f, const void **data, cdt_count *len)
 {
-    if (f == NULL || data == NULL || len == NULL)
+    if (f == NULL || data == NULL || len == NULL || f->deferred)
         return CDT_ERR_INVALID_ARG;
     *data = f->head;
     *len = f->head_len;
@@ -353,7 +374,7 @@ int cdt_frame_region_iov(cdt_frame f, cdt_count index, cdt_count first, cdt_coun
 
 int cdt_frame_iov_count(cdt_frame f, cdt_count *n)
 {
-    if (f == NULL || n == NULL)
+    if (f == NULL || n == NULL || f->deferred)
         return CDT_ERR_INVALID_ARG;
     *n = f->n_iov;
     return CDT_SUCCESS;
@@ -361,7 +382,7 @@ int cdt_frame_iov_count(cdt_frame f, cdt_count *n)
 
 int cdt_frame_iov(cdt_frame f, cdt_count first, cdt_count max, cdt_iov iov[], cdt_count *n_out)
 {
-    if (f == NULL)
+    if (f == NULL || f->deferred)
         return CDT_ERR_INVALID_ARG;
     return copy_iov(f->iov, f->n_iov, first, max, iov, n_out);
 }
@@ -374,10 +395,35 @@ int cdt_frame_gather(cdt_frame f, cdt_count offset, void *dst, cdt_count len)
         return CDT_ERR_INVALID_ARG;
     if (len == 0)
         return CDT_SUCCESS;
+    unsigned char *out = dst;
+    if (f->deferred && offset < f->head_len) {
+        /* the header from the head buffer, the packed stream packed now */
+        cdt_count hs = f->header_size, n = (end < hs ? end : hs) - offset;
+        if (n > 0) {
+            memcpy(out, f->head + offset, (size_t)n);
+            out += n;
+            offset += n;
+        }
+        cdt_count stop = end < f->head_len ? end : f->head_len;
+        while (offset < stop) {
+            cdt_count used;
+            int rc = cdt_op_pack(f->op, offset - hs, out, stop - offset, &used);
+            if (rc != CDT_SUCCESS)
+                return rc;
+            if (used == 0)
+                return CDT_ERR_CALLBACK; /* the stream ended before its announced size */
+            out += used;
+            offset += used;
+        }
+        if (offset == end)
+            return CDT_SUCCESS;
+        len = end - offset;
+    }
     /* the last entry starting at or before offset: a transport gathers region by region, so a
      * scan from the start would make a frame of n regions cost n^2 */
     cdt_count lo = cdt__last_at_or_below(f->iov_start, f->n_iov, offset);
-    unsigned char *out = dst;
+    if (lo == 0 && f->deferred)
+        lo = 1; /* the head entry was handled above */
     for (cdt_count i = lo; i < f->n_iov && f->iov_start[i] < end; i++) {
         cdt_count a0 = f->iov_start[i], b0 = a0 + f->iov[i].len;
         cdt_count a = a0 < offset ? offset : a0, b = b0 < end ? b0 : end;

@@ -94,4 +94,13 @@ static inline bool cdt__frame_align(cdt_count off, cdt_count *out)
     return true;
 }
 
+/* cdt_frame_encode(), except that the packed stream is not packed now: cdt_frame_gather()
+ * packs the part of it that is asked for, straight into the caller's memory (the transport's
+ * single-mode messages: packing happens inside UCX's own copy, piece by piece). Such a frame
+ * has no head buffer to hand out: cdt_frame_head(), cdt_frame_iov_count() and cdt_frame_iov()
+ * refuse it (CDT_ERR_INVALID_ARG), and gather fails with the pack's error (a custom type's
+ * callback, or CDT_ERR_ORDER for an inorder type gathered out of order). */
+CDT__HIDDEN int cdt__frame_encode_deferred(const void *buf, cdt_count count, cdt_type type,
+                                           const cdt_frame_params *params, cdt_frame *out);
+
 #endif

@@ -282,6 +282,23 @@ int cdt_ucx_worker_create(cdt_ucx_context context, const cdt_ucx_worker_params *
     size_t cache_limit = CDT__UCX_DEFAULT_CACHE_LIMIT;
     if (fm & CDT_UCX_WORKER_PARAM_BUFFER_CACHE)
         cache_limit = params->buffer_cache_bytes;
+    cdt_ucx_protocol protocol = CDT_UCX_PROTOCOL_AUTO;
+    const char *env = getenv("CDT_UCX_PROTOCOL");
+    if (fm & CDT_UCX_WORKER_PARAM_PROTOCOL) {
+        protocol = params->protocol;
+        if (protocol != CDT_UCX_PROTOCOL_AUTO && protocol != CDT_UCX_PROTOCOL_SPLIT &&
+            protocol != CDT_UCX_PROTOCOL_SINGLE)
+            return CDT_ERR_INVALID_ARG;
+    } else if (env != NULL && *env != '\0') {
+        if (strcmp(env, "auto") == 0)
+            protocol = CDT_UCX_PROTOCOL_AUTO;
+        else if (strcmp(env, "split") == 0)
+            protocol = CDT_UCX_PROTOCOL_SPLIT;
+        else if (strcmp(env, "single") == 0)
+            protocol = CDT_UCX_PROTOCOL_SINGLE;
+        else
+            return CDT_ERR_INVALID_ARG; /* a misspelt setting must not pass unnoticed */
+    }
     cdt_ucx_worker w = calloc(1, sizeof(*w));
     if (w == NULL)
         return CDT_ERR_NO_MEMORY;
@@ -306,6 +323,14 @@ int cdt_ucx_worker_create(cdt_ucx_context context, const cdt_ucx_worker_params *
         free(w);
         return CDT_ERR_TRANSPORT;
     }
+    if (cdt__ucx_single_dt_create(w) != CDT_SUCCESS) {
+        ucp_worker_destroy(w->ucp);
+        pthread_mutex_destroy(&w->cache_lock);
+        pthread_mutex_destroy(&w->lock);
+        free(w);
+        return CDT_ERR_TRANSPORT;
+    }
+    w->protocol = protocol;
     w->ctx = context;
     w->sender_id = sender_id;
     random_bytes(w->key_secret, sizeof(w->key_secret));
@@ -332,7 +357,9 @@ void cdt_ucx_worker_destroy(cdt_ucx_worker worker)
     cdt__ucx_ep_force_close_all(worker);
     pthread_mutex_unlock(&worker->lock);
     ucp_worker_destroy(worker->ucp);
-    cdt__ucx_drains_free_all(worker); /* UCX calls back no more */
+    cdt__ucx_single_dt_destroy(worker); /* no request uses them any more */
+    cdt__ucx_drains_free_all(worker);   /* UCX calls back no more */
+    cdt__ucx_orphans_free_all(worker);
     cdt__ucx_buf_cache_clear(worker);
     cdt__ucx_request_pool_clear(worker);
     pthread_mutex_destroy(&worker->cache_lock);

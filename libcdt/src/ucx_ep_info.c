@@ -84,27 +84,20 @@ static bool parse_lane(const char *line, char *out, size_t size, size_t *used)
     return ok;
 }
 
-int cdt_ucx_ep_transports(cdt_ucx_ep ep, char *buf, size_t size)
+/* lock held: the lane summary of ep into buf */
+static int describe_locked(struct cdt_ucx_ep_s *ep, char *buf, size_t size)
 {
-    if (ep == NULL || buf == NULL || size == 0)
-        return CDT_ERR_INVALID_ARG;
+    if (ep->status != CDT_SUCCESS)
+        return ep->status;
     char *text = NULL;
     size_t text_len = 0;
     FILE *f = open_memstream(&text, &text_len);
     if (f == NULL)
         return CDT_ERR_NO_MEMORY;
-    pthread_mutex_lock(&ep->w->lock);
-    int rc = ep->status;
-    if (rc == CDT_SUCCESS)
-        ucp_ep_print_info(ep->ucp, f);
-    pthread_mutex_unlock(&ep->w->lock);
+    ucp_ep_print_info(ep->ucp, f);
     if (fclose(f) != 0 || text == NULL) {
         free(text);
         return CDT_ERR_NO_MEMORY;
-    }
-    if (rc != CDT_SUCCESS) {
-        free(text);
-        return rc;
     }
     size_t used = 0;
     buf[0] = '\0';
@@ -118,4 +111,57 @@ int cdt_ucx_ep_transports(cdt_ucx_ep ep, char *buf, size_t size)
     if (!ok)
         return CDT_ERR_TRUNCATED;
     return used > 0 ? CDT_SUCCESS : CDT_ERR_TRANSPORT;
+}
+
+int cdt_ucx_ep_transports(cdt_ucx_ep ep, char *buf, size_t size)
+{
+    if (ep == NULL || buf == NULL || size == 0)
+        return CDT_ERR_INVALID_ARG;
+    pthread_mutex_lock(&ep->w->lock);
+    int rc = describe_locked(ep, buf, size);
+    pthread_mutex_unlock(&ep->w->lock);
+    return rc;
+}
+
+/* transports whose messages are copies through memory of this machine: one message per
+ * object wins there (docs/TRANSPORT.md §1) */
+static bool am_is_local(const char *lanes)
+{
+    static const char *const local[] = {"am=sysv/", "am=posix/", "am=self/", "am=xpmem/"};
+    for (size_t i = 0; i < sizeof(local) / sizeof(local[0]); i++) {
+        const char *p = strstr(lanes, local[i]);
+        if (p != NULL && (p == lanes || p[-1] == ' '))
+            return true;
+    }
+    return false;
+}
+
+int cdt__ucx_ep_mode(struct cdt_ucx_ep_s *ep)
+{
+    if (ep->mode != 0)
+        return ep->mode - 1;
+    cdt_ucx_protocol proto = ep->w->protocol;
+    int mode = proto == CDT_UCX_PROTOCOL_SINGLE ? CDT__UCX_MODE_SINGLE : CDT__UCX_MODE_SPLIT;
+    if (proto == CDT_UCX_PROTOCOL_AUTO) {
+        char lanes[512];
+        int rc = describe_locked(ep, lanes, sizeof(lanes));
+        if (rc != CDT_SUCCESS && rc != CDT_ERR_TRUNCATED)
+            return CDT__UCX_MODE_SPLIT; /* no lanes yet (still connecting): asked again later */
+        mode = am_is_local(lanes) ? CDT__UCX_MODE_SINGLE : CDT__UCX_MODE_SPLIT;
+    }
+    ep->mode = mode + 1;
+    return mode;
+}
+
+int cdt_ucx_ep_protocol(cdt_ucx_ep ep, cdt_ucx_protocol *protocol)
+{
+    if (ep == NULL || protocol == NULL)
+        return CDT_ERR_INVALID_ARG;
+    pthread_mutex_lock(&ep->w->lock);
+    int rc = ep->status == CDT_SUCCESS ? CDT_SUCCESS : CDT_ERR_PEER;
+    if (rc == CDT_SUCCESS)
+        *protocol = cdt__ucx_ep_mode(ep) == CDT__UCX_MODE_SINGLE ? CDT_UCX_PROTOCOL_SINGLE
+                                                                 : CDT_UCX_PROTOCOL_SPLIT;
+    pthread_mutex_unlock(&ep->w->lock);
+    return rc;
 }

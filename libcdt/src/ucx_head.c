@@ -14,6 +14,43 @@ static bool over(cdt_count value, cdt_count limit)
     return limit >= 0 && value > limit;
 }
 
+static uint32_t get_magic(const unsigned char *msg)
+{
+    return (uint32_t)msg[0] | (uint32_t)msg[1] << 8 | (uint32_t)msg[2] << 16 |
+           (uint32_t)msg[3] << 24;
+}
+
+int cdt__ucx_prefix_mode(const unsigned char *p)
+{
+    if (get_magic(p) != CDT__UCX_PREFIX_MAGIC || p[4] != CDT__UCX_PREFIX_VERSION ||
+        p[5] != CDT__UCX_MODE_SINGLE)
+        return CDT__UCX_MODE_SPLIT;
+    for (int i = 6; i < CDT__UCX_PREFIX_SIZE; i++)
+        if (p[i] != 0)
+            return CDT__UCX_MODE_SPLIT;
+    return CDT__UCX_MODE_SINGLE;
+}
+
+int cdt__ucx_check_frame_header(const unsigned char *frame, size_t len,
+                                const cdt__ucx_limits *limits, cdt_count *header_size,
+                                cdt_count *frame_size)
+{
+    if (len < CDT_FRAME_FIXED_HEADER_SIZE)
+        return CDT_ERR_FRAME_TRUNCATED;
+    int rc = cdt_frame_header_size(frame, (cdt_count)len, header_size);
+    if (rc != CDT_SUCCESS)
+        return rc;
+    cdt_count size = (cdt_count)cdt__ucx_get_le64(frame + FRAME_SIZE_AT);
+    cdt_count regions = (cdt_count)cdt__ucx_get_le64(frame + FRAME_REGION_COUNT_AT);
+    if (size < *header_size || regions < 0)
+        return CDT_ERR_FRAME_MALFORMED;
+    if (limits != NULL &&
+        (over(size, limits->max_frame_bytes) || over(regions, limits->max_regions)))
+        return CDT_ERR_LIMIT;
+    *frame_size = size;
+    return CDT_SUCCESS;
+}
+
 int cdt__ucx_parse_head(const unsigned char *msg, size_t len, const cdt__ucx_limits *limits,
                         cdt__ucx_head *out)
 {
@@ -21,11 +58,10 @@ int cdt__ucx_parse_head(const unsigned char *msg, size_t len, const cdt__ucx_lim
         return CDT_ERR_INVALID_ARG;
     if (len < CDT__UCX_PREFIX_SIZE)
         return CDT_ERR_FRAME_MAGIC;
-    uint32_t magic =
-        (uint32_t)msg[0] | (uint32_t)msg[1] << 8 | (uint32_t)msg[2] << 16 | (uint32_t)msg[3] << 24;
-    if (magic != CDT__UCX_PREFIX_MAGIC)
+    if (get_magic(msg) != CDT__UCX_PREFIX_MAGIC)
         return CDT_ERR_FRAME_MAGIC;
-    if (msg[4] != CDT__UCX_PREFIX_VERSION || msg[5] != 0 || msg[6] != 0 || msg[7] != 0)
+    if (msg[4] != CDT__UCX_PREFIX_VERSION || msg[5] != CDT__UCX_MODE_SPLIT || msg[6] != 0 ||
+        msg[7] != 0)
         return CDT_ERR_FRAME_VERSION;
     uint64_t key = cdt__ucx_get_le64(msg + 8);
     uint64_t threshold = cdt__ucx_get_le64(msg + 16);
@@ -71,10 +107,36 @@ void cdt__ucx_put_prefix(unsigned char *p, uint64_t key, cdt_count threshold, cd
     for (int i = 0; i < 4; i++)
         p[i] = (unsigned char)(magic >> (8 * i));
     p[4] = CDT__UCX_PREFIX_VERSION;
-    p[5] = 0;
+    p[5] = CDT__UCX_MODE_SPLIT;
     p[6] = 0;
     p[7] = 0;
     cdt__ucx_put_le64(p + 8, key);
     cdt__ucx_put_le64(p + 16, (uint64_t)threshold);
     cdt__ucx_put_le64(p + 24, (uint64_t)tail_len);
+}
+
+void cdt__ucx_put_single_prefix(unsigned char *p)
+{
+    cdt__ucx_put_prefix(p, 0, 0, 0);
+    p[5] = CDT__UCX_MODE_SINGLE;
+}
+
+void cdt__ucx_put_trailer(unsigned char *p, int status)
+{
+    uint32_t magic = CDT__UCX_TRAILER_MAGIC, st = (uint32_t)status;
+    for (int i = 0; i < 4; i++) {
+        p[i] = (unsigned char)(magic >> (8 * i));
+        p[4 + i] = (unsigned char)(st >> (8 * i));
+    }
+}
+
+int cdt__ucx_trailer_status(const unsigned char *p)
+{
+    uint32_t st =
+        (uint32_t)p[4] | (uint32_t)p[5] << 8 | (uint32_t)p[6] << 16 | (uint32_t)p[7] << 24;
+    if (get_magic(p) != CDT__UCX_TRAILER_MAGIC)
+        return CDT_ERR_FRAME_MALFORMED;
+    int32_t status = (int32_t)st;
+    /* a sender reports CDT_SUCCESS or one of its errors, never a positive value */
+    return status > 0 ? CDT_ERR_FRAME_MALFORMED : (int)status;
 }

@@ -26,13 +26,36 @@
 #define CDT__UCX_HEAD_MAX 32768
 #define CDT__UCX_PREFIX_SIZE 32
 #define CDT__UCX_PREFIX_MAGIC UINT32_C(0x55544443) /* "CDTU" little-endian */
-#define CDT__UCX_PREFIX_VERSION 2
+#define CDT__UCX_PREFIX_VERSION 3
+/* prefix byte 5: how the object travels */
+#define CDT__UCX_MODE_SPLIT 0  /* head message, tail and large regions as private messages */
+#define CDT__UCX_MODE_SINGLE 1 /* this message holds the prefix and the whole frame */
+
+/* a single-mode message ends with this trailer: magic, then the sender's status (int32), which
+ * is not CDT_SUCCESS when packing the frame failed part-way (the message was already moving) */
+#define CDT__UCX_TRAILER_SIZE 8
+#define CDT__UCX_TRAILER_MAGIC UINT32_C(0x4b544443) /* "CDTK" little-endian */
 
 /* what a receiver accepts; a negative value means no limit */
 typedef struct cdt__ucx_limits {
     cdt_count max_frame_bytes;
     cdt_count max_regions;
 } cdt__ucx_limits;
+
+/* the decoder parameters that apply the same limits */
+static inline cdt_decoder_params cdt__ucx_decoder_params(const cdt__ucx_limits *limits)
+{
+    cdt_decoder_params dp = {.field_mask = 0};
+    if (limits != NULL && limits->max_frame_bytes >= 0) {
+        dp.field_mask |= CDT_DECODER_PARAM_MAX_FRAME_BYTES;
+        dp.max_frame_bytes = limits->max_frame_bytes;
+    }
+    if (limits != NULL && limits->max_regions >= 0) {
+        dp.field_mask |= CDT_DECODER_PARAM_MAX_REGIONS;
+        dp.max_regions = limits->max_regions;
+    }
+    return dp;
+}
 
 /* a parsed head message */
 typedef struct cdt__ucx_head {
@@ -54,9 +77,29 @@ typedef struct cdt__ucx_head {
 CDT__UCX_HEAD_HIDDEN int cdt__ucx_parse_head(const unsigned char *msg, size_t len,
                                              const cdt__ucx_limits *limits, cdt__ucx_head *out);
 
-/* Write the 32-byte prefix. */
+/* Write the 32-byte prefix of a split-mode head message. */
 CDT__UCX_HEAD_HIDDEN void cdt__ucx_put_prefix(unsigned char *p, uint64_t key, cdt_count threshold,
                                               cdt_count tail_len);
+/* Write the 32-byte prefix of a single-mode message (bytes 8-31 zero). */
+CDT__UCX_HEAD_HIDDEN void cdt__ucx_put_single_prefix(unsigned char *p);
+
+/* Write / read a single-mode trailer. cdt__ucx_trailer_status gives the sender's status, or
+ * CDT_ERR_FRAME_MALFORMED for a trailer that is not one. */
+CDT__UCX_HEAD_HIDDEN void cdt__ucx_put_trailer(unsigned char *p, int status);
+CDT__UCX_HEAD_HIDDEN int cdt__ucx_trailer_status(const unsigned char *p);
+
+/* The mode of a message from its first CDT__UCX_PREFIX_SIZE bytes: CDT__UCX_MODE_SINGLE when
+ * the prefix is a valid single-mode prefix, else CDT__UCX_MODE_SPLIT (the split-mode parser
+ * then judges the message, errors included). */
+CDT__UCX_HEAD_HIDDEN int cdt__ucx_prefix_mode(const unsigned char *p);
+
+/* A single-mode message's frame starts with its fixed header (`len` >=
+ * CDT_FRAME_FIXED_HEADER_SIZE bytes of it at `frame`): validate it, apply the limits to its
+ * frame_size and region_count (CDT_ERR_LIMIT), and give the full header size and frame size.
+ * Errors: those of cdt_frame_header_size, CDT_ERR_LIMIT, CDT_ERR_FRAME_MALFORMED. */
+CDT__UCX_HEAD_HIDDEN int cdt__ucx_check_frame_header(const unsigned char *frame, size_t len,
+                                                     const cdt__ucx_limits *limits,
+                                                     cdt_count *header_size, cdt_count *frame_size);
 
 static inline void cdt__ucx_put_le64(unsigned char *p, uint64_t v)
 {

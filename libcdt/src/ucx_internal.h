@@ -60,10 +60,15 @@ struct cdt_ucx_worker_s {
     uint64_t key_secret[2]; /* random per worker: keys cannot be predicted (ucx_context.c) */
     bool destroying;
     cdt_count zcopy_threshold;
+    cdt_ucx_protocol protocol; /* CDT_UCX_PROTOCOL_AUTO: per endpoint */
+    /* UCX generic datatypes of single-mode messages: the send packs from the frame, every
+     * receive unpacks into the head buffer or the decoder (ucx_single.c) */
+    ucp_datatype_t dt_send, dt_recv;
     struct cdt_ucx_ep_s *eps;             /* open endpoints */
     struct cdt_ucx_listener_s *listeners; /* open listeners */
     struct cdt_ucx_request_s *body_recvs; /* receives between head and completion */
     struct cdt__ucx_drain *drains;        /* receives that discard an abandoned object's parts */
+    struct cdt_ucx_request_s *orphans;    /* freed requests whose UCX message is still moving */
     int64_t next_expiry_ms;               /* when cdt__ucx_progress looks at deadlines next */
     pthread_mutex_t cache_lock;           /* the buffer cache and the request pool only */
     /* freed requests kept for reuse (linked by `next`): a request carries its HEAD_MAX head
@@ -80,6 +85,7 @@ struct cdt_ucx_ep_s {
     cdt_ucx_worker w;
     ucp_ep_h ucp;
     int status;   /* CDT_SUCCESS or CDT_ERR_PEER */
+    int mode;     /* CDT__UCX_MODE_* + 1 once chosen, 0 before (cdt__ucx_ep_mode) */
     bool closing; /* closed by the user, UCX's close still under way: freed with the worker */
     struct cdt_ucx_ep_s *next, *prev;
 };
@@ -102,6 +108,13 @@ typedef struct cdt__ucx_sub {
     cdt_count len;   /* expected bytes (recv) */
     void *tmp;       /* staging memory for a non-contiguous region, owned */
 } cdt__ucx_sub;
+
+/* bytes of a single-mode message that came before the decoder could be made, out of order */
+typedef struct cdt__ucx_stash {
+    struct cdt__ucx_stash *next;
+    size_t offset, len;
+    unsigned char data[];
+} cdt__ucx_stash;
 
 /* a zero-byte (truncating) receive of one private message of an object that is not received:
  * the sender's operation completes and nothing stays in the matching queues. Canceled at its
@@ -147,6 +160,21 @@ struct cdt_ucx_request_s {
     cdt_count stream_len;
     cdt_decoder dec;
     cdt_ucx_recv_info info;
+    /* recv, filled by the generic datatype's unpack (ucx_single.c) */
+    bool single;        /* the prefix says single mode */
+    bool discard;       /* single: the receive failed; later bytes go nowhere */
+    bool orphaned;      /* freed by the user while UCX still held its message (w->orphans) */
+    unsigned char *pre; /* message bytes before the decoder exists: head, or a larger copy */
+    size_t pre_cap;     /* bytes pre holds */
+    size_t pre_fill;    /* message bytes [0, pre_fill) are in pre */
+    size_t pre_need;    /* single: bytes needed before the decoder is made (0: not known) */
+    cdt__ucx_stash *stash;
+    cdt_count frame_size; /* single: from the frame header */
+    unsigned char trailer[CDT__UCX_TRAILER_SIZE];
+    unsigned trailer_got; /* bit i: trailer byte i arrived */
+    /* send, single mode: bytes of the message (prefix + frame + trailer), and the end of the
+     * bytes packed without a gap from the start (UCX may pack a piece again) */
+    size_t single_len, tx_high;
     struct cdt_ucx_request_s *next, *prev; /* w->body_recvs */
     /* recv: the head message lands here; send: the head message is built here */
     _Alignas(16) unsigned char head[CDT__UCX_HEAD_MAX];
@@ -171,6 +199,11 @@ CDT__UCX_HIDDEN void cdt__ucx_recv_abandon(cdt_ucx_request r, int status);
 CDT__UCX_HIDDEN cdt_ucx_request cdt__ucx_request_new(cdt_ucx_worker w, bool is_send);
 /* back to the worker's pool (or freed); the request is done and nothing refers to it */
 CDT__UCX_HIDDEN void cdt__ucx_request_release(cdt_ucx_request r);
+/* lock held: a freed request whose UCX operation is still live waits in w->orphans until
+ * UCX lets go of it (then cdt__ucx_orphan_release); cdt__ucx_orphans_free_all after the UCX
+ * worker is gone */
+CDT__UCX_HIDDEN void cdt__ucx_orphan_release(cdt_ucx_request r);
+CDT__UCX_HIDDEN void cdt__ucx_orphans_free_all(cdt_ucx_worker w);
 /* cdt_ucx_worker_destroy: free the pooled requests */
 CDT__UCX_HIDDEN void cdt__ucx_request_pool_clear(cdt_ucx_worker w);
 CDT__UCX_HIDDEN void cdt__ucx_request_set_error(cdt_ucx_request r, int status);
@@ -182,5 +215,28 @@ CDT__UCX_HIDDEN void *cdt__ucx_frame_alloc(void *arg, size_t bytes);
 CDT__UCX_HIDDEN void cdt__ucx_frame_release(void *arg, void *p, size_t bytes);
 /* ucx_endpoint.c */
 CDT__UCX_HIDDEN void cdt__ucx_ep_force_close_all(cdt_ucx_worker w);
+/* ucx_ep_info.c, lock held: CDT__UCX_MODE_SINGLE or _SPLIT for a send on ep (the worker's
+ * protocol, or for CDT_UCX_PROTOCOL_AUTO the transport of the endpoint's messages) */
+CDT__UCX_HIDDEN int cdt__ucx_ep_mode(struct cdt_ucx_ep_s *ep);
+/* ucx_single.c: the generic datatypes (created with the worker, destroyed after it) */
+CDT__UCX_HIDDEN int cdt__ucx_single_dt_create(cdt_ucx_worker w);
+CDT__UCX_HIDDEN void cdt__ucx_single_dt_destroy(cdt_ucx_worker w);
+/* ucx_single.c, lock held: message bytes [offset, offset + length) of a receive arrived (the
+ * receive datatype's unpack; also driven directly by tests/fuzz/fuzz_ucx_single.c). Errors
+ * become the request's status. */
+CDT__UCX_HIDDEN void cdt__ucx_single_unpack(cdt_ucx_request r, size_t offset, const void *src,
+                                            size_t length);
+/* ucx_single.c, lock held: the receive's message of `length` bytes completed. Returns true when
+ * the receive is finished with it (single mode, or bytes that are no split-mode head: the
+ * request's status says which), false for a split-mode head in r->head to be parsed. */
+CDT__UCX_HIDDEN bool cdt__ucx_single_complete(cdt_ucx_request r, size_t length);
+/* ucx_single.c: drop what the receive buffered (stash, a grown pre buffer) */
+CDT__UCX_HIDDEN void cdt__ucx_single_clear(cdt_ucx_request r);
+/* ucx_recv.c, lock held: fail a receive (a single-mode one completes at once, the rest of its
+ * message arriving into nothing) */
+CDT__UCX_HIDDEN void cdt__ucx_recv_fail(cdt_ucx_request r, int status);
+/* ucx_recv.c, lock held: link a matched receive into w->body_recvs and start its rest
+ * deadline */
+CDT__UCX_HIDDEN void cdt__ucx_recv_matched(cdt_ucx_request r);
 
 #endif

@@ -120,6 +120,8 @@ static void body_unlink(cdt_ucx_request r)
     r->in_body = false;
 }
 
+static void fail(cdt_ucx_request r, int status);
+
 static void recv_done(cdt_ucx_request r)
 {
     if (r->dec != NULL) {
@@ -138,6 +140,7 @@ static void recv_done(cdt_ucx_request r)
     r->nsubs = 0;
     cdt__ucx_buf_put(r->w, r->stream, (size_t)r->stream_len);
     r->stream = NULL;
+    cdt__ucx_single_clear(r);
     body_unlink(r);
     cdt__type_release(r->type); /* the reference irecv took */
     r->type = NULL;
@@ -148,18 +151,28 @@ static void recv_done(cdt_ucx_request r)
  * canceled (their callbacks run inside ucp_request_cancel and post drains); those that have
  * finish on their own, and the request completes after the last of them: until then UCX may
  * still write into the receive's memory. */
+void cdt__ucx_recv_fail(cdt_ucx_request r, int status)
+{
+    fail(r, status);
+}
+
 static void fail(cdt_ucx_request r, int status)
 {
     if (r->done)
         return;
     cdt__ucx_request_set_error(r, status);
-    r->outstanding++; /* r->subs stays valid while the callbacks run */
+    if (r->single)
+        r->discard = true; /* the rest of its message arrives into nothing */
+    r->outstanding++;      /* r->subs stays valid while the callbacks run */
     if (r->tail_sub.ucx != NULL)
         ucp_request_cancel(r->w->ucp, r->tail_sub.ucx);
     for (cdt_count i = 0; i < r->nsubs; i++)
         if (r->subs[i].ucx != NULL)
             ucp_request_cancel(r->w->ucp, r->subs[i].ucx);
-    if (--r->outstanding == 0)
+    if (--r->outstanding == 0 || r->single)
+        /* a single-mode message still moving writes nothing more (discard): the receive
+         * completes now, not when a slow or stalled sender finishes the message. The
+         * request's memory stays until UCX lets go of the message (head_cb). */
         recv_done(r);
 }
 
@@ -167,7 +180,10 @@ void cdt__ucx_fail_body_recvs(cdt_ucx_worker w, int status)
 {
     for (cdt_ucx_request r = w->body_recvs, next; r != NULL; r = next) {
         next = r->next;
-        fail(r, status);
+        /* a single-mode message is one UCX operation: UCX fails it itself when its own
+         * sender fails, and a receive from a healthy sender goes on */
+        if (!r->single)
+            fail(r, status);
     }
 }
 
@@ -192,11 +208,19 @@ void cdt__ucx_recv_abandon(cdt_ucx_request r, int status)
     if (r->done)
         return;
     if (!r->matched) {
-        /* the head receive is canceled; if its message matched already (a rendezvous head
-         * still moving), the head arrives later and its parts are drained (body_ready) */
+        /* the head receive is canceled. If UCX had matched a message to it already (a
+         * rendezvous whose data has not come, perhaps because its sender does not progress),
+         * the cancel cannot take it back: the receive completes now anyway, and what still
+         * arrives goes nowhere (discard). head_cb lets go of the request when UCX does, and
+         * drains the parts of a split-mode head. */
         r->abandon = status;
         if (r->head_sub.ucx != NULL)
             ucp_request_cancel(r->w->ucp, r->head_sub.ucx);
+        if (!r->done && r->head_sub.ucx != NULL) {
+            cdt__ucx_request_set_error(r, status);
+            r->discard = true;
+            recv_done(r);
+        }
         return;
     }
     if (r->dec == NULL && r->tail_sub.ucx == NULL)
@@ -210,17 +234,18 @@ static void sub_cb(void *ucx_req, ucs_status_t st, const ucp_tag_recv_info_t *in
 /* lock held. The callback may run inside ucp_tag_recv_nbx (UCP_OP_ATTR_FLAG_NO_IMM_CMPL on an
  * unexpected eager message), so the count is taken first and the handle kept only if the
  * callback has not run yet. */
-static int post_recv(cdt_ucx_request r, cdt__ucx_sub *s, void *dst, size_t len, uint64_t tag,
-                     uint64_t mask, ucp_tag_recv_nbx_callback_t cb)
+static int post_recv(cdt_ucx_request r, cdt__ucx_sub *s, void *dst, size_t len, ucp_datatype_t dt,
+                     uint64_t tag, uint64_t mask, ucp_tag_recv_nbx_callback_t cb)
 {
     s->req = r;
     s->fired = false;
     s->ucx = NULL;
     ucp_request_param_t p = {
-        .op_attr_mask =
-            UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA | UCP_OP_ATTR_FLAG_NO_IMM_CMPL,
+        .op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA |
+                        UCP_OP_ATTR_FIELD_DATATYPE | UCP_OP_ATTR_FLAG_NO_IMM_CMPL,
         .cb.recv = cb,
         .user_data = s,
+        .datatype = dt,
     };
     r->outstanding++;
     void *q = ucp_tag_recv_nbx(r->w->ucp, dst, len, tag, mask, &p);
@@ -236,7 +261,7 @@ static int post_recv(cdt_ucx_request r, cdt__ucx_sub *s, void *dst, size_t len, 
 /* lock held: post a receive of exactly one private message */
 static int post(cdt_ucx_request r, cdt__ucx_sub *s, void *dst, size_t len, uint64_t tag)
 {
-    return post_recv(r, s, dst, len, tag, UINT64_MAX, sub_cb);
+    return post_recv(r, s, dst, len, ucp_dt_make_contig(1), tag, UINT64_MAX, sub_cb);
 }
 
 /* The sender sent these regions on their own; we will not receive them into the object (the
@@ -265,15 +290,7 @@ static void body_ready(cdt_ucx_request r, const unsigned char *S, cdt_count slen
 {
     /* the limits were checked on the fixed header already when it was in the head message
      * (cdt__ucx_parse_head); the decoder checks them before anything is sized in any case */
-    cdt_decoder_params dp = {.field_mask = 0};
-    if (r->limits.max_frame_bytes >= 0) {
-        dp.field_mask |= CDT_DECODER_PARAM_MAX_FRAME_BYTES;
-        dp.max_frame_bytes = r->limits.max_frame_bytes;
-    }
-    if (r->limits.max_regions >= 0) {
-        dp.field_mask |= CDT_DECODER_PARAM_MAX_REGIONS;
-        dp.max_regions = r->limits.max_regions;
-    }
+    cdt_decoder_params dp = cdt__ucx_decoder_params(&r->limits);
     int rc = cdt_decoder_create_advanced(S, slen, &dp, &r->dec);
     cdt_frame_info in = {0};
     if (rc == CDT_SUCCESS)
@@ -453,13 +470,36 @@ static void drain_refused(cdt_ucx_request r, size_t length)
     drain_regions(r, h.part, h.part_len, 0);
 }
 
-/* lock held: the head message matched */
-static void head_arrived(cdt_ucx_request r, uint64_t sender_tag, size_t length)
+/* lock held: a split-mode head that arrived after its receive was abandoned and completed
+ * (its bytes were kept in r->head): discard the tail and the regions the head lists, so that
+ * the sender completes. Regions listed only in the tail are not drained (their sends end with
+ * the sender's timeout or endpoint). */
+static void drain_abandoned_head(cdt_ucx_request r, size_t length)
+{
+    cdt__ucx_limits none = {.max_frame_bytes = -1, .max_regions = -1};
+    cdt__ucx_head h;
+    if (length > CDT__UCX_HEAD_MAX || r->pre_fill != length ||
+        cdt__ucx_parse_head(r->head, length, &none, &h) != CDT_SUCCESS ||
+        key_in_use(r, h.key) != NULL)
+        return;
+    r->key = h.key;
+    r->threshold = h.threshold;
+    if (h.tail_len > 0)
+        post_drain(r->w, cdt__ucx_private_tag(h.key, CDT__UCX_TAIL_INDEX), drain_deadline(r));
+    drain_regions(r, h.part, h.part_len, 0);
+}
+
+void cdt__ucx_recv_matched(cdt_ucx_request r)
 {
     r->matched = true;
-    r->info.tag = sender_tag;
     r->rest_deadline = r->rest_timeout_ms < 0 ? INT64_MAX : cdt__ucx_now_ms() + r->rest_timeout_ms;
     body_link(r);
+}
+
+/* lock held: a split-mode head message arrived */
+static void head_arrived(cdt_ucx_request r, size_t length)
+{
+    cdt__ucx_recv_matched(r);
     cdt__ucx_head h;
     int rc = cdt__ucx_parse_head(r->head, length, &r->limits, &h);
     if (rc != CDT_SUCCESS) {
@@ -511,8 +551,19 @@ static void head_cb(void *ucx_req, ucs_status_t st, const ucp_tag_recv_info_t *i
     ucp_request_free(ucx_req);
     s->ucx = NULL;
     s->fired = true;
+    if (r->done) {
+        /* a receive that completed before its message did (abandoned, or a failed single-mode
+         * message): UCX has let go of it now. A split-mode head's parts are drained. */
+        if (st == UCS_OK && r->abandon != CDT_SUCCESS)
+            drain_abandoned_head(r, got.length);
+        if (r->orphaned)
+            cdt__ucx_orphan_release(r);
+        return;
+    }
     if (st == UCS_OK) {
-        head_arrived(r, got.sender_tag, got.length);
+        r->info.tag = got.sender_tag;
+        if (!cdt__ucx_single_complete(r, got.length))
+            head_arrived(r, got.length);
     } else {
         /* a head receive this library did not cancel (no abandon, worker alive) was aborted by
          * UCX: a rendezvous head whose sender's endpoint failed (seen over shared memory) */
@@ -561,7 +612,11 @@ int cdt_ucx_irecv(cdt_ucx_worker worker, void *buf, cdt_count count, cdt_type ty
     uint64_t mask = (tag_mask & CDT_UCX_TAG_MAX) | CDT__UCX_PRIVATE_BIT;
     pthread_mutex_lock(&worker->lock);
     r->outstanding = 1; /* held while posting: the message may complete inside the call */
-    int rc = post_recv(r, &r->head_sub, r->head, CDT__UCX_HEAD_MAX, tag & mask, mask, head_cb);
+    /* the head is received through the receive datatype (ucx_single.c): a split-mode head
+     * lands in r->head, a single-mode message goes on into the decoder */
+    r->pre = r->head;
+    r->pre_cap = CDT__UCX_HEAD_MAX;
+    int rc = post_recv(r, &r->head_sub, r, 1, worker->dt_recv, tag & mask, mask, head_cb);
     if (rc == CDT_SUCCESS && --r->outstanding == 0)
         recv_done(r);
     pthread_mutex_unlock(&worker->lock);

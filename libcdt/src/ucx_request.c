@@ -95,13 +95,44 @@ int cdt_ucx_request_free(cdt_ucx_request request)
 {
     if (request == NULL)
         return CDT_SUCCESS;
-    pthread_mutex_lock(&request->w->lock);
+    cdt_ucx_worker w = request->w;
+    pthread_mutex_lock(&w->lock);
     bool done = request->done;
-    pthread_mutex_unlock(&request->w->lock);
+    /* a single-mode receive completes when it fails, while UCX may still deliver the rest of
+     * its message (into nothing): the request's memory is UCX's until then */
+    bool live = done && request->head_sub.ucx != NULL;
+    if (live) {
+        request->orphaned = true;
+        request->prev = NULL;
+        request->next = w->orphans;
+        if (w->orphans != NULL)
+            w->orphans->prev = request;
+        w->orphans = request;
+    }
+    pthread_mutex_unlock(&w->lock);
     if (!done)
         return CDT_ERR_BUSY;
-    cdt__ucx_request_release(request);
+    if (!live)
+        cdt__ucx_request_release(request);
     return CDT_SUCCESS;
+}
+
+void cdt__ucx_orphan_release(cdt_ucx_request r)
+{
+    cdt_ucx_worker w = r->w;
+    if (r->prev != NULL)
+        r->prev->next = r->next;
+    else
+        w->orphans = r->next;
+    if (r->next != NULL)
+        r->next->prev = r->prev;
+    cdt__ucx_request_release(r);
+}
+
+void cdt__ucx_orphans_free_all(cdt_ucx_worker w)
+{
+    while (w->orphans != NULL)
+        cdt__ucx_orphan_release(w->orphans);
 }
 
 void cdt__ucx_request_release(cdt_ucx_request r)

@@ -1,8 +1,11 @@
 /*
- * ucx_send.c - send one object: encode its frame, send the head message (prefix + header +
- * packed stream + small regions), the tail of an inline stream longer than a head message, and
- * every large region as its own contiguous message straight from the object's memory.
+ * ucx_send.c - send one object: encode its frame, then either (split mode) send the head
+ * message (prefix + header + packed stream + small regions), the tail of an inline stream
+ * longer than a head message, and every large region as its own contiguous message straight
+ * from the object's memory; or (single mode) the whole frame as one message that UCX packs
+ * through libcdt's callbacks (ucx_single.c). docs/TRANSPORT.md says which and why.
  */
+#include "frame_format.h"
 #include "ucx_internal.h"
 
 #include <stdlib.h>
@@ -35,17 +38,19 @@ static void send_cb(void *ucx_req, ucs_status_t st, void *user_data)
         send_done(r);
 }
 
-/* lock held: post one contiguous message; the sub completes it */
-static int post(cdt_ucx_request r, ucp_ep_h ep, const void *data, size_t len, uint64_t tag,
-                cdt__ucx_sub *s)
+/* lock held: post one message of `len` elements of `dt`; the sub completes it */
+static int post_dt(cdt_ucx_request r, ucp_ep_h ep, const void *data, size_t len, ucp_datatype_t dt,
+                   uint64_t tag, cdt__ucx_sub *s)
 {
     s->req = r;
     s->fired = false;
     s->ucx = NULL;
     ucp_request_param_t p = {
-        .op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA,
+        .op_attr_mask =
+            UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA | UCP_OP_ATTR_FIELD_DATATYPE,
         .cb.send = send_cb,
         .user_data = s,
+        .datatype = dt,
     };
     r->outstanding++;
     void *q = ucp_tag_send_nbx(ep, data, len, tag, &p);
@@ -56,6 +61,13 @@ static int post(cdt_ucx_request r, ucp_ep_h ep, const void *data, size_t len, ui
     if (!s->fired)
         s->ucx = q;
     return CDT_SUCCESS;
+}
+
+/* lock held: post one contiguous message */
+static int post(cdt_ucx_request r, ucp_ep_h ep, const void *data, size_t len, uint64_t tag,
+                cdt__ucx_sub *s)
+{
+    return post_dt(r, ep, data, len, ucp_dt_make_contig(1), tag, s);
 }
 
 /* everything that does not touch UCX: the frame, and which part goes where */
@@ -149,6 +161,34 @@ static int build(cdt_ucx_request r, const send_plan *pl, uint64_t key, cdt_count
     return CDT_SUCCESS;
 }
 
+/* the whole frame as one message of the send datatype (ucx_single.c packs it) */
+static int send_single(cdt_ucx_ep ep, cdt_ucx_request r, cdt_ucx_tag tag, cdt_ucx_request *request)
+{
+    cdt_ucx_worker w = ep->w;
+    cdt_count frame_size;
+    int rc = cdt_frame_size(r->frame, &frame_size);
+    r->single_len = CDT__UCX_PREFIX_SIZE + (size_t)frame_size + CDT__UCX_TRAILER_SIZE;
+    cdt__ucx_put_single_prefix(r->head);
+    pthread_mutex_lock(&w->lock);
+    if (rc == CDT_SUCCESS && ep->status != CDT_SUCCESS)
+        rc = ep->status == CDT_ERR_TIMEOUT ? CDT_ERR_INVALID_ARG : CDT_ERR_PEER;
+    r->outstanding = 1; /* held while posting */
+    if (rc == CDT_SUCCESS)
+        rc = post_dt(r, ep->ucp, r, 1, w->dt_send, tag, &r->head_sub);
+    if (rc != CDT_SUCCESS) {
+        pthread_mutex_unlock(&w->lock);
+        r->outstanding = 0;
+        send_done(r);
+        cdt__ucx_request_release(r);
+        return rc;
+    }
+    if (--r->outstanding == 0)
+        send_done(r);
+    pthread_mutex_unlock(&w->lock);
+    *request = r;
+    return CDT_SUCCESS;
+}
+
 int cdt_ucx_isend(cdt_ucx_ep ep, const void *buf, cdt_count count, cdt_type type, cdt_ucx_tag tag,
                   cdt_ucx_request *request)
 {
@@ -158,16 +198,24 @@ int cdt_ucx_isend(cdt_ucx_ep ep, const void *buf, cdt_count count, cdt_type type
     cdt_ucx_request r = cdt__ucx_request_new(w, true);
     if (r == NULL)
         return CDT_ERR_NO_MEMORY;
-    /* encode outside the lock: it runs the type's callbacks */
+    pthread_mutex_lock(&w->lock);
+    int mode = cdt__ucx_ep_mode(ep);
+    pthread_mutex_unlock(&w->lock);
+    /* encode outside the lock: it runs the type's callbacks. A single-mode message packs its
+     * stream later, inside UCX's copy (a deferred frame) */
     cdt_frame_params fp = {.field_mask = CDT_FRAME_PARAM_HEAD_ALLOCATOR,
                            .head_alloc = cdt__ucx_frame_alloc,
                            .head_release = cdt__ucx_frame_release,
                            .head_alloc_arg = w};
-    int rc = cdt_frame_encode(buf, count, type, &fp, &r->frame);
+    int rc = mode == CDT__UCX_MODE_SINGLE
+                 ? cdt__frame_encode_deferred(buf, count, type, &fp, &r->frame)
+                 : cdt_frame_encode(buf, count, type, &fp, &r->frame);
     if (rc != CDT_SUCCESS) {
         cdt__ucx_request_release(r);
         return rc;
     }
+    if (mode == CDT__UCX_MODE_SINGLE)
+        return send_single(ep, r, tag, request);
     const cdt_count threshold = w->zcopy_threshold;
     send_plan pl;
     rc = plan(r, threshold, &pl);

@@ -16,27 +16,12 @@
  * A violation aborts (a crash for libFuzzer); so do crashes, leaks and undefined behaviour.
  */
 #include "cdt_sobj.h"
+#include "fuzz_input.h"
 
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-typedef struct input {
-    const uint8_t *p;
-    size_t n, at;
-} input;
-
-static unsigned next(input *in)
-{
-    return in->at < in->n ? in->p[in->at++] : 0;
-}
-
-static unsigned next16(input *in)
-{
-    unsigned lo = next(in);
-    return lo | next(in) << 8;
-}
 
 static void fail(const char *what)
 {

@@ -48,15 +48,7 @@ static void one(const uint8_t *data, size_t size, const cdt__ucx_limits *lim)
         check(h.stream_len <= frame_size || h.tail_len == 0);
     }
     if (h.tail_len == 0) {
-        cdt_decoder_params dp = {.field_mask = 0};
-        if (lim != NULL && lim->max_frame_bytes >= 0) {
-            dp.field_mask |= CDT_DECODER_PARAM_MAX_FRAME_BYTES;
-            dp.max_frame_bytes = lim->max_frame_bytes;
-        }
-        if (lim != NULL && lim->max_regions >= 0) {
-            dp.field_mask |= CDT_DECODER_PARAM_MAX_REGIONS;
-            dp.max_regions = lim->max_regions;
-        }
+        cdt_decoder_params dp = cdt__ucx_decoder_params(lim);
         cdt_decoder d;
         if (cdt_decoder_create_advanced(h.part, h.part_len, &dp, &d) == CDT_SUCCESS) {
             cdt_frame_info in;

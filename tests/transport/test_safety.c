@@ -39,7 +39,7 @@ static size_t make_head(unsigned char *out, uint64_t key, uint64_t threshold, ui
                         uint64_t n, uint64_t len)
 {
     memset(out, 0, 32 + 48);
-    memcpy(out, "CDTU\x02\0\0\0", 8);
+    memcpy(out, "CDTU\x03\0\0\0", 8); /* version 3, split mode */
     le64(out + 8, key);
     le64(out + 16, threshold);
     le64(out + 24, tail_len);
@@ -253,6 +253,67 @@ static void cancel_matched_server(peer *p)
     recv_marker(p, TAG_DONE);
     check_untouched(buf, len, 0x5A);
     free(buf);
+}
+
+/* ------------------------------------------- a single-mode sender that stops progressing - */
+
+/* One message of 8 MiB in single mode: the sender posts it and then does not progress for a
+ * while (its rendezvous data moves only when it does). The receiver's blocking receive must
+ * still end at its timeout, UCX must never write into the caller's buffer after that (it is
+ * freed and its address reused: ASan and a pattern check), the message must be discarded when
+ * it finally moves (the sender completes), and the next object must arrive whole. */
+enum { STALL_LEN = 8 << 20 };
+
+static void single_stall_client(peer *p)
+{
+    unsigned char *data = malloc(STALL_LEN);
+    CHECK(data != NULL);
+    memset(data, 0xC3, STALL_LEN);
+    cdt_ucx_protocol proto;
+    CHECK_RC(cdt_ucx_ep_protocol(p->ep, &proto));
+    CHECK(proto == CDT_UCX_PROTOCOL_SINGLE);
+    cdt_ucx_request r;
+    CHECK_RC(cdt_ucx_isend(p->ep, data, STALL_LEN, CDT_BYTE, TAG, &r));
+    wait_fd(0, NULL); /* no progress here until the receiver gave up */
+    CHECK_RC(cdt_ucx_request_wait(r, T_TIMEOUT_MS)); /* discarded by the receiver */
+    CHECK_RC(cdt_ucx_request_free(r));
+    double_vec v;
+    CHECK_RC(double_vec_init(&v, 3, 70000, 4));
+    CHECK_RC(cdt_ucx_send(p->ep, &v, 1, double_vec_type(), TAG, T_TIMEOUT_MS));
+    double_vec_clear(&v);
+    send_marker(p, TAG_DONE);
+    free(data);
+}
+
+static void single_stall_server(peer *p)
+{
+    unsigned char *buf = calloc(1, STALL_LEN);
+    CHECK(buf != NULL);
+    int64_t t0 = now_ms();
+    int rc =
+        cdt_ucx_recv(p->w, buf, STALL_LEN, CDT_BYTE, TAG, CDT_UCX_TAG_MASK_FULL, NULL, NULL, 1000);
+    int64_t took = now_ms() - t0;
+    fprintf(stderr, "single-mode message from a sender that does not progress: %s after %lld ms\n",
+            cdt_err_name(rc), (long long)took);
+    CHECK(rc == CDT_ERR_TIMEOUT);
+    CHECK(took < 5000);
+    free(buf); /* the caller's memory is its own again: a new allocation may reuse it */
+    unsigned char *watch = malloc(STALL_LEN);
+    CHECK(watch != NULL);
+    memset(watch, 0x5A, STALL_LEN);
+    signal_fd(0);
+    double_vec v = {0}, ref;
+    CHECK_RC(cdt_ucx_recv(p->w, &v, 1, double_vec_type(), TAG, CDT_UCX_TAG_MASK_FULL, NULL, NULL,
+                          T_TIMEOUT_MS));
+    CHECK_RC(double_vec_init(&ref, 3, 70000, 4));
+    CHECK(double_vec_equal(&v, &ref));
+    recv_marker(p, TAG_DONE);
+    for (int i = 0; i < 100; i++)
+        cdt_ucx_worker_progress(p->w);
+    check_untouched(watch, STALL_LEN, 0x5A);
+    double_vec_clear(&v);
+    double_vec_clear(&ref);
+    free(watch);
 }
 
 /* ------------------------------------------- the receive holds its own type reference ---- */
@@ -679,6 +740,11 @@ int main(int argc, char **argv)
     open_pipes();
     if (strcmp(c, "late_region") == 0)
         return run_pair(late_region_server, late_region_client_tail, NULL, NULL, 0);
+    if (strcmp(c, "single_stall") == 0) {
+        cdt_ucx_worker_params wp = {.field_mask = CDT_UCX_WORKER_PARAM_PROTOCOL,
+                                    .protocol = CDT_UCX_PROTOCOL_SINGLE};
+        return run_pair(single_stall_server, single_stall_client, &wp, &wp, 0);
+    }
     if (strcmp(c, "cancel_matched") == 0)
         return run_pair(cancel_matched_server, cancel_matched_client, NULL, NULL, 0);
     if (strcmp(c, "type_ref") == 0)

@@ -383,6 +383,14 @@ static void check_transports(peer *p, const char *who)
         CHECK(strstr(t, "am=tcp/") != NULL);
         CHECK(strstr(t, "memory") == NULL);
     }
+    /* the protocol follows the transport: one message per object over shared memory */
+    cdt_ucx_protocol proto;
+    CHECK_RC(cdt_ucx_ep_protocol(p->ep, &proto));
+    fprintf(stderr, "%s: protocol %s\n", who,
+            proto == CDT_UCX_PROTOCOL_SINGLE ? "single" : "split");
+    CHECK(proto == (expect_shared_memory ? CDT_UCX_PROTOCOL_SINGLE : CDT_UCX_PROTOCOL_SPLIT));
+    CHECK(cdt_ucx_ep_protocol(NULL, &proto) == CDT_ERR_INVALID_ARG);
+    CHECK(cdt_ucx_ep_protocol(p->ep, NULL) == CDT_ERR_INVALID_ARG);
     char tiny[8];
     CHECK(cdt_ucx_ep_transports(p->ep, tiny, sizeof(tiny)) == CDT_ERR_TRUNCATED);
     CHECK(strlen(tiny) == sizeof(tiny) - 1);
@@ -426,6 +434,18 @@ static void transports_server(peer *p)
     /* so is a misspelt CDT_UCX_SHARED_MEMORY */
     setenv("CDT_UCX_SHARED_MEMORY", "fulll", 1);
     CHECK(cdt_ucx_context_create(NULL, &c) == CDT_ERR_INVALID_ARG && c == NULL);
+    /* an unknown protocol, and a misspelt CDT_UCX_PROTOCOL */
+    cdt_ucx_worker_params wp = {.field_mask = CDT_UCX_WORKER_PARAM_PROTOCOL,
+                                .protocol = (cdt_ucx_protocol)9};
+    cdt_ucx_worker w = NULL;
+    CHECK(cdt_ucx_worker_create(p->ctx, &wp, &w) == CDT_ERR_INVALID_ARG && w == NULL);
+    setenv("CDT_UCX_PROTOCOL", "singel", 1);
+    CHECK(cdt_ucx_worker_create(p->ctx, NULL, &w) == CDT_ERR_INVALID_ARG && w == NULL);
+    /* the parameter wins over the environment */
+    wp.protocol = CDT_UCX_PROTOCOL_SPLIT;
+    CHECK_RC(cdt_ucx_worker_create(p->ctx, &wp, &w));
+    cdt_ucx_worker_destroy(w);
+    unsetenv("CDT_UCX_PROTOCOL");
 }
 
 /* A receiver that dies while a large object is on its way to it: the sender's request must end
@@ -477,7 +497,7 @@ static void malformed_client(peer *p)
     /* a valid prefix followed by a broken frame header */
     unsigned char bad[32 + 48];
     memset(bad, 0, sizeof(bad));
-    memcpy(bad, "CDTU\x02\0\0\0", 8); /* prefix version 2 */
+    memcpy(bad, "CDTU\x03\0\0\0", 8); /* prefix version 3, split mode */
     bad[16] = 0xff;                   /* threshold */
     memcpy(bad + 32, "CDTF\x01\0\0\0", 8);
     bad[32 + 8] = 47; /* header_size wrong */
