@@ -688,6 +688,11 @@ int main(int argc, char **argv)
         obj_free(&w);
         char t[512];
         OK(cdt_ucx_ep_transports(e.ep, t, sizeof(t)));
+        cdt_ucx_protocol proto;
+        OK(cdt_ucx_ep_protocol(e.ep, &proto));
+        const char *proto_name = proto == CDT_UCX_PROTOCOL_SINGLE
+                                     ? "single (the object as one message)"
+                                     : "split (head, tail and large regions as messages)";
         char *text = NULL;
         size_t text_len = 0;
         FILE *f = open_memstream(&text, &text_len);
@@ -696,9 +701,11 @@ int main(int argc, char **argv)
         if (!e.server) {
             FILE *tf = transports_path != NULL ? fopen(transports_path, "w") : NULL;
             for (FILE *out = stdout; out != NULL; out = out == stdout ? tf : NULL) {
-                fprintf(out, "UCX %s, UCX_TLS=%s\nlibcdt endpoint (peer error handling): %s\n",
+                fprintf(out,
+                        "UCX %s, UCX_TLS=%s\nlibcdt endpoint (peer error handling): %s\n"
+                        "libcdt protocol (cdt_ucx_ep_protocol): %s\n",
                         cdt_ucx_version_string(),
-                        getenv("UCX_TLS") ? getenv("UCX_TLS") : "(default)", t);
+                        getenv("UCX_TLS") ? getenv("UCX_TLS") : "(default)", t, proto_name);
                 fprintf(out, "raw_nopeer endpoint lanes (ucp_ep_print_info):\n");
                 for (char *line = text; line != NULL && *line != '\0';) {
                     char *nl = strchr(line, '\n');

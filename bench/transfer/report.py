@@ -15,7 +15,9 @@ def machine():
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     return (f"{bench_machine.summary()}, "
             f"load average {load:.2f} at the end of the run, "
-            f"UCX_TLS={os.environ.get('UCX_TLS', '(default)')}")
+            f"UCX_TLS={os.environ.get('UCX_TLS', '(default)')}, "
+            f"CDT_UCX_PROTOCOL={os.environ.get('CDT_UCX_PROTOCOL', '(auto)')}, "
+            f"allocator: GLIBC_TUNABLES={os.environ.get('GLIBC_TUNABLES', '(glibc defaults)')}")
 
 
 def main(csv_path, out_path, transports_path=None):
@@ -37,7 +39,7 @@ def main(csv_path, out_path, transports_path=None):
            "`raw_nopeer`: `raw` on an endpoint without peer error handling; `ucx_generic`: one",
            "message of a UCX generic datatype whose callbacks drive libcdt's frame encoder",
            "(`cdt_op_pack` / `cdt_frame_gather`) and decoder (`cdt_op_unpack` /",
-           "`cdt_decoder_write`), a prototype of a one-message protocol. Every send buffer is",
+           "`cdt_decoder_write`), the prototype of single mode. Every send buffer is",
            "written before it is sent; at least 1 GiB per bandwidth point (256 MiB quick). Latency:",
            "half round trip of a ping-pong; bandwidth: windows of non-blocking sends then an",
            "acknowledgement. MB = 10^6 bytes. Command: `bench/run transfer` (two passes, the better value of each point).", "",

@@ -269,8 +269,12 @@ static int connector_main(const char *host, uint16_t port)
     char lanes[256];
     if (cdt_ucx_ep_transports(ep, lanes, sizeof(lanes)) != CDT_SUCCESS)
         snprintf(lanes, sizeof(lanes), "(unknown)");
-    printf("UCX %s; UCX_TLS=%s; transports in use: %s\n", cdt_ucx_version_string(),
-           getenv("UCX_TLS") ? getenv("UCX_TLS") : "(default)", lanes);
+    cdt_ucx_protocol proto = CDT_UCX_PROTOCOL_SPLIT;
+    cdt_ucx_ep_protocol(ep, &proto);
+    printf("UCX %s; UCX_TLS=%s; transports in use: %s; libcdt protocol: %s\n",
+           cdt_ucx_version_string(), getenv("UCX_TLS") ? getenv("UCX_TLS") : "(default)", lanes,
+           proto == CDT_UCX_PROTOCOL_SINGLE ? "single message per object"
+                                            : "split (head + region messages)");
     free(raw);
     objects_free(&o);
     cdt_ucx_ep_close(ep, 2000);

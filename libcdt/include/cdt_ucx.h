@@ -306,8 +306,11 @@ typedef struct cdt_ucx_recv_params {
 } cdt_ucx_recv_params;
 
 /*! cdt_ucx_isend() : start sending (buf, count, type) with `tag` (<= CDT_UCX_TAG_MAX).
- *  *request must be completed (test/wait) and freed. When this returns an error no message
- *  was sent. Errors: as cdt_frame_encode, CDT_ERR_INVALID_ARG, CDT_ERR_PEER, CDT_ERR_TRANSPORT. */
+ *  *request must be completed (test/wait) and freed. The object is read until the send
+ *  completes (its large regions in split mode, all of it in single mode, where a custom type's
+ *  pack callback runs inside the calls that progress the worker): leave it unchanged until
+ *  then. When this returns an error no message was sent. Errors: as cdt_frame_encode,
+ *  CDT_ERR_INVALID_ARG, CDT_ERR_PEER, CDT_ERR_TRANSPORT. */
 CDT_API int cdt_ucx_isend(cdt_ucx_ep ep, const void *buf, cdt_count count, cdt_type type,
                           cdt_ucx_tag tag, cdt_ucx_request *request);
 /*! cdt_ucx_send() : isend + wait + free. On CDT_ERR_TIMEOUT the send is abandoned (the
@@ -326,9 +329,11 @@ CDT_API int cdt_ucx_irecv(cdt_ucx_worker worker, void *buf, cdt_count count, cdt
                           cdt_ucx_request *request);
 /*! cdt_ucx_recv() : irecv + wait + free; info may be NULL. When timeout_ms passes, the receive
  *  is canceled (cdt_ucx_request_cancel) and CDT_ERR_TIMEOUT returned only once UCX can no longer
- *  write into the receive's memory: when a region's data is already moving, the call waits for
- *  that transfer to end (or to fail with its peer). The memory may then hold part of the
- *  object. If the object completed meanwhile, the result is CDT_SUCCESS. */
+ *  write into the receive's memory: in split mode, when a region's data is already moving, the
+ *  call waits for that transfer to end (or to fail with its peer); a single-mode message, and
+ *  a message whose data has not started to come, write nothing more and do not make it wait.
+ *  The memory may then hold part of the object. If the object completed meanwhile, the result
+ *  is CDT_SUCCESS. */
 CDT_API int cdt_ucx_recv(cdt_ucx_worker worker, void *buf, cdt_count count, cdt_type type,
                          cdt_ucx_tag tag, cdt_ucx_tag tag_mask, const cdt_ucx_recv_params *params,
                          cdt_ucx_recv_info *info, int64_t timeout_ms);
@@ -346,16 +351,18 @@ CDT_API int cdt_ucx_request_wait(cdt_ucx_request request, int64_t timeout_ms);
 /*! cdt_ucx_request_cancel() : abandon a receive, matched or not; it then completes with
  *  CDT_ERR_CANCELED (or its own result, if that came first). Parts of the message that have
  *  not been matched are canceled and discarded when they arrive (bounded by rest_timeout_ms);
- *  a region whose data is already moving into the receive's memory finishes first: the
- *  request completes only when UCX can no longer write into that memory, so wait for it
- *  before freeing or reusing the memory. @return CDT_SUCCESS (also when the request had
+ *  in split mode a region whose data is already moving into the receive's memory finishes
+ *  first: the request completes only when UCX can no longer write into that memory, so wait
+ *  for it before freeing or reusing the memory (a single-mode message completes at once: the
+ *  rest of it is dropped as it arrives). @return CDT_SUCCESS (also when the request had
  *  completed already), or CDT_ERR_UNSUPPORTED for sends (a posted send completes or fails
  *  with its endpoint). */
 CDT_API int cdt_ucx_request_cancel(cdt_ucx_request request);
 /*! cdt_ucx_request_recv_info() : what a successfully completed receive matched. */
 CDT_API int cdt_ucx_request_recv_info(cdt_ucx_request request, cdt_ucx_recv_info *info);
 /*! cdt_ucx_request_free() : free a completed request. A pending request: CDT_ERR_BUSY (cancel
- *  or wait first). NULL: no-op. */
+ *  or wait first). NULL: no-op. A receive that completed while UCX still delivers the rest of
+ *  its message (into nothing) is handed to the worker, which frees it when UCX is done. */
 CDT_API int cdt_ucx_request_free(cdt_ucx_request request);
 
 #ifdef __cplusplus

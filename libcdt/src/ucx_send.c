@@ -169,11 +169,21 @@ static int send_single(cdt_ucx_ep ep, cdt_ucx_request r, cdt_ucx_tag tag, cdt_uc
     int rc = cdt_frame_size(r->frame, &frame_size);
     r->single_len = CDT__UCX_PREFIX_SIZE + (size_t)frame_size + CDT__UCX_TRAILER_SIZE;
     cdt__ucx_put_single_prefix(r->head);
+    /* a message that fits the head buffer is built there now and sent contiguous: UCX's
+     * fastest path for a small message, and a failed pack is reported here, before anything
+     * was sent */
+    bool contiguous = rc == CDT_SUCCESS && r->single_len <= CDT__UCX_HEAD_MAX;
+    if (contiguous) {
+        rc = cdt_frame_gather(r->frame, 0, r->head + CDT__UCX_PREFIX_SIZE, frame_size);
+        cdt__ucx_put_trailer(r->head + r->single_len - CDT__UCX_TRAILER_SIZE, CDT_SUCCESS);
+    }
     pthread_mutex_lock(&w->lock);
     if (rc == CDT_SUCCESS && ep->status != CDT_SUCCESS)
         rc = ep->status == CDT_ERR_TIMEOUT ? CDT_ERR_INVALID_ARG : CDT_ERR_PEER;
     r->outstanding = 1; /* held while posting */
-    if (rc == CDT_SUCCESS)
+    if (rc == CDT_SUCCESS && contiguous)
+        rc = post(r, ep->ucp, r->head, r->single_len, tag, &r->head_sub);
+    else if (rc == CDT_SUCCESS)
         rc = post_dt(r, ep->ucp, r, 1, w->dt_send, tag, &r->head_sub);
     if (rc != CDT_SUCCESS) {
         pthread_mutex_unlock(&w->lock);

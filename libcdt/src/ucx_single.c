@@ -1,5 +1,5 @@
 /*
- * ucx_single.c - single-mode messages (docs/TRANSPORT.md §2): the whole frame of an object as
+ * ucx_single.c - single-mode messages (docs/TRANSPORT.md §3): the whole frame of an object as
  * one UCX tagged message of a generic datatype. The send side's pack callback copies frame
  * bytes at any offset (cdt_frame_gather); every receive is posted with the receive datatype,
  * whose unpack callback keeps the first bytes in the request's head buffer until it knows the
