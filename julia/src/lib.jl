@@ -208,6 +208,7 @@ struct CdtUcxWorkerParams
     sender_id::UInt32
     zcopy_threshold::Int64
     buffer_cache_bytes::Csize_t
+    protocol::Cint
 end
 
 "`cdt_ucx_listener_params` (cdt_ucx.h)."

@@ -9,6 +9,9 @@ const CDT_UCX_INFINITE = Int64(-1)
 const CDT_UCX_WORKER_PARAM_SENDER_ID = UInt64(1) << 0
 const CDT_UCX_WORKER_PARAM_ZCOPY_THRESHOLD = UInt64(1) << 1
 const CDT_UCX_WORKER_PARAM_BUFFER_CACHE = UInt64(1) << 2
+const CDT_UCX_WORKER_PARAM_PROTOCOL = UInt64(1) << 3
+# cdt_ucx_protocol
+const _PROTOCOLS = Dict(:auto => Cint(0), :split => Cint(1), :single => Cint(2))
 const CDT_UCX_LISTENER_PARAM_HOST = UInt64(1) << 0
 const CDT_UCX_LISTENER_PARAM_PORT = UInt64(1) << 1
 const CDT_UCX_RECV_PARAM_PREPARE = UInt64(1) << 0
@@ -29,11 +32,14 @@ function _need_ucx()
 end
 
 """
-    Worker(; sender_id=nothing, zcopy_threshold=nothing, buffer_cache_bytes=nothing)
+    Worker(; sender_id=nothing, zcopy_threshold=nothing, buffer_cache_bytes=nothing,
+           protocol=nothing)
 
 A UCX context and worker: the progress engine of its listeners and endpoints. `sender_id`
 must differ among the workers that send to one receiver (default: random); arrays of at
-least `zcopy_threshold` bytes (default 64 KiB) move as their own zero-copy message.
+least `zcopy_threshold` bytes (default 64 KiB) move as their own zero-copy message in split
+mode. `protocol` is `:auto` (the default: one message per object over shared memory, split
+mode over TCP), `:split` or `:single` (docs/TRANSPORT.md).
 """
 mutable struct Worker
     ctx::Ptr{Cvoid}
@@ -45,8 +51,12 @@ function Worker(;
     sender_id = nothing,
     zcopy_threshold = nothing,
     buffer_cache_bytes = nothing,
+    protocol = nothing,
 )
     _need_ucx()
+    protocol === nothing ||
+        haskey(_PROTOCOLS, protocol) ||
+        throw(ArgumentError("protocol is :auto, :split or :single"))
     ctx = Ref{Ptr{Cvoid}}(C_NULL)
     check(
         ccall(
@@ -62,11 +72,13 @@ function Worker(;
     sender_id === nothing || (mask |= CDT_UCX_WORKER_PARAM_SENDER_ID)
     zcopy_threshold === nothing || (mask |= CDT_UCX_WORKER_PARAM_ZCOPY_THRESHOLD)
     buffer_cache_bytes === nothing || (mask |= CDT_UCX_WORKER_PARAM_BUFFER_CACHE)
+    protocol === nothing || (mask |= CDT_UCX_WORKER_PARAM_PROTOCOL)
     p = Ref(CdtUcxWorkerParams(
         mask,
         UInt32(something(sender_id, 0)),
         Int64(something(zcopy_threshold, 0)),
         Csize_t(something(buffer_cache_bytes, 0)),
+        protocol === nothing ? Cint(0) : _PROTOCOLS[protocol],
     ))
     w = Ref{Ptr{Cvoid}}(C_NULL)
     rc = ccall(

@@ -194,6 +194,10 @@ roundtrip(x; kw...) = decode(tobytes(encode(x; kw...)))
             @info "CDTYPES_SKIP_UCX=1: two-process test skipped"
         else
             @test !isempty(CDTypes.ucx_version())
+            @test_throws ArgumentError CDTypes.Worker(protocol = :fast)
+            w = CDTypes.Worker(protocol = :single)
+            close(w)
+            @test !isopen(w)
             l = CDTypes.listen(host = "127.0.0.1", port = 0)
             port = CDTypes.port(l)
             @test port > 0

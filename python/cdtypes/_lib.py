@@ -161,6 +161,9 @@ CDT_UCX_INFINITE = -1
 CDT_UCX_TAG_MAX = (1 << 63) - 1
 CDT_UCX_WORKER_PARAM_SENDER_ID = 1 << 0
 CDT_UCX_WORKER_PARAM_ZCOPY_THRESHOLD = 1 << 1
+CDT_UCX_WORKER_PARAM_BUFFER_CACHE = 1 << 2
+CDT_UCX_WORKER_PARAM_PROTOCOL = 1 << 3
+CDT_UCX_PROTOCOLS = {"auto": 0, "split": 1, "single": 2}  # cdt_ucx_protocol
 CDT_UCX_LISTENER_PARAM_HOST = 1 << 0
 CDT_UCX_LISTENER_PARAM_PORT = 1 << 1
 CDT_UCX_RECV_PARAM_PREPARE = 1 << 0
@@ -181,6 +184,8 @@ class cdt_ucx_worker_params(ctypes.Structure):
         ("field_mask", ctypes.c_uint64),
         ("sender_id", ctypes.c_uint32),
         ("zcopy_threshold", cdt_count),
+        ("buffer_cache_bytes", ctypes.c_size_t),
+        ("protocol", ctypes.c_int),  # cdt_ucx_protocol
     ]
 
 
@@ -231,6 +236,7 @@ UCX_DECLARED = {
     "cdt_ucx_ep_connect": (_int, [c_void_p, ctypes.c_char_p, ctypes.c_uint16, _i64, P(c_void_p)]),
     "cdt_ucx_ep_create_from_address": (_int, [c_void_p, c_void_p, ctypes.c_size_t, P(c_void_p)]),
     "cdt_ucx_ep_status": (_int, [c_void_p]),
+    "cdt_ucx_ep_protocol": (_int, [c_void_p, P(ctypes.c_int)]),
     "cdt_ucx_ep_close": (_int, [c_void_p, _i64]),
     "cdt_ucx_isend": (_int, [c_void_p, c_void_p, cdt_count, c_void_p, cdt_ucx_tag, P(c_void_p)]),
     "cdt_ucx_irecv": (

@@ -65,11 +65,16 @@ class Worker:
 
     sender_id: reported by sender_id (e.g. the rank; default random); messages are not keyed by it,
     so equal ids are harmless (docs/TRANSPORT.md);
-    zcopy_threshold: buffers of at least this many bytes move zero-copy (default 64 KiB)."""
+    zcopy_threshold: buffers of at least this many bytes move zero-copy in split mode (default
+    64 KiB);
+    protocol: "auto" (default: one message per object over shared memory, split mode over
+    TCP), "split" or "single" (docs/TRANSPORT.md; Endpoint.protocol says which ran)."""
 
-    def __init__(self, sender_id=None, zcopy_threshold=None):
+    def __init__(self, sender_id=None, zcopy_threshold=None, protocol=None):
         self._ctx = self._w = None
         self._children = []
+        if protocol is not None and protocol not in _lib.CDT_UCX_PROTOCOLS:
+            raise ValueError("protocol is 'auto', 'split' or 'single'")
         ctx = ctypes.c_void_p()
         check(lib.cdt_ucx_context_create(None, ctypes.byref(ctx)), "cdt_ucx_context_create")
         self._ctx = ctx.value
@@ -80,6 +85,9 @@ class Worker:
         if zcopy_threshold is not None:
             p.field_mask |= _lib.CDT_UCX_WORKER_PARAM_ZCOPY_THRESHOLD
             p.zcopy_threshold = zcopy_threshold
+        if protocol is not None:
+            p.field_mask |= _lib.CDT_UCX_WORKER_PARAM_PROTOCOL
+            p.protocol = _lib.CDT_UCX_PROTOCOLS[protocol]
         w = ctypes.c_void_p()
         try:
             check(lib.cdt_ucx_worker_create(self._ctx, ctypes.byref(p), ctypes.byref(w)),
@@ -266,6 +274,14 @@ class Endpoint:
     def ok(self):
         """False once the peer failed or went away."""
         return self._ep is not None and lib.cdt_ucx_ep_status(self._ep) == 0
+
+    @property
+    def protocol(self):
+        """How objects sent on this endpoint travel: "single" (one message per object) or
+        "split" (head, then large buffers as their own messages); docs/TRANSPORT.md."""
+        v = ctypes.c_int()
+        check(lib.cdt_ucx_ep_protocol(self._handle(), ctypes.byref(v)), "cdt_ucx_ep_protocol")
+        return {1: "split", 2: "single"}[v.value]
 
     def _forget(self):
         self._ep = None

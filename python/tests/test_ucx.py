@@ -122,3 +122,30 @@ def test_recv_restricted(echo):
     obj = {"a": np.arange(10.0), "t": (1, "x")}
     echo.send(obj, tag=714, timeout=30)
     assert same(echo.recv(tag=715, timeout=30, allowed=True, max_bytes=1 << 20), obj)
+
+
+def test_protocol_choice_and_single_mode():
+    """Worker(protocol=...) picks how objects travel (docs/TRANSPORT.md): 'single' sends each
+    object as one message, and the echo peer (which sends in its own mode) still takes it."""
+    with pytest.raises(ValueError):
+        ucx.Worker(protocol="fast")
+    script = os.path.join(os.path.dirname(__file__), "ucx_peer.py")
+    peer = subprocess.Popen([sys.executable, script], stdout=subprocess.PIPE, text=True)
+    try:
+        port = int(peer.stdout.readline())
+        with ucx.connect("127.0.0.1", port, timeout=30, protocol="single") as ep:
+            assert ep.protocol == "single"
+            for i, obj in enumerate(OBJECTS):
+                ep.send(obj, tag=100 + 2 * i, timeout=30)
+                assert same(obj, ep.recv(tag=101 + 2 * i, timeout=30))
+            ep.send("stop", tag=0)
+        assert peer.wait(timeout=30) == 0
+    finally:
+        if peer.poll() is None:
+            peer.kill()
+            peer.wait()
+
+
+def test_protocol_default_over_tcp(echo):
+    # endpoints made through a listener run TCP: split mode
+    assert echo.protocol == "split"
