@@ -105,6 +105,10 @@ impl Context {
             p.field_mask |= sys::CDT_UCX_WORKER_PARAM_BUFFER_CACHE as u64;
             p.buffer_cache_bytes = b;
         }
+        if let Some(proto) = options.protocol {
+            p.field_mask |= sys::CDT_UCX_WORKER_PARAM_PROTOCOL as u64;
+            p.protocol = proto.raw();
+        }
         let mut raw = ptr::null_mut();
         // SAFETY: valid context and params
         check(unsafe { sys::cdt_ucx_worker_create(self.inner.0, &p, &mut raw) })?;
@@ -118,6 +122,30 @@ impl Context {
     }
 }
 
+/// How objects sent on an endpoint travel (`cdt_ucx_protocol`, docs/TRANSPORT.md).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Protocol {
+    /// Per endpoint: [`Protocol::Single`] over shared memory, [`Protocol::Split`] otherwise.
+    #[default]
+    Auto,
+    /// A head message, then the rest and every large region as their own messages (zero-copy
+    /// on both ends): the fastest over TCP.
+    Split,
+    /// The whole object as one message, packed and unpacked inside UCX's copies: the fastest
+    /// over shared memory.
+    Single,
+}
+
+impl Protocol {
+    fn raw(self) -> sys::cdt_ucx_protocol {
+        match self {
+            Protocol::Auto => sys::CDT_UCX_PROTOCOL_AUTO,
+            Protocol::Split => sys::CDT_UCX_PROTOCOL_SPLIT,
+            Protocol::Single => sys::CDT_UCX_PROTOCOL_SINGLE,
+        }
+    }
+}
+
 /// Worker options (`cdt_ucx_worker_params`); `Default` takes the library's defaults.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct WorkerOptions {
@@ -127,6 +155,9 @@ pub struct WorkerOptions {
     pub zcopy_threshold: Option<u64>,
     /// Bytes of staging memory kept for reuse between messages.
     pub buffer_cache_bytes: Option<usize>,
+    /// How objects are sent (default: the `CDT_UCX_PROTOCOL` environment variable, else
+    /// [`Protocol::Auto`]).
+    pub protocol: Option<Protocol>,
     /// Limits every receive of this worker applies to incoming frame headers.
     pub limits: Limits,
 }
@@ -604,6 +635,23 @@ impl Endpoint {
         }
         // SAFETY: valid endpoint
         check(unsafe { sys::cdt_ucx_ep_status(ep.0) })
+    }
+
+    /// How objects sent on this endpoint travel: [`Protocol::Single`] or [`Protocol::Split`]
+    /// (fixed at its first send, once UCX has chosen its transports).
+    pub fn protocol(&self) -> Result<Protocol> {
+        let ep = self.raw.read().unwrap_or_else(|e| e.into_inner());
+        if ep.0.is_null() {
+            return Err(Self::closed());
+        }
+        let mut raw: sys::cdt_ucx_protocol = sys::CDT_UCX_PROTOCOL_AUTO;
+        // SAFETY: valid endpoint and output
+        check(unsafe { sys::cdt_ucx_ep_protocol(ep.0, &mut raw) })?;
+        Ok(if raw == sys::CDT_UCX_PROTOCOL_SINGLE {
+            Protocol::Single
+        } else {
+            Protocol::Split
+        })
     }
 
     /// Flush what was sent (at most `timeout`, then force) and close.

@@ -245,3 +245,31 @@ fn derived_datatype_over_ucx() {
     ep.send(&true, 2, LONG).unwrap();
     client.join().unwrap();
 }
+
+#[test]
+fn single_mode_protocol() {
+    use cdtypes::ucx::{Protocol, WorkerOptions};
+    let server = Worker::new().unwrap();
+    let listener = server.listen("127.0.0.1", 0).unwrap();
+    let port = listener.port().unwrap();
+    let client = std::thread::spawn(move || {
+        // the sender chooses: every object as one message; the receiver takes either
+        let worker = Worker::with_options(&WorkerOptions {
+            protocol: Some(Protocol::Single),
+            ..Default::default()
+        })
+        .unwrap();
+        let ep = worker.connect("127.0.0.1", port, LONG).unwrap();
+        assert_eq!(ep.protocol().unwrap(), Protocol::Single);
+        ep.send(&snapshot(3), 1, LONG).unwrap();
+        let back: Snapshot = worker.recv(2, LONG).unwrap();
+        assert_eq!(back, snapshot(3));
+    });
+    let ep = listener.accept(LONG).unwrap();
+    let got: Snapshot = server.recv(1, LONG).unwrap();
+    assert_eq!(got, snapshot(3));
+    // the listener side stays on its own choice (TCP between these endpoints: split)
+    assert_eq!(ep.protocol().unwrap(), Protocol::Split);
+    ep.send(&got, 2, LONG).unwrap();
+    client.join().unwrap();
+}
