@@ -5,6 +5,8 @@
  */
 #include "ucx_head.h"
 
+#include <string.h>
+
 /* FORMAT.md fixed header fields used here */
 #define FRAME_REGION_COUNT_AT 24
 #define FRAME_SIZE_AT 32
@@ -22,12 +24,10 @@ static uint32_t get_magic(const unsigned char *msg)
 
 int cdt__ucx_prefix_mode(const unsigned char *p)
 {
+    static const unsigned char zeros[CDT__UCX_PREFIX_SIZE];
     if (get_magic(p) != CDT__UCX_PREFIX_MAGIC || p[4] != CDT__UCX_PREFIX_VERSION ||
-        p[5] != CDT__UCX_MODE_SINGLE)
+        p[5] != CDT__UCX_MODE_SINGLE || memcmp(p + 6, zeros, CDT__UCX_PREFIX_SIZE - 6) != 0)
         return CDT__UCX_MODE_SPLIT;
-    for (int i = 6; i < CDT__UCX_PREFIX_SIZE; i++)
-        if (p[i] != 0)
-            return CDT__UCX_MODE_SPLIT;
     return CDT__UCX_MODE_SINGLE;
 }
 

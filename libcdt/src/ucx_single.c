@@ -141,13 +141,13 @@ static int to_decoder(cdt_ucx_request r, size_t offset, const unsigned char *src
                              (cdt_count)len);
 }
 
-/* the frame header is complete in pre: make the decoder, bind the destination, and write
- * everything that came so far */
-static int make_decoder(cdt_ucx_request r)
+/* the frame header is complete in msg[0, have) (pre, or the first piece itself): make the
+ * decoder, bind the destination, and write everything that came so far */
+static int make_decoder(cdt_ucx_request r, const unsigned char *msg, size_t have_bytes)
 {
     cdt_decoder_params dp = cdt__ucx_decoder_params(&r->limits);
-    const unsigned char *frame = r->pre + CDT__UCX_PREFIX_SIZE;
-    cdt_count have = (cdt_count)(r->pre_fill - CDT__UCX_PREFIX_SIZE);
+    const unsigned char *frame = msg + CDT__UCX_PREFIX_SIZE;
+    cdt_count have = (cdt_count)(have_bytes - CDT__UCX_PREFIX_SIZE);
     cdt_decoder dec;
     int rc = cdt_decoder_create_advanced(frame, have, &dp, &dec);
     if (rc != CDT_SUCCESS)
@@ -167,7 +167,7 @@ static int make_decoder(cdt_ucx_request r)
                             : cdt_decoder_bind(dec, r->buf, r->count, r->type);
     if (rc == CDT_SUCCESS) /* the header again (checked against itself), and what followed */
         rc = to_decoder(r, CDT__UCX_PREFIX_SIZE, frame, (size_t)have);
-    if (r->pre != r->head)
+    if (r->pre != NULL && r->pre != r->head)
         free(r->pre);
     r->pre = NULL;
     while (rc == CDT_SUCCESS && r->stash != NULL) {
@@ -209,7 +209,7 @@ static int advance(cdt_ucx_request r)
             r->pre_cap = r->pre_need;
         }
     }
-    return r->pre_fill >= r->pre_need ? make_decoder(r) : CDT_SUCCESS;
+    return r->pre_fill >= r->pre_need ? make_decoder(r, r->pre, r->pre_fill) : CDT_SUCCESS;
 }
 
 /* keep a piece that came before the bytes in front of it */
@@ -241,6 +241,23 @@ static cdt__ucx_stash *stash_take(cdt_ucx_request r)
 /* before the decoder exists: bytes in order go to pre, the rest is stashed */
 static int take(cdt_ucx_request r, size_t offset, const unsigned char *src, size_t len)
 {
+    if (offset == 0 && r->pre_fill == 0 &&
+        len >= CDT__UCX_PREFIX_SIZE + CDT_FRAME_FIXED_HEADER_SIZE &&
+        cdt__ucx_prefix_mode(src) == CDT__UCX_MODE_SINGLE) {
+        /* the usual case: the first piece holds the whole frame header, and the decoder is
+         * made from it without a copy */
+        r->single = true;
+        cdt_count header_size, frame_size;
+        int rc = cdt__ucx_check_frame_header(src + CDT__UCX_PREFIX_SIZE, len - CDT__UCX_PREFIX_SIZE,
+                                             &r->limits, &header_size, &frame_size);
+        if (rc != CDT_SUCCESS)
+            return rc;
+        if ((size_t)header_size <= len - CDT__UCX_PREFIX_SIZE) {
+            r->frame_size = frame_size;
+            r->pre_need = CDT__UCX_PREFIX_SIZE + (size_t)header_size;
+            return make_decoder(r, src, len);
+        }
+    }
     if (offset != r->pre_fill)
         return offset < r->pre_fill ? CDT_ERR_FRAME_MALFORMED : stash(r, offset, src, len);
     for (;;) {

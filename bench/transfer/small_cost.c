@@ -1,0 +1,132 @@
+/*
+ * small_cost.c - instructions per small object through libcdt's transport, next to the same
+ * bytes as one raw UCX message: for callgrind, which counts instructions whatever the
+ * machine's load (bench/transfer/small_cost runs it twice and prints the difference per
+ * object).
+ *
+ * One process, two workers of one context, an endpoint from the first to the second (made
+ * from the second's address, so UCX picks the transport it would between processes of this
+ * machine). Each round sends one object from worker A and receives it at worker B, both
+ * progressed by this thread; a round of `raw` is ucp_tag_send_nbx + ucp_tag_recv_nbx of the
+ * same packed byte count.
+ *
+ * usage: bench_small_cost METHOD ROUNDS [BYTES]
+ *   METHOD: libcdt | raw; BYTES: bytes of the struct_simple array (default 64)
+ */
+#include "cdt_ucx.h"
+#include "seed_types.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <ucp/api/ucp.h>
+
+#define OK(call)                                                                                   \
+    do {                                                                                           \
+        int rc_ = (call);                                                                          \
+        if (rc_ != CDT_SUCCESS) {                                                                  \
+            fprintf(stderr, "%s:%d: %s -> %s\n", __FILE__, __LINE__, #call, cdt_err_name(rc_));   \
+            exit(1);                                                                               \
+        }                                                                                          \
+    } while (0)
+
+static void raw_cb(void *req, ucs_status_t st, void *user)
+{
+    (void)req;
+    (void)st;
+    *(int *)user = 1;
+}
+
+static void raw_recv_cb(void *req, ucs_status_t st, const ucp_tag_recv_info_t *info, void *user)
+{
+    (void)req;
+    (void)st;
+    (void)info;
+    *(int *)user = 1;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 3) {
+        fprintf(stderr, "usage: %s libcdt|raw ROUNDS [BYTES]\n", argv[0]);
+        return 2;
+    }
+    int raw = strcmp(argv[1], "raw") == 0;
+    long rounds = atol(argv[2]);
+    long bytes = argc > 3 ? atol(argv[3]) : 64;
+    long n = bytes / 32 > 0 ? bytes / 32 : 1; /* struct_simple: 32-byte elements */
+    cdt_ucx_context ctx;
+    cdt_ucx_worker a, b;
+    OK(cdt_ucx_context_create(NULL, &ctx));
+    OK(cdt_ucx_worker_create(ctx, NULL, &a));
+    OK(cdt_ucx_worker_create(ctx, NULL, &b));
+    void *addr;
+    size_t addr_len;
+    OK(cdt_ucx_worker_address(b, &addr, &addr_len));
+    cdt_ucx_ep ep;
+    OK(cdt_ucx_ep_create_from_address(a, addr, addr_len, &ep));
+    cdt_ucx_worker_address_free(b, addr);
+    struct_simple *src = calloc((size_t)n, sizeof(*src)), *dst = calloc((size_t)n, sizeof(*dst));
+    if (src == NULL || dst == NULL)
+        return 1;
+    struct_simple_fill(src, (cdt_count)n, 1);
+    cdt_type t = struct_simple_type();
+    cdt_count packed = 20 * (cdt_count)n; /* struct_simple packs 20 of its 32 bytes */
+    for (long i = 0; i < rounds; i++) {
+        if (raw) {
+            int sent = 0, got = 0;
+            ucp_request_param_t sp = {.op_attr_mask =
+                                          UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA,
+                                      .cb.send = raw_cb,
+                                      .user_data = &sent};
+            ucp_request_param_t rp = {.op_attr_mask =
+                                          UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA,
+                                      .cb.recv = raw_recv_cb,
+                                      .user_data = &got};
+            void *s = ucp_tag_send_nbx(cdt_ucx_ep_handle(ep), src, (size_t)packed, 7, &sp);
+            if (s == NULL)
+                sent = 1;
+            void *r = ucp_tag_recv_nbx(cdt_ucx_worker_handle(b), dst, (size_t)packed, 7,
+                                       UINT64_MAX, &rp);
+            if (r == NULL)
+                got = 1;
+            while (!sent || !got) {
+                ucp_worker_progress(cdt_ucx_worker_handle(a));
+                ucp_worker_progress(cdt_ucx_worker_handle(b));
+            }
+            if (s != NULL && !UCS_PTR_IS_ERR(s))
+                ucp_request_free(s);
+            if (r != NULL && !UCS_PTR_IS_ERR(r))
+                ucp_request_free(r);
+        } else {
+            cdt_ucx_request s, r;
+            OK(cdt_ucx_isend(ep, src, (cdt_count)n, t, 7, &s));
+            OK(cdt_ucx_irecv(b, dst, (cdt_count)n, t, 7, CDT_UCX_TAG_MASK_FULL, NULL, &r));
+            int rs = CDT_INPROGRESS, rr = CDT_INPROGRESS;
+            while (rs == CDT_INPROGRESS || rr == CDT_INPROGRESS) {
+                if (rs == CDT_INPROGRESS)
+                    rs = cdt_ucx_request_test(s);
+                if (rr == CDT_INPROGRESS)
+                    rr = cdt_ucx_request_test(r);
+            }
+            OK(rs);
+            OK(rr);
+            OK(cdt_ucx_request_free(s));
+            OK(cdt_ucx_request_free(r));
+        }
+    }
+    cdt_ucx_protocol proto = CDT_UCX_PROTOCOL_SPLIT;
+    cdt_ucx_ep_protocol(ep, &proto);
+    char lanes[256] = "";
+    cdt_ucx_ep_transports(ep, lanes, sizeof(lanes));
+    fprintf(stderr, "%s, %ld rounds of %lld packed bytes; transports %s; protocol %s\n", argv[1],
+            rounds, (long long)packed, lanes,
+            proto == CDT_UCX_PROTOCOL_SINGLE ? "single" : "split");
+    free(src);
+    free(dst);
+    cdt_ucx_ep_close(ep, 1000);
+    cdt_ucx_worker_destroy(a);
+    cdt_ucx_worker_destroy(b);
+    cdt_ucx_context_destroy(ctx);
+    return 0;
+}
