@@ -1781,7 +1781,10 @@ static void machine(FILE *f)
     fprintf(f, "| UCX | %s |\n| UCX_TLS | %s |\n| UCX_KEEPALIVE_INTERVAL | %s |\n",
             ucp_get_version_string(), tls ? tls : "(all)", getenv("UCX_KEEPALIVE_INTERVAL"));
     const char *nd = getenv("UCX_NET_DEVICES");
-    fprintf(f, "| UCX_NET_DEVICES | %s |\n\n", nd ? nd : "(all)");
+    fprintf(f, "| UCX_NET_DEVICES | %s |\n", nd ? nd : "(all)");
+    const char *proto = getenv("CDT_UCX_PROTOCOL"), *shm = getenv("CDT_UCX_SHARED_MEMORY");
+    fprintf(f, "| CDT_UCX_PROTOCOL | %s |\n| CDT_UCX_SHARED_MEMORY | %s |\n\n",
+            proto ? proto : "(auto)", shm ? shm : "(off)");
 }
 
 static void write_report(FILE *f, int pass, double secs, const char *cmdline)

@@ -135,8 +135,8 @@ typedef struct cdt_ucx_worker_params {
      * it: each object's key is drawn from a keyed random function per worker, so equal ids do
      * not make objects cross (docs/TRANSPORT.md). Default: random. */
     uint32_t sender_id;
-    /* Regions of at least this many bytes move as their own zero-copy message; smaller ones
-     * are gathered into the frame's head message. Default 65536; minimum 1. */
+    /* Split mode: regions of at least this many bytes move as their own zero-copy message;
+     * smaller ones are gathered into the frame's head message. Default 65536; minimum 1. */
     cdt_count zcopy_threshold;
     /* Bytes of staging memory (packed streams, gathered small regions, received tails) the
      * worker keeps for reuse between messages, at most 64 buffers. Fresh memory costs a page
