@@ -38,8 +38,9 @@ end
 A UCX context and worker: the progress engine of its listeners and endpoints. `sender_id`
 must differ among the workers that send to one receiver (default: random); arrays of at
 least `zcopy_threshold` bytes (default 64 KiB) move as their own zero-copy message in split
-mode. `protocol` is `:auto` (the default: one message per object over shared memory, split
-mode over TCP), `:split` or `:single` (docs/TRANSPORT.md).
+mode. `protocol` is `:auto` (the default: one message per object over shared memory unless
+it has arrays of `zcopy_threshold` bytes or more, split mode over TCP), `:split` or `:single`
+(docs/TRANSPORT.md).
 """
 mutable struct Worker
     ctx::Ptr{Cvoid}

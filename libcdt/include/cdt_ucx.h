@@ -115,7 +115,10 @@ enum cdt_ucx_worker_params_field {
  * behind the choice). A receiver takes either from any sender: only the sender chooses. */
 typedef enum cdt_ucx_protocol {
     /* per endpoint, from the transport UCX chose for its messages: CDT_UCX_PROTOCOL_SINGLE over
-     * shared memory (sysv, posix, self), CDT_UCX_PROTOCOL_SPLIT otherwise. The default. */
+     * shared memory (sysv, posix, self), CDT_UCX_PROTOCOL_SPLIT otherwise; over shared memory
+     * an object with a region of at least zcopy_threshold bytes still goes split (its large
+     * regions by one cross-memory copy each, fastest into freshly allocated memory). The
+     * default. */
     CDT_UCX_PROTOCOL_AUTO = 0,
     /* a head message, then the rest of the inline stream and every large region as their own
      * contiguous messages: the fastest over TCP */
@@ -225,7 +228,8 @@ CDT_API void *cdt_ucx_ep_handle(cdt_ucx_ep ep);
 CDT_API int cdt_ucx_ep_transports(cdt_ucx_ep ep, char *buf, size_t size);
 /*! cdt_ucx_ep_protocol() : how objects sent on ep travel: CDT_UCX_PROTOCOL_SINGLE or
  *  CDT_UCX_PROTOCOL_SPLIT (the worker's protocol; for CDT_UCX_PROTOCOL_AUTO the choice made
- *  from the endpoint's transports, fixed at its first send once its lanes are known).
+ *  from the endpoint's transports, fixed at its first send once its lanes are known; with
+ *  AUTO, objects with large regions go split on a single-mode endpoint too).
  *  Errors: CDT_ERR_INVALID_ARG (NULL), CDT_ERR_PEER (the endpoint failed). */
 CDT_API int cdt_ucx_ep_protocol(cdt_ucx_ep ep, cdt_ucx_protocol *protocol);
 /*! cdt_ucx_ep_close() : flush what was sent (at most timeout_ms, then force) and close.

@@ -23,6 +23,7 @@ struct cdt_frame_s {
     cdt_op op; /* &op_storage once begun */
     struct cdt_op_s op_storage;
     unsigned char *head;                    /* header + packed stream: head_inline or allocated */
+    cdt_frame_alloc_func_t *head_alloc;     /* NULL: malloc */
     cdt_frame_release_func_t *head_release; /* NULL: head came from malloc */
     void *head_alloc_arg;
     cdt_count head_len, frame_size;
@@ -214,6 +215,7 @@ static int encode(const void *buf, cdt_count count, cdt_type type, const cdt_fra
     cdt_frame_alloc_func_t *alloc = NULL;
     if (params != NULL && (params->field_mask & CDT_FRAME_PARAM_HEAD_ALLOCATOR)) {
         alloc = params->head_alloc;
+        f->head_alloc = alloc;
         f->head_release = params->head_release;
         f->head_alloc_arg = params->head_alloc_arg;
     }
@@ -283,6 +285,36 @@ int cdt__frame_encode_deferred(const void *buf, cdt_count count, cdt_type type,
                                const cdt_frame_params *params, cdt_frame *out)
 {
     return encode(buf, count, type, params, true, out);
+}
+
+int cdt__frame_materialize(cdt_frame f)
+{
+    if (f == NULL || !f->deferred)
+        return f == NULL ? CDT_ERR_INVALID_ARG : CDT_SUCCESS;
+    unsigned char *h = f->head;
+    if (f->head_len > f->head_alloc_len) { /* room for the packed stream */
+        if ((uint64_t)f->head_len > SIZE_MAX)
+            return CDT_ERR_NO_MEMORY;
+        h = f->head_len <= INLINE_HEAD ? f->head_inline
+            : f->head_alloc != NULL    ? f->head_alloc(f->head_alloc_arg, (size_t)f->head_len)
+                                       : malloc((size_t)f->head_len);
+        if (h == NULL)
+            return CDT_ERR_NO_MEMORY;
+        if (h != f->head) {
+            memcpy(h, f->head, (size_t)f->header_size);
+            if (f->head != f->head_inline) {
+                if (f->head_release != NULL)
+                    f->head_release(f->head_alloc_arg, f->head, (size_t)f->head_alloc_len);
+                else
+                    free(f->head);
+            }
+        }
+    }
+    f->head = h;
+    f->head_alloc_len = f->head_len;
+    f->deferred = false;
+    f->iov[0].base = h;
+    return pack_stream(f, f->header_size, f->head_len - f->header_size);
 }
 
 int cdt_frame_free(cdt_frame f)

@@ -102,5 +102,8 @@ static inline bool cdt__frame_align(cdt_count off, cdt_count *out)
  * callback, or CDT_ERR_ORDER for an inorder type gathered out of order). */
 CDT__HIDDEN int cdt__frame_encode_deferred(const void *buf, cdt_count count, cdt_type type,
                                            const cdt_frame_params *params, cdt_frame *out);
+/* Turn a deferred frame into an ordinary one: the head buffer grows to header + packed stream
+ * and the stream is packed now. On error the frame can only be freed. */
+CDT__HIDDEN int cdt__frame_materialize(cdt_frame f);
 
 #endif

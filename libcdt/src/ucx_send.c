@@ -161,6 +161,20 @@ static int build(cdt_ucx_request r, const send_plan *pl, uint64_t key, cdt_count
     return CDT_SUCCESS;
 }
 
+static bool has_large_region(cdt_frame f, cdt_count threshold)
+{
+    cdt_count n;
+    if (cdt_frame_region_count(f, &n) != CDT_SUCCESS)
+        return false;
+    for (cdt_count i = 0; i < n; i++) {
+        cdt_count len;
+        if (cdt_frame_region_info(f, i, &len, NULL, NULL) == CDT_SUCCESS &&
+            cdt__ucx_separate(len, threshold, i))
+            return true;
+    }
+    return false;
+}
+
 /* the whole frame as one message of the send datatype (ucx_single.c packs it) */
 static int send_single(cdt_ucx_ep ep, cdt_ucx_request r, cdt_ucx_tag tag, cdt_ucx_request *request)
 {
@@ -220,7 +234,18 @@ int cdt_ucx_isend(cdt_ucx_ep ep, const void *buf, cdt_count count, cdt_type type
     int rc = mode == CDT__UCX_MODE_SINGLE
                  ? cdt__frame_encode_deferred(buf, count, type, &fp, &r->frame)
                  : cdt_frame_encode(buf, count, type, &fp, &r->frame);
+    if (rc == CDT_SUCCESS && mode == CDT__UCX_MODE_SINGLE && w->protocol == CDT_UCX_PROTOCOL_AUTO &&
+        has_large_region(r->frame, w->zcopy_threshold)) {
+        /* Over shared memory an object with large regions still goes split: each large region
+         * moves by one cross-memory copy straight into the receiver's memory, which beats
+         * UCX's two copies through its segments when that memory is fresh, as it is for a
+         * receiving type that allocates per object (docs/TRANSPORT.md §1) */
+        mode = CDT__UCX_MODE_SPLIT;
+        rc = cdt__frame_materialize(r->frame);
+    }
     if (rc != CDT_SUCCESS) {
+        cdt_frame_free(r->frame);
+        r->frame = NULL;
         cdt__ucx_request_release(r);
         return rc;
     }

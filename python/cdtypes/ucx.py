@@ -67,8 +67,9 @@ class Worker:
     so equal ids are harmless (docs/TRANSPORT.md);
     zcopy_threshold: buffers of at least this many bytes move zero-copy in split mode (default
     64 KiB);
-    protocol: "auto" (default: one message per object over shared memory, split mode over
-    TCP), "split" or "single" (docs/TRANSPORT.md; Endpoint.protocol says which ran)."""
+    protocol: "auto" (default: one message per object over shared memory unless it has
+    buffers of zcopy_threshold bytes or more, split mode over TCP), "split" or "single"
+    (docs/TRANSPORT.md; Endpoint.protocol says which an endpoint uses)."""
 
     def __init__(self, sender_id=None, zcopy_threshold=None, protocol=None):
         self._ctx = self._w = None

@@ -125,7 +125,8 @@ impl Context {
 /// How objects sent on an endpoint travel (`cdt_ucx_protocol`, docs/TRANSPORT.md).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum Protocol {
-    /// Per endpoint: [`Protocol::Single`] over shared memory, [`Protocol::Split`] otherwise.
+    /// Per endpoint: [`Protocol::Single`] over shared memory (except for objects with regions
+    /// of at least the zero-copy threshold), [`Protocol::Split`] otherwise.
     #[default]
     Auto,
     /// A head message, then the rest and every large region as their own messages (zero-copy
