@@ -124,7 +124,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     size_t npieces = 0, cap = 16;
     pieces = malloc(cap * sizeof(*pieces));
     for (size_t off = 0; pieces != NULL && off < length;) {
-        size_t len = (size_t)(next16(&in) % 20000) + 1;
+        /* when the input runs out, the rest is one piece (not a piece per byte) */
+        size_t len = in.at < in.n ? (size_t)(next16(&in) % 20000) + 1 : length - off;
         if (len > length - off)
             len = length - off;
         if (npieces == cap) {
@@ -164,7 +165,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (!touched)
             fail("an untouched single-mode message taken for a split-mode head");
         cdt__ucx_head h;
-        cdt__ucx_parse_head(r->head, length, &r->limits, &h);
+        int rc = cdt__ucx_parse_head(r->head, length, &r->limits, &h);
+        if (status == CDT_SUCCESS)
+            status = rc; /* a split-mode head that parses goes on to its own receive path */
     }
     if (r->dec != NULL) {
         int frc = status == CDT_SUCCESS ? cdt_decoder_finish(r->dec) : CDT_SUCCESS;
@@ -178,7 +181,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     cdt__ucx_single_clear(r);
     if ((flags & 4) && length < total && status == CDT_SUCCESS && single)
         fail("a message cut short was received");
-    if ((flags & 32) && !(flags & 2) && status == CDT_SUCCESS)
+    if ((flags & 32) && !(flags & 2) && status == CDT_SUCCESS && single)
         fail("a message whose sender failed was received");
     if (!touched && !(flags & 16) && status != CDT_SUCCESS) {
         fprintf(stderr, "status %s\n", cdt_err_name(status));
