@@ -134,7 +134,7 @@ typedef enum cdt_ucx_protocol {
 typedef struct cdt_ucx_worker_params {
     uint64_t field_mask;
     /* This worker's sender id, below 2^CDT_UCX_SENDER_ID_BITS, reported by
-     * cdt_ucx_worker_sender_id (e.g. the rank). Protocol version 2 no longer keys messages by
+     * cdt_ucx_worker_sender_id (e.g. the rank). Protocol versions 2 and 3 do not key messages by
      * it: each object's key is drawn from a keyed random function per worker, so equal ids do
      * not make objects cross (docs/TRANSPORT.md). Default: random. */
     uint32_t sender_id;
