@@ -25,7 +25,7 @@
     do {                                                                                           \
         int rc_ = (call);                                                                          \
         if (rc_ != CDT_SUCCESS) {                                                                  \
-            fprintf(stderr, "%s:%d: %s -> %s\n", __FILE__, __LINE__, #call, cdt_err_name(rc_));   \
+            fprintf(stderr, "%s:%d: %s -> %s\n", __FILE__, __LINE__, #call, cdt_err_name(rc_));    \
             exit(1);                                                                               \
         }                                                                                          \
     } while (0)
@@ -86,8 +86,8 @@ int main(int argc, char **argv)
             void *s = ucp_tag_send_nbx(cdt_ucx_ep_handle(ep), src, (size_t)packed, 7, &sp);
             if (s == NULL)
                 sent = 1;
-            void *r = ucp_tag_recv_nbx(cdt_ucx_worker_handle(b), dst, (size_t)packed, 7,
-                                       UINT64_MAX, &rp);
+            void *r =
+                ucp_tag_recv_nbx(cdt_ucx_worker_handle(b), dst, (size_t)packed, 7, UINT64_MAX, &rp);
             if (r == NULL)
                 got = 1;
             while (!sent || !got) {
