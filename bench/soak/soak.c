@@ -515,6 +515,9 @@ typedef struct stats {
     uint64_t late_write;  /* dvec: a timed-out receive's object written after the return */
     uint64_t connects, reconnects, accepts, idle_timeouts;
     uint64_t recv_canceled_unasked; /* CDT_ERR_CANCELED on a receive the soak did not cancel */
+    /* the soak's cancel of a receive that had matched (prepare ran) ended it CDT_ERR_CANCELED:
+     * a single-mode receive completes at once when canceled (docs/TRANSPORT.md §6) */
+    uint64_t recv_canceled_matched;
     uint64_t err_send[NSTATUS], err_recv[NSTATUS], err_conn[NSTATUS];
     uint64_t final_sent[MAX_PEERS], final_recv[MAX_PEERS], final_send_err, final_done;
     uint64_t largest;
@@ -1075,7 +1078,7 @@ static void *receiver_main(void *arg)
             }
             idle = rc == CDT_ERR_CANCELED && !x->prepared;
             if (rc == CDT_ERR_CANCELED && x->prepared)
-                ADD(g_st.recv_canceled_unasked, 1); /* it had matched: not our cancel */
+                ADD(g_st.recv_canceled_matched, 1); /* our cancel ended a matched receive */
         }
         if (rc == CDT_SUCCESS) {
             cdt_ucx_recv_info info;
@@ -1827,6 +1830,11 @@ static void write_report(FILE *f, int pass, double secs, const char *cmdline)
     fprintf(
         f, "| derived/sobj receives that ended CDT_ERR_CANCELED without a cancel | %" PRIu64 " |\n",
         t.recv_canceled_unasked);
+    fprintf(
+        f,
+        "| matched derived/sobj receives ended by the soak's cancel after 1 s (CDT_ERR_CANCELED) "
+        "| %" PRIu64 " |\n",
+        t.recv_canceled_matched);
     fprintf(f, "| wrong objects | %" PRIu64 " |\n| unexpected statuses | %" PRIu64 " |\n", t.wrong,
             t.unexpected);
     fprintf(f, "| requests stuck after cancel/close | %" PRIu64 " |\n", t.stuck);
