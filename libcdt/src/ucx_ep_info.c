@@ -138,8 +138,9 @@ static bool am_is_local(const char *lanes)
 
 int cdt__ucx_ep_mode(struct cdt_ucx_ep_s *ep)
 {
-    if (ep->mode != 0)
-        return ep->mode - 1;
+    int known = __atomic_load_n(&ep->mode, __ATOMIC_ACQUIRE);
+    if (known != 0)
+        return known - 1;
     cdt_ucx_protocol proto = ep->w->protocol;
     int mode = proto == CDT_UCX_PROTOCOL_SINGLE ? CDT__UCX_MODE_SINGLE : CDT__UCX_MODE_SPLIT;
     if (proto == CDT_UCX_PROTOCOL_AUTO) {
@@ -149,7 +150,7 @@ int cdt__ucx_ep_mode(struct cdt_ucx_ep_s *ep)
             return CDT__UCX_MODE_SPLIT; /* no lanes yet (still connecting): asked again later */
         mode = am_is_local(lanes) ? CDT__UCX_MODE_SINGLE : CDT__UCX_MODE_SPLIT;
     }
-    ep->mode = mode + 1;
+    __atomic_store_n(&ep->mode, mode + 1, __ATOMIC_RELEASE); /* read without the lock by isend */
     return mode;
 }
 

@@ -85,7 +85,8 @@ struct cdt_ucx_ep_s {
     cdt_ucx_worker w;
     ucp_ep_h ucp;
     int status;   /* CDT_SUCCESS or CDT_ERR_PEER */
-    int mode;     /* CDT__UCX_MODE_* + 1 once chosen, 0 before (cdt__ucx_ep_mode) */
+    int mode;     /* CDT__UCX_MODE_* + 1 once chosen, 0 before (cdt__ucx_ep_mode); written
+                   * once under the lock, read atomically without it */
     bool closing; /* closed by the user, UCX's close still under way: freed with the worker */
     struct cdt_ucx_ep_s *next, *prev;
 };

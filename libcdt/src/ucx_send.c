@@ -222,9 +222,13 @@ int cdt_ucx_isend(cdt_ucx_ep ep, const void *buf, cdt_count count, cdt_type type
     cdt_ucx_request r = cdt__ucx_request_new(w, true);
     if (r == NULL)
         return CDT_ERR_NO_MEMORY;
-    pthread_mutex_lock(&w->lock);
-    int mode = cdt__ucx_ep_mode(ep);
-    pthread_mutex_unlock(&w->lock);
+    /* the endpoint's mode is fixed once known: only the first sends take the lock for it */
+    int mode = __atomic_load_n(&ep->mode, __ATOMIC_ACQUIRE) - 1;
+    if (mode < 0) {
+        pthread_mutex_lock(&w->lock);
+        mode = cdt__ucx_ep_mode(ep);
+        pthread_mutex_unlock(&w->lock);
+    }
     /* encode outside the lock: it runs the type's callbacks. A single-mode message packs its
      * stream later, inside UCX's copy (a deferred frame) */
     cdt_frame_params fp = {.field_mask = CDT_FRAME_PARAM_HEAD_ALLOCATOR,
