@@ -191,8 +191,7 @@ static int build(input *in, sent *s, unsigned flags)
         s->inband = malloc((size_t)inband_len + 1);
         if (s->inband == NULL)
             return -1;
-        for (cdt_count i = 0; i < inband_len; i++)
-            s->inband[i] = (unsigned char)(seed + i * 7);
+        fuzz_fill(s->inband, (size_t)inband_len, seed, 7);
         int nb = (int)(next(in) % 5);
         for (int b = 0; b < nb; b++) {
             cdt_kind kind = kinds[next(in) % 3];
@@ -200,8 +199,7 @@ static int build(input *in, sent *s, unsigned flags)
             unsigned char *base = malloc((size_t)(elems * esize) + 1);
             if (base == NULL)
                 return -1;
-            for (cdt_count i = 0; i < elems * esize; i++)
-                base[i] = (unsigned char)(seed * 3 + b + i * 13);
+            fuzz_fill(base, (size_t)(elems * esize), seed * 3 + (unsigned)b, 13);
             s->bufs[b] = (cdt_sobj_buffer){base, elems * esize, kind};
         }
         s->o = (cdt_sobj){
@@ -216,8 +214,7 @@ static int build(input *in, sent *s, unsigned flags)
     s->data = malloc((size_t)s->span + 1);
     if (s->data == NULL)
         return -1;
-    for (cdt_count i = 0; i < s->span; i++)
-        s->data[i] = (unsigned char)(seed + i * 11);
+    fuzz_fill(s->data, (size_t)s->span, seed, 11);
     return 0;
 }
 
@@ -348,14 +345,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
     /* what was sent and what was accepted, by our own account */
     int sent_all = 1, all_accepted = !dropped, any_failed = 0;
-    for (cdt_count i = info.header_size; i < c.head_end && sent_all; i++)
-        sent_all = sentb[i];
+    sent_all = fuzz_all_set(sentb, (size_t)info.header_size, (size_t)c.head_end);
     for (cdt_count i = 0; i < info.region_count && sent_all; i++) {
         cdt_count bytes, off;
         cdt_kind kind;
         cdt_decoder_region_info(d, i, &bytes, &kind, &off);
-        for (cdt_count k = off; k < off + bytes && sent_all; k++)
-            sent_all = sentb[k];
+        sent_all = fuzz_all_set(sentb, (size_t)off, (size_t)(off + bytes));
     }
     for (int i = 0; i < n; i++)
         if (!ops[i].ok && !ops[i].dup)

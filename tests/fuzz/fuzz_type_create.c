@@ -9,6 +9,7 @@
  * chunks), cdt_copy and the iov pieces are checked against each other; a disagreement is a
  * library bug and aborts. Build with -DFTC_TRACE to print each step (for triage).
  */
+#include "fuzz_input.h"
 #include "seed_types.h"
 
 #include <stdint.h>
@@ -150,7 +151,7 @@ static int describe(cdt_type t, char *buf, size_t len, size_t *needed)
     return rc;
 }
 
-static void fill(unsigned char *p, size_t n, unsigned seed)
+static FUZZ_UNTRACED void fill(unsigned char *p, size_t n, unsigned seed)
 {
     for (size_t i = 0; i < n; i++)
         p[i] = (unsigned char)(i * 131 + seed * 7 + (i >> 8));
@@ -268,6 +269,14 @@ static void check_iov(const void *buf, cdt_count count, cdt_type t, const unsign
     }
 }
 
+static FUZZ_UNTRACED cdt_count byte_sum(const unsigned char *p, cdt_count n)
+{
+    cdt_count sum = 0;
+    for (cdt_count i = 0; i < n; i++)
+        sum += p[i];
+    return sum;
+}
+
 /* does (count, t) touch any byte twice? */
 static int overlaps(cdt_count count, cdt_type t, cdt_count lo, cdt_count span, cdt_count n)
 {
@@ -276,9 +285,7 @@ static int overlaps(cdt_count count, cdt_type t, cdt_count lo, cdt_count span, c
     must(mem != NULL && ones != NULL);
     memset(ones, 1, (size_t)n);
     unpack_two(shifted(mem, lo), count, t, ones, n, 0, 0);
-    cdt_count touched = 0;
-    for (cdt_count i = 0; i < span; i++)
-        touched += mem[i];
+    cdt_count touched = byte_sum(mem, span);
     free(mem);
     free(ones);
     return touched != n;

@@ -81,15 +81,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     cdt_ucx_request r = calloc(1, sizeof(*r));
     if (inband == NULL || bufs == NULL || w == NULL || r == NULL)
         goto out;
-    for (cdt_count i = 0; i < inband_len; i++)
-        inband[i] = (unsigned char)(seed + i * 7);
+    fuzz_fill(inband, (size_t)inband_len, seed, 7);
     for (cdt_count b = 0; b < nb; b++) {
         cdt_count len = (flags & 1) ? (cdt_count)(next(&in) % 24) : (cdt_count)next16(&in);
         unsigned char *base = malloc((size_t)len + 1);
         if (base == NULL)
             goto out;
-        for (cdt_count i = 0; i < len; i++)
-            base[i] = (unsigned char)(seed * 3 + b + i * 13);
+        fuzz_fill(base, (size_t)len, seed * 3 + (unsigned)b, 13);
         bufs[b] = (cdt_sobj_buffer){base, len, CDT_KIND_BYTE};
     }
     cdt_sobj sent = {.inband = inband, .inband_len = inband_len, .buffers = bufs, .nbuffers = nb};
