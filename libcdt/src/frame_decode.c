@@ -518,12 +518,29 @@ int cdt_decoder_free(cdt_decoder d)
     return rc;
 }
 
+/* A whole frame without regions, checked as the decoder checks it (the fixed header; no region
+ * table; the sizes add up) and received in one call: the small-object path, with no decoder.
+ * false: not such a frame; the decoder path decides (and names the error). */
+static bool decode_plain(const unsigned char *data, cdt_count len, void *buf, cdt_count count,
+                         cdt_type type, int *rc)
+{
+    cdt_frame_info info;
+    if (parse_fixed(data, len, &info) != CDT_SUCCESS || info.region_count != 0 ||
+        info.frame_size != len || info.header_size + info.packed_size != info.frame_size)
+        return false;
+    *rc = cdt__op_unpack_whole(buf, count, type, data + info.header_size, info.packed_size);
+    return true;
+}
+
 int cdt_frame_decode(const void *data, cdt_count len, void *buf, cdt_count count, cdt_type type)
 {
     if (data == NULL || len < 0)
         return CDT_ERR_INVALID_ARG;
+    int rc;
+    if (decode_plain(data, len, buf, count, type, &rc))
+        return rc;
     cdt_decoder d;
-    int rc = cdt_decoder_create(data, len, &d);
+    rc = cdt_decoder_create(data, len, &d);
     if (rc != CDT_SUCCESS)
         return rc;
     if (len < d->info.frame_size)

@@ -122,14 +122,7 @@ static int layout_frame(cdt_frame f, cdt_count packed_size, const region_src *sr
         return CDT_ERR_NO_MEMORY;
 
     unsigned char *h = f->head;
-    memcpy(h + CDT__OFF_MAGIC, CDT__FRAME_MAGIC, 4);
-    cdt__put_u16(h + CDT__OFF_VERSION, CDT__FRAME_VERSION);
-    cdt__put_u16(h + CDT__OFF_FLAGS, cdt__host_is_big_endian() ? CDT__FRAME_FLAG_BIG_ENDIAN : 0);
-    cdt__put_u64(h + CDT__OFF_HEADER_SIZE, (uint64_t)header_size);
-    cdt__put_u64(h + CDT__OFF_PACKED_SIZE, (uint64_t)packed_size);
-    cdt__put_u64(h + CDT__OFF_REGION_COUNT, (uint64_t)f->region_count);
-    cdt__put_u64(h + CDT__OFF_FRAME_SIZE, (uint64_t)f->frame_size);
-    cdt__put_u64(h + CDT__OFF_RESERVED, 0);
+    cdt__frame_put_fixed(h, header_size, packed_size, f->region_count, f->frame_size);
     for (cdt_count i = 0; i < f->region_count; i++) {
         unsigned char *e = h + CDT_FRAME_FIXED_HEADER_SIZE + i * CDT_FRAME_REGION_ENTRY_SIZE;
         cdt__put_u64(e + CDT__REG_OFF_LEN, (uint64_t)f->regions[i].bytes);
@@ -192,25 +185,84 @@ static cdt_count default_threshold(const cdt_frame_params *params)
     return 8192;
 }
 
+/* where a plain frame (no regions) may be written whole instead of making a frame object */
+typedef struct small_dst {
+    unsigned char *dst;
+    cdt_count cap, *frame_len;
+} small_dst;
+
+/* the whole packed stream of a begun pack operation into dst[0, len) */
+static int pack_into(cdt_op op, unsigned char *dst, cdt_count len)
+{
+    for (cdt_count off = 0; off < len;) {
+        cdt_count used;
+        int rc = cdt_op_pack(op, off, dst + off, len - off, &used);
+        if (rc != CDT_SUCCESS)
+            return rc;
+        if (used == 0)
+            return CDT_ERR_CALLBACK; /* the stream ended before its announced size */
+        off += used;
+    }
+    return CDT_SUCCESS;
+}
+
 static int encode(const void *buf, cdt_count count, cdt_type type, const cdt_frame_params *params,
-                  bool deferred, cdt_frame *out)
+                  bool deferred, const small_dst *small, cdt_frame *out)
 {
     if (out == NULL)
         return CDT_ERR_INVALID_ARG;
     if (params != NULL && (params->field_mask & CDT_FRAME_PARAM_HEAD_ALLOCATOR) &&
         (params->head_alloc == NULL || params->head_release == NULL))
         return CDT_ERR_INVALID_ARG;
+    /* the operation starts on the stack: a small plain frame needs no frame object */
+    struct cdt_op_s op;
+    int rc = cdt__op_init(&op, (void *)buf, count, type, true);
+    if (rc != CDT_SUCCESS)
+        return rc;
+    cdt_count packed_size;
+    rc = cdt_op_packed_size(&op, &packed_size);
+    bool custom = type->cls == CDT__CLASS_CUSTOM;
+    if (rc == CDT_SUCCESS && custom)
+        rc = cdt__op_fetch_regions(&op);
+    if (rc != CDT_SUCCESS) {
+        cdt__op_fini(&op);
+        return rc;
+    }
+    region_src whole;
+    bool contiguous_block = false;
+    if (!custom) {
+        cdt_count threshold = default_threshold(params);
+        /* one large block: sent in place as a region rather than copied */
+        contiguous_block = threshold >= 0 && packed_size >= threshold && packed_size > 0 &&
+                           cdt__layout_is_contiguous(type, count);
+    }
+    cdt_count region_count = custom ? op.region_count : contiguous_block;
+    cdt_count small_len;
+    if (small != NULL && region_count == 0 &&
+        !cdt__add_overflows(packed_size, CDT_FRAME_FIXED_HEADER_SIZE, &small_len) &&
+        small_len <= small->cap) {
+        cdt__frame_put_fixed(small->dst, CDT_FRAME_FIXED_HEADER_SIZE, packed_size, 0, small_len);
+        rc = pack_into(&op, small->dst + CDT_FRAME_FIXED_HEADER_SIZE, packed_size);
+        int frc = cdt__op_fini(&op);
+        if (rc == CDT_SUCCESS)
+            rc = frc;
+        if (rc == CDT_SUCCESS) {
+            *small->frame_len = small_len;
+            *out = NULL;
+        }
+        return rc;
+    }
+
     cdt_frame f = malloc(sizeof(*f));
-    if (f == NULL)
+    if (f == NULL) {
+        cdt__op_fini(&op);
         return CDT_ERR_NO_MEMORY;
+    }
     /* everything but the inline arrays starts zeroed */
     memset(f, 0, offsetof(struct cdt_frame_s, iov_inline));
     f->deferred = deferred;
-    int rc = cdt__op_init(&f->op_storage, (void *)buf, count, type, true);
-    if (rc != CDT_SUCCESS) {
-        free(f);
-        return rc;
-    }
+    /* the operation moves into the frame (a pack operation holds no pointer into itself) */
+    f->op_storage = op;
     f->op = &f->op_storage;
     cdt_frame_alloc_func_t *alloc = NULL;
     if (params != NULL && (params->field_mask & CDT_FRAME_PARAM_HEAD_ALLOCATOR)) {
@@ -220,37 +272,20 @@ static int encode(const void *buf, cdt_count count, cdt_type type, const cdt_fra
         f->head_alloc_arg = params->head_alloc_arg;
     }
     region_src *src = NULL;
-    region_src whole;
-    cdt_count packed_size;
-    rc = cdt_op_packed_size(f->op, &packed_size);
-    if (rc != CDT_SUCCESS)
-        goto fail;
-
-    if (type->cls == CDT__CLASS_CUSTOM) {
-        rc = cdt__op_fetch_regions(f->op);
-        if (rc != CDT_SUCCESS)
+    f->region_count = region_count;
+    if (custom && f->region_count > 0) {
+        src = malloc((size_t)f->region_count * sizeof(*src));
+        if (src == NULL) {
+            rc = CDT_ERR_NO_MEMORY;
             goto fail;
-        f->region_count = f->op->region_count;
-        if (f->region_count > 0) {
-            src = malloc((size_t)f->region_count * sizeof(*src));
-            if (src == NULL) {
-                rc = CDT_ERR_NO_MEMORY;
-                goto fail;
-            }
-            for (cdt_count i = 0; i < f->region_count; i++)
-                src[i] = (region_src){f->op->region_bases[i], f->op->region_lens[i],
-                                      f->op->region_types[i]};
         }
-    } else {
-        cdt_count threshold = default_threshold(params);
-        if (threshold >= 0 && packed_size >= threshold && packed_size > 0 &&
-            cdt__layout_is_contiguous(type, count)) {
-            /* one large block: send it in place as a region rather than copy it */
-            whole = (region_src){(void *)buf, count, type};
-            src = &whole;
-            f->region_count = 1;
-            packed_size = 0;
-        }
+        for (cdt_count i = 0; i < f->region_count; i++)
+            src[i] = (region_src){f->op->region_bases[i], f->op->region_lens[i],
+                                  f->op->region_types[i]};
+    } else if (contiguous_block) {
+        whole = (region_src){(void *)buf, count, type};
+        src = &whole;
+        packed_size = 0;
     }
     if (f->region_count > 0) {
         f->regions = calloc((size_t)f->region_count, sizeof(frame_region));
@@ -278,13 +313,21 @@ fail:
 int cdt_frame_encode(const void *buf, cdt_count count, cdt_type type,
                      const cdt_frame_params *params, cdt_frame *out)
 {
-    return encode(buf, count, type, params, false, out);
+    return encode(buf, count, type, params, false, NULL, out);
+}
+
+int cdt__frame_encode_small(const void *buf, cdt_count count, cdt_type type,
+                            const cdt_frame_params *params, void *dst, cdt_count cap,
+                            cdt_count *frame_len, cdt_frame *out)
+{
+    small_dst small = {dst, cap, frame_len};
+    return encode(buf, count, type, params, true, &small, out);
 }
 
 int cdt__frame_encode_deferred(const void *buf, cdt_count count, cdt_type type,
                                const cdt_frame_params *params, cdt_frame *out)
 {
-    return encode(buf, count, type, params, true, out);
+    return encode(buf, count, type, params, true, NULL, out);
 }
 
 int cdt__frame_materialize(cdt_frame f)

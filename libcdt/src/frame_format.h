@@ -84,6 +84,21 @@ static inline bool cdt__host_is_big_endian(void)
     return __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__;
 }
 
+/* the fixed header (the region table, if any, follows it) */
+static inline void cdt__frame_put_fixed(unsigned char *h, cdt_count header_size,
+                                        cdt_count packed_size, cdt_count region_count,
+                                        cdt_count frame_size)
+{
+    memcpy(h + CDT__OFF_MAGIC, CDT__FRAME_MAGIC, 4);
+    cdt__put_u16(h + CDT__OFF_VERSION, CDT__FRAME_VERSION);
+    cdt__put_u16(h + CDT__OFF_FLAGS, cdt__host_is_big_endian() ? CDT__FRAME_FLAG_BIG_ENDIAN : 0);
+    cdt__put_u64(h + CDT__OFF_HEADER_SIZE, (uint64_t)header_size);
+    cdt__put_u64(h + CDT__OFF_PACKED_SIZE, (uint64_t)packed_size);
+    cdt__put_u64(h + CDT__OFF_REGION_COUNT, (uint64_t)region_count);
+    cdt__put_u64(h + CDT__OFF_FRAME_SIZE, (uint64_t)frame_size);
+    cdt__put_u64(h + CDT__OFF_RESERVED, 0);
+}
+
 /* offset rounded up to CDT_FRAME_ALIGN; false on overflow */
 static inline bool cdt__frame_align(cdt_count off, cdt_count *out)
 {
@@ -105,5 +120,13 @@ CDT__HIDDEN int cdt__frame_encode_deferred(const void *buf, cdt_count count, cdt
 /* Turn a deferred frame into an ordinary one: the head buffer grows to header + packed stream
  * and the stream is packed now. On error the frame can only be freed. */
 CDT__HIDDEN int cdt__frame_materialize(cdt_frame f);
+
+/* frame_encode.c: cdt__frame_encode_deferred, except that a plain frame (no regions) that fits
+ * dst[0, cap) is written there whole instead (packed now; *out = NULL, *frame_len its length):
+ * the small-object path of the transport, with no frame object and no allocation. The type's
+ * callbacks run once either way. */
+CDT__HIDDEN int cdt__frame_encode_small(const void *buf, cdt_count count, cdt_type type,
+                                        const cdt_frame_params *params, void *dst, cdt_count cap,
+                                        cdt_count *frame_len, cdt_frame *out);
 
 #endif

@@ -301,6 +301,25 @@ static int drain(cdt_op op)
     return CDT_SUCCESS;
 }
 
+int cdt__op_unpack_whole(void *buf, cdt_count count, cdt_type type, const void *src, cdt_count len)
+{
+    struct cdt_op_s op;
+    int rc = cdt__op_init(&op, buf, count, type, false);
+    if (rc != CDT_SUCCESS)
+        return rc;
+    rc = cdt__op_set_stream_size(&op, len);
+    if (rc == CDT_SUCCESS && len > 0)
+        rc = deliver(&op, 0, src, len);
+    if (rc == CDT_SUCCESS && op.form == NULL) {
+        /* a custom receiver confirms that it expects no regions, as a decoder's finish does */
+        rc = cdt__op_fetch_regions(&op);
+        if (rc == CDT_SUCCESS && op.region_count != 0)
+            rc = CDT_ERR_FRAME_MISMATCH;
+    }
+    int frc = cdt__op_fini(&op);
+    return rc != CDT_SUCCESS ? rc : frc;
+}
+
 int cdt_op_unpack(cdt_op op, cdt_count offset, const void *src, cdt_count src_size)
 {
     if (op == NULL || offset < 0 || src_size < 0 || (src == NULL && src_size > 0))
@@ -443,6 +462,7 @@ int cdt_op_regions(cdt_op op, cdt_count n, void *bases[], cdt_count lens[], cdt_
     }
     return CDT_SUCCESS;
 }
+
 
 int cdt__op_fini(struct cdt_op_s *op)
 {

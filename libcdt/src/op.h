@@ -50,6 +50,12 @@ CDT__HIDDEN int cdt__op_fetch_regions(cdt_op op);
 CDT__HIDDEN cdt_count cdt__op_region_bytes(cdt_op op, cdt_count index);
 /* true when the type's data for `count` elements is one contiguous block */
 CDT__HIDDEN bool cdt__layout_is_contiguous(cdt_type type, cdt_count count);
+/* A receive of a frame without regions whose whole packed stream src[0, len) is at hand: an
+ * operation on the stack that takes the stream as one fragment (no fragment bookkeeping, no
+ * allocation for a layout type), and for a custom type the check that it expects no regions
+ * (CDT_ERR_FRAME_MISMATCH otherwise). The same results as a decoder's bind, write and finish. */
+CDT__HIDDEN int cdt__op_unpack_whole(void *buf, cdt_count count, cdt_type type, const void *src,
+                                     cdt_count len);
 /* Pieces of the byte range [start, start + len) of the packed stream of (buf, count, type);
  * iov == NULL only counts. Layout types only. */
 CDT__HIDDEN int cdt__layout_range_iov(void *buf, cdt_count count, cdt_type type, cdt_count start,

@@ -164,6 +164,7 @@ struct cdt_ucx_request_s {
     /* recv, filled by the generic datatype's unpack (ucx_single.c) */
     bool single;        /* the prefix says single mode */
     bool discard;       /* single: the receive failed; later bytes go nowhere */
+    bool decoded;       /* single: the whole frame was decoded from one piece, without a decoder */
     bool orphaned;      /* freed by the user while UCX still held its message (w->orphans) */
     unsigned char *pre; /* message bytes before the decoder exists: head, or a larger copy */
     size_t pre_cap;     /* bytes pre holds */

@@ -179,17 +179,21 @@ static bool has_large_region(cdt_frame f, cdt_count threshold)
 static int send_single(cdt_ucx_ep ep, cdt_ucx_request r, cdt_ucx_tag tag, cdt_ucx_request *request)
 {
     cdt_ucx_worker w = ep->w;
-    cdt_count frame_size;
-    int rc = cdt_frame_size(r->frame, &frame_size);
-    r->single_len = CDT__UCX_PREFIX_SIZE + (size_t)frame_size + CDT__UCX_TRAILER_SIZE;
-    cdt__ucx_put_single_prefix(r->head);
-    /* a message that fits the head buffer is built there now and sent contiguous: UCX's
-     * fastest path for a small message, and a failed pack is reported here, before anything
-     * was sent */
-    bool contiguous = rc == CDT_SUCCESS && r->single_len <= CDT__UCX_HEAD_MAX;
-    if (contiguous) {
-        rc = cdt_frame_gather(r->frame, 0, r->head + CDT__UCX_PREFIX_SIZE, frame_size);
-        cdt__ucx_put_trailer(r->head + r->single_len - CDT__UCX_TRAILER_SIZE, CDT_SUCCESS);
+    int rc = CDT_SUCCESS;
+    bool contiguous = r->frame == NULL; /* built whole in the head buffer already */
+    if (!contiguous) {
+        cdt_count frame_size;
+        rc = cdt_frame_size(r->frame, &frame_size);
+        r->single_len = CDT__UCX_PREFIX_SIZE + (size_t)frame_size + CDT__UCX_TRAILER_SIZE;
+        cdt__ucx_put_single_prefix(r->head);
+        /* a message that fits the head buffer is built there now and sent contiguous: UCX's
+         * fastest path for a small message, and a failed pack is reported here, before
+         * anything was sent */
+        contiguous = rc == CDT_SUCCESS && r->single_len <= CDT__UCX_HEAD_MAX;
+        if (contiguous) {
+            rc = cdt_frame_gather(r->frame, 0, r->head + CDT__UCX_PREFIX_SIZE, frame_size);
+            cdt__ucx_put_trailer(r->head + r->single_len - CDT__UCX_TRAILER_SIZE, CDT_SUCCESS);
+        }
     }
     pthread_mutex_lock(&w->lock);
     if (rc == CDT_SUCCESS && ep->status != CDT_SUCCESS)
@@ -230,14 +234,27 @@ int cdt_ucx_isend(cdt_ucx_ep ep, const void *buf, cdt_count count, cdt_type type
         pthread_mutex_unlock(&w->lock);
     }
     /* encode outside the lock: it runs the type's callbacks. A single-mode message packs its
-     * stream later, inside UCX's copy (a deferred frame) */
+     * stream later, inside UCX's copy (a deferred frame); a small one without regions is
+     * written whole into the head buffer now (no frame object: the small-object path) */
     cdt_frame_params fp = {.field_mask = CDT_FRAME_PARAM_HEAD_ALLOCATOR,
                            .head_alloc = cdt__ucx_frame_alloc,
                            .head_release = cdt__ucx_frame_release,
                            .head_alloc_arg = w};
-    int rc = mode == CDT__UCX_MODE_SINGLE
-                 ? cdt__frame_encode_deferred(buf, count, type, &fp, &r->frame)
-                 : cdt_frame_encode(buf, count, type, &fp, &r->frame);
+    int rc;
+    if (mode == CDT__UCX_MODE_SINGLE) {
+        const cdt_count room = CDT__UCX_HEAD_MAX - CDT__UCX_PREFIX_SIZE - CDT__UCX_TRAILER_SIZE;
+        cdt_count frame_len = 0;
+        rc = cdt__frame_encode_small(buf, count, type, &fp, r->head + CDT__UCX_PREFIX_SIZE, room,
+                                     &frame_len, &r->frame);
+        if (rc == CDT_SUCCESS && r->frame == NULL) {
+            r->single_len = CDT__UCX_PREFIX_SIZE + (size_t)frame_len + CDT__UCX_TRAILER_SIZE;
+            cdt__ucx_put_single_prefix(r->head);
+            cdt__ucx_put_trailer(r->head + r->single_len - CDT__UCX_TRAILER_SIZE, CDT_SUCCESS);
+            return send_single(ep, r, tag, request);
+        }
+    } else {
+        rc = cdt_frame_encode(buf, count, type, &fp, &r->frame);
+    }
     if (rc == CDT_SUCCESS && mode == CDT__UCX_MODE_SINGLE && w->protocol == CDT_UCX_PROTOCOL_AUTO &&
         has_large_region(r->frame, w->zcopy_threshold)) {
         /* Over shared memory an object with large regions still goes split: each large region

@@ -10,6 +10,7 @@
  *
  * The callbacks run inside ucp_worker_progress (or a posting call), with the worker lock held.
  */
+#include "frame_format.h"
 #include "ucx_internal.h"
 
 #include <stdlib.h>
@@ -179,6 +180,29 @@ static int make_decoder(cdt_ucx_request r, const unsigned char *msg, size_t have
     return rc;
 }
 
+/* The usual small object: the whole message in its first piece, a frame without regions, and a
+ * receive into the caller's buffer. The frame is decoded in one call (cdt_frame_decode, which
+ * needs no decoder object for a layout type) and the trailer is kept for the completion's
+ * checks. false: not such a message; the decoder path takes it. */
+static bool decode_whole(cdt_ucx_request r, const unsigned char *msg, size_t len, int *rc)
+{
+    const unsigned char *frame = msg + CDT__UCX_PREFIX_SIZE;
+    const size_t frame_size = (size_t)r->frame_size;
+    if (len != CDT__UCX_PREFIX_SIZE + frame_size + CDT__UCX_TRAILER_SIZE || r->prepare != NULL ||
+        r->abandon != CDT_SUCCESS || cdt__get_u64(frame + CDT__OFF_REGION_COUNT) != 0 ||
+        cdt__ucx_trailer_status(frame + frame_size) != CDT_SUCCESS)
+        return false;
+    memcpy(r->trailer, frame + frame_size, CDT__UCX_TRAILER_SIZE);
+    r->trailer_got = (1u << CDT__UCX_TRAILER_SIZE) - 1;
+    r->decoded = true;
+    r->info.frame_size = r->frame_size;
+    r->info.packed_size = (cdt_count)cdt__get_u64(frame + CDT__OFF_PACKED_SIZE);
+    r->info.region_count = 0;
+    r->info.region_bytes = 0;
+    *rc = cdt_frame_decode(frame, r->frame_size, r->buf, r->count, r->type);
+    return true;
+}
+
 /* pre holds [0, pre_fill): learn the mode, then the header's size, then make the decoder */
 static int advance(cdt_ucx_request r)
 {
@@ -255,7 +279,7 @@ static int take(cdt_ucx_request r, size_t offset, const unsigned char *src, size
         if ((size_t)header_size <= len - CDT__UCX_PREFIX_SIZE) {
             r->frame_size = frame_size;
             r->pre_need = CDT__UCX_PREFIX_SIZE + (size_t)header_size;
-            return make_decoder(r, src, len);
+            return decode_whole(r, src, len, &rc) ? rc : make_decoder(r, src, len);
         }
     }
     if (offset != r->pre_fill)
@@ -314,7 +338,9 @@ void cdt__ucx_single_unpack(cdt_ucx_request r, size_t offset, const void *src, s
         keep_head(r, offset, src, length);
         return;
     }
-    int rc = r->dec != NULL ? to_decoder(r, offset, src, length) : take(r, offset, src, length);
+    int rc = r->decoded        ? CDT_ERR_FRAME_MALFORMED /* bytes beyond the whole message */
+             : r->dec != NULL ? to_decoder(r, offset, src, length)
+                              : take(r, offset, src, length);
     if (r->single && !r->matched) /* from here the rest deadline runs */
         cdt__ucx_recv_matched(r);
     if (rc != CDT_SUCCESS)
@@ -336,7 +362,8 @@ bool cdt__ucx_single_complete(cdt_ucx_request r, size_t length)
     const size_t whole = CDT__UCX_PREFIX_SIZE + (size_t)r->frame_size + CDT__UCX_TRAILER_SIZE;
     if (r->status == CDT_SUCCESS) {
         int rc = CDT_SUCCESS;
-        if (r->dec == NULL || length < whole || r->trailer_got != (1u << CDT__UCX_TRAILER_SIZE) - 1)
+        if ((r->dec == NULL && !r->decoded) || length < whole ||
+            r->trailer_got != (1u << CDT__UCX_TRAILER_SIZE) - 1)
             rc = CDT_ERR_FRAME_TRUNCATED;
         else if (length != whole)
             rc = CDT_ERR_FRAME_MALFORMED;
