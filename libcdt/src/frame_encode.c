@@ -280,8 +280,8 @@ static int encode(const void *buf, cdt_count count, cdt_type type, const cdt_fra
             goto fail;
         }
         for (cdt_count i = 0; i < f->region_count; i++)
-            src[i] = (region_src){f->op->region_bases[i], f->op->region_lens[i],
-                                  f->op->region_types[i]};
+            src[i] =
+                (region_src){f->op->region_bases[i], f->op->region_lens[i], f->op->region_types[i]};
     } else if (contiguous_block) {
         whole = (region_src){(void *)buf, count, type};
         src = &whole;
