@@ -463,7 +463,6 @@ int cdt_op_regions(cdt_op op, cdt_count n, void *bases[], cdt_count lens[], cdt_
     return CDT_SUCCESS;
 }
 
-
 int cdt__op_fini(struct cdt_op_s *op)
 {
     int rc = CDT_SUCCESS;
