@@ -338,7 +338,7 @@ void cdt__ucx_single_unpack(cdt_ucx_request r, size_t offset, const void *src, s
         keep_head(r, offset, src, length);
         return;
     }
-    int rc = r->decoded        ? CDT_ERR_FRAME_MALFORMED /* bytes beyond the whole message */
+    int rc = r->decoded       ? CDT_ERR_FRAME_MALFORMED /* bytes beyond the whole message */
              : r->dec != NULL ? to_decoder(r, offset, src, length)
                               : take(r, offset, src, length);
     if (r->single && !r->matched) /* from here the rest deadline runs */
