@@ -218,6 +218,87 @@ static void test_layout_frames(void)
     free(b);
 }
 
+/* Frames without regions are received by cdt_frame_decode in one call, without a decoder. The
+ * results (status, and the bytes written on success) must be the decoder's, for every
+ * receiver: layouts shorter and longer than the stream, custom types with and without regions,
+ * an uncommitted type, and frames cut or extended by a byte. */
+static void test_plain_frames_match_decoder(void)
+{
+    enum { N = 6 };
+    struct_simple ss[N];
+    struct_simple_fill(ss, N, 3);
+    cdt_type vec;
+    CHECK_OK(cdt_type_vector(3, 2, 3, CDT_INT32, &vec));
+    cdt_type uncommitted;
+    CHECK_OK(cdt_type_dup(vec, &uncommitted));
+    CHECK_OK(cdt_type_commit(&vec));
+    int32_t ints[N * 9];
+    for (int i = 0; i < N * 9; i++)
+        ints[i] = i * 7 - 20;
+    struct {
+        const void *obj;
+        cdt_count count;
+        cdt_type type;
+    } senders[] = {{ss, N, struct_simple_type()}, {ints, 2, vec}, {ints, 5, CDT_INT32}};
+    struct {
+        cdt_count count;
+        cdt_type type;
+    } receivers[] = {{N, struct_simple_type()},
+                     {N + 2, struct_simple_type()},
+                     {2, vec},
+                     {1, vec},
+                     {3, vec},
+                     {N * 9, CDT_INT32},
+                     {1, CDT_INT32},
+                     {1, struct_vec_type()},
+                     {1, double_vec_type()},
+                     {2, uncommitted},
+                     {-1, CDT_INT32}};
+    uint64_t seed = 77;
+    for (size_t s = 0; s < sizeof(senders) / sizeof(senders[0]); s++) {
+        cdt_count size;
+        unsigned char *wire = encode(senders[s].obj, senders[s].count, senders[s].type, &size);
+        if (wire == NULL)
+            continue;
+        unsigned char *longer = calloc((size_t)size + 1, 1);
+        memcpy(longer, wire, (size_t)size);
+        for (size_t r = 0; r < sizeof(receivers) / sizeof(receivers[0]); r++) {
+            for (cdt_count len = size - 1; len <= size + 1; len++) {
+                /* two receive buffers, zeroed alike, large enough for every receiver (a
+                 * struct_vec); a double_vec receiver allocates its arrays */
+                unsigned char *one = calloc(1, sizeof(struct_vec));
+                unsigned char *other = calloc(1, sizeof(struct_vec));
+                const unsigned char *frame = len > size ? longer : wire;
+                int dv = receivers[r].type == double_vec_type();
+                int rc1 = cdt_frame_decode(frame, len, one, receivers[r].count, receivers[r].type);
+                int rc2 = CDT_ERR_FRAME_TRUNCATED;
+                if (len == size)
+                    rc2 = decode_shuffled(frame, len, other, receivers[r].count, receivers[r].type,
+                                          &seed);
+                else if (len > size)
+                    rc2 = CDT_ERR_FRAME_MALFORMED;
+                if (rc1 != rc2)
+                    fprintf(stderr, "sender %zu receiver %zu len %+lld: %s vs decoder %s\n", s, r,
+                            (long long)(len - size), cdt_err_name(rc1), cdt_err_name(rc2));
+                CHECK(rc1 == rc2);
+                if (rc1 == CDT_SUCCESS)
+                    CHECK(dv ? double_vec_equal((double_vec *)one, (double_vec *)other)
+                             : memcmp(one, other, sizeof(struct_vec)) == 0);
+                if (dv) {
+                    double_vec_clear((double_vec *)one);
+                    double_vec_clear((double_vec *)other);
+                }
+                free(one);
+                free(other);
+            }
+        }
+        free(longer);
+        free(wire);
+    }
+    CHECK_OK(cdt_type_free(&vec));
+    CHECK_OK(cdt_type_free(&uncommitted));
+}
+
 /* allocator hook for the serialized-object adapter: counts calls, can fail */
 typedef struct alloc_log {
     int calls, fail_at;
@@ -594,6 +675,7 @@ int main(void)
 {
     test_seed_roundtrips();
     test_layout_frames();
+    test_plain_frames_match_decoder();
     test_sobj();
     test_region_before_head();
     test_empty_regions();
