@@ -9,61 +9,95 @@
  */
 #include "derived.h"
 
-#include <inttypes.h>
-#include <stdarg.h>
-#include <stdio.h>
+#include <string.h>
 
+/* The text is counted in full and written as far as the buffer goes. Built from strings and
+ * integers by hand: vsnprintf per number made describing a form of a few thousand entries cost
+ * more than building it. */
 typedef struct {
     char *buf;
     size_t len, pos;
 } out;
 
-static void put(out *o, const char *fmt, ...)
+static void put_str(out *o, const char *s)
 {
-    va_list ap;
-    va_start(ap, fmt);
-    char *dst = o->pos < o->len ? o->buf + o->pos : NULL;
-    size_t room = o->pos < o->len ? o->len - o->pos : 0;
-    int n = vsnprintf(dst, room, fmt, ap);
-    va_end(ap);
-    if (n > 0)
-        o->pos += (size_t)n;
+    size_t n = strlen(s);
+    if (o->pos < o->len) {
+        size_t room = o->len - o->pos;
+        memcpy(o->buf + o->pos, s, n < room ? n : room);
+    }
+    o->pos += n;
+}
+
+static void put_int(out *o, int64_t v)
+{
+    char digits[24];
+    char *p = digits + sizeof(digits);
+    *--p = '\0';
+    uint64_t u = v < 0 ? 0 - (uint64_t)v : (uint64_t)v;
+    do {
+        *--p = (char)('0' + u % 10);
+        u /= 10;
+    } while (u != 0);
+    if (v < 0)
+        *--p = '-';
+    put_str(o, p);
 }
 
 static void describe(out *o, const cdt__node *n)
 {
-    if ((n->kind == CDT__NODE_LEAF || n->kind == CDT__NODE_VECTOR) && n->off != 0)
-        put(o, "@%" PRId64 " ", n->off);
+    if ((n->kind == CDT__NODE_LEAF || n->kind == CDT__NODE_VECTOR) && n->off != 0) {
+        put_str(o, "@");
+        put_int(o, n->off);
+        put_str(o, " ");
+    }
     switch (n->kind) {
     case CDT__NODE_LEAF:
-        put(o, "contig(%" PRId64 ")", n->len);
+        put_str(o, "contig(");
+        put_int(o, n->len);
+        put_str(o, ")");
         break;
     case CDT__NODE_VECTOR:
-        put(o, "vector(%" PRId64 ", %" PRId64 ", ", n->count, n->stride);
+        put_str(o, "vector(");
+        put_int(o, n->count);
+        put_str(o, ", ");
+        put_int(o, n->stride);
+        put_str(o, ", ");
         describe(o, n->child);
-        put(o, ")");
+        put_str(o, ")");
         break;
     case CDT__NODE_BLOCK:
-        put(o, "blockindexed([");
-        for (cdt_count i = 0; i < n->count; i++)
-            put(o, i ? ",%" PRId64 : "%" PRId64, n->disps[i]);
-        put(o, "], ");
+        put_str(o, "blockindexed([");
+        for (cdt_count i = 0; i < n->count; i++) {
+            if (i)
+                put_str(o, ",");
+            put_int(o, n->disps[i]);
+        }
+        put_str(o, "], ");
         describe(o, n->child);
-        put(o, ")");
+        put_str(o, ")");
         break;
     case CDT__NODE_INDEXED:
-        put(o, "indexed([");
-        for (cdt_count i = 0; i < n->count; i++)
-            put(o, "%s%" PRId64 ":%" PRId64, i ? "," : "", n->disps[i], n->lens[i]);
-        put(o, "])");
+        put_str(o, "indexed([");
+        for (cdt_count i = 0; i < n->count; i++) {
+            if (i)
+                put_str(o, ",");
+            put_int(o, n->disps[i]);
+            put_str(o, ":");
+            put_int(o, n->lens[i]);
+        }
+        put_str(o, "])");
         break;
     case CDT__NODE_STRUCT:
-        put(o, "struct([");
+        put_str(o, "struct([");
         for (cdt_count i = 0; i < n->count; i++) {
-            put(o, "%s%" PRId64 ":", i ? "," : "", n->disps[i]);
+            if (i)
+                put_str(o, ",");
+            put_int(o, n->disps[i]);
+            put_str(o, ":");
             describe(o, n->children[i]);
         }
-        put(o, "])");
+        put_str(o, "])");
         break;
     }
 }
@@ -82,11 +116,11 @@ int cdt_type_describe(cdt_type type, char *buf, size_t len, size_t *needed)
         return rc;
     out o = {buf, len, 0};
     if (root->size == 0)
-        put(&o, "empty");
+        put_str(&o, "empty");
     else
         describe(&o, root);
-    if (len > 0 && o.pos >= len)
-        buf[len - 1] = '\0';
+    if (len > 0)
+        buf[o.pos < len ? o.pos : len - 1] = '\0';
     if (needed != NULL)
         *needed = o.pos;
     return CDT_SUCCESS;
