@@ -31,21 +31,21 @@ static inline unsigned next16(input *in)
  * in the targets that build megabyte buffers), so they are kept out of it.
  */
 #if defined(__clang__)
-#define FUZZ_UNTRACED __attribute__((no_sanitize("coverage")))
+/* noinline: inlined into an instrumented caller, the loop would be instrumented again */
+#define FUZZ_UNTRACED __attribute__((no_sanitize("coverage"), noinline, unused))
 #else
-#define FUZZ_UNTRACED
+#define FUZZ_UNTRACED __attribute__((unused))
 #endif
 
 /* p[i] = first + i * step (mod 256): the recognisable payload of a sent object */
-static inline FUZZ_UNTRACED void fuzz_fill(unsigned char *p, size_t n, unsigned first,
-                                           unsigned step)
+static FUZZ_UNTRACED void fuzz_fill(unsigned char *p, size_t n, unsigned first, unsigned step)
 {
     for (size_t i = 0; i < n; i++)
         p[i] = (unsigned char)(first + i * step);
 }
 
 /* are all of flags[from, to) set? */
-static inline FUZZ_UNTRACED int fuzz_all_set(const unsigned char *flags, size_t from, size_t to)
+static FUZZ_UNTRACED int fuzz_all_set(const unsigned char *flags, size_t from, size_t to)
 {
     for (size_t i = from; i < to; i++)
         if (!flags[i])

@@ -1,13 +1,13 @@
 /*
  * fuzz_ucx_head.c - libFuzzer target: arbitrary bytes as a received UCX head message (transport
  * prefix + start of the inline stream), parsed as the receive path parses it
- * (cdt__ucx_parse_head, libcdt/src/ucx_head.c) under several receiver limits, then, for a head
+ * (cdt__ucx_parse_head, libcdt/src/ucx/ucx_head.c) under several receiver limits, then, for a head
  * that carries its whole inline stream, decoded as the receive path decodes it
  * (cdt_decoder_create_advanced with the same limits). Any crash, over-read or undefined
  * behaviour is a bug, and so is a parsed head that breaks the parser's promises (checked
  * below).
  */
-#include "ucx_head.h"
+#include "ucx/ucx_head.h"
 
 #include <stdlib.h>
 

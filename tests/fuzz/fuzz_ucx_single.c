@@ -1,6 +1,6 @@
 /*
  * fuzz_ucx_single.c - libFuzzer target: the receive side of a single-mode UCX message
- * (libcdt/src/ucx_single.c), the code that turns the pieces UCX hands to the receive
+ * (libcdt/src/ucx/ucx_single.c), the code that turns the pieces UCX hands to the receive
  * datatype's unpack callback into a decoder. The message is the transport prefix and a VALID
  * frame of a serialized object (cdt_sobj: in-band bytes and up to thousands of regions, so
  * that the frame header may outgrow the head buffer), built from the input; the input may
@@ -17,7 +17,7 @@
  */
 #include "cdt_sobj.h"
 #include "fuzz_input.h"
-#include "ucx_internal.h"
+#include "ucx/ucx_internal.h"
 
 #include <stdio.h>
 #include <stdlib.h>

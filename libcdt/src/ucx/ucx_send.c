@@ -5,7 +5,7 @@
  * from the object's memory; or (single mode) the whole frame as one message that UCX packs
  * through libcdt's callbacks (ucx_single.c). docs/TRANSPORT.md says which and why.
  */
-#include "frame_format.h"
+#include "frame/frame_format.h"
 #include "ucx_internal.h"
 
 #include <stdlib.h>

@@ -6,7 +6,7 @@
 #ifndef CDT_FRAME_FORMAT_H
 #define CDT_FRAME_FORMAT_H
 
-#include "type.h"
+#include "core/core.h"
 
 #include <string.h>
 

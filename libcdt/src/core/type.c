@@ -1,7 +1,7 @@
 /*
- * type.c - the common datatype header: predefined types, reference counting, queries.
- * Derived constructors, commit and the pack engine live in the derived engine's files; custom
- * types in custom.c.
+ * type.c - the common datatype header: kinds, reference counting, queries. The classes' own
+ * code is reached through type->ops: custom types in custom.c; predefined and derived types
+ * (constructors, commit, the pack engine) in derived/.
  */
 #include "type.h"
 
@@ -31,28 +31,6 @@ static const cdt__kind_info kind_table[CDT_KIND_COUNT_] = {
     [CDT_KIND_BOOL] = {"bool", 1},
 };
 
-#define PREDEF(k, n)                                                                               \
-    [k] = {.refcount = 1,                                                                          \
-           .cls = CDT__CLASS_PREDEFINED,                                                           \
-           .flags = CDT__TYPE_COMMITTED | CDT__TYPE_CONTIGUOUS,                                    \
-           .kind = k,                                                                              \
-           .size = n,                                                                              \
-           .lb = 0,                                                                                \
-           .extent = n,                                                                            \
-           .true_lb = 0,                                                                           \
-           .true_extent = n}
-
-static struct cdt_type_s predefined[CDT_KIND_COUNT_] = {
-    PREDEF(CDT_KIND_BYTE, 1),          PREDEF(CDT_KIND_CHAR, 1),
-    PREDEF(CDT_KIND_INT8, 1),          PREDEF(CDT_KIND_INT16, 2),
-    PREDEF(CDT_KIND_INT32, 4),         PREDEF(CDT_KIND_INT64, 8),
-    PREDEF(CDT_KIND_UINT8, 1),         PREDEF(CDT_KIND_UINT16, 2),
-    PREDEF(CDT_KIND_UINT32, 4),        PREDEF(CDT_KIND_UINT64, 8),
-    PREDEF(CDT_KIND_FLOAT, 4),         PREDEF(CDT_KIND_DOUBLE, 8),
-    PREDEF(CDT_KIND_COMPLEX_FLOAT, 8), PREDEF(CDT_KIND_COMPLEX_DOUBLE, 16),
-    PREDEF(CDT_KIND_BOOL, 1),
-};
-
 unsigned cdt_version_number(void)
 {
     return CDT_VERSION_NUMBER;
@@ -61,11 +39,6 @@ unsigned cdt_version_number(void)
 static bool kind_valid(cdt_kind kind)
 {
     return kind > CDT_KIND_MIXED && kind < CDT_KIND_COUNT_;
-}
-
-cdt_type cdt_type_predefined(cdt_kind kind)
-{
-    return kind_valid(kind) ? &predefined[kind] : NULL;
 }
 
 cdt_count cdt_kind_size(cdt_kind kind)
@@ -90,13 +63,14 @@ bool cdt__type_is_layout(cdt_type type)
     return type != NULL && type->cls != CDT__CLASS_CUSTOM && (type->flags & CDT__TYPE_COMMITTED);
 }
 
-struct cdt_type_s *cdt__type_alloc(cdt__type_class cls)
+struct cdt_type_s *cdt__type_alloc(cdt__type_class cls, const cdt__type_ops *ops)
 {
     struct cdt_type_s *t = calloc(1, sizeof(*t));
     if (t == NULL)
         return NULL;
     atomic_init(&t->refcount, 1);
     t->cls = cls;
+    t->ops = ops;
     t->kind = CDT_KIND_MIXED;
     return t;
 }
@@ -113,10 +87,7 @@ void cdt__type_release(cdt_type type)
         return;
     if (atomic_fetch_sub_explicit(&type->refcount, 1, memory_order_acq_rel) != 1)
         return;
-    if (type->custom != NULL)
-        cdt__custom_destroy(type->custom);
-    if (type->derived != NULL)
-        cdt__derived_destroy(type->derived);
+    type->ops->destroy(type);
     free(type);
 }
 

@@ -6,8 +6,6 @@
  */
 #include "op.h"
 
-#include "derived.h"
-
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -61,8 +59,8 @@ int cdt__op_init(struct cdt_op_s *op, void *buf, cdt_count count, cdt_type type,
             return CDT_ERR_OVERFLOW;
         op->size_known = true;
         op->regions_known = true; /* layout types have no regions */
-        cdt__node *form;
-        rc = cdt__type_form(type, &form);
+        struct cdt__node *form;
+        rc = type->ops->form(type, &form);
         if (rc != CDT_SUCCESS)
             return rc;
         op->form = form;
@@ -236,7 +234,7 @@ int cdt_op_pack(cdt_op op, cdt_count offset, void *dst, cdt_count dst_size, cdt_
     }
 
     if (op->form != NULL) {
-        cdt__form_pack(op->form, op->type->extent, op->buf, offset, want, dst);
+        op->type->ops->pack(op->form, op->type->extent, op->buf, offset, want, dst);
         *used = want;
         return CDT_SUCCESS;
     }
@@ -261,7 +259,7 @@ static int deliver(cdt_op op, cdt_count offset, const void *src, cdt_count len)
 {
     int rc = CDT_SUCCESS;
     if (op->form != NULL)
-        cdt__form_unpack(op->form, op->type->extent, op->buf, offset, len, src);
+        op->type->ops->unpack(op->form, op->type->extent, op->buf, offset, len, src);
     else
         rc = op->type->custom->unpack_fn(op->state, op->buf, op->count, offset, src, len);
     if (rc == CDT_SUCCESS) {
@@ -503,49 +501,5 @@ bool cdt__layout_is_contiguous(cdt_type type, cdt_count count)
 int cdt__layout_range_iov(void *buf, cdt_count count, cdt_type type, cdt_count start, cdt_count len,
                           cdt_count first, cdt_count max, cdt_iov *iov, cdt_count *n_out)
 {
-    cdt_count written = 0, produced = 0;
-    if (len == 0) {
-        *n_out = 0;
-        return CDT_SUCCESS;
-    }
-    if (cdt__layout_is_contiguous(type, count)) {
-        if (first == 0 && max > 0 && iov != NULL) {
-            iov[0].base = CDT__AT(buf, type->true_lb + start);
-            iov[0].len = len;
-            written = 1;
-        }
-        *n_out = iov != NULL ? written : 1;
-        return CDT_SUCCESS;
-    }
-    /* walk the layout's pieces in batches and clip them to the byte range */
-    enum { BATCH = 64 };
-    cdt_iov batch[BATCH];
-    cdt_count pos = 0, piece = 0, end = start + len;
-    while (pos < end) {
-        cdt_count got;
-        int rc = cdt_iov_get(buf, count, type, piece, BATCH, batch, &got);
-        if (rc != CDT_SUCCESS)
-            return rc;
-        if (got == 0)
-            return CDT_ERR_TRUNCATED;
-        for (cdt_count i = 0; i < got && pos < end; i++) {
-            cdt_count lo = pos, hi = pos + batch[i].len;
-            pos = hi;
-            if (hi <= start)
-                continue;
-            if (produced >= first && iov != NULL) {
-                if (written == max)
-                    goto done;
-                cdt_count a = lo < start ? start : lo, b = hi > end ? end : hi;
-                iov[written].base = (char *)batch[i].base + (a - lo);
-                iov[written].len = b - a;
-                written++;
-            }
-            produced++;
-        }
-        piece += got;
-    }
-done:
-    *n_out = iov != NULL ? written : produced;
-    return CDT_SUCCESS;
+    return type->ops->range_iov(buf, count, type, start, len, first, max, iov, n_out);
 }

@@ -29,8 +29,27 @@ enum cdt__type_flags {
     CDT__TYPE_CONTIGUOUS = 1u << 1,
 };
 
-struct cdt__custom;  /* custom.c */
-struct cdt__derived; /* derived engine */
+struct cdt__custom;  /* core/custom.c */
+struct cdt__derived; /* derived/: the constructor record and the committed form */
+struct cdt__node;    /* derived/: a node of a committed form */
+
+/* What a class of types does for the core, filled in once by the folder that implements the
+ * class (custom types: core/custom.c; predefined and derived types: derived/), so that the
+ * core never names a class's code (docs/ARCHITECTURE.md). */
+typedef struct cdt__type_ops {
+    /* free the class's part of a type whose last reference went */
+    void (*destroy)(struct cdt_type_s *type);
+    /* layout classes only (NULL for custom types): the committed form operations move data
+     * with (borrowed from the type), its kernels, and the iov pieces of stream bytes
+     * [start, start + len) of (buf, count, type) (first, max: a window; iov NULL: count) */
+    int (*form)(struct cdt_type_s *type, struct cdt__node **form);
+    void (*pack)(const struct cdt__node *form, cdt_count extent, const void *buf, cdt_count offset,
+                 cdt_count len, void *dst);
+    void (*unpack)(const struct cdt__node *form, cdt_count extent, void *buf, cdt_count offset,
+                   cdt_count len, const void *src);
+    int (*range_iov)(void *buf, cdt_count count, struct cdt_type_s *type, cdt_count start,
+                     cdt_count len, cdt_count first, cdt_count max, cdt_iov *iov, cdt_count *n_out);
+} cdt__type_ops;
 
 struct cdt_type_s {
     atomic_long refcount; /* user handle + operations + parent types */
@@ -40,23 +59,18 @@ struct cdt_type_s {
     cdt_count size;
     cdt_count lb, extent;
     cdt_count true_lb, true_extent;
+    const cdt__type_ops *ops;     /* the class's operations */
     struct cdt__custom *custom;   /* CDT__CLASS_CUSTOM */
     struct cdt__derived *derived; /* CDT__CLASS_DERIVED (owned by the engine) */
 };
 
 /* type.c */
-CDT__HIDDEN struct cdt_type_s *cdt__type_alloc(cdt__type_class cls);
+CDT__HIDDEN struct cdt_type_s *cdt__type_alloc(cdt__type_class cls, const cdt__type_ops *ops);
 CDT__HIDDEN void cdt__type_retain(cdt_type type);
 CDT__HIDDEN void cdt__type_release(cdt_type type);
 CDT__HIDDEN bool cdt__type_is_predefined(cdt_type type);
 /* committed predefined or derived type (usable as data layout) */
 CDT__HIDDEN bool cdt__type_is_layout(cdt_type type);
-
-/* custom.c */
-CDT__HIDDEN void cdt__custom_destroy(struct cdt__custom *custom);
-
-/* Derived engine hook, called when the last reference of a derived type goes. */
-CDT__HIDDEN void cdt__derived_destroy(struct cdt__derived *derived);
 
 /* The last index i in [0, n) with sorted[i] <= key, for an ascending array whose first entry
  * is <= key (0 when n <= 1): the lookup of prefix sums and start offsets. */

@@ -83,7 +83,7 @@ static bool add_blocks(bounds *b, wide nbases, wide base_lo, wide base_hi, wide 
 
 static int finish(bounds *b, struct cdt__derived *d, cdt_type *newtype)
 {
-    struct cdt_type_s *t = cdt__type_alloc(CDT__CLASS_DERIVED);
+    struct cdt_type_s *t = cdt__type_alloc(CDT__CLASS_DERIVED, &cdt__layout_ops);
     if (t == NULL)
         return CDT_ERR_NO_MEMORY;
     wide extent = b->any ? b->ub - b->lb : 0;
@@ -299,7 +299,7 @@ static int make_alias(cdt_type old, cdt_count lb, cdt_count extent, cdt_type *ne
     if (d == NULL)
         return CDT_ERR_NO_MEMORY;
     d->types[0] = old;
-    struct cdt_type_s *t = cdt__type_alloc(CDT__CLASS_DERIVED);
+    struct cdt_type_s *t = cdt__type_alloc(CDT__CLASS_DERIVED, &cdt__layout_ops);
     if (t == NULL) {
         record_free(d);
         return CDT_ERR_NO_MEMORY;

@@ -277,3 +277,55 @@ int cdt_copy(const void *src, cdt_count scount, cdt_type stype, void *dst, cdt_c
     cdt__runs_fini(&di);
     return CDT_SUCCESS;
 }
+
+/* the layout classes' range_iov (core/type.h): stream bytes [start, start + len) as pieces */
+int cdt__layout_range_iov_pieces(void *buf, cdt_count count, cdt_type type, cdt_count start,
+                                 cdt_count len, cdt_count first, cdt_count max, cdt_iov *iov,
+                                 cdt_count *n_out)
+{
+    cdt_count written = 0, produced = 0;
+    if (len == 0) {
+        *n_out = 0;
+        return CDT_SUCCESS;
+    }
+    if (cdt__layout_is_contiguous(type, count)) {
+        if (first == 0 && max > 0 && iov != NULL) {
+            iov[0].base = CDT__AT(buf, type->true_lb + start);
+            iov[0].len = len;
+            written = 1;
+        }
+        *n_out = iov != NULL ? written : 1;
+        return CDT_SUCCESS;
+    }
+    /* walk the layout's pieces in batches and clip them to the byte range */
+    enum { BATCH = 64 };
+    cdt_iov batch[BATCH];
+    cdt_count pos = 0, piece = 0, end = start + len;
+    while (pos < end) {
+        cdt_count got;
+        int rc = cdt_iov_get(buf, count, type, piece, BATCH, batch, &got);
+        if (rc != CDT_SUCCESS)
+            return rc;
+        if (got == 0)
+            return CDT_ERR_TRUNCATED;
+        for (cdt_count i = 0; i < got && pos < end; i++) {
+            cdt_count lo = pos, hi = pos + batch[i].len;
+            pos = hi;
+            if (hi <= start)
+                continue;
+            if (produced >= first && iov != NULL) {
+                if (written == max)
+                    goto done;
+                cdt_count a = lo < start ? start : lo, b = hi > end ? end : hi;
+                iov[written].base = (char *)batch[i].base + (a - lo);
+                iov[written].len = b - a;
+                written++;
+            }
+            produced++;
+        }
+        piece += got;
+    }
+done:
+    *n_out = iov != NULL ? written : produced;
+    return CDT_SUCCESS;
+}

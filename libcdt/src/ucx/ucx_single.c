@@ -10,7 +10,7 @@
  *
  * The callbacks run inside ucp_worker_progress (or a posting call), with the worker lock held.
  */
-#include "frame_format.h"
+#include "frame/frame_format.h"
 #include "ucx_internal.h"
 
 #include <stdlib.h>

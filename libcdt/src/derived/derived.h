@@ -9,7 +9,7 @@
 #ifndef CDT_DERIVED_H
 #define CDT_DERIVED_H
 
-#include "type.h"
+#include "core/core.h"
 
 #include <stdatomic.h>
 #include <stdint.h>
@@ -111,6 +111,17 @@ CDT__HIDDEN void cdt__form_pack(const cdt__node *root, cdt_count ext, const void
                                 cdt_count offset, cdt_count len, void *dst);
 CDT__HIDDEN void cdt__form_unpack(const cdt__node *root, cdt_count ext, void *buf, cdt_count offset,
                                   cdt_count len, const void *src);
+
+/* iov.c: the range_iov operation of the layout classes (core/type.h) */
+CDT__HIDDEN int cdt__layout_range_iov_pieces(void *buf, cdt_count count, cdt_type type,
+                                             cdt_count start, cdt_count len, cdt_count first,
+                                             cdt_count max, cdt_iov *iov, cdt_count *n_out);
+
+/* type_create.c: free a derived type's record and form (the type's last reference went) */
+CDT__HIDDEN void cdt__derived_destroy(struct cdt__derived *derived);
+
+/* layout_class.c: the operations of predefined and derived types */
+CDT__HIDDEN extern const cdt__type_ops cdt__layout_ops;
 
 /* Run iterator (iov.c): the runs of (buf, count, type) in packed order, unmerged. */
 typedef struct cdt__runs {

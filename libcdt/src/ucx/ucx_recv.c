@@ -3,8 +3,8 @@
  * sees), validate prefix and frame header, bind the destination, unpack the inline stream,
  * then post each large region's message straight into its destination memory.
  */
-#include "frame_format.h"
-#include "type.h"
+#include "frame/frame_format.h"
+#include "core/core.h"
 #include "ucx_internal.h"
 
 #include <stdlib.h>

@@ -3,6 +3,14 @@
 
 #include <stdlib.h>
 
+static void custom_destroy(struct cdt_type_s *type)
+{
+    free(type->custom);
+}
+
+/* a custom type moves its data through its callbacks (core/op.c): no layout operations */
+static const cdt__type_ops custom_ops = {.destroy = custom_destroy};
+
 int cdt_type_create_custom(cdt_custom_state_func_t *state_fn,
                            cdt_custom_state_free_func_t *state_free_fn,
                            cdt_custom_query_func_t *query_fn, cdt_custom_pack_func_t *pack_fn,
@@ -30,7 +38,7 @@ int cdt_type_create_custom(cdt_custom_state_func_t *state_fn,
         .context = context,
         .inorder = inorder != 0,
     };
-    struct cdt_type_s *t = cdt__type_alloc(CDT__CLASS_CUSTOM);
+    struct cdt_type_s *t = cdt__type_alloc(CDT__CLASS_CUSTOM, &custom_ops);
     if (t == NULL) {
         free(c);
         return CDT_ERR_NO_MEMORY;
@@ -39,9 +47,4 @@ int cdt_type_create_custom(cdt_custom_state_func_t *state_fn,
     t->custom = c;
     *type = t;
     return CDT_SUCCESS;
-}
-
-void cdt__custom_destroy(struct cdt__custom *custom)
-{
-    free(custom);
 }

@@ -4,7 +4,7 @@
  * touching region bytes.
  */
 #include "frame_format.h"
-#include "op.h"
+#include "core/core.h"
 
 #include <stddef.h>
 #include <stdlib.h>
@@ -132,12 +132,12 @@ static int layout_frame(cdt_frame f, cdt_count packed_size, const region_src *sr
     return CDT_SUCCESS;
 }
 
-static int pack_stream(cdt_frame f, cdt_count header_size, cdt_count packed_size)
+/* the whole packed stream of a begun pack operation into dst[0, len) */
+static int pack_into(cdt_op op, unsigned char *dst, cdt_count len)
 {
-    cdt_count off = 0;
-    while (off < packed_size) {
+    for (cdt_count off = 0; off < len;) {
         cdt_count used;
-        int rc = cdt_op_pack(f->op, off, f->head + header_size + off, packed_size - off, &used);
+        int rc = cdt_op_pack(op, off, dst + off, len - off, &used);
         if (rc != CDT_SUCCESS)
             return rc;
         if (used == 0)
@@ -145,6 +145,11 @@ static int pack_stream(cdt_frame f, cdt_count header_size, cdt_count packed_size
         off += used;
     }
     return CDT_SUCCESS;
+}
+
+static int pack_stream(cdt_frame f, cdt_count header_size, cdt_count packed_size)
+{
+    return pack_into(f->op, f->head + header_size, packed_size);
 }
 
 static int build_iov(cdt_frame f)
@@ -190,21 +195,6 @@ typedef struct small_dst {
     unsigned char *dst;
     cdt_count cap, *frame_len;
 } small_dst;
-
-/* the whole packed stream of a begun pack operation into dst[0, len) */
-static int pack_into(cdt_op op, unsigned char *dst, cdt_count len)
-{
-    for (cdt_count off = 0; off < len;) {
-        cdt_count used;
-        int rc = cdt_op_pack(op, off, dst + off, len - off, &used);
-        if (rc != CDT_SUCCESS)
-            return rc;
-        if (used == 0)
-            return CDT_ERR_CALLBACK; /* the stream ended before its announced size */
-        off += used;
-    }
-    return CDT_SUCCESS;
-}
 
 static int encode(const void *buf, cdt_count count, cdt_type type, const cdt_frame_params *params,
                   bool deferred, const small_dst *small, cdt_frame *out)

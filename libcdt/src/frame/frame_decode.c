@@ -5,7 +5,7 @@
  * padding and regions, and tracked so that overlap and incompleteness are errors.
  */
 #include "frame_format.h"
-#include "op.h"
+#include "core/core.h"
 
 #include <stddef.h>
 #include <stdlib.h>
