@@ -218,10 +218,11 @@ static void test_layout_frames(void)
     free(b);
 }
 
-/* Frames without regions are received by cdt_frame_decode in one call, without a decoder. The
- * results (status, and the bytes written on success) must be the decoder's, for every
- * receiver: layouts shorter and longer than the stream, custom types with and without regions,
- * an uncommitted type, and frames cut or extended by a byte. */
+/* Whole frames are received by cdt_frame_decode in one call, without a decoder, when they have
+ * no regions, or a few regions into a custom type. The results (status, and the object on
+ * success) must be the decoder's, for every sender and receiver: layouts shorter and longer
+ * than the stream, custom types with and without regions (empty ones too), an uncommitted
+ * type, and frames cut or extended by a byte. */
 static void test_plain_frames_match_decoder(void)
 {
     enum { N = 6 };
@@ -232,6 +233,13 @@ static void test_plain_frames_match_decoder(void)
     cdt_type uncommitted;
     CHECK_OK(cdt_type_dup(vec, &uncommitted));
     CHECK_OK(cdt_type_commit(&vec));
+    /* custom types with regions: struct_vec (its data array), double_vec (one per array,
+     * empty arrays included) */
+    struct_vec *sv = calloc(1, sizeof(struct_vec));
+    struct_vec_fill(sv, 1, 5);
+    double_vec dv = {0}, dv_empty = {0};
+    CHECK_OK(double_vec_init(&dv, 3, 5, 9));
+    CHECK_OK(double_vec_init(&dv_empty, 2, 0, 9));
     int32_t ints[N * 9];
     for (int i = 0; i < N * 9; i++)
         ints[i] = i * 7 - 20;
@@ -239,7 +247,9 @@ static void test_plain_frames_match_decoder(void)
         const void *obj;
         cdt_count count;
         cdt_type type;
-    } senders[] = {{ss, N, struct_simple_type()}, {ints, 2, vec}, {ints, 5, CDT_INT32}};
+    } senders[] = {{ss, N, struct_simple_type()}, {ints, 2, vec},
+                   {ints, 5, CDT_INT32},          {sv, 1, struct_vec_type()},
+                   {&dv, 1, double_vec_type()},   {&dv_empty, 1, double_vec_type()}};
     struct {
         cdt_count count;
         cdt_type type;
@@ -295,6 +305,9 @@ static void test_plain_frames_match_decoder(void)
         free(longer);
         free(wire);
     }
+    free(sv);
+    double_vec_clear(&dv);
+    double_vec_clear(&dv_empty);
     CHECK_OK(cdt_type_free(&vec));
     CHECK_OK(cdt_type_free(&uncommitted));
 }

@@ -310,8 +310,9 @@ static void check_committed(cdt_type t, reader *r)
     char text[512];
     size_t needed = 0;
     size_t len = (size_t)u8(r) * 2;
+    /* one description per type, at an input-chosen length (0 to 510, NULL at 0): walking a
+     * form of thousands of entries costs as much as the rest of the checks */
     must(describe(t, len ? text : NULL, len, &needed) == CDT_SUCCESS);
-    must(describe(t, text, sizeof(text), &needed) == CDT_SUCCESS);
 
     /* pack count copies */
     cdt_count count = 1 + u8(r) % 3;

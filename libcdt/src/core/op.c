@@ -299,15 +299,21 @@ static int drain(cdt_op op)
     return CDT_SUCCESS;
 }
 
+int cdt__op_deliver_whole(cdt_op op, const void *src, cdt_count len)
+{
+    int rc = cdt__op_set_stream_size(op, len);
+    if (rc == CDT_SUCCESS && len > 0)
+        rc = deliver(op, 0, src, len);
+    return rc;
+}
+
 int cdt__op_unpack_whole(void *buf, cdt_count count, cdt_type type, const void *src, cdt_count len)
 {
     struct cdt_op_s op;
     int rc = cdt__op_init(&op, buf, count, type, false);
     if (rc != CDT_SUCCESS)
         return rc;
-    rc = cdt__op_set_stream_size(&op, len);
-    if (rc == CDT_SUCCESS && len > 0)
-        rc = deliver(&op, 0, src, len);
+    rc = cdt__op_deliver_whole(&op, src, len);
     if (rc == CDT_SUCCESS && op.form == NULL) {
         /* a custom receiver confirms that it expects no regions, as a decoder's finish does */
         rc = cdt__op_fetch_regions(&op);

@@ -56,6 +56,9 @@ CDT__HIDDEN bool cdt__layout_is_contiguous(cdt_type type, cdt_count count);
  * (CDT_ERR_FRAME_MISMATCH otherwise). The same results as a decoder's bind, write and finish. */
 CDT__HIDDEN int cdt__op_unpack_whole(void *buf, cdt_count count, cdt_type type, const void *src,
                                      cdt_count len);
+/* The same for a begun unpack operation (cdt__op_init): the stream src[0, len) as its one
+ * fragment; the caller goes on with the regions and ends the operation. */
+CDT__HIDDEN int cdt__op_deliver_whole(cdt_op op, const void *src, cdt_count len);
 /* Pieces of the byte range [start, start + len) of the packed stream of (buf, count, type);
  * iov == NULL only counts. Layout types only. */
 CDT__HIDDEN int cdt__layout_range_iov(void *buf, cdt_count count, cdt_type type, cdt_count start,

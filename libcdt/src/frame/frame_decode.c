@@ -518,17 +518,87 @@ int cdt_decoder_free(cdt_decoder d)
     return rc;
 }
 
-/* A whole frame without regions, checked as the decoder checks it (the fixed header; no region
- * table; the sizes add up) and received in one call: the small-object path, with no decoder.
- * false: not such a frame; the decoder path decides (and names the error). */
-static bool decode_plain(const unsigned char *data, cdt_count len, void *buf, cdt_count count,
+/* the regions of a whole frame into a custom receiver whose stream was delivered: checked
+ * against the header as resolve_regions does, padding as write_area does, in frame order */
+static int whole_regions(cdt_op op, const unsigned char *data, const cdt_frame_info *info,
+                         const dec_region *regions)
+{
+    cdt_count at = info->header_size + info->packed_size;
+    for (cdt_count i = 0; i < info->region_count; i++) {
+        const dec_region *r = &regions[i];
+        if (!all_zero(data + at, r->frame_offset - at))
+            return CDT_ERR_FRAME_MALFORMED;
+        at = r->frame_offset + r->bytes;
+        if (i == 0) {
+            int rc = cdt__op_fetch_regions(op);
+            if (rc != CDT_SUCCESS)
+                return rc;
+            if (op->region_count != info->region_count)
+                return CDT_ERR_FRAME_MISMATCH;
+            for (cdt_count k = 0; k < info->region_count; k++)
+                if (cdt__op_region_bytes(op, k) != regions[k].bytes)
+                    return CDT_ERR_FRAME_MISMATCH;
+        }
+        if (r->bytes == 0)
+            continue;
+        cdt_type t = op->region_types[i];
+        const unsigned char *src = data + r->frame_offset;
+        if (cdt__layout_is_contiguous(t, op->region_lens[i])) { /* the usual region */
+            memcpy((char *)op->region_bases[i] + t->true_lb, src, (size_t)r->bytes);
+            continue;
+        }
+        enum { BATCH = 16 };
+        cdt_iov iov[BATCH];
+        for (cdt_count first = 0, done = 0; done < r->bytes;) {
+            cdt_count n;
+            int rc = cdt__layout_range_iov(op->region_bases[i], op->region_lens[i], t, 0, r->bytes,
+                                           first, BATCH, iov, &n);
+            if (rc != CDT_SUCCESS)
+                return rc;
+            if (n == 0)
+                return CDT_ERR_FRAME_MISMATCH;
+            for (cdt_count k = 0; k < n; k++) {
+                memcpy(iov[k].base, src + done, (size_t)iov[k].len);
+                done += iov[k].len;
+            }
+            first += n;
+        }
+    }
+    return CDT_SUCCESS;
+}
+
+/* A whole frame received in one call, checked as the decoder checks it (the fixed header, the
+ * region table, the sizes, the padding), with no decoder: the small-object path. A frame
+ * without regions takes one operation on the stack for any receiver; a custom receiver with up
+ * to WHOLE_REGIONS regions also gets its regions copied straight from the frame. false: not
+ * such a frame or receiver; the decoder path decides (and names the error). */
+#define WHOLE_REGIONS 16
+static bool decode_whole(const unsigned char *data, cdt_count len, void *buf, cdt_count count,
                          cdt_type type, int *rc)
 {
     cdt_frame_info info;
-    if (parse_fixed(data, len, &info) != CDT_SUCCESS || info.region_count != 0 ||
-        info.frame_size != len || info.header_size + info.packed_size != info.frame_size)
+    if (parse_fixed(data, len, &info) != CDT_SUCCESS || info.frame_size != len)
         return false;
-    *rc = cdt__op_unpack_whole(buf, count, type, data + info.header_size, info.packed_size);
+    if (info.region_count == 0) {
+        if (info.header_size + info.packed_size != info.frame_size)
+            return false;
+        *rc = cdt__op_unpack_whole(buf, count, type, data + info.header_size, info.packed_size);
+        return true;
+    }
+    dec_region regions[WHOLE_REGIONS];
+    if (type == NULL || type->cls != CDT__CLASS_CUSTOM || info.region_count > WHOLE_REGIONS ||
+        parse_regions(data, &info, regions) != CDT_SUCCESS)
+        return false;
+    struct cdt_op_s op;
+    *rc = cdt__op_init(&op, buf, count, type, false);
+    if (*rc != CDT_SUCCESS)
+        return true;
+    *rc = cdt__op_deliver_whole(&op, data + info.header_size, info.packed_size);
+    if (*rc == CDT_SUCCESS)
+        *rc = whole_regions(&op, data, &info, regions);
+    int frc = cdt__op_fini(&op);
+    if (*rc == CDT_SUCCESS)
+        *rc = frc;
     return true;
 }
 
@@ -537,7 +607,7 @@ int cdt_frame_decode(const void *data, cdt_count len, void *buf, cdt_count count
     if (data == NULL || len < 0)
         return CDT_ERR_INVALID_ARG;
     int rc;
-    if (decode_plain(data, len, buf, count, type, &rc))
+    if (decode_whole(data, len, buf, count, type, &rc))
         return rc;
     cdt_decoder d;
     rc = cdt_decoder_create(data, len, &d);

@@ -180,26 +180,31 @@ static int make_decoder(cdt_ucx_request r, const unsigned char *msg, size_t have
     return rc;
 }
 
-/* The usual small object: the whole message in its first piece, a frame without regions, and a
- * receive into the caller's buffer. The frame is decoded in one call (cdt_frame_decode, which
- * needs no decoder object for a layout type) and the trailer is kept for the completion's
- * checks. false: not such a message; the decoder path takes it. */
+/* The usual small object: the whole message in its first piece and a receive into the caller's
+ * buffer. The frame is decoded in one call (cdt_frame_decode, which makes no decoder for a
+ * frame without regions, or with a few regions into a custom type) and the trailer is kept for
+ * the completion's checks. false: not such a message; the decoder path takes it. */
 static bool decode_whole(cdt_ucx_request r, const unsigned char *msg, size_t len, int *rc)
 {
     const unsigned char *frame = msg + CDT__UCX_PREFIX_SIZE;
     const size_t frame_size = (size_t)r->frame_size;
     if (len != CDT__UCX_PREFIX_SIZE + frame_size + CDT__UCX_TRAILER_SIZE || r->prepare != NULL ||
-        r->abandon != CDT_SUCCESS || cdt__get_u64(frame + CDT__OFF_REGION_COUNT) != 0 ||
-        cdt__ucx_trailer_status(frame + frame_size) != CDT_SUCCESS)
+        r->abandon != CDT_SUCCESS || cdt__ucx_trailer_status(frame + frame_size) != CDT_SUCCESS)
         return false;
     memcpy(r->trailer, frame + frame_size, CDT__UCX_TRAILER_SIZE);
     r->trailer_got = (1u << CDT__UCX_TRAILER_SIZE) - 1;
     r->decoded = true;
-    r->info.frame_size = r->frame_size;
-    r->info.packed_size = (cdt_count)cdt__get_u64(frame + CDT__OFF_PACKED_SIZE);
-    r->info.region_count = 0;
-    r->info.region_bytes = 0;
     *rc = cdt_frame_decode(frame, r->frame_size, r->buf, r->count, r->type);
+    if (*rc == CDT_SUCCESS) { /* the header is valid: what the receive reports */
+        uint64_t regions = cdt__get_u64(frame + CDT__OFF_REGION_COUNT), bytes = 0;
+        for (uint64_t i = 0; i < regions; i++)
+            bytes += cdt__get_u64(frame + CDT_FRAME_FIXED_HEADER_SIZE +
+                                  i * CDT_FRAME_REGION_ENTRY_SIZE + CDT__REG_OFF_LEN);
+        r->info.frame_size = r->frame_size;
+        r->info.packed_size = (cdt_count)cdt__get_u64(frame + CDT__OFF_PACKED_SIZE);
+        r->info.region_count = (cdt_count)regions;
+        r->info.region_bytes = (cdt_count)bytes;
+    }
     return true;
 }
 
