@@ -11,15 +11,26 @@
  * The UCX transport has its own header, cdt_ucx.h.
  *
  * Conventions (apply to every function unless it says otherwise):
- *  - Functions return CDT_SUCCESS (0) or a negative status code; cdt_strerror() names it.
+ *  - Functions return CDT_SUCCESS (0) or a negative status code; cdt_strerror() names it. The
+ *    one positive status is CDT_INPROGRESS (1): "not finished yet", never an error. Functions
+ *    that answer a question instead return the answer and say so: cdt_version_number,
+ *    cdt_version_string, cdt_strerror, cdt_err_name, cdt_kind_size, cdt_kind_name (0 or
+ *    "invalid" for a value that is no kind), cdt_type_predefined (NULL), cdt_type_is_custom.
  *  - Output parameters are written only on success.
+ *  - Inputs are borrowed for the call only and may be reused or freed when it returns, unless
+ *    the function says it keeps them (an operation keeps its buffer; a frame keeps the object's
+ *    memory its regions point at; handles keep the types they were given, by reference).
  *  - A status returned by a user callback that is not CDT_SUCCESS stops the operation and is
  *    returned to the caller unchanged. Callbacks should return codes <= CDT_ERR_USER_BASE so
  *    they cannot be mistaken for library codes.
- *  - Counts, sizes, offsets and displacements are 64-bit signed (cdt_count).
+ *  - Counts, sizes, offsets and displacements of data are 64-bit signed (cdt_count), as MPI-4's
+ *    large counts. size_t appears only for C memory that the library writes or allocates for
+ *    the caller (a text buffer, an allocator hook's request).
  *  - Functions that free accept NULL and do nothing.
  *  - Nothing is thread-safe on the same handle unless stated; distinct handles may be used
- *    concurrently. Committed types may be shared by any number of threads and operations.
+ *    concurrently. Committed types may be shared by any number of threads and operations; so
+ *    a custom type's callbacks may run in several threads at once with the same context
+ *    (each operation has its own state).
  */
 #ifndef CDT_H
 #define CDT_H
@@ -50,6 +61,9 @@ extern "C" {
 
 /*! cdt_version_number() : @return CDT_VERSION_NUMBER of the library actually linked. */
 CDT_API unsigned cdt_version_number(void);
+/*! cdt_version_string() : @return "MAJOR.MINOR.PATCH" of the library actually linked (static
+ *  storage). */
+CDT_API const char *cdt_version_string(void);
 
 /* ------------------------------------------------------------------------------------------
  * 1. Status codes
@@ -455,8 +469,8 @@ typedef struct cdt_frame_info {
 CDT_API int cdt_frame_header_size(const void *data, cdt_count len, cdt_count *header_size);
 
 /*! cdt_decoder_create() : validate a complete header (data holds at least header_size bytes;
- *  more is ignored) and start a decoder. Nothing is allocated in proportion to the values the
- *  header claims beyond its own size. */
+ *  more is ignored) and start a decoder. The header is copied: data need not outlive the call.
+ *  Nothing is allocated in proportion to the values the header claims beyond its own size. */
 CDT_API int cdt_decoder_create(const void *data, cdt_count len, cdt_decoder *decoder);
 
 enum cdt_decoder_params_field {

@@ -427,6 +427,12 @@ static void test_status_names(void)
     CHECK(strcmp(cdt_err_name(ERR_INJECT), "CDT_ERR_USER") == 0);
     CHECK(cdt_strerror(-999) != NULL);
     CHECK(cdt_version_number() == CDT_VERSION_NUMBER);
+    {
+        char expect[32];
+        snprintf(expect, sizeof(expect), "%d.%d.%d", CDT_VERSION_MAJOR, CDT_VERSION_MINOR,
+                 CDT_VERSION_PATCH);
+        CHECK(strcmp(cdt_version_string(), expect) == 0);
+    }
     CHECK(cdt_kind_size(CDT_KIND_COMPLEX_DOUBLE) == 16 && cdt_kind_size((cdt_kind)99) == 0);
     CHECK(cdt_type_predefined((cdt_kind)0) == NULL && cdt_type_predefined(CDT_KIND_COUNT_) == NULL);
 }

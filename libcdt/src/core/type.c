@@ -36,6 +36,15 @@ unsigned cdt_version_number(void)
     return CDT_VERSION_NUMBER;
 }
 
+#define CDT__STR_(x) #x
+#define CDT__STR(x) CDT__STR_(x)
+
+const char *cdt_version_string(void)
+{
+    return CDT__STR(CDT_VERSION_MAJOR) "." CDT__STR(CDT_VERSION_MINOR) "." CDT__STR(
+        CDT_VERSION_PATCH);
+}
+
 static bool kind_valid(cdt_kind kind)
 {
     return kind > CDT_KIND_MIXED && kind < CDT_KIND_COUNT_;
