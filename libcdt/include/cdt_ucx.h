@@ -10,7 +10,10 @@
  *   5. requests: test, wait, cancel, free
  *
  * Conventions: as cdt.h (0 = success, negative cdt status codes, outputs written only on
- * success, free/destroy functions accept NULL). Every params struct starts with `field_mask`;
+ * success, free/destroy functions accept NULL). `*_destroy` functions cannot fail and return
+ * nothing; `cdt_ucx_ep_close` and `cdt_ucx_request_free` may report (a timeout, a request still
+ * in UCX's hands). cdt_ucx_worker_progress returns a count, never an error; cdt_ucx_worker_
+ * sender_id returns the id itself. Every params struct starts with `field_mask`;
  * set the bit of each field you fill, the others take their documented default, so the
  * structs can grow without breaking the ABI. A NULL params pointer means all defaults.
  *
@@ -19,7 +22,8 @@
  * inside whatever call progresses the worker, under that mutex. Blocking calls release the
  * mutex between progress steps, so threads blocked on one worker all make progress.
  *
- * Timeouts are in milliseconds; CDT_UCX_INFINITE waits without bound.
+ * Timeouts are in milliseconds; CDT_UCX_INFINITE (-1), or any negative value, waits without
+ * bound; the clock is read in milliseconds, so 0 gives up within about a millisecond.
  */
 #ifndef CDT_UCX_H
 #define CDT_UCX_H
