@@ -12,10 +12,10 @@
  * Conventions: as cdt.h (0 = success, negative cdt status codes, outputs written only on
  * success, free/destroy functions accept NULL). `*_destroy` functions cannot fail and return
  * nothing; `cdt_ucx_ep_close` and `cdt_ucx_request_free` may report (a timeout, a request still
- * in UCX's hands). cdt_ucx_worker_progress returns a count, never an error; cdt_ucx_worker_
- * sender_id returns the id itself. Every params struct starts with `field_mask`;
- * set the bit of each field you fill, the others take their documented default, so the
- * structs can grow without breaking the ABI. A NULL params pointer means all defaults.
+ * in UCX's hands). cdt_ucx_worker_progress returns a count, never an error, and
+ * cdt_ucx_worker_sender_id the id itself. Every params struct starts with `field_mask`: set
+ * the bit of each field you fill, the others take their documented default, so the structs can
+ * grow without breaking the ABI. A NULL params pointer means all defaults.
  *
  * Threads: every function may be called from any thread. A worker serialises its use of UCX
  * with one mutex (the UCX worker runs in UCS_THREAD_MODE_SERIALIZED); completion work runs
