@@ -11,8 +11,10 @@
  * same packed byte count. After WARM_ROUNDS uncounted rounds, the measured rounds run inside
  * measured_round, which callgrind's --toggle-collect counts alone (no start-up, no shutdown).
  *
- * usage: bench_small_cost METHOD ROUNDS [BYTES]
- *   METHOD: libcdt | raw; BYTES: bytes of the struct_simple array (default 64)
+ * usage: bench_small_cost METHOD ROUNDS [BYTES [CASE]]
+ *   METHOD: libcdt | raw; BYTES: bytes of the object (default 64); CASE: struct_simple (the
+ *   default: an array of BYTES / 32 elements) or double_vec_1k (arrays of 256 int32, one
+ *   shorter array for less than 1 KiB; each array a region, allocated by the receiving type)
  */
 #include "cdt_ucx.h"
 #include "seed_types.h"
@@ -50,7 +52,8 @@ typedef struct round_args {
     int raw;
     cdt_ucx_worker a, b;
     cdt_ucx_ep ep;
-    struct_simple *src, *dst;
+    void *src, *dst;
+    int dv; /* double_vec: the received arrays are freed after each round */
     long n;
     cdt_type t;
     cdt_count packed;
@@ -102,6 +105,8 @@ static void one_round(const round_args *x)
     OK(rr);
     OK(cdt_ucx_request_free(s));
     OK(cdt_ucx_request_free(r));
+    if (x->dv)
+        double_vec_clear(x->dst);
 }
 
 /* the rounds callgrind counts (--toggle-collect=measured_round) */
@@ -120,6 +125,11 @@ int main(int argc, char **argv)
     int raw = strcmp(argv[1], "raw") == 0;
     long rounds = atol(argv[2]);
     long bytes = argc > 3 ? atol(argv[3]) : 64;
+    int dv = argc > 4 && strcmp(argv[4], "double_vec_1k") == 0;
+    if (argc > 4 && !dv && strcmp(argv[4], "struct_simple") != 0) {
+        fprintf(stderr, "unknown case %s\n", argv[4]);
+        return 2;
+    }
     long n = bytes / 32 > 0 ? bytes / 32 : 1; /* struct_simple: 32-byte elements */
     cdt_ucx_context ctx;
     cdt_ucx_worker a, b;
@@ -132,13 +142,35 @@ int main(int argc, char **argv)
     cdt_ucx_ep ep;
     OK(cdt_ucx_ep_create_from_address(a, addr, addr_len, &ep));
     cdt_ucx_worker_address_free(b, addr);
-    struct_simple *src = calloc((size_t)n, sizeof(*src)), *dst = calloc((size_t)n, sizeof(*dst));
+    void *src, *dst;
+    cdt_type t;
+    cdt_count packed;
+    double_vec dsrc = {0}, ddst = {0};
+    if (dv) {
+        long ints = bytes / 4 > 0 ? bytes / 4 : 1;
+        OK(double_vec_init(&dsrc, ints > 256 ? ints / 256 : 1, ints > 256 ? 256 : ints, 1));
+        src = &dsrc;
+        dst = &ddst;
+        t = double_vec_type();
+        n = 1;
+        packed = 4 * (ints > 256 ? ints / 256 * 256 : ints);
+    } else {
+        struct_simple *ss = calloc((size_t)n, sizeof(*ss));
+        if (ss == NULL)
+            return 1;
+        struct_simple_fill(ss, (cdt_count)n, 1);
+        src = ss;
+        dst = calloc((size_t)n, sizeof(*ss));
+        t = struct_simple_type();
+        packed = 20 * (cdt_count)n; /* struct_simple packs 20 of its 32 bytes */
+    }
+    if (dv && raw) { /* raw: the same bytes as one contiguous message into a reused buffer */
+        src = calloc(1, (size_t)packed);
+        dst = calloc(1, (size_t)packed);
+    }
     if (src == NULL || dst == NULL)
         return 1;
-    struct_simple_fill(src, (cdt_count)n, 1);
-    cdt_type t = struct_simple_type();
-    cdt_count packed = 20 * (cdt_count)n; /* struct_simple packs 20 of its 32 bytes */
-    round_args ra = {raw, a, b, ep, src, dst, n, t, packed};
+    round_args ra = {raw, a, b, ep, src, dst, dv && !raw, n, t, packed};
     for (long i = 0; i < WARM_ROUNDS; i++) /* pools, caches and lazy binding: not counted */
         one_round(&ra);
     for (long i = 0; i < rounds; i++)
@@ -150,8 +182,11 @@ int main(int argc, char **argv)
     fprintf(stderr, "%s, %ld rounds of %lld packed bytes; transports %s; protocol %s\n", argv[1],
             rounds, (long long)packed, lanes,
             proto == CDT_UCX_PROTOCOL_SINGLE ? "single" : "split");
-    free(src);
-    free(dst);
+    double_vec_clear(&dsrc);
+    if (!dv || raw) {
+        free(src);
+        free(dst);
+    }
     cdt_ucx_ep_close(ep, 1000);
     cdt_ucx_worker_destroy(a);
     cdt_ucx_worker_destroy(b);

@@ -405,15 +405,24 @@ int cdt__op_fetch_regions(cdt_op op)
     cdt_count *lens = NULL;
     cdt_type *types = NULL;
     if (n > 0) {
-        bases = calloc((size_t)n, sizeof(*bases));
-        lens = calloc((size_t)n, sizeof(*lens));
-        types = calloc((size_t)n, sizeof(*types));
-        if (bases == NULL || lens == NULL || types == NULL) {
-            rc = CDT_ERR_NO_MEMORY;
-            goto fail;
+        if (n <= CDT__OP_INLINE_REGIONS) {
+            bases = op->region_inline_bases;
+            lens = op->region_inline_lens;
+            types = op->region_inline_types;
+        } else {
+            /* one block: bases, then lens, then types (all 8-byte entries) */
+            char *block = calloc((size_t)n, sizeof(*bases) + sizeof(*lens) + sizeof(*types));
+            if (block == NULL)
+                return CDT_ERR_NO_MEMORY;
+            bases = (void **)block;
+            lens = (cdt_count *)(block + (size_t)n * sizeof(*bases));
+            types = (cdt_type *)(block + (size_t)n * (sizeof(*bases) + sizeof(*lens)));
         }
-        for (cdt_count i = 0; i < n; i++)
+        for (cdt_count i = 0; i < n; i++) {
+            bases[i] = NULL;
             lens[i] = -1;
+            types[i] = NULL;
+        }
         rc = c->region_fn(op->state, op->buf, op->count, n, bases, lens, types);
         if (rc != CDT_SUCCESS)
             goto fail;
@@ -434,10 +443,21 @@ int cdt__op_fetch_regions(cdt_op op)
     op->regions_known = true;
     return CDT_SUCCESS;
 fail:
-    free(bases);
-    free(lens);
-    free(types);
+    if (bases != op->region_inline_bases)
+        free(bases);
     return rc;
+}
+
+void cdt__op_move(struct cdt_op_s *dst, const struct cdt_op_s *src)
+{
+    *dst = *src;
+    if (src->arrived.items == src->arrived.inline_items)
+        dst->arrived.items = dst->arrived.inline_items;
+    if (src->region_bases == src->region_inline_bases) {
+        dst->region_bases = dst->region_inline_bases;
+        dst->region_lens = dst->region_inline_lens;
+        dst->region_types = dst->region_inline_types;
+    }
 }
 
 int cdt_op_region_count(cdt_op op, cdt_count *n)
@@ -479,11 +499,8 @@ int cdt__op_fini(struct cdt_op_s *op)
     }
     if (op->arrived.items != NULL)
         cdt__ranges_free(&op->arrived);
-    if (op->region_bases != NULL || op->region_lens != NULL || op->region_types != NULL) {
-        free(op->region_bases);
-        free(op->region_lens);
-        free(op->region_types);
-    }
+    if (op->region_bases != op->region_inline_bases)
+        free(op->region_bases); /* one block with the lens and types (or NULL) */
     cdt__type_release(op->type);
     return rc;
 }

@@ -8,7 +8,10 @@
 typedef struct cdt__pending cdt__pending; /* early fragment waiting for in-order delivery */
 struct cdt__node;
 
-/* cdt__op_init sets every field by name: a new field needs its line there. */
+#define CDT__OP_INLINE_REGIONS 4
+
+/* cdt__op_init sets every field by name: a new field needs its line there (the inline region
+ * arrays need none: they are used only once fetched). */
 struct cdt_op_s {
     cdt_type type;
     bool is_pack;
@@ -35,7 +38,16 @@ struct cdt_op_s {
     void **region_bases;
     cdt_count *region_lens;
     cdt_type *region_types;
+    /* the regions of an object with few of them live here, not in an allocation (small
+     * objects with a region or two are common); cdt__op_move keeps the pointers right */
+    void *region_inline_bases[CDT__OP_INLINE_REGIONS];
+    cdt_count region_inline_lens[CDT__OP_INLINE_REGIONS];
+    cdt_type region_inline_types[CDT__OP_INLINE_REGIONS];
 };
+
+/* *dst = *src for an operation that moves to other storage (the frame encoder begins one on
+ * the stack): pointers into the operation's own inline storage follow it. */
+CDT__HIDDEN void cdt__op_move(struct cdt_op_s *dst, const struct cdt_op_s *src);
 
 /* Begin / end an operation in storage the caller owns (frames and decoders embed theirs, so a
  * small message costs no extra allocation). cdt__op_fini returns state_free's status. */

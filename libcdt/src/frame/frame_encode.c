@@ -251,8 +251,8 @@ static int encode(const void *buf, cdt_count count, cdt_type type, const cdt_fra
     /* everything but the inline arrays starts zeroed */
     memset(f, 0, offsetof(struct cdt_frame_s, iov_inline));
     f->deferred = deferred;
-    /* the operation moves into the frame (a pack operation holds no pointer into itself) */
-    f->op_storage = op;
+    /* the operation moves into the frame */
+    cdt__op_move(&f->op_storage, &op);
     f->op = &f->op_storage;
     cdt_frame_alloc_func_t *alloc = NULL;
     if (params != NULL && (params->field_mask & CDT_FRAME_PARAM_HEAD_ALLOCATOR)) {
