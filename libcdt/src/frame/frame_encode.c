@@ -196,6 +196,52 @@ typedef struct small_dst {
     cdt_count cap, *frame_len;
 } small_dst;
 
+/* The whole frame of a begun pack operation with n <= CDT__OP_INLINE_REGIONS regions (a custom
+ * type's, fetched; 0 for a layout), written into small->dst if it fits (*fits; else nothing is
+ * written): header, region table, packed stream, each region after its padding, the same
+ * bytes as cdt_frame_encode + cdt_frame_gather. */
+static int write_small(cdt_op op, cdt_count packed_size, cdt_count n, const small_dst *small,
+                       bool *fits)
+{
+    const cdt_count header_size = CDT_FRAME_FIXED_HEADER_SIZE + n * CDT_FRAME_REGION_ENTRY_SIZE;
+    cdt_count end, offs[CDT__OP_INLINE_REGIONS], bytes[CDT__OP_INLINE_REGIONS];
+    if (cdt__add_overflows(header_size, packed_size, &end))
+        return CDT_SUCCESS;
+    for (cdt_count i = 0; i < n; i++)
+        if (cdt__mul_overflows(op->region_lens[i], op->region_types[i]->size, &bytes[i]) ||
+            !cdt__frame_align(end, &offs[i]) || cdt__add_overflows(offs[i], bytes[i], &end))
+            return CDT_SUCCESS;
+    if (end > small->cap)
+        return CDT_SUCCESS;
+    *fits = true;
+    unsigned char *h = small->dst;
+    cdt__frame_put_fixed(h, header_size, packed_size, n, end);
+    for (cdt_count i = 0; i < n; i++) {
+        unsigned char *e = h + CDT_FRAME_FIXED_HEADER_SIZE + i * CDT_FRAME_REGION_ENTRY_SIZE;
+        cdt_kind kind = op->region_types[i]->kind;
+        cdt__put_u64(e + CDT__REG_OFF_LEN, (uint64_t)bytes[i]);
+        cdt__put_u32(e + CDT__REG_OFF_KIND,
+                     (uint32_t)(kind == CDT_KIND_MIXED ? CDT_KIND_BYTE : kind));
+        cdt__put_u32(e + CDT__REG_OFF_RESERVED, 0);
+    }
+    int rc = pack_into(op, h + header_size, packed_size);
+    cdt_count at = header_size + packed_size;
+    for (cdt_count i = 0; rc == CDT_SUCCESS && i < n; i++) {
+        memset(h + at, 0, (size_t)(offs[i] - at));
+        at = offs[i] + bytes[i];
+        if (bytes[i] == 0)
+            continue;
+        cdt_type t = op->region_types[i];
+        struct cdt__node *form;
+        rc = t->ops->form(t, &form);
+        if (rc == CDT_SUCCESS)
+            t->ops->pack(form, t->extent, op->region_bases[i], 0, bytes[i], h + offs[i]);
+    }
+    if (rc == CDT_SUCCESS)
+        *small->frame_len = end;
+    return rc;
+}
+
 static int encode(const void *buf, cdt_count count, cdt_type type, const cdt_frame_params *params,
                   bool deferred, const small_dst *small, cdt_frame *out)
 {
@@ -227,20 +273,18 @@ static int encode(const void *buf, cdt_count count, cdt_type type, const cdt_fra
                            cdt__layout_is_contiguous(type, count);
     }
     cdt_count region_count = custom ? op.region_count : contiguous_block;
-    cdt_count small_len;
-    if (small != NULL && region_count == 0 &&
-        !cdt__add_overflows(packed_size, CDT_FRAME_FIXED_HEADER_SIZE, &small_len) &&
-        small_len <= small->cap) {
-        cdt__frame_put_fixed(small->dst, CDT_FRAME_FIXED_HEADER_SIZE, packed_size, 0, small_len);
-        rc = pack_into(&op, small->dst + CDT_FRAME_FIXED_HEADER_SIZE, packed_size);
-        int frc = cdt__op_fini(&op);
-        if (rc == CDT_SUCCESS)
-            rc = frc;
-        if (rc == CDT_SUCCESS) {
-            *small->frame_len = small_len;
-            *out = NULL;
+    if (small != NULL && (!custom || op.region_count <= CDT__OP_INLINE_REGIONS)) {
+        /* a whole message: a large contiguous block is no region there, just stream bytes */
+        bool fits = false;
+        rc = write_small(&op, packed_size, custom ? op.region_count : 0, small, &fits);
+        if (fits) {
+            int frc = cdt__op_fini(&op);
+            if (rc == CDT_SUCCESS)
+                rc = frc;
+            if (rc == CDT_SUCCESS)
+                *out = NULL;
+            return rc;
         }
-        return rc;
     }
 
     cdt_frame f = malloc(sizeof(*f));
