@@ -264,28 +264,18 @@ static int write_region(cdt_decoder d, cdt_count index, cdt_count start, const u
     if (rc != CDT_SUCCESS)
         return rc;
     cdt_type t = d->op->region_types[index];
+    if (len == 0)
+        return CDT_SUCCESS;
     if (cdt__layout_is_contiguous(t, d->op->region_lens[index])) { /* the usual region */
-        if (len > 0)
-            memcpy((char *)d->op->region_bases[index] + t->true_lb + start, src, (size_t)len);
+        memcpy((char *)d->op->region_bases[index] + t->true_lb + start, src, (size_t)len);
         return CDT_SUCCESS;
     }
-    enum { BATCH = 16 };
-    cdt_iov iov[BATCH];
-    cdt_count first = 0, done = 0;
-    while (done < len) {
-        cdt_count n;
-        rc = region_iov(d, index, start, len, first, BATCH, iov, &n);
-        if (rc != CDT_SUCCESS)
-            return rc;
-        if (n == 0)
-            return CDT_ERR_FRAME_MISMATCH;
-        for (cdt_count i = 0; i < n; i++) {
-            memcpy(iov[i].base, src + done, (size_t)iov[i].len);
-            done += iov[i].len;
-        }
-        first += n;
-    }
-    return CDT_SUCCESS;
+    /* a strided region: the type's kernels unpack any range of its stream in one call */
+    struct cdt__node *form;
+    rc = t->ops->form(t, &form);
+    if (rc == CDT_SUCCESS)
+        t->ops->unpack(form, t->extent, d->op->region_bases[index], start, len, src);
+    return rc;
 }
 
 static bool all_zero(const unsigned char *p, cdt_count n)
@@ -547,22 +537,11 @@ static int whole_regions(cdt_op op, const unsigned char *data, const cdt_frame_i
             memcpy((char *)op->region_bases[i] + t->true_lb, src, (size_t)r->bytes);
             continue;
         }
-        enum { BATCH = 16 };
-        cdt_iov iov[BATCH];
-        for (cdt_count first = 0, done = 0; done < r->bytes;) {
-            cdt_count n;
-            int rc = cdt__layout_range_iov(op->region_bases[i], op->region_lens[i], t, 0, r->bytes,
-                                           first, BATCH, iov, &n);
-            if (rc != CDT_SUCCESS)
-                return rc;
-            if (n == 0)
-                return CDT_ERR_FRAME_MISMATCH;
-            for (cdt_count k = 0; k < n; k++) {
-                memcpy(iov[k].base, src + done, (size_t)iov[k].len);
-                done += iov[k].len;
-            }
-            first += n;
-        }
+        struct cdt__node *form;
+        int rc = t->ops->form(t, &form);
+        if (rc != CDT_SUCCESS)
+            return rc;
+        t->ops->unpack(form, t->extent, op->region_bases[i], 0, r->bytes, src);
     }
     return CDT_SUCCESS;
 }
