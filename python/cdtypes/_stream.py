@@ -139,10 +139,14 @@ def check_stream(stream, strict=True):
                     return
                 i = j + 1
             if strict and op == _PUT:
+                # pickle reads the line as a C string: a NUL ends the number ("2\0..." is 2).
+                # A line this walk cannot read as pickle does is refused, not trusted: stopping
+                # here would leave the rest of the stream unchecked while pickle runs it.
+                text = bytes(stream[start : i - 1]).split(b"\0", 1)[0]
                 try:
-                    idx = int(bytes(stream[start : i - 1]))
+                    idx = int(text)
                 except ValueError:
-                    return
+                    raise StreamError("PUT at byte %d: memo index %r is not a number" % (at, text))
                 if idx > n:
                     raise StreamError("memo index %d in a stream of %d bytes" % (idx, n))
         else:

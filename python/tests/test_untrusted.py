@@ -143,6 +143,10 @@ def test_valid_streams_with_bytearray8_opcode_bytes_still_load():
 @pytest.mark.parametrize("stream", [
     b"\x80\x05N\x94r" + (0xFFFFFFF0).to_bytes(4, "little") + b".",   # LONG_BINPUT: memo of 2**33
     b"\x80\x05Np4294967280\n.",                                         # PUT, text form
+    # PUT whose line pickle reads as the C string "2" (a NUL ends it), before a LONG_BINPUT
+    # of 829 million: the walk used to stop at the PUT it could not parse (the atheris
+    # target's out-of-memory finding, python/tests/data/fuzz-oom-put-nul.bin)
+    b"\x80\x05Np2\x00\x00\np1\nr2\np1\n.",
     b"\x80\x05\x8e" + (1 << 40).to_bytes(8, "little") + b"ab.",       # BINBYTES8
     b"\x80\x05\x8d" + (1 << 40).to_bytes(8, "little") + b"ab.",       # BINUNICODE8
     b"\x80\x05B" + (1 << 31).to_bytes(4, "little") + b"ab.",          # BINBYTES
