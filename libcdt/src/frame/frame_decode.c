@@ -222,22 +222,47 @@ int cdt_decoder_bind(cdt_decoder d, void *buf, cdt_count count, cdt_type type)
 }
 
 /* custom receivers: the region callback names the memory; it must match the header */
+/* a custom receiver's regions (fetched once its packed stream is in; CDT_ERR_ORDER before)
+ * must be the header's: as many, each of the same byte length */
+static int match_regions(cdt_op op, const cdt_frame_info *info, const dec_region *regions)
+{
+    int rc = cdt__op_fetch_regions(op);
+    if (rc != CDT_SUCCESS)
+        return rc;
+    if (op->region_count != info->region_count)
+        return CDT_ERR_FRAME_MISMATCH;
+    for (cdt_count i = 0; i < info->region_count; i++)
+        if (cdt__op_region_bytes(op, i) != regions[i].bytes)
+            return CDT_ERR_FRAME_MISMATCH;
+    return CDT_SUCCESS;
+}
+
 static int resolve_regions(cdt_decoder d)
 {
     if (d->regions_checked)
         return CDT_SUCCESS;
-    int rc = cdt__op_fetch_regions(d->op);
-    if (rc == CDT_ERR_ORDER)
-        return rc; /* packed stream not complete yet */
-    if (rc != CDT_SUCCESS)
-        return rc;
-    if (d->op->region_count != d->info.region_count)
-        return CDT_ERR_FRAME_MISMATCH;
-    for (cdt_count i = 0; i < d->info.region_count; i++)
-        if (cdt__op_region_bytes(d->op, i) != d->regions[i].bytes)
-            return CDT_ERR_FRAME_MISMATCH;
-    d->regions_checked = true;
-    return CDT_SUCCESS;
+    int rc = match_regions(d->op, &d->info, d->regions);
+    d->regions_checked = rc == CDT_SUCCESS;
+    return rc;
+}
+
+/* bytes [start, start + len) of a custom receiver's region `index` from src into its memory */
+static int copy_to_region(cdt_op op, cdt_count index, cdt_count start, const unsigned char *src,
+                          cdt_count len)
+{
+    cdt_type t = op->region_types[index];
+    if (len == 0)
+        return CDT_SUCCESS;
+    if (cdt__layout_is_contiguous(t, op->region_lens[index])) { /* the usual region */
+        memcpy((char *)op->region_bases[index] + t->true_lb + start, src, (size_t)len);
+        return CDT_SUCCESS;
+    }
+    /* a strided region: the type's kernels unpack any range of its stream in one call */
+    struct cdt__node *form;
+    int rc = t->ops->form(t, &form);
+    if (rc == CDT_SUCCESS)
+        t->ops->unpack(form, t->extent, op->region_bases[index], start, len, src);
+    return rc;
 }
 
 static int region_iov(cdt_decoder d, cdt_count index, cdt_count start, cdt_count len,
@@ -261,21 +286,7 @@ static int write_region(cdt_decoder d, cdt_count index, cdt_count start, const u
     if (!d->custom) /* one stream: the engine's kernels are faster than an iov walk */
         return cdt_op_unpack(d->op, d->regions[index].stream_offset + start, src, len);
     int rc = resolve_regions(d);
-    if (rc != CDT_SUCCESS)
-        return rc;
-    cdt_type t = d->op->region_types[index];
-    if (len == 0)
-        return CDT_SUCCESS;
-    if (cdt__layout_is_contiguous(t, d->op->region_lens[index])) { /* the usual region */
-        memcpy((char *)d->op->region_bases[index] + t->true_lb + start, src, (size_t)len);
-        return CDT_SUCCESS;
-    }
-    /* a strided region: the type's kernels unpack any range of its stream in one call */
-    struct cdt__node *form;
-    rc = t->ops->form(t, &form);
-    if (rc == CDT_SUCCESS)
-        t->ops->unpack(form, t->extent, d->op->region_bases[index], start, len, src);
-    return rc;
+    return rc != CDT_SUCCESS ? rc : copy_to_region(d->op, index, start, src, len);
 }
 
 static bool all_zero(const unsigned char *p, cdt_count n)
@@ -519,29 +530,11 @@ static int whole_regions(cdt_op op, const unsigned char *data, const cdt_frame_i
         if (!all_zero(data + at, r->frame_offset - at))
             return CDT_ERR_FRAME_MALFORMED;
         at = r->frame_offset + r->bytes;
-        if (i == 0) {
-            int rc = cdt__op_fetch_regions(op);
-            if (rc != CDT_SUCCESS)
-                return rc;
-            if (op->region_count != info->region_count)
-                return CDT_ERR_FRAME_MISMATCH;
-            for (cdt_count k = 0; k < info->region_count; k++)
-                if (cdt__op_region_bytes(op, k) != regions[k].bytes)
-                    return CDT_ERR_FRAME_MISMATCH;
-        }
-        if (r->bytes == 0)
-            continue;
-        cdt_type t = op->region_types[i];
-        const unsigned char *src = data + r->frame_offset;
-        if (cdt__layout_is_contiguous(t, op->region_lens[i])) { /* the usual region */
-            memcpy((char *)op->region_bases[i] + t->true_lb, src, (size_t)r->bytes);
-            continue;
-        }
-        struct cdt__node *form;
-        int rc = t->ops->form(t, &form);
+        int rc = i == 0 ? match_regions(op, info, regions) : CDT_SUCCESS;
+        if (rc == CDT_SUCCESS)
+            rc = copy_to_region(op, i, 0, data + r->frame_offset, r->bytes);
         if (rc != CDT_SUCCESS)
             return rc;
-        t->ops->unpack(form, t->extent, op->region_bases[i], 0, r->bytes, src);
     }
     return CDT_SUCCESS;
 }

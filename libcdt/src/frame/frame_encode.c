@@ -123,12 +123,8 @@ static int layout_frame(cdt_frame f, cdt_count packed_size, const region_src *sr
 
     unsigned char *h = f->head;
     cdt__frame_put_fixed(h, header_size, packed_size, f->region_count, f->frame_size);
-    for (cdt_count i = 0; i < f->region_count; i++) {
-        unsigned char *e = h + CDT_FRAME_FIXED_HEADER_SIZE + i * CDT_FRAME_REGION_ENTRY_SIZE;
-        cdt__put_u64(e + CDT__REG_OFF_LEN, (uint64_t)f->regions[i].bytes);
-        cdt__put_u32(e + CDT__REG_OFF_KIND, (uint32_t)f->regions[i].kind);
-        cdt__put_u32(e + CDT__REG_OFF_RESERVED, 0);
-    }
+    for (cdt_count i = 0; i < f->region_count; i++)
+        cdt__frame_put_region(h, i, f->regions[i].bytes, f->regions[i].kind);
     return CDT_SUCCESS;
 }
 
@@ -216,14 +212,8 @@ static int write_small(cdt_op op, cdt_count packed_size, cdt_count n, const smal
     *fits = true;
     unsigned char *h = small->dst;
     cdt__frame_put_fixed(h, header_size, packed_size, n, end);
-    for (cdt_count i = 0; i < n; i++) {
-        unsigned char *e = h + CDT_FRAME_FIXED_HEADER_SIZE + i * CDT_FRAME_REGION_ENTRY_SIZE;
-        cdt_kind kind = op->region_types[i]->kind;
-        cdt__put_u64(e + CDT__REG_OFF_LEN, (uint64_t)bytes[i]);
-        cdt__put_u32(e + CDT__REG_OFF_KIND,
-                     (uint32_t)(kind == CDT_KIND_MIXED ? CDT_KIND_BYTE : kind));
-        cdt__put_u32(e + CDT__REG_OFF_RESERVED, 0);
-    }
+    for (cdt_count i = 0; i < n; i++)
+        cdt__frame_put_region(h, i, bytes[i], op->region_types[i]->kind);
     int rc = pack_into(op, h + header_size, packed_size);
     cdt_count at = header_size + packed_size;
     for (cdt_count i = 0; rc == CDT_SUCCESS && i < n; i++) {

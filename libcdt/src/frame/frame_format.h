@@ -99,6 +99,17 @@ static inline void cdt__frame_put_fixed(unsigned char *h, cdt_count header_size,
     cdt__put_u64(h + CDT__OFF_RESERVED, 0);
 }
 
+/* entry `index` of the region table after the fixed header: a region of `bytes` bytes whose
+ * elements are `kind` (a region of a type of mixed kinds travels as bytes) */
+static inline void cdt__frame_put_region(unsigned char *h, cdt_count index, cdt_count bytes,
+                                         cdt_kind kind)
+{
+    unsigned char *e = h + CDT_FRAME_FIXED_HEADER_SIZE + index * CDT_FRAME_REGION_ENTRY_SIZE;
+    cdt__put_u64(e + CDT__REG_OFF_LEN, (uint64_t)bytes);
+    cdt__put_u32(e + CDT__REG_OFF_KIND, (uint32_t)(kind == CDT_KIND_MIXED ? CDT_KIND_BYTE : kind));
+    cdt__put_u32(e + CDT__REG_OFF_RESERVED, 0);
+}
+
 /* offset rounded up to CDT_FRAME_ALIGN; false on overflow */
 static inline bool cdt__frame_align(cdt_count off, cdt_count *out)
 {

@@ -180,21 +180,21 @@ static int send_single(cdt_ucx_ep ep, cdt_ucx_request r, cdt_ucx_tag tag, cdt_uc
 {
     cdt_ucx_worker w = ep->w;
     int rc = CDT_SUCCESS;
-    bool contiguous = r->frame == NULL; /* built whole in the head buffer already */
+    bool contiguous = r->frame == NULL; /* the frame was written whole into the head buffer */
     if (!contiguous) {
         cdt_count frame_size;
         rc = cdt_frame_size(r->frame, &frame_size);
         r->single_len = CDT__UCX_PREFIX_SIZE + (size_t)frame_size + CDT__UCX_TRAILER_SIZE;
-        cdt__ucx_put_single_prefix(r->head);
         /* a message that fits the head buffer is built there now and sent contiguous: UCX's
          * fastest path for a small message, and a failed pack is reported here, before
          * anything was sent */
         contiguous = rc == CDT_SUCCESS && r->single_len <= CDT__UCX_HEAD_MAX;
-        if (contiguous) {
+        if (contiguous)
             rc = cdt_frame_gather(r->frame, 0, r->head + CDT__UCX_PREFIX_SIZE, frame_size);
-            cdt__ucx_put_trailer(r->head + r->single_len - CDT__UCX_TRAILER_SIZE, CDT_SUCCESS);
-        }
     }
+    cdt__ucx_put_single_prefix(r->head);
+    if (contiguous)
+        cdt__ucx_put_trailer(r->head + r->single_len - CDT__UCX_TRAILER_SIZE, CDT_SUCCESS);
     pthread_mutex_lock(&w->lock);
     if (rc == CDT_SUCCESS && ep->status != CDT_SUCCESS)
         rc = ep->status == CDT_ERR_TIMEOUT ? CDT_ERR_INVALID_ARG : CDT_ERR_PEER;
@@ -248,8 +248,6 @@ int cdt_ucx_isend(cdt_ucx_ep ep, const void *buf, cdt_count count, cdt_type type
                                      &frame_len, &r->frame);
         if (rc == CDT_SUCCESS && r->frame == NULL) {
             r->single_len = CDT__UCX_PREFIX_SIZE + (size_t)frame_len + CDT__UCX_TRAILER_SIZE;
-            cdt__ucx_put_single_prefix(r->head);
-            cdt__ucx_put_trailer(r->head + r->single_len - CDT__UCX_TRAILER_SIZE, CDT_SUCCESS);
             return send_single(ep, r, tag, request);
         }
     } else {
