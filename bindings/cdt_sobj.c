@@ -1,5 +1,6 @@
 /* cdt_sobj.c - serialized object (in-band bytes + out-of-band buffers) as a custom type. */
 #include "cdt_sobj.h"
+#include "cdt_receive_memory.h"
 
 #include <pthread.h>
 #include <stdint.h>
@@ -125,7 +126,7 @@ static int alloc_block(cdt_sobj *tmp, cdt_decoder decoder, cdt_count nregions)
     if ((uint64_t)total > SIZE_MAX)
         return CDT_ERR_NO_MEMORY;
     unsigned char *block =
-        aligned_alloc(SOBJ_PART_ALIGN, total > 0 ? (size_t)total : SOBJ_PART_ALIGN);
+        cdt_receive_memory_alloc(total > 0 ? (size_t)total : SOBJ_PART_ALIGN, SOBJ_PART_ALIGN, 0);
     if (block == NULL)
         return CDT_ERR_NO_MEMORY;
     tmp->inband = block;

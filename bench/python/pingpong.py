@@ -7,7 +7,7 @@ Methods:
   pickle-inband  pickle.dumps(protocol=5) without buffer_callback, one message, Mprobe + Recv
   pkl5           mpi4py.util.pkl5: out-of-band buffers, N + 2 messages per object
   cdtypes        cdtypes.mpi: a head message (header, stream, buffers < 64 KiB) matched once,
-                 plus one contiguous message per larger buffer on a duplicated communicator
+                 plus one message of the larger buffers on a duplicated communicator
   cdtypes-ucx    cdtypes.ucx over libcdt's UCX transport (MPI only starts the processes and
                  passes the port); buffers >= 64 KiB zero-copy on both ends
   raw-ucx        ucp_tag_send_nbx / ucp_tag_recv_nbx of a preallocated buffer on the same UCX
@@ -189,6 +189,9 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--csv", required=True)
+    ap.add_argument("--sizes", help="comma-separated sizes in bytes (default: the run's list)")
+    ap.add_argument("--methods", help="comma-separated methods (default: all)")
+    ap.add_argument("--cases", help="comma-separated cases: array, many (default: both)")
     args = ap.parse_args()
     if args.quick:
         sizes = [1, KiB, 16 * KiB, 256 * KiB, 4 * KiB * KiB, 64 * KiB * KiB]
@@ -196,11 +199,22 @@ def main():
     else:
         sizes = [1 << s for s in range(0, 27, 2)]  # 1 B .. 64 MiB, x4
         target, max_iters = 0.3, 2000
+    if args.sizes:
+        sizes = [int(x) for x in args.sizes.split(",")]
+    if args.methods:
+        unknown = set(args.methods.split(",")) - set(METHODS)
+        if unknown:
+            sys.exit("pingpong.py: unknown method(s) %s (have: %s)" % (
+                ",".join(sorted(unknown)), ",".join(METHODS)))
+        for m in list(METHODS):
+            if m not in args.methods.split(","):
+                del METHODS[m]
+    cases = args.cases.split(",") if args.cases else ["array", "many"]
     rows = []
     out = open(args.csv, "w") if rank == 0 else None  # written row by row: a stopped run keeps its rows
     if out is not None:
         out.write("case,method,size_bytes,metric,value,unit\n")
-    for case in ("array", "many"):
+    for case in cases:
         if rank == 0:
             print("\n# case %s (%s)" % (case, "one NumPy array" if case == "array"
                                         else "128 KiB NumPy arrays adding up to the size"))

@@ -14,8 +14,8 @@ chose: use them only with peers you trust. For anything else use cdtypes.safe_lo
 allowed=cdtypes.Restricted(...) (an allow-list of classes) together with max_bytes= and
 max_regions= (see docs/SECURITY.md).
 
-cdtypes.mpi sends an object as one matched head message (plus one contiguous message per large
-buffer) over mpi4py; cdtypes.ucx sends objects over
+cdtypes.mpi sends an object as one matched head message (plus one message of its large
+buffers) over mpi4py; cdtypes.ucx sends objects over
 libcdt's UCX transport (listeners, endpoints, send/recv and their non-blocking variants).
 """
 

@@ -8,7 +8,7 @@ The same calls in the same order as _ext.c, with the same checks, messages and e
   decode       decoder with limits -> buffers allocated from the header -> decoder_write
   ucx_isend    the same cdt_sobj handed to cdt_ucx_isend
   ucx_irecv    cdt_ucx_irecv whose prepare callback allocates the buffers
-  mpi_pack     the frame split into a head message and one message per large buffer
+  mpi_pack     the frame split into a head message and the large buffers (one more message)
   mpi_unpack   the head message decoded, the large buffers' destinations given back
 
 Memory: received buffers come from cdtpy_alloc (64-byte aligned, uninitialised, reused by size
@@ -32,7 +32,7 @@ __all__ = ["Frame", "Buffer", "dumps", "decode", "stream_needs_check", "ucx_isen
 CALLS = CORE_CALLS
 ERR_PY_EXCEPTION = lib.CDT_ERR_USER_BASE - 1
 MPI_PREFIX = 16
-_MPI_MAGIC = 0x4D544443  # "CDTM" little-endian
+_MPI_MAGIC = 0x32544443  # "CDT2" little-endian (the protocol of one parts message)
 _HEADER = lib.CDT_FRAME_FIXED_HEADER_SIZE
 _INPROGRESS = lib.CDT_INPROGRESS
 _NULL = ffi.NULL
@@ -775,11 +775,12 @@ def ucx_irecv(worker, tag, mask, alloc, max_bytes, max_regions):
     return r
 
 
-# ---- MPI: a head message plus one contiguous message per large buffer -----------------------
+# ---- MPI: a head message plus one message of the large buffers ------------------------------
 #
-# head = prefix (16 bytes: magic "CDTM", u32 object id, u64 threshold) + the frame's bytes
-# without the regions of at least `threshold` bytes; each such region is its own message, in
-# frame order. threshold 0: every region travels in the head.
+# head = prefix (16 bytes: magic "CDT2", u32 object id, u64 threshold) + the frame's bytes
+# without the regions of at least `threshold` bytes; those regions travel together as one more
+# message, in frame order (cdtypes/mpi.py sends it). threshold 0: every region travels in the
+# head.
 
 _prefix = struct.Struct("<IIQ")
 

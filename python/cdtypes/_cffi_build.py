@@ -172,6 +172,7 @@ def source():
 #include <string.h>
 
 #include "cdt.h"
+#include "cdt_receive_memory.h"
 #include "cdt_sobj.h"
 #include "cdt_ucx.h"
 
@@ -200,84 +201,53 @@ static const char *cdtpy_resolve(const char *path, int *have_ucx)
 }
 
 %(macros)s
-/* Receive memory: 64-byte aligned, uninitialised. A block of at least CACHE_MIN bytes is kept
- * when freed (at most CACHE_SLOTS blocks, cache_limit bytes) for the next receive of the same
- * size, as in the C extension: fresh memory costs a page fault per 4 KiB on its first write.
- * Every block starts ALIGN bytes before the pointer handed out, where its size is kept. Called
- * with or without the GIL (cdtpy_alloc_default runs inside a libcdt call): a mutex guards the
- * cache. */
+/* Receive memory: 64-byte aligned, uninitialised (4 MiB and more: on huge pages where the kernel
+ * offers them, cdt_receive_memory.h). A block of at least 64 KiB is kept when freed (256 MiB
+ * in all) for the next receive of the same size, as in the C extension. The size of every block
+ * is kept in the ALIGN bytes before the pointer handed out (the block starts
+ * cdt_receive_memory_skip bytes before it). Called with or without the GIL (cdtpy_alloc_default
+ * runs inside a libcdt call): a mutex guards the cache. */
 #define ALIGN 64
-#define CACHE_SLOTS 16
-#define CACHE_MIN (64 * 1024)
-static struct {
-    char *mem;
-    size_t len;
-} cdtpy_cache[CACHE_SLOTS];
-static size_t cdtpy_cache_bytes, cdtpy_cache_max = (size_t)256 << 20;
+static cdt_receive_cache cdtpy_cache = {.limit = (size_t)256 << 20, .lead = ALIGN};
 static pthread_mutex_t cdtpy_cache_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static void cdtpy_cache_limit(int64_t bytes)
 {
     pthread_mutex_lock(&cdtpy_cache_lock);
-    cdtpy_cache_max = bytes > 0 ? (size_t)bytes : 0;
+    cdt_receive_cache_set_limit(&cdtpy_cache, bytes > 0 ? (size_t)bytes : 0);
     pthread_mutex_unlock(&cdtpy_cache_lock);
 }
 
 static void *cdtpy_alloc(size_t n)
 {
-    char *mem = NULL;
-    if (n >= CACHE_MIN) {
+    char *data = NULL;
+    if (n >= CDT_RECEIVE_CACHE_MIN) {
         pthread_mutex_lock(&cdtpy_cache_lock);
-        for (int i = 0; mem == NULL && i < CACHE_SLOTS; i++) {
-            if (cdtpy_cache[i].mem != NULL && cdtpy_cache[i].len == n) {
-                mem = cdtpy_cache[i].mem;
-                cdtpy_cache[i].mem = NULL;
-                cdtpy_cache_bytes -= n;
-            }
-        }
+        data = cdt_receive_cache_take(&cdtpy_cache, n);
         pthread_mutex_unlock(&cdtpy_cache_lock);
-        if (mem != NULL)
-            return mem + ALIGN;
+        if (data != NULL)
+            return data;
     }
-    if (n > SIZE_MAX - ALIGN || posix_memalign((void **)&mem, ALIGN, n + ALIGN) != 0)
+    char *mem = cdt_receive_memory_alloc(n, ALIGN, ALIGN);
+    if (mem == NULL)
         return NULL;
-    memcpy(mem, &n, sizeof n);
-    return mem + ALIGN;
+    data = mem + cdt_receive_memory_skip(n, ALIGN);
+    memcpy(data - ALIGN, &n, sizeof n);
+    return data;
 }
 
 static void cdtpy_free(void *p)
 {
     if (p == NULL)
         return;
-    char *mem = (char *)p - ALIGN;
     size_t n;
-    memcpy(&n, mem, sizeof n);
-    pthread_mutex_lock(&cdtpy_cache_lock);
-    if (n < CACHE_MIN || n > cdtpy_cache_max) {
-        pthread_mutex_unlock(&cdtpy_cache_lock);
-        free(mem);
+    memcpy(&n, (char *)p - ALIGN, sizeof n);
+    if (n < CDT_RECEIVE_CACHE_MIN) {
+        free((char *)p - ALIGN);
         return;
     }
-    int slot = -1;
-    for (int i = 0; i < CACHE_SLOTS && slot < 0; i++)
-        if (cdtpy_cache[i].mem == NULL)
-            slot = i;
-    for (int i = 0; slot >= 0 && cdtpy_cache_bytes + n > cdtpy_cache_max && i < CACHE_SLOTS; i++) {
-        if (cdtpy_cache[i].mem != NULL) { /* make room: drop older blocks */
-            free(cdtpy_cache[i].mem);
-            cdtpy_cache_bytes -= cdtpy_cache[i].len;
-            cdtpy_cache[i].mem = NULL;
-        }
-    }
-    if (slot < 0) { /* all slots full: replace the first */
-        slot = 0;
-        free(cdtpy_cache[0].mem);
-        cdtpy_cache_bytes -= cdtpy_cache[0].len;
-        cdtpy_cache[0].mem = NULL;
-    }
-    cdtpy_cache[slot].mem = mem;
-    cdtpy_cache[slot].len = n;
-    cdtpy_cache_bytes += n;
+    pthread_mutex_lock(&cdtpy_cache_lock);
+    cdt_receive_cache_give(&cdtpy_cache, p, n);
     pthread_mutex_unlock(&cdtpy_cache_lock);
 }
 

@@ -6,7 +6,7 @@
  *   decode       decoder with limits -> buffers allocated from the header -> decoder_write
  *   ucx_isend    the same cdt_sobj handed to cdt_ucx_isend
  *   ucx_irecv    cdt_ucx_irecv whose prepare callback allocates the buffers
- *   mpi_pack     the frame split into a head message and one message per large buffer
+ *   mpi_pack     the frame split into a head message and the large buffers (one more message)
  *   mpi_unpack   the head message decoded, the large buffers' destinations given back
  *
  * libcdt is not linked: its functions are looked up (dlsym) in the copy of libcdt the package
@@ -29,13 +29,14 @@
 #include <string.h>
 
 #include "cdt.h"
+#include "cdt_receive_memory.h"
 #include "cdt_sobj.h"
 #include "cdt_ucx.h"
 
 #define ALIGN 64
 #define COPY_NOGIL (64 * 1024)
 #define ERR_PY_EXCEPTION (CDT_ERR_USER_BASE - 1)
-#define MPI_MAGIC 0x4d544443u /* "CDTM" little-endian */
+#define MPI_MAGIC 0x32544443u /* "CDT2" little-endian (the protocol of one parts message) */
 #define MPI_PREFIX 16
 
 /* ---- the libcdt functions this module calls --------------------------------------------- */
@@ -141,64 +142,15 @@ static int buffer_getbuffer(PyObject *self, Py_buffer *view, int flags)
                              flags);
 }
 
-/* Received memory is reused: a freed Buffer of at least CACHE_MIN bytes keeps its memory here
- * (at most CACHE_SLOTS blocks, cache_limit bytes in all; CDTYPES_BUFFER_CACHE sets the limit,
- * 0 turns it off) for the next receive of the same size. Fresh memory costs a page fault per
- * 4 KiB on its first write, more than the copy or the transfer that fills it. Used under the
- * GIL only. */
-#define CACHE_SLOTS 16
-#define CACHE_MIN (64 * 1024)
-static struct {
-    void *mem;
-    Py_ssize_t len;
-} cache[CACHE_SLOTS];
-static Py_ssize_t cache_bytes, cache_limit = (Py_ssize_t)256 << 20;
-
-static void *cache_take(Py_ssize_t n)
-{
-    for (int i = 0; n >= CACHE_MIN && i < CACHE_SLOTS; i++) {
-        if (cache[i].mem != NULL && cache[i].len == n) {
-            void *m = cache[i].mem;
-            cache[i].mem = NULL;
-            cache_bytes -= n;
-            return m;
-        }
-    }
-    return NULL;
-}
-
-static void cache_give(void *mem, Py_ssize_t n)
-{
-    if (mem != NULL && n >= CACHE_MIN && n <= cache_limit) {
-        int slot = -1;
-        for (int i = 0; i < CACHE_SLOTS && slot < 0; i++)
-            if (cache[i].mem == NULL)
-                slot = i;
-        for (int i = 0; slot >= 0 && cache_bytes + n > cache_limit && i < CACHE_SLOTS; i++) {
-            if (cache[i].mem != NULL) { /* make room: drop older blocks */
-                free(cache[i].mem);
-                cache_bytes -= cache[i].len;
-                cache[i].mem = NULL;
-            }
-        }
-        if (slot < 0) { /* all slots full: replace the first */
-            slot = 0;
-            free(cache[0].mem);
-            cache_bytes -= cache[0].len;
-            cache[0].mem = NULL;
-        }
-        cache[slot].mem = mem;
-        cache[slot].len = n;
-        cache_bytes += n;
-        return;
-    }
-    free(mem);
-}
+/* Received memory is reused: a freed Buffer of at least 64 KiB keeps its memory in `cache`
+ * (256 MiB in all; CDTYPES_BUFFER_CACHE sets the limit, 0 turns it off) for the next receive
+ * of the same size (cdt_receive_memory.h says why). Used under the GIL only. */
+static cdt_receive_cache cache = {.limit = (size_t)256 << 20};
 
 static void buffer_dealloc(PyObject *self)
 {
     BufferObject *b = (BufferObject *)self;
-    cache_give(b->mem, b->len);
+    cdt_receive_cache_give(&cache, b->mem, (size_t)b->len);
     Py_XDECREF(b->owner);
     Py_TYPE(self)->tp_free(self);
 }
@@ -230,11 +182,12 @@ static PyTypeObject BufferType = {
               "window on a frame's memory. Supports the buffer protocol.",
 };
 
-/* A new Buffer of n owned bytes on an ALIGN boundary (uninitialised). */
+/* A new Buffer of n owned bytes on an ALIGN boundary (uninitialised; 4 MiB and more on huge
+ * pages where the kernel offers them: cdt_receive_memory.h). */
 static BufferObject *buffer_new_owned(Py_ssize_t n)
 {
-    void *mem = cache_take(n);
-    if (mem == NULL && n > 0 && posix_memalign(&mem, ALIGN, (size_t)n) != 0) {
+    void *mem = cdt_receive_cache_take(&cache, (size_t)n);
+    if (mem == NULL && n > 0 && (mem = cdt_receive_memory_alloc((size_t)n, ALIGN, 0)) == NULL) {
         PyErr_Format(PyExc_MemoryError, "cannot allocate %zd bytes", n);
         return NULL;
     }
@@ -1412,11 +1365,12 @@ static PyObject *ext_ucx_irecv(PyObject *self, PyObject *args)
     return (PyObject *)r;
 }
 
-/* ---- MPI: a head message plus one contiguous message per large buffer --------------------
+/* ---- MPI: a head message plus one message of the large buffers ---------------------------
  *
- * head = prefix (16 bytes: magic "CDTM", u32 object id, u64 threshold) + the frame's bytes
- * without the regions of at least `threshold` bytes; each such region is its own message, in
- * frame order. threshold 0: every region travels in the head. */
+ * head = prefix (16 bytes: magic "CDT2", u32 object id, u64 threshold) + the frame's bytes
+ * without the regions of at least `threshold` bytes; those regions travel together as one more
+ * message, in frame order (cdtypes/mpi.py sends it). threshold 0: every region travels in the
+ * head. */
 
 static void put_u32(unsigned char *p, uint32_t v)
 {
@@ -1790,8 +1744,10 @@ static PyObject *ext_init(PyObject *self, PyObject *args)
     UCX_CALLS(RESOLVE_UCX_)
 #undef RESOLVE_UCX_
     const char *env = getenv("CDTYPES_BUFFER_CACHE");
-    if (env != NULL && *env != '\0')
-        cache_limit = (Py_ssize_t)strtoll(env, NULL, 10);
+    if (env != NULL && *env != '\0') {
+        long long limit = strtoll(env, NULL, 10);
+        cdt_receive_cache_set_limit(&cache, limit > 0 ? (size_t)limit : 0);
+    }
     sobj_type = C.cdt_sobj_type();
     if (sobj_type == NULL)
         return PyErr_Format(PyExc_ImportError, "cdt_sobj_type() failed");

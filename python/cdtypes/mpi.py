@@ -3,13 +3,14 @@ length from it.
 
 The object's frame (header with every length, pickle stream, buffers) is split the way libcdt's
 UCX transport splits it: the head message carries a 16-byte prefix (object id, threshold), the
-frame header, the pickle stream and the buffers below THRESHOLD bytes; every buffer of at least
-THRESHOLD bytes travels as its own contiguous message, read in place on the sender and received
-straight into the memory allocated for it, on a duplicate of the communicator under a tag that
-is the object's id (so concurrent senders and receivers need no lock, and the parts never meet a
-user's receive, ANY_TAG included). The receiver matches the head (Mprobe), allocates every
-buffer from its header, posts one receive per large buffer and rebuilds the object: NumPy arrays
-live in that memory, without a further copy.
+frame header, the pickle stream and the buffers below THRESHOLD bytes; the buffers of at least
+THRESHOLD bytes travel together as one more message (the buffer itself when there is one, an
+hindexed datatype over their addresses when there are more), read in place on the sender and
+received straight into the memory allocated for them, on a duplicate of the communicator under a
+tag that is the object's id (so concurrent senders and receivers need no lock, and the parts
+never meet a user's receive, ANY_TAG included). The receiver matches the head (Mprobe),
+allocates every buffer from its header, posts the one receive of the large buffers and rebuilds
+the object: NumPy arrays live in that memory, without a further copy.
 
 The duplicate is made by attach(comm), which is collective over comm: COMM_WORLD is attached when
 this module is imported (import it on every rank, as mpi4py itself). A communicator that is not
@@ -110,6 +111,27 @@ class Request:
         self.wait()
 
 
+def _parts_message(bufs):
+    """The one message that carries every separate buffer of an object: the buffer itself when
+    there is one, else an hindexed datatype over their addresses (with its handle, to free once
+    the send or receive is posted; MPI frees it when the operation completes)."""
+    if len(bufs) == 1:
+        return [bufs[0], _BYTE], None
+    dt = _BYTE.Create_hindexed([len(b) for b in bufs], [MPI.Get_address(b) for b in bufs])
+    dt.Commit()
+    return [MPI.BOTTOM, 1, dt], dt
+
+
+def _post_parts(post, bufs, peer, oid):
+    """post(message, peer, tag) for the parts message of `bufs` -> its request"""
+    msg, dt = _parts_message(bufs)
+    try:
+        return post(msg, peer, oid)
+    finally:
+        if dt is not None:
+            dt.Free()
+
+
 def isend(obj, dest, tag=0, comm=None):
     """Start sending ``obj``; returns a Request (wait() before modifying the object's arrays)."""
     if comm is None:
@@ -118,8 +140,8 @@ def isend(obj, dest, tag=0, comm=None):
     frame, head, parts, pc, oid = _pack(obj, comm)
     try:
         reqs = [comm.Isend([head, _BYTE], dest, tag)]
-        for p in parts:
-            reqs.append(pc.Isend([p, _BYTE], dest, oid))
+        if parts:
+            reqs.append(_post_parts(pc.Isend, parts, dest, oid))
     except BaseException:
         frame.close()
         raise
@@ -136,9 +158,8 @@ def send(obj, dest, tag=0, comm=None):
         if not parts:
             comm.Send([head, _BYTE], dest, tag)
         else:
-            reqs = [comm.Isend([head, _BYTE], dest, tag)]
-            for p in parts:
-                reqs.append(pc.Isend([p, _BYTE], dest, oid))
+            reqs = [comm.Isend([head, _BYTE], dest, tag),
+                    _post_parts(pc.Isend, parts, dest, oid)]
             MPI.Request.Waitall(reqs)
     finally:
         frame.close()
@@ -171,10 +192,9 @@ def _drain(comm, head, source):
     except _lib.CdtError:
         return  # not even a frame header: nothing to find
     pc = comm.Get_attr(_KEYVAL)
-    if pc is None:
+    if pc is None or not lens:
         return
-    for _ in lens:
-        _discard(pc, None, source, oid)
+    _discard(pc, None, source, oid)  # the one parts message
 
 
 def _start(comm, msg, st, alloc, limits):
@@ -204,7 +224,7 @@ def _start(comm, msg, st, alloc, limits):
     if pc is None:
         raise _lib.error(-11, "the message has separate parts, but the communicator is not "
                               "attached here (cdtypes.mpi.attach)")
-    return inc, [pc.Irecv([d, _BYTE], source, oid) for d in dests]
+    return inc, [_post_parts(pc.Irecv, dests, source, oid)]
 
 
 def _rebuild(inc, limits, policy):

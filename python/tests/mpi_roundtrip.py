@@ -1,5 +1,5 @@
 """Run under `mpiexec -n 2`: objects sent with cdtypes.mpi arrive whole; each object is one head
-message on the user's communicator plus one message per large buffer on its duplicate."""
+message on the user's communicator plus one message of its large buffers on its duplicate."""
 import sys
 import threading
 from fractions import Fraction

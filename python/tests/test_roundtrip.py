@@ -1,3 +1,4 @@
+import gc
 import pickle
 
 import numpy as np
@@ -111,6 +112,37 @@ def test_default_alloc_is_aligned_and_writable():
         np.testing.assert_array_equal(a, b)
         assert b.flags.writeable
         assert b.__array_interface__["data"][0] % cdtypes.ALIGN == 0
+
+
+def test_large_buffers_start_on_a_huge_page_boundary():
+    # 4 MiB and more: allocated on 2 MiB and marked for transparent huge pages, as NumPy's own
+    # arrays (bindings/cdt_receive_memory.h); below that, 64-byte aligned only
+    src = {"big": np.arange((8 << 20) // 8, dtype=np.float64), "mid": np.ones(1 << 20, np.uint8)}
+    for _ in range(2):  # the second time from the receive-memory cache
+        out = roundtrip(src)
+        np.testing.assert_array_equal(out["big"], src["big"])
+        np.testing.assert_array_equal(out["mid"], src["mid"])
+        assert out["big"].__array_interface__["data"][0] % (2 << 20) == 0
+        assert out["mid"].__array_interface__["data"][0] % cdtypes.ALIGN == 0
+        del out
+
+
+def test_freed_buffers_are_reused_for_the_next_object():
+    # every buffer of 64 KiB and more comes back from the receive-memory cache when the object
+    # that held it is gone (many equal sizes included), so its pages are not faulted in again
+    src = {"arrays": [np.full(128 * 1024, i, dtype=np.uint8) for i in range(40)],
+           "other": np.ones(300_000, np.uint8)}
+    def addresses(obj):
+        return sorted(a.__array_interface__["data"][0] for a in obj["arrays"] + [obj["other"]])
+    first = roundtrip(src)
+    seen = addresses(first)
+    del first
+    for _ in range(3):  # PyPy frees the buffers when its collector runs (finalizers: twice)
+        gc.collect()
+    second = roundtrip(src)
+    assert addresses(second) == seen
+    for i, a in enumerate(second["arrays"]):
+        assert (a == i).all()
 
 
 def test_inplace_views_the_receive_buffer():
