@@ -4,9 +4,12 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
-static double bench_min_time = 0.2; /* seconds per measurement (best of 3 rounds) */
+static double bench_min_time = 0.2; /* seconds per method and direction, over all rounds */
+static int bench_rounds = 5;        /* interleaved rounds (-r) */
+static const char *bench_only;      /* --only LAYOUT: that layout alone */
 
 static double now_s(void)
 {
@@ -15,44 +18,81 @@ static double now_s(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-/* GB/s (10^9 bytes) of fn(arg) moving `bytes` per call */
-#define BENCH_GBS(bytes, call)                                                                     \
-    ({                                                                                             \
-        double best_ = 0;                                                                          \
-        call;                                                                                      \
-        for (int round_ = 0; round_ < 3; round_++) {                                               \
-            long iters_ = 1;                                                                       \
-            for (;;) {                                                                             \
-                double t0_ = now_s();                                                              \
-                for (long it_ = 0; it_ < iters_; it_++) {                                          \
-                    call;                                                                          \
-                }                                                                                  \
-                double dt_ = now_s() - t0_;                                                        \
-                if (dt_ >= bench_min_time / 3 || iters_ > (1L << 30)) {                            \
-                    double g_ = (double)(bytes) * (double)iters_ / dt_ / 1e9;                      \
-                    if (g_ > best_)                                                                \
-                        best_ = g_;                                                                \
-                    break;                                                                         \
-                }                                                                                  \
-                iters_ = dt_ <= 0 ? iters_ * 10                                                    \
-                                  : (long)((double)iters_ * (bench_min_time / 3) / dt_ * 1.2) + 1; \
-            }                                                                                      \
-        }                                                                                          \
-        best_;                                                                                     \
-    })
+/* One way of moving a layout's bytes (pack into, or unpack from, `data`). */
+typedef struct {
+    const char *name;
+    void (*run)(const void *layout, char *data);
+} bench_method;
+
+static int bench_cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* GB/s (10^9 bytes) of every method on the same layout and buffer, measured in this one process
+ * and interleaved: each round times every method once (A B C A B C ...), and each method's
+ * result is the median of its rounds. A method measured alone in its own process, or in a block
+ * after the others, meets other page placements, cache states and load periods; interleaving
+ * spreads those over every method alike. Iteration counts are calibrated once per method so
+ * that a round of one method lasts bench_min_time / bench_rounds. */
+static void bench_interleaved(const void *layout, char *data, long long bytes,
+                              const bench_method *m, int n, double *gbs)
+{
+    long iters[16];
+    double per_round = bench_min_time / bench_rounds, samples[16][64];
+    int rounds = bench_rounds < 64 ? bench_rounds : 64;
+    for (int k = 0; k < n && k < 16; k++) {
+        m[k].run(layout, data); /* warm: first-touch faults and caches */
+        iters[k] = 1;
+        for (;;) {
+            double t0 = now_s();
+            for (long it = 0; it < iters[k]; it++)
+                m[k].run(layout, data);
+            double dt = now_s() - t0;
+            if (dt >= per_round / 4 || iters[k] > (1L << 30))
+                break;
+            iters[k] = dt <= 0 ? iters[k] * 10 : (long)((double)iters[k] * per_round / dt) + 1;
+        }
+    }
+    for (int r = 0; r < rounds; r++) {
+        for (int k = 0; k < n && k < 16; k++) {
+            double t0 = now_s();
+            for (long it = 0; it < iters[k]; it++)
+                m[k].run(layout, data);
+            double dt = now_s() - t0;
+            samples[k][r] = dt > 0 ? (double)bytes * (double)iters[k] / dt / 1e9 : 0;
+        }
+    }
+    for (int k = 0; k < n && k < 16; k++) {
+        qsort(samples[k], (size_t)rounds, sizeof(double), bench_cmp_double);
+        gbs[k] = samples[k][rounds / 2];
+    }
+}
+
+static void bench_args(int argc, char **argv)
+{
+    for (int i = 1; i < argc; i++) {
+        if (argv[i][0] == '-' && argv[i][1] == 't' && argv[i][2] == 0 && i + 1 < argc)
+            bench_min_time = atof(argv[++i]);
+        else if (argv[i][0] == '-' && argv[i][1] == 'r' && argv[i][2] == 0 && i + 1 < argc)
+            bench_rounds = atoi(argv[++i]) > 0 ? atoi(argv[i]) : 1;
+        else if (!strcmp(argv[i], "--only") && i + 1 < argc)
+            bench_only = argv[++i];
+    }
+}
+
+/* --only: is this layout measured? */
+static int bench_selected(const char *name)
+{
+    return bench_only == NULL || !strcmp(bench_only, name);
+}
 
 static void bench_row(const char *name, const char *method, long long bytes, const char *metric,
                       double gbs)
 {
     printf("%s,%s,%lld,%s,%.4f,GB/s\n", name, method, bytes, metric, gbs);
     fflush(stdout);
-}
-
-static void bench_args(int argc, char **argv)
-{
-    for (int i = 1; i < argc; i++)
-        if (argv[i][0] == '-' && argv[i][1] == 't' && i + 1 < argc)
-            bench_min_time = atof(argv[++i]);
 }
 
 #endif

@@ -1,7 +1,10 @@
 /*
- * pack_cdt.c - libcdt pack/unpack (operation API) of every layout, beside the hand-written loop
- * and memcpy of the same byte count. Prints CSV rows (case,method,size_bytes,metric,value,unit).
- * usage: bench_pack_cdt [-t seconds-per-measurement] [-c] (-c: also print commit times)
+ * pack_cdt.c - libcdt pack/unpack of every layout (cdt_pack / cdt_unpack, and the operation API
+ * as libcdt_op), beside the hand-written loop and memcpy of the same byte count, interleaved in
+ * this one process (bench_common.h). Prints CSV rows (case,method,size_bytes,metric,value,unit).
+ * usage: bench_pack_cdt [-t seconds] [-r rounds] [--only LAYOUT] [-c] [--counts]
+ *   -c        also print commit times
+ *   --counts  no timing: each method 10 times in its own function (counted_*), for callgrind
  */
 #include <cdt.h>
 
@@ -83,8 +86,25 @@ static void b_free(cdt_type t)
 #define WITH_MANUAL 1
 #include "layouts.h"
 
-static void cdt_pack_all(const layout *l, char *out)
+/* the whole-message calls (cdt_pack / cdt_unpack), as a user packs one message */
+static void cdt_pack_all(const void *lp, char *out)
 {
+    const layout *l = lp;
+    cdt_count pos = 0;
+    cdt_pack(l->buf, l->count, l->type, out, l->bytes, &pos);
+}
+
+static void cdt_unpack_all(const void *lp, char *in)
+{
+    const layout *l = lp;
+    cdt_count pos = 0;
+    cdt_unpack(in, l->bytes, &pos, l->buf, l->count, l->type);
+}
+
+/* the operation API over the whole stream: begin, one fragment, end */
+static void cdt_op_pack_all(const void *lp, char *out)
+{
+    const layout *l = lp;
     cdt_op op;
     cdt_count used;
     cdt_op_pack_begin(l->buf, l->count, l->type, &op);
@@ -92,57 +112,126 @@ static void cdt_pack_all(const layout *l, char *out)
     cdt_op_end(op);
 }
 
-static void cdt_unpack_all(const layout *l, const char *in)
+static void cdt_op_unpack_all(const void *lp, char *in)
 {
+    const layout *l = lp;
     cdt_op op;
     cdt_op_unpack_begin(l->buf, l->count, l->type, &op);
     cdt_op_unpack(op, 0, in, l->bytes);
     cdt_op_end(op);
 }
 
+static void manual_pack_all(const void *lp, char *out)
+{
+    const layout *l = lp;
+    l->manual_pack(l, out);
+}
+
+static void manual_unpack_all(const void *lp, char *in)
+{
+    const layout *l = lp;
+    l->manual_unpack(l, in);
+}
+
+static char *memcpy_other; /* the second buffer of the memcpy reference */
+
+static void memcpy_to(const void *lp, char *out)
+{
+    const layout *l = lp;
+    memcpy(out, memcpy_other, (size_t)l->bytes);
+    __asm__ volatile("" ::: "memory");
+}
+
+static void memcpy_from(const void *lp, char *in)
+{
+    const layout *l = lp;
+    memcpy(memcpy_other, in, (size_t)l->bytes);
+    __asm__ volatile("" ::: "memory");
+}
+
+static const bench_method pack_methods[] = {
+    {"libcdt", cdt_pack_all},
+    {"libcdt_op", cdt_op_pack_all},
+    {"manual", manual_pack_all},
+    {"memcpy", memcpy_to},
+};
+static const bench_method unpack_methods[] = {
+    {"libcdt", cdt_unpack_all},
+    {"libcdt_op", cdt_op_unpack_all},
+    {"manual", manual_unpack_all},
+    {"memcpy", memcpy_from},
+};
+#define NMETHODS ((int)(sizeof(pack_methods) / sizeof(pack_methods[0])))
+
+/* --counts: each method COUNTED_CALLS times in a function of its own, for callgrind
+ * (bench/run pack --counts collects each function's inclusive instruction count) */
+#define COUNTED_CALLS 10
+#define COUNTED(fn, run)                                                                           \
+    __attribute__((noinline)) static void fn(const layout *l, char *data)                          \
+    {                                                                                              \
+        for (int i = 0; i < COUNTED_CALLS; i++)                                                    \
+            run(l, data);                                                                          \
+    }
+COUNTED(counted_libcdt_pack, cdt_pack_all)
+COUNTED(counted_libcdt_unpack, cdt_unpack_all)
+COUNTED(counted_libcdt_op_pack, cdt_op_pack_all)
+COUNTED(counted_libcdt_op_unpack, cdt_op_unpack_all)
+COUNTED(counted_manual_pack, manual_pack_all)
+COUNTED(counted_manual_unpack, manual_unpack_all)
+
 int main(int argc, char **argv)
 {
     bench_args(argc, argv);
-    int commit_times = 0;
-    for (int i = 1; i < argc; i++)
+    int commit_times = 0, counts = 0;
+    for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "-c"))
             commit_times = 1;
+        if (!strcmp(argv[i], "--counts"))
+            counts = 1;
+    }
     static layout ls[64];
     int n = layouts_make(ls, 64);
     for (int i = 0; i < n; i++) {
         layout *l = &ls[i];
+        if (!bench_selected(l->name))
+            continue;
         char *a = malloc((size_t)l->bytes + 64), *b = malloc((size_t)l->bytes + 64);
-        char *src = malloc((size_t)l->bytes + 64);
+        memcpy_other = malloc((size_t)l->bytes + 64);
         memset(a, 1, (size_t)l->bytes);
         memset(b, 2, (size_t)l->bytes);
-        memset(src, 3, (size_t)l->bytes);
+        memset(memcpy_other, 3, (size_t)l->bytes);
         /* the hand-written loop is the specification of the layout: check libcdt against it */
         cdt_pack_all(l, a);
         l->manual_pack(l, b);
         if (memcmp(a, b, (size_t)l->bytes) != 0)
             fprintf(stderr, "bench_pack_cdt: %s: libcdt and the manual loop pack differently\n",
                     l->name);
+        cdt_op_pack_all(l, b);
+        if (memcmp(a, b, (size_t)l->bytes) != 0)
+            fprintf(stderr, "bench_pack_cdt: %s: cdt_pack and the operation pack differently\n",
+                    l->name);
         char desc[160];
         cdt_type_describe(l->type, desc, sizeof(desc), NULL);
         fprintf(stderr, "%-22s %10lld B  %s\n", l->name, (long long)l->bytes, desc);
-        double g;
-        g = BENCH_GBS(l->bytes, cdt_pack_all(l, a));
-        bench_row(l->name, "libcdt", l->bytes, "pack_gbs", g);
-        g = BENCH_GBS(l->bytes, l->manual_pack(l, a));
-        bench_row(l->name, "manual", l->bytes, "pack_gbs", g);
-        g = BENCH_GBS(l->bytes, memcpy(a, src, (size_t)l->bytes); __asm__ volatile("" ::
-                                                                                       : "memory"));
-        bench_row(l->name, "memcpy", l->bytes, "pack_gbs", g);
-        g = BENCH_GBS(l->bytes, cdt_unpack_all(l, b));
-        bench_row(l->name, "libcdt", l->bytes, "unpack_gbs", g);
-        g = BENCH_GBS(l->bytes, l->manual_unpack(l, b));
-        bench_row(l->name, "manual", l->bytes, "unpack_gbs", g);
-        g = BENCH_GBS(l->bytes, memcpy(src, a, (size_t)l->bytes); __asm__ volatile("" ::
-                                                                                       : "memory"));
-        bench_row(l->name, "memcpy", l->bytes, "unpack_gbs", g);
+        if (counts) {
+            counted_libcdt_pack(l, a);
+            counted_libcdt_unpack(l, a);
+            counted_libcdt_op_pack(l, a);
+            counted_libcdt_op_unpack(l, a);
+            counted_manual_pack(l, a);
+            counted_manual_unpack(l, a);
+        } else {
+            double g[NMETHODS];
+            bench_interleaved(l, a, l->bytes, pack_methods, NMETHODS, g);
+            for (int k = 0; k < NMETHODS; k++)
+                bench_row(l->name, pack_methods[k].name, l->bytes, "pack_gbs", g[k]);
+            bench_interleaved(l, a, l->bytes, unpack_methods, NMETHODS, g);
+            for (int k = 0; k < NMETHODS; k++)
+                bench_row(l->name, unpack_methods[k].name, l->bytes, "unpack_gbs", g[k]);
+        }
         free(a);
         free(b);
-        free(src);
+        free(memcpy_other);
     }
     if (commit_times) {
         /* commit cost against the description size: hindexed_block of n blocks */

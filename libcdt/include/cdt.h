@@ -356,6 +356,23 @@ CDT_API int cdt_op_end(cdt_op op);
 /*! cdt_pack_size() : packed stream bytes of (count, type), derived or predefined types only. */
 CDT_API int cdt_pack_size(cdt_count count, cdt_type type, cdt_count *size);
 
+/*! cdt_pack() : pack all of (buf, count, type) at dst + *position in one call and advance
+ *  *position by its packed size, as MPI_Pack does (several messages can be packed one after
+ *  another into one buffer). The same bytes as an operation over the whole stream, without the
+ *  operation's fixed cost: the fastest way to pack a whole message. Derived and predefined
+ *  types only; a custom type's stream needs its operation or a frame (CDT_ERR_UNSUPPORTED).
+ *  Errors: CDT_ERR_TRUNCATED (nothing written) when dst_size - *position is smaller than the
+ *  packed size; CDT_ERR_INVALID_ARG (NULL type or position, negative count or size, *position
+ *  outside [0, dst_size], NULL dst with bytes to write); CDT_ERR_NOT_COMMITTED;
+ *  CDT_ERR_OVERFLOW. *position is unchanged on error. */
+CDT_API int cdt_pack(const void *buf, cdt_count count, cdt_type type, void *dst, cdt_count dst_size,
+                     cdt_count *position);
+/*! cdt_unpack() : the reverse of cdt_pack, as MPI_Unpack: cdt_pack_size(count, type) bytes from
+ *  src + *position into (buf, count, type); *position advances past them. CDT_ERR_TRUNCATED
+ *  (nothing written) when fewer than that remain in src_size; other errors as cdt_pack. */
+CDT_API int cdt_unpack(const void *src, cdt_count src_size, cdt_count *position, void *buf,
+                       cdt_count count, cdt_type type);
+
 /* ------------------------------------------------------------------------------------------
  * 5. iov extraction and copy between layouts (predefined and derived types)
  * ---------------------------------------------------------------------------------------- */

@@ -180,6 +180,12 @@ static void test_create_errors(void)
     cdt_op op;
     CHECK_RC(cdt_op_unpack_begin(&o, 1, t, &op), CDT_ERR_UNSUPPORTED);
     CHECK_RC(cdt_type_size(t, &(cdt_count){0}), CDT_ERR_UNSUPPORTED);
+    /* the one-call pack is for layouts: a custom stream needs its operation */
+    unsigned char whole[64];
+    cdt_count at = 0;
+    CHECK_RC(cdt_pack(&o, 1, t, whole, sizeof whole, &at), CDT_ERR_UNSUPPORTED);
+    CHECK_RC(cdt_unpack(whole, sizeof whole, &at, &o, 1, t), CDT_ERR_UNSUPPORTED);
+    CHECK(at == 0);
     CHECK(cdt_type_is_custom(t) == 1);
     CHECK_OK(cdt_type_free(&t));
     CHECK(t == NULL);

@@ -593,6 +593,26 @@ static void check_one(td *t, int64_t count)
     CHECK(memcmp(got, want, (size_t)total) == 0);
     cdt_op_end(op);
 
+    /* one-call pack at a random position, guard bytes around; one byte short: nothing written */
+    {
+        int64_t at = rint_in(0, 7), room = at + total + 2;
+        char *whole = malloc((size_t)room);
+        memset(whole, 0x5a, (size_t)room);
+        cdt_count pos = at;
+        if (total > 0) {
+            CHECK(cdt_pack(a.base, count, t->t, whole, at + total - 1, &pos) == CDT_ERR_TRUNCATED);
+            CHECK(pos == at && (unsigned char)whole[at] == 0x5a);
+        }
+        CHECK_OK(cdt_pack(a.base, count, t->t, whole, room, &pos));
+        CHECK(pos == at + total);
+        if (memcmp(whole + at, want, (size_t)total) != 0) {
+            CHECK(!"cdt_pack differs from the reference");
+            seed_failed = 1;
+        }
+        CHECK((unsigned char)whole[at + total] == 0x5a && (at == 0 || whole[at - 1] == 0x5a));
+        free(whole);
+    }
+
     /* unpack: fragments in random order into a filled buffer */
     area b = area_for(t, count);
     char *expect = malloc((size_t)(b.hi - b.lo));
@@ -617,6 +637,27 @@ static void check_one(td *t, int64_t count)
     if (memcmp(b.mem, expect, (size_t)(b.hi - b.lo)) != 0) {
         CHECK(!"unpack differs from the reference");
         seed_failed = 1;
+    }
+
+    /* one-call unpack from a random position into a freshly filled buffer */
+    {
+        int64_t at = rint_in(0, 7);
+        char *whole = malloc((size_t)(at + total + 1));
+        memcpy(whole + at, want, (size_t)total);
+        fill(b.mem, b.hi - b.lo, 2);
+        cdt_count pos = at;
+        if (total > 0) {
+            CHECK(cdt_unpack(whole, at + total - 1, &pos, b.base, count, t->t) ==
+                  CDT_ERR_TRUNCATED);
+            CHECK(pos == at);
+        }
+        CHECK_OK(cdt_unpack(whole, at + total, &pos, b.base, count, t->t));
+        CHECK(pos == at + total);
+        if (memcmp(b.mem, expect, (size_t)(b.hi - b.lo)) != 0) {
+            CHECK(!"cdt_unpack differs from the reference");
+            seed_failed = 1;
+        }
+        free(whole);
     }
 
     /* iov: merged pieces of the reference typemap */

@@ -407,9 +407,58 @@ static void test_bottom(void)
     cdt_type_free(&t);
 }
 
+/* cdt_pack / cdt_unpack: whole messages one after another in one buffer, and every refusal */
+static void test_pack_whole(void)
+{
+    int32_t a[6] = {1, 2, 3, 4, 5, 6}, back[6] = {0};
+    double d[2] = {1.5, -2.5}, dback[2] = {0};
+    cdt_type v, loose;
+    CHECK_OK(cdt_type_vector(3, 1, 2, CDT_INT32, &v)); /* a[0], a[2], a[4] */
+    CHECK_OK(cdt_type_commit(&v));
+    unsigned char packed[64];
+    cdt_count pos = 0;
+    CHECK_OK(cdt_pack(a, 1, v, packed, sizeof packed, &pos));
+    CHECK(pos == 12);
+    CHECK_OK(cdt_pack(d, 2, CDT_DOUBLE, packed, sizeof packed, &pos));
+    CHECK(pos == 28);
+    CHECK_RC(cdt_pack(d, 5, CDT_DOUBLE, packed, sizeof packed, &pos), CDT_ERR_TRUNCATED);
+    CHECK(pos == 28);
+    CHECK_OK(cdt_pack(d, 0, CDT_DOUBLE, NULL, 28, &pos)); /* nothing to write: no dst needed */
+    CHECK(pos == 28);
+    cdt_count rpos = 0;
+    CHECK_OK(cdt_unpack(packed, pos, &rpos, back, 1, v));
+    CHECK_OK(cdt_unpack(packed, pos, &rpos, dback, 2, CDT_DOUBLE));
+    CHECK(rpos == 28);
+    CHECK(back[0] == 1 && back[1] == 0 && back[2] == 3 && back[4] == 5 && back[5] == 0);
+    CHECK(dback[0] == 1.5 && dback[1] == -2.5);
+    CHECK_RC(cdt_unpack(packed, pos, &rpos, dback, 1, CDT_DOUBLE), CDT_ERR_TRUNCATED);
+    CHECK(rpos == 28);
+
+    pos = 0;
+    CHECK_RC(cdt_pack(a, 1, NULL, packed, 64, &pos), CDT_ERR_INVALID_ARG);
+    CHECK_RC(cdt_pack(a, 1, v, packed, 64, NULL), CDT_ERR_INVALID_ARG);
+    CHECK_RC(cdt_pack(a, -1, v, packed, 64, &pos), CDT_ERR_INVALID_ARG);
+    CHECK_RC(cdt_pack(a, 1, v, packed, -1, &pos), CDT_ERR_INVALID_ARG);
+    CHECK_RC(cdt_pack(a, 1, v, NULL, 64, &pos), CDT_ERR_INVALID_ARG);
+    pos = 65;
+    CHECK_RC(cdt_pack(a, 1, v, packed, 64, &pos), CDT_ERR_INVALID_ARG);
+    pos = -1;
+    CHECK_RC(cdt_unpack(packed, 64, &pos, back, 1, v), CDT_ERR_INVALID_ARG);
+    pos = 0;
+    CHECK_RC(cdt_unpack(NULL, 64, &pos, back, 1, v), CDT_ERR_INVALID_ARG);
+    CHECK_RC(cdt_pack(a, INT64_MAX / 2, v, packed, 64, &pos), CDT_ERR_OVERFLOW);
+    CHECK(pos == 0);
+    CHECK_OK(cdt_type_contiguous(2, CDT_INT32, &loose));
+    CHECK_RC(cdt_pack(a, 1, loose, packed, 64, &pos), CDT_ERR_NOT_COMMITTED);
+    CHECK_RC(cdt_unpack(packed, 64, &pos, a, 1, loose), CDT_ERR_NOT_COMMITTED);
+    cdt_type_free(&loose);
+    cdt_type_free(&v);
+}
+
 int main(void)
 {
     test_errors();
+    test_pack_whole();
     test_queries();
     test_canonical();
     test_large();

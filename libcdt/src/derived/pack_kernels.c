@@ -207,3 +207,74 @@ int cdt_pack_size(cdt_count count, cdt_type type, cdt_count *size)
     *size = s;
     return CDT_SUCCESS;
 }
+
+/* the checks shared by cdt_pack and cdt_unpack; *bytes: the packed size of (count, type) */
+static int whole_message_args(cdt_count count, cdt_type type, cdt_count area_size,
+                              const cdt_count *position, cdt_count *bytes)
+{
+    if (type == NULL || position == NULL || count < 0 || area_size < 0 || *position < 0 ||
+        *position > area_size)
+        return CDT_ERR_INVALID_ARG;
+    if (type->cls == CDT__CLASS_CUSTOM)
+        return CDT_ERR_UNSUPPORTED; /* a custom type's stream needs its operation (state) */
+    if (!(type->flags & CDT__TYPE_COMMITTED))
+        return CDT_ERR_NOT_COMMITTED;
+    if (cdt__mul_overflows(count, type->size, bytes))
+        return CDT_ERR_OVERFLOW;
+    return *bytes > area_size - *position ? CDT_ERR_TRUNCATED : CDT_SUCCESS;
+}
+
+/* the data of all `count` elements is one block (a contiguous type, elements adjacent): one
+ * memcpy from true_lb, no kernel dispatch */
+static inline bool whole_is_one_block(cdt_type type, cdt_count count)
+{
+    return (type->flags & CDT__TYPE_CONTIGUOUS) && (count <= 1 || type->extent == type->size);
+}
+
+/* One call for a whole message, without an operation object: the same kernels as
+ * cdt_op_pack over [0, size), minus the operation's fixed cost (allocation from the per-thread
+ * spare, state, range bookkeeping: about 375 instructions per message, 8-10 ns of a 92 ns copy
+ * of 16 KiB). */
+int cdt_pack(const void *buf, cdt_count count, cdt_type type, void *dst, cdt_count dst_size,
+             cdt_count *position)
+{
+    cdt_count bytes;
+    int rc = whole_message_args(count, type, dst_size, position, &bytes);
+    if (rc != CDT_SUCCESS || bytes == 0)
+        return rc;
+    if (dst == NULL)
+        return CDT_ERR_INVALID_ARG;
+    if (whole_is_one_block(type, count)) {
+        memcpy((char *)dst + *position, CDT__AT(buf, type->true_lb), (size_t)bytes);
+        *position += bytes;
+        return CDT_SUCCESS;
+    }
+    cdt__node *root;
+    if ((rc = cdt__type_form(type, &root)) != CDT_SUCCESS)
+        return rc;
+    cdt__form_pack(root, type->extent, buf, 0, bytes, (char *)dst + *position);
+    *position += bytes;
+    return CDT_SUCCESS;
+}
+
+int cdt_unpack(const void *src, cdt_count src_size, cdt_count *position, void *buf, cdt_count count,
+               cdt_type type)
+{
+    cdt_count bytes;
+    int rc = whole_message_args(count, type, src_size, position, &bytes);
+    if (rc != CDT_SUCCESS || bytes == 0)
+        return rc;
+    if (src == NULL)
+        return CDT_ERR_INVALID_ARG;
+    if (whole_is_one_block(type, count)) {
+        memcpy(CDT__AT(buf, type->true_lb), (const char *)src + *position, (size_t)bytes);
+        *position += bytes;
+        return CDT_SUCCESS;
+    }
+    cdt__node *root;
+    if ((rc = cdt__type_form(type, &root)) != CDT_SUCCESS)
+        return rc;
+    cdt__form_unpack(root, type->extent, buf, 0, bytes, (const char *)src + *position);
+    *position += bytes;
+    return CDT_SUCCESS;
+}
