@@ -279,7 +279,54 @@ typedef int(cdt_custom_region_func_t)(void *state, void *buf, cdt_count count,
                                       cdt_count region_count, void *reg_bases[],
                                       cdt_count reg_lens[], cdt_type reg_types[]);
 
-/*! cdt_type_create_custom() : create a custom type (committed on creation).
+/* Fields of cdt_custom_params; set a bit in field_mask for every field you fill (ABI can grow:
+ * a caller compiled against an older header sets fewer bits, and a bit this library does not
+ * know is refused with CDT_ERR_INVALID_ARG rather than ignored). QUERY and PACK are required. */
+enum cdt_custom_param_field {
+    CDT_CUSTOM_PARAM_STATE = 1u << 0,        /* state_fn */
+    CDT_CUSTOM_PARAM_STATE_FREE = 1u << 1,   /* state_free_fn */
+    CDT_CUSTOM_PARAM_QUERY = 1u << 2,        /* query_fn (required) */
+    CDT_CUSTOM_PARAM_PACK = 1u << 3,         /* pack_fn (required) */
+    CDT_CUSTOM_PARAM_UNPACK = 1u << 4,       /* unpack_fn */
+    CDT_CUSTOM_PARAM_REGIONS = 1u << 5,      /* region_count_fn and region_fn */
+    CDT_CUSTOM_PARAM_CONTEXT = 1u << 6,      /* context */
+    CDT_CUSTOM_PARAM_CONTEXT_FREE = 1u << 7, /* context_free_fn */
+    CDT_CUSTOM_PARAM_INORDER = 1u << 8,      /* inorder */
+};
+
+/* Called once with the type's context when the type's last reference goes (the handle freed
+ * and no operation, frame, request or other type holding it any more), from whatever thread
+ * drops that reference. */
+typedef void(cdt_custom_context_free_func_t)(void *context);
+
+/* A custom type's callbacks and options (cdt_type_create_custom_advanced). */
+typedef struct cdt_custom_params {
+    uint64_t field_mask; /* CDT_CUSTOM_PARAM_* bits of the fields below that are set */
+    cdt_custom_state_func_t *state_fn;
+    cdt_custom_state_free_func_t *state_free_fn;
+    cdt_custom_query_func_t *query_fn;
+    cdt_custom_pack_func_t *pack_fn;
+    cdt_custom_unpack_func_t *unpack_fn;
+    cdt_custom_region_count_func_t *region_count_fn;
+    cdt_custom_region_func_t *region_fn;
+    void *context;
+    cdt_custom_context_free_func_t *context_free_fn;
+    int inorder;
+} cdt_custom_params;
+
+/*! cdt_type_create_custom_advanced() : create a custom type (committed on creation) from a
+ *  params struct that can grow, with an optional destructor for its context: types are
+ *  reference-counted and outlive cdt_type_free() while operations, frames, requests or other
+ *  types hold them, so only the library knows when the context may go (a binding that keeps
+ *  a language object as the context frees it there).
+ *  Errors: CDT_ERR_INVALID_ARG (NULL params or type, a field_mask bit this library does not
+ *  know, query_fn or pack_fn missing, region_count_fn without region_fn), CDT_ERR_NO_MEMORY.
+ *  When it fails, context_free_fn is not called. */
+CDT_API int cdt_type_create_custom_advanced(const cdt_custom_params *params, cdt_type *type);
+
+/*! cdt_type_create_custom() : create a custom type (committed on creation); the signature of
+ *  MPI_Type_create_custom in the proposal, the same as cdt_type_create_custom_advanced without
+ *  a context destructor.
  *  @context : passed to state_fn; owned by the caller, must outlive the type.
  *  @inorder : nonzero = unpack callbacks must see fragments in increasing offset order (the
  *             engine buffers early fragments); zero = fragments may be unpacked in any order.

@@ -426,6 +426,69 @@ static void test_refcount(void)
     (void)d;
 }
 
+static int context_frees;
+static void *context_expected;
+static void count_context_free(void *context)
+{
+    CHECK(context == context_expected);
+    context_frees++;
+}
+
+/* the params-struct constructor: field_mask rules, and the context destructor at the type's
+ * last reference (an operation and a frame hold it past cdt_type_free) */
+static void test_create_advanced(void)
+{
+    tctx c = {.chunk = 1000};
+    cdt_custom_params p = {
+        .field_mask = CDT_CUSTOM_PARAM_STATE | CDT_CUSTOM_PARAM_QUERY | CDT_CUSTOM_PARAM_PACK |
+                      CDT_CUSTOM_PARAM_UNPACK | CDT_CUSTOM_PARAM_CONTEXT,
+        .state_fn = t_state,
+        .query_fn = t_query,
+        .pack_fn = t_pack,
+        .unpack_fn = t_unpack,
+        .context = &c,
+    };
+    cdt_type t = NULL;
+    CHECK_RC(cdt_type_create_custom_advanced(NULL, &t), CDT_ERR_INVALID_ARG);
+    CHECK_RC(cdt_type_create_custom_advanced(&p, NULL), CDT_ERR_INVALID_ARG);
+    cdt_custom_params bad = p;
+    bad.field_mask |= (uint64_t)1 << 40; /* a field of a later version */
+    CHECK_RC(cdt_type_create_custom_advanced(&bad, &t), CDT_ERR_INVALID_ARG);
+    bad = p;
+    bad.field_mask &= ~(uint64_t)CDT_CUSTOM_PARAM_PACK; /* set but not marked: not there */
+    CHECK_RC(cdt_type_create_custom_advanced(&bad, &t), CDT_ERR_INVALID_ARG);
+    bad = p;
+    bad.field_mask |= CDT_CUSTOM_PARAM_REGIONS; /* region_count_fn without region_fn */
+    bad.region_count_fn = t_rcount;
+    CHECK_RC(cdt_type_create_custom_advanced(&bad, &t), CDT_ERR_INVALID_ARG);
+    CHECK(t == NULL);
+
+    /* fields whose bit is not set are ignored: garbage in an unmarked field is harmless */
+    p.state_free_fn = (cdt_custom_state_free_func_t *)(uintptr_t)1;
+    p.field_mask |= CDT_CUSTOM_PARAM_CONTEXT_FREE;
+    p.context_free_fn = count_context_free;
+    context_expected = &c;
+    CHECK_OK(cdt_type_create_custom_advanced(&p, &t));
+    tobj o[2];
+    fill(o, 2, 7);
+    cdt_op op;
+    unsigned char buf[2 * 97];
+    cdt_count used = 0;
+    c.chunk = 1000;
+    CHECK_OK(cdt_op_pack_begin(o, 2, t, &op));
+    CHECK_OK(cdt_op_pack(op, 0, buf, sizeof(buf), &used));
+    CHECK(used == (cdt_count)sizeof(buf));
+    cdt_frame frame;
+    CHECK_OK(cdt_frame_encode(o, 2, t, NULL, &frame));
+    CHECK_OK(cdt_type_free(&t));
+    CHECK(context_frees == 0); /* the operation and the frame still hold the type */
+    CHECK_OK(cdt_op_end(op));
+    CHECK(context_frees == 0);
+    CHECK_OK(cdt_frame_free(frame));
+    CHECK(context_frees == 1);
+    CHECK(c.frees == 0); /* the unmarked state_free_fn (not a function) was never called */
+}
+
 static void test_status_names(void)
 {
     CHECK(strcmp(cdt_strerror(CDT_SUCCESS), "success") == 0);
@@ -499,6 +562,7 @@ int main(void)
     test_callback_errors();
     test_contract_violations();
     test_refcount();
+    test_create_advanced();
     test_status_names();
     return check_report("test_custom_ops");
 }

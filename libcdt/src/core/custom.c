@@ -1,43 +1,51 @@
-/* custom.c - custom datatypes: the seven user callbacks of MPI_Type_create_custom. */
+/* custom.c - custom datatypes: the seven user callbacks of MPI_Type_create_custom, and the
+ * params-struct constructor that can grow (with a destructor for the context). */
 #include "custom.h"
 
 #include <stdlib.h>
 
 static void custom_destroy(struct cdt_type_s *type)
 {
-    free(type->custom);
+    struct cdt__custom *c = type->custom;
+    if (c->context_free_fn != NULL)
+        c->context_free_fn(c->context);
+    free(c);
 }
 
 /* a custom type moves its data through its callbacks (core/op.c): no layout operations */
 static const cdt__type_ops custom_ops = {.destroy = custom_destroy};
 
-int cdt_type_create_custom(cdt_custom_state_func_t *state_fn,
-                           cdt_custom_state_free_func_t *state_free_fn,
-                           cdt_custom_query_func_t *query_fn, cdt_custom_pack_func_t *pack_fn,
-                           cdt_custom_unpack_func_t *unpack_fn,
-                           cdt_custom_region_count_func_t *region_count_fn,
-                           cdt_custom_region_func_t *region_fn, void *context, int inorder,
-                           cdt_type *type)
+#define KNOWN_FIELDS                                                                               \
+    (CDT_CUSTOM_PARAM_STATE | CDT_CUSTOM_PARAM_STATE_FREE | CDT_CUSTOM_PARAM_QUERY |               \
+     CDT_CUSTOM_PARAM_PACK | CDT_CUSTOM_PARAM_UNPACK | CDT_CUSTOM_PARAM_REGIONS |                  \
+     CDT_CUSTOM_PARAM_CONTEXT | CDT_CUSTOM_PARAM_CONTEXT_FREE | CDT_CUSTOM_PARAM_INORDER)
+
+int cdt_type_create_custom_advanced(const cdt_custom_params *params, cdt_type *type)
 {
-    if (type == NULL || query_fn == NULL || pack_fn == NULL)
+    if (params == NULL || type == NULL || (params->field_mask & ~(uint64_t)KNOWN_FIELDS) != 0)
         return CDT_ERR_INVALID_ARG;
-    if (region_count_fn != NULL && region_fn == NULL)
+    uint64_t m = params->field_mask;
+    struct cdt__custom rec = {
+        .state_fn = (m & CDT_CUSTOM_PARAM_STATE) ? params->state_fn : NULL,
+        .state_free_fn = (m & CDT_CUSTOM_PARAM_STATE_FREE) ? params->state_free_fn : NULL,
+        .query_fn = (m & CDT_CUSTOM_PARAM_QUERY) ? params->query_fn : NULL,
+        .pack_fn = (m & CDT_CUSTOM_PARAM_PACK) ? params->pack_fn : NULL,
+        .unpack_fn = (m & CDT_CUSTOM_PARAM_UNPACK) ? params->unpack_fn : NULL,
+        .region_count_fn = (m & CDT_CUSTOM_PARAM_REGIONS) ? params->region_count_fn : NULL,
+        .region_fn = (m & CDT_CUSTOM_PARAM_REGIONS) ? params->region_fn : NULL,
+        .context = (m & CDT_CUSTOM_PARAM_CONTEXT) ? params->context : NULL,
+        .context_free_fn = (m & CDT_CUSTOM_PARAM_CONTEXT_FREE) ? params->context_free_fn : NULL,
+        .inorder = (m & CDT_CUSTOM_PARAM_INORDER) && params->inorder != 0,
+    };
+    if (rec.query_fn == NULL || rec.pack_fn == NULL)
+        return CDT_ERR_INVALID_ARG;
+    if (rec.region_count_fn != NULL && rec.region_fn == NULL)
         return CDT_ERR_INVALID_ARG;
 
     struct cdt__custom *c = malloc(sizeof(*c));
     if (c == NULL)
         return CDT_ERR_NO_MEMORY;
-    *c = (struct cdt__custom){
-        .state_fn = state_fn,
-        .state_free_fn = state_free_fn,
-        .query_fn = query_fn,
-        .pack_fn = pack_fn,
-        .unpack_fn = unpack_fn,
-        .region_count_fn = region_count_fn,
-        .region_fn = region_fn,
-        .context = context,
-        .inorder = inorder != 0,
-    };
+    *c = rec;
     struct cdt_type_s *t = cdt__type_alloc(CDT__CLASS_CUSTOM, &custom_ops);
     if (t == NULL) {
         free(c);
@@ -47,4 +55,30 @@ int cdt_type_create_custom(cdt_custom_state_func_t *state_fn,
     t->custom = c;
     *type = t;
     return CDT_SUCCESS;
+}
+
+int cdt_type_create_custom(cdt_custom_state_func_t *state_fn,
+                           cdt_custom_state_free_func_t *state_free_fn,
+                           cdt_custom_query_func_t *query_fn, cdt_custom_pack_func_t *pack_fn,
+                           cdt_custom_unpack_func_t *unpack_fn,
+                           cdt_custom_region_count_func_t *region_count_fn,
+                           cdt_custom_region_func_t *region_fn, void *context, int inorder,
+                           cdt_type *type)
+{
+    cdt_custom_params p = {
+        .field_mask = CDT_CUSTOM_PARAM_STATE | CDT_CUSTOM_PARAM_STATE_FREE |
+                      CDT_CUSTOM_PARAM_QUERY | CDT_CUSTOM_PARAM_PACK | CDT_CUSTOM_PARAM_UNPACK |
+                      CDT_CUSTOM_PARAM_REGIONS | CDT_CUSTOM_PARAM_CONTEXT |
+                      CDT_CUSTOM_PARAM_INORDER,
+        .state_fn = state_fn,
+        .state_free_fn = state_free_fn,
+        .query_fn = query_fn,
+        .pack_fn = pack_fn,
+        .unpack_fn = unpack_fn,
+        .region_count_fn = region_count_fn,
+        .region_fn = region_fn,
+        .context = context,
+        .inorder = inorder,
+    };
+    return cdt_type_create_custom_advanced(&p, type);
 }

@@ -13,6 +13,7 @@ struct cdt__custom {
     cdt_custom_region_count_func_t *region_count_fn;
     cdt_custom_region_func_t *region_fn;
     void *context;
+    cdt_custom_context_free_func_t *context_free_fn; /* at the type's last reference */
     bool inorder;
 };
 
