@@ -11,7 +11,12 @@ const CDT_UCX_WORKER_PARAM_ZCOPY_THRESHOLD = UInt64(1) << 1
 const CDT_UCX_WORKER_PARAM_BUFFER_CACHE = UInt64(1) << 2
 const CDT_UCX_WORKER_PARAM_PROTOCOL = UInt64(1) << 3
 # cdt_ucx_protocol
-const _PROTOCOLS = Dict(:auto => Cint(0), :split => Cint(1), :single => Cint(2))
+const _PROTOCOLS = Dict(
+    :auto => Cint(0),
+    :split => Cint(1),
+    :single => Cint(2),
+    :auto_single => Cint(3),
+)
 const CDT_UCX_LISTENER_PARAM_HOST = UInt64(1) << 0
 const CDT_UCX_LISTENER_PARAM_PORT = UInt64(1) << 1
 const CDT_UCX_RECV_PARAM_PREPARE = UInt64(1) << 0
@@ -39,8 +44,9 @@ A UCX context and worker: the progress engine of its listeners and endpoints. `s
 must differ among the workers that send to one receiver (default: random); arrays of at
 least `zcopy_threshold` bytes (default 64 KiB) move as their own zero-copy message in split
 mode. `protocol` is `:auto` (the default: one message per object over shared memory unless
-it has arrays of `zcopy_threshold` bytes or more, split mode over TCP), `:split` or `:single`
-(docs/TRANSPORT.md).
+it has arrays of `zcopy_threshold` bytes or more, split mode over TCP), `:split`, `:single`
+or `:auto_single` (as `:auto`, but one message per object over shared memory whatever its
+arrays: for receivers that reuse their receive memory) (docs/TRANSPORT.md).
 """
 mutable struct Worker
     ctx::Ptr{Cvoid}
@@ -57,7 +63,7 @@ function Worker(;
     _need_ucx()
     protocol === nothing ||
         haskey(_PROTOCOLS, protocol) ||
-        throw(ArgumentError("protocol is :auto, :split or :single"))
+        throw(ArgumentError("protocol is :auto, :split, :single or :auto_single"))
     ctx = Ref{Ptr{Cvoid}}(C_NULL)
     check(
         ccall(

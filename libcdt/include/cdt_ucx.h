@@ -130,6 +130,12 @@ typedef enum cdt_ucx_protocol {
     /* the whole frame as one message, packed and unpacked by libcdt inside UCX's own copies
      * (a UCX generic datatype): the fastest over shared memory */
     CDT_UCX_PROTOCOL_SINGLE = 2,
+    /* as CDT_UCX_PROTOCOL_AUTO, except that over shared memory every object is one message,
+     * large regions included: for receivers that reuse their receive memory (cdtypes' receive
+     * cache), where UCX's copy out of its segments lands in pages already mapped. 512 regions
+     * of 128 KiB from Python, alternating runs: 1.2-1.9x as fast as CDT_UCX_PROTOCOL_AUTO at
+     * 64 MiB, 1.2-1.6x at 4 MiB (docs/TRANSPORT.md). The environment's name: "auto-single". */
+    CDT_UCX_PROTOCOL_AUTO_SINGLE = 3,
 } cdt_ucx_protocol;
 
 /* Bits of a worker's sender id (docs/TRANSPORT.md: it keys the private tag space). */
@@ -149,8 +155,8 @@ typedef struct cdt_ucx_worker_params {
      * worker keeps for reuse between messages, at most 64 buffers. Fresh memory costs a page
      * fault per 4 KiB, more than packing it. Default 256 MiB; 0 frees every buffer at once. */
     size_t buffer_cache_bytes;
-    /* How objects are sent. Default: the environment variable CDT_UCX_PROTOCOL (auto, split
-     * or single) when set, else CDT_UCX_PROTOCOL_AUTO. */
+    /* How objects are sent. Default: the environment variable CDT_UCX_PROTOCOL (auto, split,
+     * single or auto-single) when set, else CDT_UCX_PROTOCOL_AUTO. */
     cdt_ucx_protocol protocol;
 } cdt_ucx_worker_params;
 

@@ -124,17 +124,22 @@ def test_recv_restricted(echo):
     assert same(echo.recv(tag=715, timeout=30, allowed=True, max_bytes=1 << 20), obj)
 
 
-def test_protocol_choice_and_single_mode():
+@pytest.mark.parametrize("protocol", ["single", "auto-single"])
+def test_protocol_choice_and_single_mode(protocol):
     """Worker(protocol=...) picks how objects travel (docs/TRANSPORT.md): 'single' sends each
-    object as one message, and the echo peer (which sends in its own mode) still takes it."""
+    object as one message, and the echo peer (which sends in its own mode) still takes it;
+    'auto-single' follows the transport as 'auto' does (TCP here unless shared memory is on)."""
     with pytest.raises(ValueError):
         ucx.Worker(protocol="fast")
     script = os.path.join(os.path.dirname(__file__), "ucx_peer.py")
     peer = subprocess.Popen([sys.executable, script], stdout=subprocess.PIPE, text=True)
     try:
         port = int(peer.stdout.readline())
-        with ucx.connect("127.0.0.1", port, timeout=30, protocol="single") as ep:
-            assert ep.protocol == "single"
+        with ucx.connect("127.0.0.1", port, timeout=30, protocol=protocol) as ep:
+            if protocol == "single" or os.environ.get("CDT_UCX_SHARED_MEMORY") == "full":
+                assert ep.protocol == "single"
+            else:
+                assert ep.protocol == "split"
             for i, obj in enumerate(OBJECTS):
                 ep.send(obj, tag=100 + 2 * i, timeout=30)
                 assert same(obj, ep.recv(tag=101 + 2 * i, timeout=30))

@@ -287,7 +287,7 @@ int cdt_ucx_worker_create(cdt_ucx_context context, const cdt_ucx_worker_params *
     if (fm & CDT_UCX_WORKER_PARAM_PROTOCOL) {
         protocol = params->protocol;
         if (protocol != CDT_UCX_PROTOCOL_AUTO && protocol != CDT_UCX_PROTOCOL_SPLIT &&
-            protocol != CDT_UCX_PROTOCOL_SINGLE)
+            protocol != CDT_UCX_PROTOCOL_SINGLE && protocol != CDT_UCX_PROTOCOL_AUTO_SINGLE)
             return CDT_ERR_INVALID_ARG;
     } else if (env != NULL && *env != '\0') {
         if (strcmp(env, "auto") == 0)
@@ -296,6 +296,8 @@ int cdt_ucx_worker_create(cdt_ucx_context context, const cdt_ucx_worker_params *
             protocol = CDT_UCX_PROTOCOL_SPLIT;
         else if (strcmp(env, "single") == 0)
             protocol = CDT_UCX_PROTOCOL_SINGLE;
+        else if (strcmp(env, "auto-single") == 0)
+            protocol = CDT_UCX_PROTOCOL_AUTO_SINGLE;
         else
             return CDT_ERR_INVALID_ARG; /* a misspelt setting must not pass unnoticed */
     }

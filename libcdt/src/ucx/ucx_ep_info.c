@@ -143,7 +143,7 @@ int cdt__ucx_ep_mode(struct cdt_ucx_ep_s *ep)
         return known - 1;
     cdt_ucx_protocol proto = ep->w->protocol;
     int mode = proto == CDT_UCX_PROTOCOL_SINGLE ? CDT__UCX_MODE_SINGLE : CDT__UCX_MODE_SPLIT;
-    if (proto == CDT_UCX_PROTOCOL_AUTO) {
+    if (proto == CDT_UCX_PROTOCOL_AUTO || proto == CDT_UCX_PROTOCOL_AUTO_SINGLE) {
         char lanes[512];
         int rc = describe_locked(ep, lanes, sizeof(lanes));
         if (rc != CDT_SUCCESS && rc != CDT_ERR_TRUNCATED)

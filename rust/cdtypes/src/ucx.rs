@@ -135,6 +135,10 @@ pub enum Protocol {
     /// The whole object as one message, packed and unpacked inside UCX's copies: the fastest
     /// over shared memory.
     Single,
+    /// As [`Protocol::Auto`], but every object is one message over shared memory, large
+    /// regions included: for receivers that reuse their receive memory (UCX's copy then lands
+    /// in pages already mapped).
+    AutoSingle,
 }
 
 impl Protocol {
@@ -143,6 +147,7 @@ impl Protocol {
             Protocol::Auto => sys::CDT_UCX_PROTOCOL_AUTO,
             Protocol::Split => sys::CDT_UCX_PROTOCOL_SPLIT,
             Protocol::Single => sys::CDT_UCX_PROTOCOL_SINGLE,
+            Protocol::AutoSingle => sys::CDT_UCX_PROTOCOL_AUTO_SINGLE,
         }
     }
 }
