@@ -141,7 +141,8 @@ typedef enum cdt_kind {
     CDT_KIND_COMPLEX_FLOAT = 13,  /* two binary32 */
     CDT_KIND_COMPLEX_DOUBLE = 14, /* two binary64 */
     CDT_KIND_BOOL = 15,           /* one byte, 0 or 1 */
-    CDT_KIND_COUNT_ = 16,         /* number of kinds + 1; not a kind */
+    CDT_KIND_COUNT_ = 16,         /* number of kinds + 1; not a kind and not ABI: it grows
+                                   * when a kind is added (names ending in _ are not pinned) */
     CDT_KIND_MIXED = 0            /* returned for types that mix kinds */
 } cdt_kind;
 
