@@ -134,6 +134,21 @@ pub trait Pack {
         let _ = out;
     }
 
+    /// The fixed-size form of a fixed-size array's elements, one after another, into `out`
+    /// (`items.len() * FIXED_SIZE` bytes): by default each element; plain-data types override
+    /// it with one copy of the array's bytes. An element-wise loop over a `[i32; 2048]` field
+    /// made a `Vec` of such structs move at under 1 GB/s over shared memory.
+    #[doc(hidden)]
+    fn pack_fixed_array(items: &[Self], out: &mut [u8])
+    where
+        Self: Sized,
+    {
+        let mut at = 0;
+        for x in items {
+            __pack_field(x, out, &mut at);
+        }
+    }
+
     /// Write the elements of a fixed-size array: by default each one; plain-data types
     /// override it to copy the array's bytes at once (the same stream bytes).
     #[doc(hidden)]
@@ -191,6 +206,24 @@ pub trait Unpack: Sized {
     /// sending type's [`Pack::FIXED_SIZE`] when both are `Some` (see there).
     #[doc(hidden)]
     const FIXED_SIZE: Option<usize> = None;
+
+    /// Read N values, one after another, from their fixed-size forms in `bytes` (what
+    /// [`Pack::pack_fixed_array`] wrote): by default each element; plain-data types override
+    /// it with one check and one copy.
+    #[doc(hidden)]
+    fn unpack_fixed_array<const N: usize>(bytes: &[u8]) -> Result<[Self; N]> {
+        let mut out = std::mem::MaybeUninit::<[Self; N]>::uninit();
+        let first = out.as_mut_ptr() as *mut Self;
+        let mut at = 0;
+        for i in 0..N {
+            // on an error the elements written so far are leaked, never read or dropped twice
+            let x = __unpack_field::<Self>(bytes, &mut at)?;
+            // SAFETY: i < N, inside the array; each slot written once
+            unsafe { first.add(i).write(x) };
+        }
+        // SAFETY: all N elements were written
+        Ok(unsafe { out.assume_init() })
+    }
 
     /// Read a value from exactly `FIXED_SIZE` bytes (what [`Pack::pack_fixed`] wrote).
     #[doc(hidden)]
@@ -597,6 +630,23 @@ fn read_plain<T: PlainData>(bytes: &[u8]) -> Result<T> {
     Ok(unsafe { std::ptr::read_unaligned(bytes.as_ptr() as *const T) })
 }
 
+/// N plain values from exactly `N * size_of::<T>()` bytes, checked once (PlainData::valid).
+fn read_plain_array_from<T: PlainData, const N: usize>(bytes: &[u8]) -> Result<[T; N]> {
+    if bytes.len() != N * size_of::<T>() || !T::valid(bytes) {
+        return Err(Error::mismatch(format!(
+            "stream holds an invalid [{}; {N}]",
+            std::any::type_name::<T>()
+        )));
+    }
+    let mut out = std::mem::MaybeUninit::<[T; N]>::uninit();
+    // SAFETY: N * size_of T bytes that are valid values of T (PlainData contract) fill the
+    // array exactly; the destination is a separate local
+    unsafe {
+        std::ptr::copy_nonoverlapping(bytes.as_ptr(), out.as_mut_ptr() as *mut u8, bytes.len());
+        Ok(out.assume_init())
+    }
+}
+
 /// `FIXED_SIZE` as a number (0 for `None`), for derived code in constant expressions.
 #[doc(hidden)]
 pub const fn __fixed_size(size: Option<usize>) -> usize {
@@ -675,6 +725,14 @@ macro_rules! plain_checked {
                     out.copy_from_slice(bytes);
                 }
             }
+            fn pack_fixed_array(items: &[Self], out: &mut [u8]) {
+                let n = std::mem::size_of_val(items);
+                // SAFETY: PlainData has no padding, so all the slice's bytes are initialised
+                let bytes = unsafe { std::slice::from_raw_parts(items.as_ptr() as *const u8, n) };
+                if let Some(out) = out.get_mut(..n) {
+                    out.copy_from_slice(bytes);
+                }
+            }
         }
         impl Unpack for $t {
             fn unpack(u: &mut Unpacker) -> Result<Self> {
@@ -692,6 +750,9 @@ macro_rules! plain_checked {
             const FIXED_SIZE: Option<usize> = Some(size_of::<$t>());
             fn unpack_fixed(bytes: &[u8]) -> Result<Self> {
                 read_plain(bytes)
+            }
+            fn unpack_fixed_array<const N: usize>(bytes: &[u8]) -> Result<[Self; N]> {
+                read_plain_array_from(bytes)
             }
         }
     )*};
@@ -831,10 +892,7 @@ impl<T: Pack, const N: usize> Pack for [T; N] {
         None => None,
     };
     fn pack_fixed(&self, out: &mut [u8]) {
-        let mut at = 0;
-        for x in self {
-            __pack_field(x, out, &mut at);
-        }
+        T::pack_fixed_array(self, out)
     }
     fn describe(s: &mut Schema) {
         s.push("[");
@@ -859,17 +917,7 @@ impl<T: Unpack, const N: usize> Unpack for [T; N] {
         None => None,
     };
     fn unpack_fixed(bytes: &[u8]) -> Result<Self> {
-        let mut out = std::mem::MaybeUninit::<[T; N]>::uninit();
-        let first = out.as_mut_ptr() as *mut T;
-        let mut at = 0;
-        for i in 0..N {
-            // on an error the elements written so far are leaked, never read or dropped twice
-            let x = __unpack_field::<T>(bytes, &mut at)?;
-            // SAFETY: i < N, inside the array; each slot written once
-            unsafe { first.add(i).write(x) };
-        }
-        // SAFETY: all N elements were written
-        Ok(unsafe { out.assume_init() })
+        T::unpack_fixed_array::<N>(bytes)
     }
     fn describe(s: &mut Schema) {
         s.push("[");

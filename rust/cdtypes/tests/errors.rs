@@ -366,3 +366,50 @@ fn vectors_of_fixed_size_structs_are_one_block() {
         "CDT_ERR_FRAME_MISMATCH"
     );
 }
+
+#[derive(Pack, Unpack, Debug, PartialEq, Clone, Copy)]
+struct WithArrays {
+    id: u32,
+    flags: [bool; 4],
+    data: [i32; 64],
+}
+
+#[test]
+fn arrays_inside_fixed_size_structs_are_copied_whole_and_checked() {
+    // a Vec of fixed-size structs packs each array field with one copy (pack_fixed_array) and
+    // unpacks it with one check (unpack_fixed_array): the same bytes as the element path
+    let v: Vec<WithArrays> = (0..20)
+        .map(|i| WithArrays {
+            id: i,
+            flags: [i % 2 == 0, true, false, i % 3 == 0],
+            data: std::array::from_fn(|k| (i as i32) * 1000 - k as i32),
+        })
+        .collect();
+    let bytes = cdtypes::to_vec(&v).unwrap();
+    assert_eq!(from_bytes::<Vec<WithArrays>>(&bytes).unwrap(), v);
+    let one_by_one: Vec<u8> = {
+        // the same fields written one value at a time
+        let parts: Vec<(u32, [bool; 4], Vec<i32>)> =
+            v.iter().map(|w| (w.id, w.flags, w.data.to_vec())).collect();
+        let mut flat = Vec::new();
+        for (id, flags, data) in &parts {
+            flat.extend_from_slice(&id.to_ne_bytes());
+            flat.extend(flags.iter().map(|&b| b as u8));
+            for x in data {
+                flat.extend_from_slice(&x.to_ne_bytes());
+            }
+        }
+        flat
+    };
+    let at = bytes
+        .windows(one_by_one.len())
+        .position(|w| w == one_by_one.as_slice())
+        .expect("the elements' bytes, in order, in the stream");
+    // a flag that is not 0 or 1 in the 7th element's array: refused
+    let mut bad = bytes.clone();
+    bad[at + 6 * (4 + 4 + 256) + 4 + 2] = 7;
+    assert_eq!(
+        name(from_bytes::<Vec<WithArrays>>(&bad)),
+        "CDT_ERR_FRAME_MISMATCH"
+    );
+}
