@@ -95,4 +95,14 @@ static void bench_row(const char *name, const char *method, long long bytes, con
     fflush(stdout);
 }
 
+/* bench_interleaved, then one CSV row per method */
+static void bench_rows(const char *name, const char *metric, const void *layout, char *data,
+                       long long bytes, const bench_method *m, int n)
+{
+    double gbs[16];
+    bench_interleaved(layout, data, bytes, m, n, gbs);
+    for (int k = 0; k < n && k < 16; k++)
+        bench_row(name, m[k].name, bytes, metric, gbs[k]);
+}
+
 #endif

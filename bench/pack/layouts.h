@@ -88,6 +88,18 @@ static void *lay_rebase(int64_t *disps, int n)
 
 /* ---------------- hand-written loops ---------------- */
 #ifdef WITH_MANUAL
+/* the layout's hand-written loops as bench_common.h methods */
+static void manual_pack_all(const void *lp, char *out)
+{
+    const layout *l = lp;
+    l->manual_pack(l, out);
+}
+static void manual_unpack_all(const void *lp, char *in)
+{
+    const layout *l = lp;
+    l->manual_unpack(l, in);
+}
+
 /* strided blocks: p0 = count, p1 = block bytes, p2 = stride bytes, mem[0] = base */
 static void man_strided_pack(const layout *l, char *o)
 {

@@ -121,18 +121,6 @@ static void cdt_op_unpack_all(const void *lp, char *in)
     cdt_op_end(op);
 }
 
-static void manual_pack_all(const void *lp, char *out)
-{
-    const layout *l = lp;
-    l->manual_pack(l, out);
-}
-
-static void manual_unpack_all(const void *lp, char *in)
-{
-    const layout *l = lp;
-    l->manual_unpack(l, in);
-}
-
 static char *memcpy_other; /* the second buffer of the memcpy reference */
 
 static void memcpy_to(const void *lp, char *out)
@@ -221,13 +209,8 @@ int main(int argc, char **argv)
             counted_manual_pack(l, a);
             counted_manual_unpack(l, a);
         } else {
-            double g[NMETHODS];
-            bench_interleaved(l, a, l->bytes, pack_methods, NMETHODS, g);
-            for (int k = 0; k < NMETHODS; k++)
-                bench_row(l->name, pack_methods[k].name, l->bytes, "pack_gbs", g[k]);
-            bench_interleaved(l, a, l->bytes, unpack_methods, NMETHODS, g);
-            for (int k = 0; k < NMETHODS; k++)
-                bench_row(l->name, unpack_methods[k].name, l->bytes, "unpack_gbs", g[k]);
+            bench_rows(l->name, "pack_gbs", l, a, l->bytes, pack_methods, NMETHODS);
+            bench_rows(l->name, "unpack_gbs", l, a, l->bytes, unpack_methods, NMETHODS);
         }
         free(a);
         free(b);

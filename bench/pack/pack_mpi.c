@@ -116,18 +116,6 @@ static void mpi_unpack_all(const void *lp, char *in)
     MPI_Unpack(in, (int)l->bytes, &pos, l->buf, (int)l->count, l->type, MPI_COMM_SELF);
 }
 
-static void manual_pack_all(const void *lp, char *out)
-{
-    const layout *l = lp;
-    l->manual_pack(l, out);
-}
-
-static void manual_unpack_all(const void *lp, char *in)
-{
-    const layout *l = lp;
-    l->manual_unpack(l, in);
-}
-
 /* the hand-written loop is measured here too (row method "manual_<mpi>"), interleaved with
  * MPI in this process: report.py compares MPI with libcdt through each one's ratio to the hand
  * loop of its own process, which cancels what differs between processes */
@@ -152,13 +140,8 @@ int main(int argc, char **argv)
             fprintf(stderr, "%s: %s: pack size %d < %lld\n", BENCH_METHOD, l->name, ps,
                     (long long)l->bytes);
         char *a = malloc((size_t)ps + 64);
-        double g[2];
-        bench_interleaved(l, a, l->bytes, pack_methods, 2, g);
-        for (int k = 0; k < 2; k++)
-            bench_row(l->name, pack_methods[k].name, l->bytes, "pack_gbs", g[k]);
-        bench_interleaved(l, a, l->bytes, unpack_methods, 2, g);
-        for (int k = 0; k < 2; k++)
-            bench_row(l->name, unpack_methods[k].name, l->bytes, "unpack_gbs", g[k]);
+        bench_rows(l->name, "pack_gbs", l, a, l->bytes, pack_methods, 2);
+        bench_rows(l->name, "unpack_gbs", l, a, l->bytes, unpack_methods, 2);
         free(a);
     }
     layouts_free(ls, n);

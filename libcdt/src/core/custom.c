@@ -1,12 +1,12 @@
 /* custom.c - custom datatypes: the seven user callbacks of MPI_Type_create_custom, and the
  * params-struct constructor that can grow (with a destructor for the context). */
-#include "custom.h"
+#include "type.h"
 
 #include <stdlib.h>
 
 static void custom_destroy(struct cdt_type_s *type)
 {
-    struct cdt__custom *c = type->custom;
+    cdt_custom_params *c = type->custom;
     if (c->context_free_fn != NULL)
         c->context_free_fn(c->context);
     free(c);
@@ -24,25 +24,35 @@ int cdt_type_create_custom_advanced(const cdt_custom_params *params, cdt_type *t
 {
     if (params == NULL || type == NULL || (params->field_mask & ~(uint64_t)KNOWN_FIELDS) != 0)
         return CDT_ERR_INVALID_ARG;
+    /* the record is the caller's struct with every field whose bit is not set cleared: a
+     * field the caller did not mark is never read again */
     uint64_t m = params->field_mask;
-    struct cdt__custom rec = {
-        .state_fn = (m & CDT_CUSTOM_PARAM_STATE) ? params->state_fn : NULL,
-        .state_free_fn = (m & CDT_CUSTOM_PARAM_STATE_FREE) ? params->state_free_fn : NULL,
-        .query_fn = (m & CDT_CUSTOM_PARAM_QUERY) ? params->query_fn : NULL,
-        .pack_fn = (m & CDT_CUSTOM_PARAM_PACK) ? params->pack_fn : NULL,
-        .unpack_fn = (m & CDT_CUSTOM_PARAM_UNPACK) ? params->unpack_fn : NULL,
-        .region_count_fn = (m & CDT_CUSTOM_PARAM_REGIONS) ? params->region_count_fn : NULL,
-        .region_fn = (m & CDT_CUSTOM_PARAM_REGIONS) ? params->region_fn : NULL,
-        .context = (m & CDT_CUSTOM_PARAM_CONTEXT) ? params->context : NULL,
-        .context_free_fn = (m & CDT_CUSTOM_PARAM_CONTEXT_FREE) ? params->context_free_fn : NULL,
-        .inorder = (m & CDT_CUSTOM_PARAM_INORDER) && params->inorder != 0,
-    };
+    cdt_custom_params rec = *params;
+    if (!(m & CDT_CUSTOM_PARAM_STATE))
+        rec.state_fn = NULL;
+    if (!(m & CDT_CUSTOM_PARAM_STATE_FREE))
+        rec.state_free_fn = NULL;
+    if (!(m & CDT_CUSTOM_PARAM_QUERY))
+        rec.query_fn = NULL;
+    if (!(m & CDT_CUSTOM_PARAM_PACK))
+        rec.pack_fn = NULL;
+    if (!(m & CDT_CUSTOM_PARAM_UNPACK))
+        rec.unpack_fn = NULL;
+    if (!(m & CDT_CUSTOM_PARAM_REGIONS)) {
+        rec.region_count_fn = NULL;
+        rec.region_fn = NULL;
+    }
+    if (!(m & CDT_CUSTOM_PARAM_CONTEXT))
+        rec.context = NULL;
+    if (!(m & CDT_CUSTOM_PARAM_CONTEXT_FREE))
+        rec.context_free_fn = NULL;
+    rec.inorder = (m & CDT_CUSTOM_PARAM_INORDER) && params->inorder != 0;
     if (rec.query_fn == NULL || rec.pack_fn == NULL)
         return CDT_ERR_INVALID_ARG;
     if (rec.region_count_fn != NULL && rec.region_fn == NULL)
         return CDT_ERR_INVALID_ARG;
 
-    struct cdt__custom *c = malloc(sizeof(*c));
+    cdt_custom_params *c = malloc(sizeof(*c));
     if (c == NULL)
         return CDT_ERR_NO_MEMORY;
     *c = rec;

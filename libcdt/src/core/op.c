@@ -239,7 +239,7 @@ int cdt_op_pack(cdt_op op, cdt_count offset, void *dst, cdt_count dst_size, cdt_
         return CDT_SUCCESS;
     }
 
-    const struct cdt__custom *c = op->type->custom;
+    const cdt_custom_params *c = op->type->custom;
     if (c->inorder && offset != op->next_offset)
         return CDT_ERR_ORDER;
     cdt_count got = -1;
@@ -388,7 +388,7 @@ int cdt__op_fetch_regions(cdt_op op)
 {
     if (op->regions_known)
         return CDT_SUCCESS;
-    const struct cdt__custom *c = op->type->custom;
+    const cdt_custom_params *c = op->type->custom;
     /* a receiver learns where regions go only once the packed stream is in */
     if (!op->is_pack && (!op->size_known || op->delivered != op->packed_size))
         return CDT_ERR_ORDER;
@@ -512,13 +512,6 @@ int cdt_op_end(cdt_op op)
     int rc = cdt__op_fini(op);
     op_dealloc(op);
     return rc;
-}
-
-bool cdt__layout_is_contiguous(cdt_type type, cdt_count count)
-{
-    if (!(type->flags & CDT__TYPE_CONTIGUOUS))
-        return false;
-    return count <= 1 || type->extent == type->size;
 }
 
 int cdt__layout_range_iov(void *buf, cdt_count count, cdt_type type, cdt_count start, cdt_count len,

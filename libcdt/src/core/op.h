@@ -2,8 +2,8 @@
 #ifndef CDT_OP_H
 #define CDT_OP_H
 
-#include "custom.h"
 #include "ranges.h"
+#include "type.h"
 
 typedef struct cdt__pending cdt__pending; /* early fragment waiting for in-order delivery */
 struct cdt__node;
@@ -60,8 +60,6 @@ CDT__HIDDEN int cdt__op_set_stream_size(cdt_op op, cdt_count size);
 CDT__HIDDEN int cdt__op_fetch_regions(cdt_op op);
 /* Region byte size = lens[i] * size of types[i]; validated by cdt__op_fetch_regions. */
 CDT__HIDDEN cdt_count cdt__op_region_bytes(cdt_op op, cdt_count index);
-/* true when the type's data for `count` elements is one contiguous block */
-CDT__HIDDEN bool cdt__layout_is_contiguous(cdt_type type, cdt_count count);
 /* A receive of a frame without regions whose whole packed stream src[0, len) is at hand: an
  * operation on the stack that takes the stream as one fragment (no fragment bookkeeping, no
  * allocation for a layout type), and for a custom type the check that it expects no regions

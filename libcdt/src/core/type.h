@@ -29,7 +29,6 @@ enum cdt__type_flags {
     CDT__TYPE_CONTIGUOUS = 1u << 1,
 };
 
-struct cdt__custom;  /* core/custom.c */
 struct cdt__derived; /* derived/: the constructor record and the committed form */
 struct cdt__node;    /* derived/: a node of a committed form */
 
@@ -59,8 +58,10 @@ struct cdt_type_s {
     cdt_count size;
     cdt_count lb, extent;
     cdt_count true_lb, true_extent;
-    const cdt__type_ops *ops;     /* the class's operations */
-    struct cdt__custom *custom;   /* CDT__CLASS_CUSTOM */
+    const cdt__type_ops *ops; /* the class's operations */
+    /* CDT__CLASS_CUSTOM: the callbacks as the caller gave them (core/custom.c), every field
+     * whose field_mask bit was not set cleared */
+    cdt_custom_params *custom;
     struct cdt__derived *derived; /* CDT__CLASS_DERIVED (owned by the engine) */
 };
 
@@ -74,6 +75,13 @@ CDT__HIDDEN bool cdt__type_is_layout(cdt_type type);
 
 /* The last index i in [0, n) with sorted[i] <= key, for an ascending array whose first entry
  * is <= key (0 when n <= 1): the lookup of prefix sums and start offsets. */
+/* true when the data of `count` elements of a layout type is one contiguous block (a contiguous
+ * type, elements adjacent): one memcpy from true_lb moves it */
+static inline bool cdt__layout_is_contiguous(cdt_type type, cdt_count count)
+{
+    return (type->flags & CDT__TYPE_CONTIGUOUS) && (count <= 1 || type->extent == type->size);
+}
+
 static inline cdt_count cdt__last_at_or_below(const cdt_count *sorted, cdt_count n, cdt_count key)
 {
     cdt_count lo = 0, hi = n - 1;

@@ -223,11 +223,6 @@ int cdt_iov_get(const void *buf, cdt_count count, cdt_type type, cdt_count first
     return walk_pieces(buf, count, type, first, max, iov, n_out);
 }
 
-static bool layout_contiguous(cdt_type t, cdt_count count)
-{
-    return (t->flags & CDT__TYPE_CONTIGUOUS) && (count <= 1 || t->extent == t->size);
-}
-
 int cdt_copy(const void *src, cdt_count scount, cdt_type stype, void *dst, cdt_count dcount,
              cdt_type dtype)
 {
@@ -241,11 +236,11 @@ int cdt_copy(const void *src, cdt_count scount, cdt_type stype, void *dst, cdt_c
         return CDT_ERR_TRUNCATED;
     if (sbytes == 0)
         return CDT_SUCCESS;
-    if (layout_contiguous(dtype, dcount)) {
+    if (cdt__layout_is_contiguous(dtype, dcount)) {
         cdt__layout_pack(stype, src, scount, 0, sbytes, CDT__AT(dst, dtype->true_lb));
         return CDT_SUCCESS;
     }
-    if (layout_contiguous(stype, scount)) {
+    if (cdt__layout_is_contiguous(stype, scount)) {
         cdt__layout_unpack(dtype, dst, dcount, 0, sbytes, CDT__AT(src, stype->true_lb));
         return CDT_SUCCESS;
     }

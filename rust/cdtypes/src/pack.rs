@@ -561,20 +561,7 @@ impl Unpacker {
     /// `N` plain values written by [`Packer::write_plain_slice`] (as [`read`](Unpacker::read)
     /// of each).
     pub fn read_plain_array<T: PlainData, const N: usize>(&mut self) -> Result<[T; N]> {
-        let bytes = self.read_bytes(N * size_of::<T>())?;
-        if !T::valid(bytes) {
-            return Err(Error::mismatch(format!(
-                "stream holds an invalid {}",
-                std::any::type_name::<T>()
-            )));
-        }
-        let mut out = std::mem::MaybeUninit::<[T; N]>::uninit();
-        // SAFETY: N * size_of T bytes that are valid values of T (PlainData contract) fill the
-        // array exactly; the destination is a separate local
-        unsafe {
-            std::ptr::copy_nonoverlapping(bytes.as_ptr(), out.as_mut_ptr() as *mut u8, bytes.len());
-            Ok(out.assume_init())
-        }
+        read_plain_array_from(self.read_bytes(N * size_of::<T>())?)
     }
 
     /// A length written by [`Packer::write_len`].
