@@ -5,6 +5,7 @@ using CDTypes: encode, decode, decode_frame, tobytes, iov, pieces, nregions
 
 include("types.jl")
 include("json_min.jl")
+include("vector_values.jl")
 
 const REPO = normpath(joinpath(@__DIR__, "..", ".."))
 
@@ -149,41 +150,52 @@ roundtrip(x; kw...) = decode(tobytes(encode(x; kw...)))
         @test true
     end
 
-    @testset "frames written by C and Python" begin
+    @testset "frames written by C, Python, Rust and Julia" begin
         dir = joinpath(REPO, "tests", "vectors")
         files = isdir(dir) ? filter(f -> endswith(f, ".bin"), readdir(dir)) : String[]
-        if isempty(files)
-            @info "no test vectors in $dir"
-        end
+        @test !isempty(files)
+        writers = Set(first(split(f, "_")) for f in files)
+        @test issubset(Set(["c", "python", "rust"]), writers)
+        values = vector_values()
         for name in files
             path = joinpath(dir, name)
-            jpath = path[1:end - 4] * ".json"
+            jpath = path[1:(end - 4)] * ".json"
+            @test isfile(jpath) # every vector has its description (describe.py --write)
             isfile(jpath) || continue
             want = JSONMin.parse_json(read(jpath, String))
+            @test want isa Dict
             want isa Dict || continue
             raw = decode_frame(read(path))
             for key in (
+                    "version",
+                    "flags",
                     "header_size",
                     "packed_size",
                     "region_count",
                     "region_bytes",
                     "frame_size",
                 )
-                haskey(want, key) && @test getfield(raw.info, Symbol(key)) == want[key]
+                @test getfield(raw.info, Symbol(key)) == want[key]
             end
-            haskey(want, "header_hex") && @test bytes2hex(raw.header) == want["header_hex"]
-            haskey(want, "stream_hex") && @test bytes2hex(raw.stream) == want["stream_hex"]
-            if haskey(want, "regions") && want["regions"] isa Vector
-                @test length(raw.regions) == length(want["regions"])
-                for (r, (bytes, kind)) in zip(want["regions"], zip(raw.regions, raw.kinds))
-                    r isa Dict || continue
-                    haskey(r, "len") && @test length(bytes) == r["len"]
-                    haskey(r, "kind") && @test kind == r["kind"]
-                    haskey(r, "hex") && @test bytes2hex(bytes) == r["hex"]
-                end
+            @test bytes2hex(raw.header) == want["header_hex"]
+            @test bytes2hex(raw.stream) == want["stream_hex"]
+            @test length(raw.regions) == length(want["regions"])
+            for (r, (bytes, kind)) in zip(want["regions"], zip(raw.regions, raw.kinds))
+                @test length(bytes) == r["len"]
+                @test kind == r["kind"]
+                @test bytes2hex(bytes) == r["hex"]
             end
-            # a Python (pickle) frame is a valid frame but not a Julia stream
-            startswith(name, "python_") && @test_throws ArgumentError decode(read(path))
+            if startswith(name, "julia_")
+                # a Julia frame reads back into the value it was written from
+                key = name[(length("julia_") + 1):(end - 4)]
+                @test haskey(values, key) && isequal(decode(read(path)), values[key])
+            else
+                # a C, Python or Rust frame is a valid frame but not a Julia stream
+                @test_throws ArgumentError decode(read(path))
+            end
+            # cut short: an error, never a partial object
+            data = read(path)
+            @test_throws CDTypesError decode_frame(data[1:(end - 1)])
         end
     end
 

@@ -170,3 +170,62 @@ fn c_frame_of_a_derived_type_decodes_in_rust() {
     let dec = cdtypes::Decoder::new(&bytes, &Default::default()).unwrap();
     assert_eq!(dec.info().unwrap().frame_size, 64);
 }
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Every vector of every writer (C, Python, Rust, Julia where present) against its shared
+/// description (tests/vectors/describe.py): what the C decoder delivers through cdtypes-sys,
+/// and the header as Rust's `Decoder` reads it.
+#[test]
+fn every_vector_matches_its_description() {
+    let mut files: Vec<_> = std::fs::read_dir(dir())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "bin"))
+        .collect();
+    files.sort();
+    let mut writers = std::collections::BTreeSet::new();
+    for bin in &files {
+        let name = bin.file_name().unwrap().to_string_lossy().into_owned();
+        let desc = std::fs::read_to_string(bin.with_extension("json"))
+            .unwrap_or_else(|e| panic!("{name}: no description ({e}): run describe.py --write"));
+        let want: serde_json::Value = serde_json::from_str(&desc).unwrap();
+        let num = |k: &str| want[k].as_i64().unwrap_or_else(|| panic!("{name}: {k}"));
+        let bytes = std::fs::read(bin).unwrap();
+        let c = c_decode(&bytes).unwrap_or_else(|rc| panic!("{name}: C decoder: {rc}"));
+        assert_eq!(c.info.version as i64, num("version"), "{name}");
+        assert_eq!(c.info.flags as i64, num("flags"), "{name}");
+        assert_eq!(c.info.header_size, num("header_size"), "{name}");
+        assert_eq!(c.info.packed_size, num("packed_size"), "{name}");
+        assert_eq!(c.info.region_count, num("region_count"), "{name}");
+        assert_eq!(c.info.region_bytes, num("region_bytes"), "{name}");
+        assert_eq!(c.info.frame_size, num("frame_size"), "{name}");
+        assert_eq!(
+            hex(&c.stream),
+            want["stream_hex"].as_str().unwrap(),
+            "{name}"
+        );
+        let regions = want["regions"].as_array().unwrap();
+        assert_eq!(c.regions.len(), regions.len(), "{name}");
+        for (i, ((data, kind), r)) in c.regions.iter().zip(regions).enumerate() {
+            assert_eq!(hex(data), r["hex"].as_str().unwrap(), "{name} region {i}");
+            assert_eq!(
+                *kind as i64,
+                r["kind"].as_i64().unwrap(),
+                "{name} region {i}"
+            );
+        }
+        let dec = cdtypes::Decoder::new(&bytes, &Default::default()).unwrap();
+        assert_eq!(
+            dec.info().unwrap().frame_size as usize,
+            bytes.len(),
+            "{name}"
+        );
+        writers.insert(name.split('_').next().unwrap().to_string());
+    }
+    for w in ["c", "python", "rust"] {
+        assert!(writers.contains(w), "no vectors written by {w}");
+    }
+}
