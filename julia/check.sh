@@ -20,13 +20,13 @@ fi
 
 cd "$here"
 echo "== julia: syntax check (tree-sitter-julia)"
-"$py" tools/check_syntax.py
+"$py" tools/check_syntax.py "$here" "$root/bench/julia"
 echo "== julia: ABI check (ccalls and structs against the C headers and bindings/abi.txt)"
-"$py" tools/check_abi.py
+"$py" tools/check_abi.py src ext "$root/bench/julia"
 if command -v fatou >/dev/null 2>&1; then
     echo "== julia: fatou lint and format check"
-    fatou lint src ext test
-    fatou format --check src ext test
+    fatou lint src ext test "$root/bench/julia"
+    fatou format --check src ext test "$root/bench/julia"
 else
     echo "== julia: fatou not available: lint skipped"
 fi

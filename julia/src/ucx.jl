@@ -365,6 +365,31 @@ function _handle(e::Endpoint)
     return e.h
 end
 
+"""
+    transports(ep) -> String
+
+The UCX transports the endpoint's lanes use now (`cdt_ucx_ep_transports`), e.g.
+`"am=sysv/memory rma=cma/memory"` for a local peer over shared memory or `"am=tcp/lo
+rma=tcp/lo"` over loopback TCP. An endpoint made from an address may still be wiring up:
+send one message first for the final lanes.
+"""
+function transports(e::Endpoint)
+    buf = zeros(UInt8, 1024)
+    check(
+        ccall(
+            cfn(:cdt_ucx_ep_transports),
+            Cint,
+            (Ptr{Cvoid}, Ptr{UInt8}, Csize_t),
+            _handle(e),
+            buf,
+            length(buf),
+        ),
+        "cdt_ucx_ep_transports",
+    )
+    n = something(findfirst(==(0x00), buf), length(buf) + 1) - 1
+    return String(buf[1:n])
+end
+
 "True while the endpoint is usable (false after its peer failed)."
 isok(e::Endpoint) = e.h != C_NULL &&
     ccall(cfn(:cdt_ucx_ep_status), Cint, (Ptr{Cvoid},), e.h) == CDT_SUCCESS

@@ -226,6 +226,7 @@ roundtrip(x; kw...) = decode(tobytes(encode(x; kw...)))
                 obj = CDTypes.recv(ep; tag = 1, timeout = 300)
                 @test isequal(obj, sample_object())
                 @test obj["field"] isa Array{Float64, 3}
+                @test occursin("am=", CDTypes.transports(ep)) # e.g. "am=tcp/lo rma=tcp/lo"
                 CDTypes.send(ep, obj; tag = 2, timeout = 60)
                 @test_throws CDTypesError CDTypes.recv(ep; tag = 99, timeout = 0.2)
                 e = try
