@@ -1,16 +1,146 @@
-# CDTypes over MPI.jl: one MPI message per object, the protocol of python/cdtypes/mpi.py. The
-# sender encodes the object and sends the frame's bytes as one message; the receiver matches
-# it with MPI_Mprobe, allocates the byte count the status announces, receives it with
-# MPI_Mrecv and decodes it (the frame header validates every length).
+# CDTypes over MPI.jl: the protocol of python/cdtypes/mpi.py (docs/PYTHON.md, "MPI"). The
+# receiver matches ONE message per object (MPI_Mprobe, wildcards allowed) and learns every
+# length from it: the head message holds a 16-byte prefix (magic "CDT2", u32 object id, u64
+# threshold), the frame header, the Julia stream and the arrays below THRESHOLD bytes. The
+# larger arrays travel together as one more message, read where they lie on the sender and
+# received straight into the arrays allocated for them, on a duplicate of the communicator
+# (made by `CDTypes.mpi_attach(comm)`, collective) under a tag that is the object's id: no
+# lock, and a user's receive never sees a part. On a communicator that is not attached the
+# whole frame travels in the head message (one copy on each side).
 module CDTypesMPIExt
 
 using CDTypes
 using MPI
+using CDTypes: CdtIov
+
+const MAGIC = 0x32544443 # "CDT2", little-endian
+const PREFIX = 16
+const THRESHOLD = 64 * 1024
+const TAG_SPACE = 32767 # the tag upper bound every MPI guarantees
+const MAX_BLOCK = 1 << 30 # MPI counts are Cint: a part is sent in blocks of at most this
+const DUPS = Dict{Any, MPI.Comm}() # comm.val -> its duplicate for the parts messages
+const DUPS_LOCK = ReentrantLock()
+const NEXT_ID = Threads.Atomic{UInt32}(0)
+
+"""
+    CDTypes.mpi_attach(comm) -> MPI.Comm
+
+Duplicate `comm` for the large arrays of CDTypes objects (collective over `comm`: every rank
+calls it once; later calls return the same duplicate). Without it, objects sent on `comm`
+travel whole in one message (correct, one copy per side).
+"""
+function CDTypes.mpi_attach(comm::MPI.Comm)
+    return lock(DUPS_LOCK) do
+        get!(() -> MPI.Comm_dup(comm), DUPS, comm.val)
+    end
+end
+
+_attached(comm::MPI.Comm) = lock(() -> get(DUPS, comm.val, nothing), DUPS_LOCK)
+
+function _put!(h::Vector{UInt8}, at::Int, v::Integer, n::Int)
+    for k in 0:(n - 1)
+        h[at + k] = UInt8((UInt64(v) >> (8k)) & 0xff)
+    end
+end
+
+_get(h::Vector{UInt8}, at::Int, n::Int) = reduce(
+    (acc, k) -> acc | (UInt64(h[at + k]) << (8k)),
+    0:(n - 1);
+    init = UInt64(0),
+)
+
+_separate(len, threshold) = threshold > 0 && len >= threshold
+
+# the one message of every separate part: (base pointer, count, datatype) over their memory
+function _parts_buffer(ptrs::Vector{Ptr{UInt8}}, lens::Vector{Int})
+    base = ptrs[1]
+    blocks = Cint[]
+    displs = Int[]
+    for (p, len) in zip(ptrs, lens), start in 0:MAX_BLOCK:(len - 1)
+        push!(blocks, Cint(min(MAX_BLOCK, len - start)))
+        push!(displs, Int(p - base) + start)
+    end
+    length(blocks) == 1 && return MPI.Buffer(base, blocks[1], MPI.BYTE)
+    dt = MPI.Types.create_struct(blocks, displs, fill(MPI.BYTE, length(blocks)))
+    MPI.Types.commit!(dt)
+    return MPI.Buffer(base, 1, dt)
+end
+
+function _region_ptr(fn::Symbol, h::Ptr{Cvoid}, i::Integer)
+    iov = Ref(CdtIov(C_NULL, 0))
+    got = Ref{Int64}(0)
+    rc = if fn === :frame
+        ccall(
+            CDTypes.cfn(:cdt_frame_region_iov),
+            Cint,
+            (Ptr{Cvoid}, Int64, Int64, Int64, Ref{CdtIov}, Ref{Int64}),
+            h,
+            i,
+            0,
+            1,
+            iov,
+            got,
+        )
+    else
+        ccall(
+            CDTypes.cfn(:cdt_decoder_region_iov),
+            Cint,
+            (Ptr{Cvoid}, Int64, Int64, Int64, Ref{CdtIov}, Ref{Int64}),
+            h,
+            i,
+            0,
+            1,
+            iov,
+            got,
+        )
+    end
+    CDTypes.check(rc, "cdt_$(fn)_region_iov")
+    got[] == 1 || throw(CDTypesError(CDTypes.CDT_ERR_FRAME_MALFORMED, "a region in pieces"))
+    return Ptr{UInt8}(iov[].base)
+end
+
+function _frame_region(f::CDTypes.Frame, i::Integer)
+    len = Ref{Int64}(0)
+    kind = Ref{Cint}(0)
+    off = Ref{Int64}(0)
+    CDTypes.check(
+        ccall(
+            CDTypes.cfn(:cdt_frame_region_info),
+            Cint,
+            (Ptr{Cvoid}, Int64, Ref{Int64}, Ref{Cint}, Ref{Int64}),
+            CDTypes._handle(f),
+            i,
+            len,
+            kind,
+            off,
+        ),
+        "cdt_frame_region_info",
+    )
+    return (len = Int(len[]), offset = Int(off[]))
+end
+
+function _gather!(head::Vector{UInt8}, at::Int, f::CDTypes.Frame, offset::Int, len::Int)
+    len == 0 && return
+    GC.@preserve head CDTypes.check(
+        ccall(
+            CDTypes.cfn(:cdt_frame_gather),
+            Cint,
+            (Ptr{Cvoid}, Int64, Ptr{UInt8}, Int64),
+            CDTypes._handle(f),
+            offset,
+            pointer(head, at),
+            len,
+        ),
+        "cdt_frame_gather",
+    )
+end
 
 """
     CDTypes.send(obj, comm::MPI.Comm; dest, tag=0)
 
-Send `obj` to rank `dest` as one MPI message (blocking, like MPI_Send).
+Send `obj` to rank `dest` (blocking, like MPI_Send): one head message on `comm`, plus, when
+`comm` is attached (`CDTypes.mpi_attach`) and the object has arrays of 64 KiB or more, one
+message of those arrays read in place.
 """
 function CDTypes.send(
     obj,
@@ -19,20 +149,61 @@ function CDTypes.send(
     tag::Integer = 0,
     threshold::Integer = CDTypes.DEFAULT_THRESHOLD,
 )
+    pc = _attached(comm)
+    t = pc === nothing ? 0 : THRESHOLD
+    oid = Int(Threads.atomic_add!(NEXT_ID, UInt32(1)) % UInt32(TAG_SPACE)) + 1
     f = CDTypes.encode(obj; threshold = threshold)
-    buf = try
-        CDTypes.tobytes(f)
+    try
+        regions = [_frame_region(f, i) for i in 0:(CDTypes.nregions(f) - 1)]
+        sep = [i for i in eachindex(regions) if _separate(regions[i].len, t)]
+        sep_bytes = sum(regions[i].len for i in sep; init = 0)
+        head = Vector{UInt8}(undef, PREFIX + f.size - sep_bytes)
+        _put!(head, 1, MAGIC, 4)
+        _put!(head, 5, oid, 4)
+        _put!(head, 9, t, 8)
+        at, pos = PREFIX + 1, 0
+        for i in sep
+            # the bytes between the separate regions, in frame order
+            off = regions[i].offset
+            _gather!(head, at, f, pos, off - pos)
+            at += off - pos
+            pos = off + regions[i].len
+        end
+        _gather!(head, at, f, pos, f.size - pos)
+        if isempty(sep)
+            MPI.Send(head, comm; dest = dest, tag = tag)
+        else
+            ptrs = [_region_ptr(:frame, CDTypes._handle(f), i - 1) for i in sep]
+            lens = [regions[i].len for i in sep]
+            GC.@preserve f head begin
+                reqs = [
+                    MPI.Isend(head, comm; dest = dest, tag = tag),
+                    MPI.Isend(_parts_buffer(ptrs, lens), pc; dest = dest, tag = oid),
+                ]
+                MPI.Waitall(reqs)
+            end
+        end
     finally
         close(f)
     end
-    MPI.Send(buf, comm; dest = dest, tag = tag)
     return nothing
+end
+
+# receive and drop the parts of an object that will not be rebuilt, so its send completes
+function _drain(pc, source::Integer, oid::Integer, nbytes::Integer)
+    (pc === nothing || nbytes == 0) && return
+    scratch = Vector{UInt8}(undef, nbytes)
+    MPI.Recv!(scratch, pc; source = source, tag = oid)
+    return
 end
 
 """
     CDTypes.recv(comm::MPI.Comm; source=nothing, tag=nothing) -> obj
 
 Receive one object sent by `CDTypes.send(obj, comm; ...)` (nothing: any source / any tag).
+Every array of the object is allocated from the head message's header and its bytes land in
+it (the large ones straight from the parts message). Throws `CDTypesError` for a message
+that is not such an object; its parts, if any, are received and dropped.
 """
 function CDTypes.recv(
     comm::MPI.Comm;
@@ -44,9 +215,139 @@ function CDTypes.recv(
     tag === nothing || push!(kw, :tag => Int(tag))
     msg, status = MPI.Mprobe(comm, MPI.Status; kw...)
     n = MPI.Get_count(status, UInt8)
-    buf = Vector{UInt8}(undef, n)
-    MPI.Mrecv!(buf, msg)
-    return CDTypes.decode(buf)
+    head = Vector{UInt8}(undef, n)
+    MPI.Mrecv!(head, msg)
+    (n >= PREFIX && UInt32(_get(head, 1, 4)) == MAGIC) ||
+        throw(CDTypesError(
+            -9,
+            "not a CDTypes MPI message ($n bytes)",
+        )) # CDT_ERR_FRAME_MAGIC
+    oid = Int(_get(head, 5, 4))
+    t = Int(min(_get(head, 9, 8), UInt64(typemax(Int))))
+    return _receive(comm, head, status.source, oid, t)
+end
+
+function _receive(comm, head::Vector{UInt8}, src::Integer, oid::Int, t::Int)
+    pc = _attached(comm)
+    nframe = length(head) - PREFIX
+    nframe >= CDTypes.CDT_FRAME_FIXED_HEADER_SIZE ||
+        throw(CDTypesError(
+            CDTypes.CDT_ERR_FRAME_TRUNCATED,
+            "$nframe bytes cannot hold a frame header",
+        ))
+    decref = Ref{Ptr{Cvoid}}(C_NULL)
+    rc = GC.@preserve head ccall(
+        CDTypes.cfn(:cdt_decoder_create),
+        Cint,
+        (Ptr{UInt8}, Int64, Ref{Ptr{Cvoid}}),
+        pointer(head, PREFIX + 1),
+        nframe,
+        decref,
+    )
+    CDTypes.check(rc, "cdt_decoder_create") # no header: no parts can be found to drain
+    dec = decref[]
+    st = nothing
+    sep = Int[]
+    sep_bytes = 0
+    posted = false
+    try
+        info = CDTypes._decoder_info(dec)
+        regions = [CDTypes._region_info(dec, i) for i in 0:(info.region_count - 1)]
+        sep = [i - 1 for i in eachindex(regions) if _separate(regions[i].len, t)]
+        sep_bytes = sum(regions[i + 1].len for i in sep; init = 0)
+        info.frame_size - sep_bytes == nframe ||
+            throw(CDTypesError(
+                nframe < info.frame_size - sep_bytes ?
+                    CDTypes.CDT_ERR_FRAME_TRUNCATED :
+                    CDTypes.CDT_ERR_FRAME_MALFORMED,
+                "the head message has $nframe frame bytes, its header announces $(info.frame_size - sep_bytes)",
+            ))
+        isempty(sep) ||
+            pc !== nothing ||
+            throw(CDTypesError(
+                CDTypes.CDT_ERR_FRAME_MALFORMED,
+                "the object has a parts message, but the communicator is not attached here (CDTypes.mpi_attach)",
+            ))
+        # the stream lies before every region, so at its frame offset in the head
+        hs, ps = Int(info.header_size), Int(info.packed_size)
+        stream = head[(PREFIX + hs + 1):(PREFIX + hs + ps)]
+        CDTypes._is_julia_stream(stream) ||
+            throw(ArgumentError(
+                "not a CDTypes.jl object: its packed stream is not a Julia serialization stream",
+            ))
+        toc = CDTypes.read_toc(IOBuffer(stream))
+        length(toc) == length(regions) ||
+            throw(CDTypesError(
+                CDTypes.CDT_ERR_FRAME_MISMATCH,
+                "the stream lists $(length(toc)) arrays, the frame has $(length(regions)) regions",
+            ))
+        arrays = Any[]
+        for (i, (T, dims)) in enumerate(toc)
+            nbytes = Base.checked_mul(reduce(Base.checked_mul, dims; init = 1), sizeof(T))
+            nbytes == regions[i].len ||
+                throw(CDTypesError(
+                    CDTypes.CDT_ERR_FRAME_MISMATCH,
+                    "array $i is $nbytes bytes, region $(i - 1) is $(regions[i].len)",
+                ))
+            push!(arrays, Array{T}(undef, dims))
+        end
+        st = CDTypes._RecvState(:arrays, arrays)
+        GC.@preserve st head arrays begin
+            CDTypes._raise(st, CDTypes._prepare_bind(st, dec), "cdt_sobj_recv_prepare")
+            # the head's bytes at their frame offsets, then the parts straight into the arrays
+            pos, hpos = 0, PREFIX
+            for i in vcat(sep, [length(regions)])
+                off = i < length(regions) ? regions[i + 1].offset : Int(info.frame_size)
+                if off > pos
+                    CDTypes.check(
+                        ccall(
+                            CDTypes.cfn(:cdt_decoder_write),
+                            Cint,
+                            (Ptr{Cvoid}, Int64, Ptr{UInt8}, Int64),
+                            dec,
+                            pos,
+                            pointer(head, hpos + 1),
+                            off - pos,
+                        ),
+                        "cdt_decoder_write",
+                    )
+                    hpos += off - pos
+                end
+                i < length(regions) && (pos = off + regions[i + 1].len)
+            end
+            if !isempty(sep)
+                ptrs = [_region_ptr(:decoder, dec, i) for i in sep]
+                lens = [regions[i + 1].len for i in sep]
+                posted = true
+                MPI.Recv!(_parts_buffer(ptrs, lens), pc; source = src, tag = oid)
+                for i in sep
+                    CDTypes.check(
+                        ccall(
+                            CDTypes.cfn(:cdt_decoder_region_done),
+                            Cint,
+                            (Ptr{Cvoid}, Int64),
+                            dec,
+                            i,
+                        ),
+                        "cdt_decoder_region_done",
+                    )
+                end
+            end
+            CDTypes.check(
+                ccall(CDTypes.cfn(:cdt_decoder_finish), Cint, (Ptr{Cvoid},), dec),
+                "cdt_decoder_finish",
+            )
+        end
+        io = IOBuffer(st.inband)
+        CDTypes.read_toc(io)
+        return CDTypes.deserialize_body(io, arrays)
+    catch
+        posted || _drain(pc, src, oid, sep_bytes)
+        rethrow()
+    finally
+        ccall(CDTypes.cfn(:cdt_decoder_free), Cint, (Ptr{Cvoid},), dec)
+        st === nothing || CDTypes._release!(st)
+    end
 end
 
 # an Endpoint is not an object to send over MPI: keep the two `send` families apart

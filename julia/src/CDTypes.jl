@@ -33,8 +33,18 @@ include("ucx.jl")
 
 MPI methods, defined when MPI.jl is loaded (package extension CDTypesMPIExt): the object is
 one MPI message holding its frame; the receiver matches it with a matched probe, allocates
-the announced size, receives and decodes.
+the announced size, receives and decodes; on a communicator attached with `mpi_attach`, the
+large arrays follow as one more message (the protocol of the Python package's MPI path).
 """
 function mpi_doc end
+
+"""
+    CDTypes.mpi_attach(comm) -> MPI.Comm
+
+With MPI.jl loaded: duplicate `comm` (collective over it) so that the arrays of 64 KiB or
+more of objects sent on `comm` travel as one separate message straight into the receiver's
+arrays; see docs/JULIA.md.
+"""
+function mpi_attach end
 
 end # module

@@ -2,6 +2,9 @@ using Test
 using Serialization
 using CDTypes
 using CDTypes: encode, decode, decode_frame, tobytes, iov, pieces, nregions
+if Base.find_package("MPI") !== nothing
+    import MPI # the test environment has it (Project.toml [extras]): the extension loads
+end
 
 include("types.jl")
 include("json_min.jl")
@@ -196,6 +199,17 @@ roundtrip(x; kw...) = decode(tobytes(encode(x; kw...)))
             # cut short: an error, never a partial object
             data = read(path)
             @test_throws CDTypesError decode_frame(data[1:(end - 1)])
+        end
+    end
+
+    @testset "MPI, two ranks" begin
+        if !isdefined(@__MODULE__, :MPI)
+            @info "MPI.jl not installed: MPI test skipped"
+        else
+            @test Base.get_extension(CDTypes, :CDTypesMPIExt) !== nothing
+            peer = joinpath(@__DIR__, "mpi_peer.jl")
+            cmd = `$(MPI.mpiexec()) -n 2 $(Base.julia_cmd()) --project=$(Base.active_project()) $peer`
+            @test success(pipeline(cmd; stdout = stdout, stderr = stderr))
         end
     end
 
