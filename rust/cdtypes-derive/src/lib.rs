@@ -103,6 +103,7 @@ fn expand(mut input: DeriveInput, pack: bool) -> syn::Result<Tokens> {
                         ::cdtypes::__fixed_sum(&[#(<#tys as ::cdtypes::Pack>::FIXED_SIZE),*]);
                     #[doc(hidden)]
                     #[allow(unused_variables, unused_mut)]
+                    #[inline]
                     fn pack_fixed(&self, out: &mut [u8]) {
                         let mut at = 0usize;
                         #(::cdtypes::__pack_field(&#accesses, out, &mut at);)*
@@ -129,6 +130,7 @@ fn expand(mut input: DeriveInput, pack: bool) -> syn::Result<Tokens> {
                         ::cdtypes::__fixed_sum(&[#(<#tys as ::cdtypes::Unpack>::FIXED_SIZE),*]);
                     #[doc(hidden)]
                     #[allow(unused_variables, unused_mut)]
+                    #[inline]
                     fn unpack_fixed(bytes: &[u8]) -> ::cdtypes::Result<Self> {
                         let mut at = 0usize;
                         ::std::result::Result::Ok(#build)

@@ -130,6 +130,7 @@ pub trait Pack {
 
     /// Write exactly `FIXED_SIZE` bytes into `out` (as [`pack`](Pack::pack) would append them).
     #[doc(hidden)]
+    #[inline]
     fn pack_fixed(&self, out: &mut [u8]) {
         let _ = out;
     }
@@ -139,6 +140,7 @@ pub trait Pack {
     /// it with one copy of the array's bytes. An element-wise loop over a `[i32; 2048]` field
     /// made a `Vec` of such structs move at under 1 GB/s over shared memory.
     #[doc(hidden)]
+    #[inline]
     fn pack_fixed_array(items: &[Self], out: &mut [u8])
     where
         Self: Sized,
@@ -211,6 +213,7 @@ pub trait Unpack: Sized {
     /// [`Pack::pack_fixed_array`] wrote): by default each element; plain-data types override
     /// it with one check and one copy.
     #[doc(hidden)]
+    #[inline]
     fn unpack_fixed_array<const N: usize>(bytes: &[u8]) -> Result<[Self; N]> {
         let mut out = std::mem::MaybeUninit::<[Self; N]>::uninit();
         let first = out.as_mut_ptr() as *mut Self;
@@ -227,6 +230,7 @@ pub trait Unpack: Sized {
 
     /// Read a value from exactly `FIXED_SIZE` bytes (what [`Pack::pack_fixed`] wrote).
     #[doc(hidden)]
+    #[inline]
     fn unpack_fixed(bytes: &[u8]) -> Result<Self> {
         let _ = bytes;
         Err(Error::mismatch(format!(
@@ -606,6 +610,7 @@ impl Unpacker {
 }
 
 /// One plain value from exactly its bytes.
+#[inline]
 fn read_plain<T: PlainData>(bytes: &[u8]) -> Result<T> {
     if bytes.len() != size_of::<T>() || !T::valid(bytes) {
         return Err(Error::mismatch(format!(
@@ -618,6 +623,7 @@ fn read_plain<T: PlainData>(bytes: &[u8]) -> Result<T> {
 }
 
 /// N plain values from exactly `N * size_of::<T>()` bytes, checked once (PlainData::valid).
+#[inline]
 fn read_plain_array_from<T: PlainData, const N: usize>(bytes: &[u8]) -> Result<[T; N]> {
     if bytes.len() != N * size_of::<T>() || !T::valid(bytes) {
         return Err(Error::mismatch(format!(
@@ -663,6 +669,7 @@ pub const fn __fixed_sum(sizes: &[Option<usize>]) -> Option<usize> {
 
 /// Pack the fields of a fixed-size value into `out` at consecutive offsets (derived code).
 #[doc(hidden)]
+#[inline]
 pub fn __pack_field<T: Pack + ?Sized>(value: &T, out: &mut [u8], at: &mut usize) {
     let size = __fixed_size(T::FIXED_SIZE);
     if let Some(o) = out.get_mut(*at..*at + size) {
@@ -673,6 +680,7 @@ pub fn __pack_field<T: Pack + ?Sized>(value: &T, out: &mut [u8], at: &mut usize)
 
 /// Unpack the next field of a fixed-size value from `bytes` at `*at` (derived code).
 #[doc(hidden)]
+#[inline]
 pub fn __unpack_field<T: Unpack>(bytes: &[u8], at: &mut usize) -> Result<T> {
     let size = __fixed_size(T::FIXED_SIZE);
     let b = bytes
@@ -703,6 +711,7 @@ macro_rules! plain_checked {
                 p.write_plain_slice(items);
             }
             const FIXED_SIZE: Option<usize> = Some(size_of::<$t>());
+            #[inline]
             fn pack_fixed(&self, out: &mut [u8]) {
                 // SAFETY: PlainData has no padding, so all its bytes are initialised
                 let bytes = unsafe {
@@ -712,6 +721,7 @@ macro_rules! plain_checked {
                     out.copy_from_slice(bytes);
                 }
             }
+            #[inline]
             fn pack_fixed_array(items: &[Self], out: &mut [u8]) {
                 let n = std::mem::size_of_val(items);
                 // SAFETY: PlainData has no padding, so all the slice's bytes are initialised
@@ -735,9 +745,11 @@ macro_rules! plain_checked {
                 u.read_plain_array()
             }
             const FIXED_SIZE: Option<usize> = Some(size_of::<$t>());
+            #[inline]
             fn unpack_fixed(bytes: &[u8]) -> Result<Self> {
                 read_plain(bytes)
             }
+            #[inline]
             fn unpack_fixed_array<const N: usize>(bytes: &[u8]) -> Result<[Self; N]> {
                 read_plain_array_from(bytes)
             }
@@ -816,6 +828,7 @@ macro_rules! wide {
                 s.push($name);
             }
             const FIXED_SIZE: Option<usize> = Some(16);
+            #[inline]
             fn pack_fixed(&self, out: &mut [u8]) {
                 if let Some(out) = out.get_mut(..16) {
                     out.copy_from_slice(&self.to_ne_bytes());
@@ -828,6 +841,7 @@ macro_rules! wide {
                 Self::unpack_fixed(b)
             }
             const FIXED_SIZE: Option<usize> = Some(16);
+            #[inline]
             fn unpack_fixed(b: &[u8]) -> Result<Self> {
                 let b: [u8; 16] = b
                     .try_into()
@@ -859,6 +873,7 @@ impl Unpack for () {
         Ok(())
     }
     const FIXED_SIZE: Option<usize> = Some(0);
+    #[inline]
     fn unpack_fixed(_bytes: &[u8]) -> Result<Self> {
         Ok(())
     }
@@ -878,6 +893,7 @@ impl<T: Pack, const N: usize> Pack for [T; N] {
         Some(n) => n.checked_mul(N),
         None => None,
     };
+    #[inline]
     fn pack_fixed(&self, out: &mut [u8]) {
         T::pack_fixed_array(self, out)
     }
@@ -903,6 +919,7 @@ impl<T: Unpack, const N: usize> Unpack for [T; N] {
         Some(n) => n.checked_mul(N),
         None => None,
     };
+    #[inline]
     fn unpack_fixed(bytes: &[u8]) -> Result<Self> {
         T::unpack_fixed_array::<N>(bytes)
     }
@@ -960,6 +977,7 @@ macro_rules! tuple {
             }
             const FIXED_SIZE: Option<usize> = __fixed_sum(&[$(<$name as Pack>::FIXED_SIZE),+]);
             #[allow(non_snake_case)]
+            #[inline]
             fn pack_fixed(&self, out: &mut [u8]) {
                 let ($($name,)+) = self;
                 let mut at = 0;
@@ -977,6 +995,7 @@ macro_rules! tuple {
             }
             const FIXED_SIZE: Option<usize> =
                 __fixed_sum(&[$(<$name as Unpack>::FIXED_SIZE),+]);
+            #[inline]
             fn unpack_fixed(bytes: &[u8]) -> Result<Self> {
                 let mut at = 0;
                 Ok(($(__unpack_field::<$name>(bytes, &mut at)?,)+))
@@ -1007,6 +1026,7 @@ impl<T: Pack + ?Sized> Pack for &T {
         (**self).pack(p)
     }
     const FIXED_SIZE: Option<usize> = T::FIXED_SIZE;
+    #[inline]
     fn pack_fixed(&self, out: &mut [u8]) {
         (**self).pack_fixed(out)
     }

@@ -113,7 +113,10 @@ impl Limits {
 /// Memory of a receive, handed out by `alloc_part` to `cdt_sobj_recv_prepare`.
 #[derive(Default)]
 struct Store {
+    /// Reserved for `inband_len` bytes but kept at length 0 until the decoder finished: the
+    /// decoder writes every byte, so zero-filling it first would be one more pass over it.
     inband: Vec<u8>,
+    inband_len: usize,
     regions: Vec<RegionBuf>,
 }
 
@@ -145,10 +148,11 @@ unsafe extern "C" fn alloc_part(
         if store.inband.capacity() == 0 {
             store.inband = take_buffer(0);
         }
+        store.inband.clear();
         if store.inband.try_reserve_exact(len).is_err() {
             return sys::CDT_ERR_NO_MEMORY;
         }
-        store.inband.resize(len, 0);
+        store.inband_len = len;
         *base = store.inband.as_mut_ptr().cast();
         return sys::CDT_SUCCESS;
     }
@@ -196,10 +200,14 @@ impl RecvState {
         ))
     }
 
-    /// The received value (after the decoder finished).
+    /// The received value. Only after the decoder finished successfully: that is what makes
+    /// the in-band bytes initialised.
     pub(crate) fn into_value<T: Unpack>(mut self: Box<Self>) -> Result<T> {
-        let store = std::mem::take(&mut self.store);
+        let mut store = std::mem::take(&mut self.store);
         drop(self);
+        // SAFETY: capacity >= inband_len (reserved in alloc_part), and cdt_decoder_finish
+        // succeeds only once every byte of the frame, the in-band part included, was written
+        unsafe { store.inband.set_len(store.inband_len) };
         Unpacker::new(store.inband, store.regions).unpack_value()
     }
 }
