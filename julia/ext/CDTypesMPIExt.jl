@@ -193,7 +193,12 @@ end
 function _drain(pc, source::Integer, oid::Integer, nbytes::Integer)
     (pc === nothing || nbytes == 0) && return
     scratch = Vector{UInt8}(undef, nbytes)
-    MPI.Recv!(scratch, pc; source = source, tag = oid)
+    GC.@preserve scratch MPI.Recv!(
+        _parts_buffer([pointer(scratch)], [Int(nbytes)]),
+        pc;
+        source = source,
+        tag = oid,
+    )
     return
 end
 
