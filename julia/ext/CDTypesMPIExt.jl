@@ -66,6 +66,8 @@ function _parts_buffer(ptrs::Vector{Ptr{UInt8}}, lens::Vector{Int})
     return MPI.Buffer(base, 1, dt)
 end
 
+# the one piece of region i of a frame (fn :frame) or of a decoder's destination (:decoder);
+# two ccalls because each names its C function literally, as julia/tools/check_abi.py needs
 function _region_ptr(fn::Symbol, h::Ptr{Cvoid}, i::Integer)
     iov = Ref(CdtIov(C_NULL, 0))
     got = Ref{Int64}(0)

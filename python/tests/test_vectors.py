@@ -1,8 +1,8 @@
 """Shared frame test vectors (tests/vectors/, see its README), at the frame level.
 
 Every NAME.bin there was written by one binding (C, Python, Rust, Julia) and NAME.json is its
-description, read from the bytes by docs/FORMAT.md alone (tests/vectors/describe.py). Here:
-the descriptions match the bytes; libcdt's decoder, driven from Python, finds the same header,
+description, read from the bytes by docs/FORMAT.md alone (tests/vectors/describe.py, whose own
+tests are julia/tools/tests/test_vectors.py). Here: libcdt's decoder, driven from Python, finds the same header,
 stream and regions in every vector; the Python package still writes its own vectors byte for
 byte and reads them back; and a frame that other bindings wrote (not a pickle stream) is a
 clear error from cdtypes.loads, never a crash.
@@ -11,7 +11,6 @@ import ctypes
 import importlib.util
 import json
 import pathlib
-import pickle
 
 import pytest
 
@@ -28,24 +27,12 @@ def _load(name):
     return mod
 
 
-describe = _load("describe")
 BINS = sorted(VECTORS.glob("*.bin"))
 IDS = [b.stem for b in BINS]
 
 
 def want(b):
     return json.loads(b.with_suffix(".json").read_text())
-
-
-def test_every_writer_has_vectors():
-    prefixes = {b.name.split("_", 1)[0] for b in BINS}
-    assert {"c", "python", "rust"} <= prefixes  # julia_ vectors are added where Julia runs
-
-
-@pytest.mark.parametrize("b", BINS, ids=IDS)
-def test_description_matches_the_bytes(b):
-    w = want(b)
-    assert describe.layout(b.read_bytes(), w["writer"]) == w
 
 
 def libcdt_decode(data):
@@ -117,11 +104,9 @@ def test_python_vectors_read_back():
     make = _load("make_python")
     for name, obj in make.objects().items():
         back = cdtypes.loads((VECTORS / ("python_%s.bin" % name)).read_bytes())
-        # PickleBuffers come back as the buffers' contents
-        flat = pickle.loads(pickle.dumps(obj, protocol=5), buffers=None) if name == "inband" else None
-        if flat is not None:
-            assert back == flat
-        else:
+        if name == "inband":
+            assert back == obj
+        else:  # PickleBuffers come back as their contents
             assert [bytes(memoryview(x)) for x in back] == [bytes(x.raw()) for x in obj], name
 
 
@@ -131,14 +116,3 @@ def test_other_bindings_frames_are_a_clear_error_in_loads(b):
     with pytest.raises(cdtypes.CdtError):
         cdtypes.loads(b.read_bytes())
 
-
-def test_describe_refuses_broken_frames():
-    data = bytearray((VECTORS / "python_buffers.bin").read_bytes())
-    w = want(VECTORS / "python_buffers.bin")
-    for pos in (0, 4, 40, 48 + 12, w["header_size"] + w["packed_size"]):  # magic, version,
-        bad = bytearray(data)  # reserved, a region's reserved field, a padding byte
-        bad[pos] ^= 0x01
-        with pytest.raises(describe.VectorError):
-            describe.layout(bytes(bad), "x")
-    with pytest.raises(describe.VectorError):
-        describe.layout(bytes(data[:-1]), "x")

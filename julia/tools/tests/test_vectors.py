@@ -32,3 +32,15 @@ def test_a_wrong_description_is_found(tmp_path):
     want = json.loads(src.with_suffix(".json").read_text())
     want["regions"][0]["hex"] = "00"
     assert describe.layout(src.read_bytes(), want["writer"]) != want
+
+
+def test_broken_frames_are_refused():
+    data = bytearray((VECTORS / "python_buffers.bin").read_bytes())
+    w = json.loads((VECTORS / "python_buffers.json").read_text())
+    for pos in (0, 4, 40, 48 + 12, w["header_size"] + w["packed_size"]):  # magic, version,
+        bad = bytearray(data)  # reserved, a region's reserved field, a padding byte
+        bad[pos] ^= 0x01
+        with pytest.raises(describe.VectorError):
+            describe.layout(bytes(bad), "x")
+    with pytest.raises(describe.VectorError):
+        describe.layout(bytes(data[:-1]), "x")
