@@ -69,13 +69,13 @@ enum cdt_ucx_context_params_field {
  * cdt_ucx_context_create). */
 typedef enum cdt_ucx_shared_memory {
     /* UCX's own choice. With the peer-failure detection libcdt endpoints use, UCX 1.13 then
-     * talks TCP (loopback) even to a process of the same machine. The default. */
+     * talks TCP (loopback) even to a process of the same machine. */
     CDT_UCX_SHM_OFF = 0,
     /* shared-memory segments (sysv/posix) for messages; rendezvous of large messages over the
      * network transports (tcp on loopback) */
     CDT_UCX_SHM_COPY = 1,
     /* shared-memory segments, and rendezvous by cross-memory attach (cma): the fastest local
-     * path */
+     * path. The default. */
     CDT_UCX_SHM_FULL = 2,
 } cdt_ucx_shared_memory;
 
@@ -84,7 +84,7 @@ typedef struct cdt_ucx_context_params {
     /* expected number of endpoints (a UCX tuning hint). Default: UCX's. */
     size_t estimated_num_eps;
     /* shared memory between local processes. Default: the environment variable
-     * CDT_UCX_SHARED_MEMORY (off, copy or full) when set, else CDT_UCX_SHM_OFF. */
+     * CDT_UCX_SHARED_MEMORY (off, copy or full) when set, else CDT_UCX_SHM_FULL. */
     cdt_ucx_shared_memory shared_memory;
 } cdt_ucx_context_params;
 
@@ -92,17 +92,20 @@ typedef struct cdt_ucx_context_params {
  *  as UCX_TLS) and create a context with tag matching.
  *  Shared memory: libcdt endpoints detect peer failures (UCP_ERR_HANDLING_MODE_PEER), and
  *  UCX 1.13 leaves out its shared-memory transports in that mode unless they are told to
- *  expose error handling. With CDT_UCX_SHM_COPY or _FULL the context tells them, through
- *  ucp_config_modify and only for variables the environment does not set:
+ *  expose error handling. With CDT_UCX_SHM_COPY or _FULL (the default) the context tells
+ *  them, through ucp_config_modify and only for variables the environment does not set:
  *  UCX_SYSV_ERROR_HANDLING=y and UCX_POSIX_ERROR_HANDLING=y, and with _FULL also
- *  UCX_CMA_MEMORY_INVALIDATE=y (which UCX marks experimental). Why it is not the default:
- *  with those settings UCX 1.13 does not end a rendezvous send whose receiver died (the
- *  request stays pending, also after cdt_ucx_ep_close), where over TCP it fails at once
- *  with CDT_ERR_PEER. A program that turns shared memory on bounds its sends with timeouts
- *  and treats a send that outlives its endpoint as lost (its memory stays with UCX);
- *  docs/TRANSPORT.md has the measurements. A dead sender is still detected (the receive
- *  fails with CDT_ERR_PEER). UCX_TLS, when set, still decides which transports exist at
- *  all. cdt_ucx_ep_transports() tells which ones an endpoint uses.
+ *  UCX_CMA_MEMORY_INVALIDATE=y (which UCX marks experimental). Two local processes then talk
+ *  over shared segments and cross-memory attach (`am=sysv/memory rma=cma/memory`).
+ *  Failures: over shared memory UCX notices a dead peer on its keepalive timer, so the
+ *  context sets UCX_KEEPALIVE_INTERVAL to 1 s unless the environment sets it: a send or
+ *  receive with a dead peer ends with CDT_ERR_PEER within about a second. UCX 1.13 never
+ *  ends a rendezvous send whose receiver died over shared memory; libcdt ends it itself when
+ *  the endpoint fails (the request completes with CDT_ERR_PEER and the object may be freed;
+ *  UCX's own request stays inside the worker, and UCX may warn at cdt_ucx_worker_destroy
+ *  that it was not returned). docs/TRANSPORT.md §1 has the measurements. UCX_TLS, when set,
+ *  still decides which transports exist at all. cdt_ucx_ep_transports() tells which ones an
+ *  endpoint uses.
  *  Errors: CDT_ERR_TRANSPORT (UCX failed), CDT_ERR_NO_MEMORY, CDT_ERR_INVALID_ARG. */
 CDT_API int cdt_ucx_context_create(const cdt_ucx_context_params *params, cdt_ucx_context *context);
 /*! cdt_ucx_context_destroy() : destroy a context whose workers are all destroyed. */
@@ -244,9 +247,10 @@ CDT_API int cdt_ucx_ep_transports(cdt_ucx_ep ep, char *buf, size_t size);
 CDT_API int cdt_ucx_ep_protocol(cdt_ucx_ep ep, cdt_ucx_protocol *protocol);
 /*! cdt_ucx_ep_close() : flush what was sent (at most timeout_ms, then force) and close.
  *  Returns CDT_SUCCESS, or the error that made it close by force. ep is freed either way.
- *  Sends still pending on it when it closes by force complete with CDT_ERR_CANCELED (or
- *  CDT_ERR_PEER when the peer had failed first); receives whose data was coming from it fail
- *  with CDT_ERR_PEER. */
+ *  A flush ends once every message is announced, so a send whose receive was never posted
+ *  can outlive it; the close is then forced. Sends still pending when it closes complete with
+ *  CDT_ERR_CANCELED (or CDT_ERR_PEER when the peer had failed first), and their objects may be
+ *  freed; receives whose data was coming from it fail with CDT_ERR_PEER. */
 CDT_API int cdt_ucx_ep_close(cdt_ucx_ep ep, int64_t timeout_ms);
 
 /* ------------------------------------------------------------------------------------------
@@ -327,8 +331,9 @@ typedef struct cdt_ucx_recv_params {
  *  CDT_ERR_INVALID_ARG, CDT_ERR_PEER, CDT_ERR_TRANSPORT. */
 CDT_API int cdt_ucx_isend(cdt_ucx_ep ep, const void *buf, cdt_count count, cdt_type type,
                           cdt_ucx_tag tag, cdt_ucx_request *request);
-/*! cdt_ucx_send() : isend + wait + free. On CDT_ERR_TIMEOUT the send is abandoned (the
- *  endpoint should then be closed). */
+/*! cdt_ucx_send() : isend + wait + free. On CDT_ERR_TIMEOUT the send is abandoned but may
+ *  still be moving: the object must stay valid until the endpoint is closed (which ends the
+ *  send) or the worker destroyed; the worker frees the request itself. */
 CDT_API int cdt_ucx_send(cdt_ucx_ep ep, const void *buf, cdt_count count, cdt_type type,
                          cdt_ucx_tag tag, int64_t timeout_ms);
 

@@ -124,11 +124,21 @@ def test_recv_restricted(echo):
     assert same(echo.recv(tag=715, timeout=30, allowed=True, max_bytes=1 << 20), obj)
 
 
+def shared_memory():
+    """Whether libcdt's endpoints between two local processes run over shared memory: its
+    default, unless CDT_UCX_SHARED_MEMORY=off or UCX_TLS leaves shared memory out."""
+    tls = os.environ.get("UCX_TLS", "")
+    return os.environ.get("CDT_UCX_SHARED_MEMORY", "full") != "off" and (
+        tls == "" or any(t in tls.split(",") for t in ("sm", "shm", "sysv", "posix", "all"))
+    )
+
+
 @pytest.mark.parametrize("protocol", ["single", "auto-single"])
 def test_protocol_choice_and_single_mode(protocol):
     """Worker(protocol=...) picks how objects travel (docs/TRANSPORT.md): 'single' sends each
     object as one message, and the echo peer (which sends in its own mode) still takes it;
-    'auto-single' follows the transport as 'auto' does (TCP here unless shared memory is on)."""
+    'auto-single' follows the transport as 'auto' does (shared memory here unless it is
+    turned off)."""
     with pytest.raises(ValueError):
         ucx.Worker(protocol="fast")
     script = os.path.join(os.path.dirname(__file__), "ucx_peer.py")
@@ -136,7 +146,7 @@ def test_protocol_choice_and_single_mode(protocol):
     try:
         port = int(peer.stdout.readline())
         with ucx.connect("127.0.0.1", port, timeout=30, protocol=protocol) as ep:
-            if protocol == "single" or os.environ.get("CDT_UCX_SHARED_MEMORY") == "full":
+            if protocol == "single" or shared_memory():
                 assert ep.protocol == "single"
             else:
                 assert ep.protocol == "split"
@@ -152,9 +162,9 @@ def test_protocol_choice_and_single_mode(protocol):
 
 
 def test_protocol_default_follows_the_transport(echo):
-    # the default (auto-single) follows the transport: loopback TCP unless shared memory was
-    # asked for (CDT_UCX_SHARED_MEMORY=full), where every object is one message
-    if os.environ.get("CDT_UCX_SHARED_MEMORY") == "full":
+    # the default (auto-single) follows the transport: shared memory between local processes,
+    # where every object is one message, unless it is turned off (CDT_UCX_SHARED_MEMORY=off)
+    if shared_memory():
         assert echo.protocol == "single"
     else:
         assert echo.protocol == "split"

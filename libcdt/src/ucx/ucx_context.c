@@ -118,7 +118,7 @@ int cdt_ucx_context_create(const cdt_ucx_context_params *params, cdt_ucx_context
 {
     if (context == NULL)
         return CDT_ERR_INVALID_ARG;
-    cdt_ucx_shared_memory shm = CDT_UCX_SHM_OFF;
+    cdt_ucx_shared_memory shm = CDT_UCX_SHM_FULL;
     const char *env = getenv("CDT_UCX_SHARED_MEMORY");
     if (params != NULL && (params->field_mask & CDT_UCX_CONTEXT_PARAM_SHARED_MEMORY)) {
         shm = params->shared_memory;
@@ -144,6 +144,12 @@ int cdt_ucx_context_create(const cdt_ucx_context_params *params, cdt_ucx_context
         return CDT_ERR_TRANSPORT;
     }
     int rc = shared_memory_config(config, shm);
+    /* a peer that dies is reported within about a second: over shared memory UCX notices it
+     * only on its keepalive timer (20 s by default in UCX 1.13), which also ends the sends
+     * libcdt ends on an endpoint's failure (cdt__ucx_ep_end_sends) */
+    if (rc == CDT_SUCCESS && getenv("UCX_KEEPALIVE_INTERVAL") == NULL &&
+        ucp_config_modify(config, "KEEPALIVE_INTERVAL", CDT__UCX_KEEPALIVE_INTERVAL) != UCS_OK)
+        rc = CDT_ERR_TRANSPORT;
     if (rc != CDT_SUCCESS) {
         ucp_config_release(config);
         free(c);

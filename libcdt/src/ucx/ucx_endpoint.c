@@ -18,6 +18,7 @@ static void ep_error_cb(void *arg, ucp_ep_h ucp_ep, ucs_status_t status)
     (void)status;
     struct cdt_ucx_ep_s *ep = arg;
     ep->status = CDT_ERR_PEER;
+    cdt__ucx_ep_end_sends(ep, CDT_ERR_PEER);
     /* a receive part-way through a message may be waiting for this peer's regions; the
      * transport cannot tell which sender a receive belongs to (docs/TRANSPORT.md) */
     cdt__ucx_fail_body_recvs(ep->w, CDT_ERR_PEER);
@@ -343,7 +344,20 @@ int cdt_ucx_ep_close(cdt_ucx_ep ep, int64_t timeout_ms)
     int64_t close_deadline = cdt__ucx_now_ms() + 1000;
     if (rc == CDT_SUCCESS && deadline > close_deadline)
         close_deadline = deadline;
-    if (close_ucx_ep(w, ep, rc != CDT_SUCCESS, close_deadline)) {
+    /* A flush ends once every message is announced, so sends whose receiver never took them (a
+     * rendezvous waiting for its receive) can outlive it: the close is then forced, which fails
+     * them in UCX. A graceful close would leave them to UCX, which over shared memory keeps
+     * them for ever and in 1.13 aborts on them when the worker is destroyed. */
+    pthread_mutex_lock(&w->lock);
+    bool force = rc != CDT_SUCCESS || ep->sends != NULL;
+    pthread_mutex_unlock(&w->lock);
+    bool closed = close_ucx_ep(w, ep, force, close_deadline);
+    /* sends the close did not end (UCX may keep one for ever: cdt__ucx_ep_end_sends) end now;
+     * their requests outlive the endpoint */
+    pthread_mutex_lock(&w->lock);
+    cdt__ucx_ep_end_sends(ep, ep->status != CDT_SUCCESS ? ep->status : CDT_ERR_CANCELED);
+    pthread_mutex_unlock(&w->lock);
+    if (closed) {
         pthread_mutex_lock(&w->lock);
         ep_unlink(w, ep);
         pthread_mutex_unlock(&w->lock);
@@ -370,6 +384,7 @@ void cdt__ucx_ep_force_close_all(cdt_ucx_worker w)
                 ucp_request_free(req);
             }
         }
+        cdt__ucx_ep_end_sends(ep, CDT_ERR_CANCELED);
         ep_unlink(w, ep);
         free(ep);
     }

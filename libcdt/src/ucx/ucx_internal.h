@@ -19,6 +19,9 @@
 
 /* wire constants and the head parser (pure, fuzzed): ucx_head.h */
 #define CDT__UCX_DEFAULT_ZCOPY_THRESHOLD 65536
+/* how often UCX checks that the peers of a context's endpoints are alive, unless
+ * UCX_KEEPALIVE_INTERVAL says otherwise (cdt_ucx_context_create) */
+#define CDT__UCX_KEEPALIVE_INTERVAL "1s"
 /* how long a matched receive waits for the rest of its object by default (ms) */
 #define CDT__UCX_DEFAULT_REST_TIMEOUT_MS CDT_UCX_DEFAULT_REST_TIMEOUT_MS
 
@@ -88,6 +91,9 @@ struct cdt_ucx_ep_s {
     int mode;     /* CDT__UCX_MODE_* + 1 once chosen, 0 before (cdt__ucx_ep_mode); written
                    * once under the lock, read atomically without it */
     bool closing; /* closed by the user, UCX's close still under way: freed with the worker */
+    /* sends posted on this endpoint and not done (linked by ep_next/ep_prev): a failure or a
+     * close of the endpoint ends them, also where UCX keeps their operations (ucx_send.c) */
+    struct cdt_ucx_request_s *sends;
     struct cdt_ucx_ep_s *next, *prev;
 };
 
@@ -143,6 +149,10 @@ struct cdt_ucx_request_s {
     cdt__ucx_sub *subs; /* regions */
     cdt_count nsubs;
     /* send */
+    struct cdt_ucx_ep_s *ep;                     /* while linked in ep->sends */
+    struct cdt_ucx_request_s *ep_next, *ep_prev; /* ep->sends */
+    bool detached; /* ended before UCX let go of its operations: never read the
+                      object again (the caller may have freed it) */
     cdt_frame frame;
     unsigned char *bounce; /* prefix + inline stream when it must be materialised */
     size_t bounce_len;
@@ -177,7 +187,7 @@ struct cdt_ucx_request_s {
     /* send, single mode: bytes of the message (prefix + frame + trailer), and the end of the
      * bytes packed without a gap from the start (UCX may pack a piece again) */
     size_t single_len, tx_high;
-    struct cdt_ucx_request_s *next, *prev; /* w->body_recvs */
+    struct cdt_ucx_request_s *next, *prev; /* w->body_recvs, w->orphans */
     /* recv: the head message lands here; send: the head message is built here */
     _Alignas(16) unsigned char head[CDT__UCX_HEAD_MAX];
 };
@@ -217,6 +227,12 @@ CDT__UCX_HIDDEN void *cdt__ucx_frame_alloc(void *arg, size_t bytes);
 CDT__UCX_HIDDEN void cdt__ucx_frame_release(void *arg, void *p, size_t bytes);
 /* ucx_endpoint.c */
 CDT__UCX_HIDDEN void cdt__ucx_ep_force_close_all(cdt_ucx_worker w);
+/* ucx_send.c, lock held: a posted send joins its endpoint's list (unless it is done); end
+ * every send of an endpoint with `status` now, whatever UCX still holds of them (the
+ * endpoint failed or is closed); free what an ended send kept once UCX lets go of it */
+CDT__UCX_HIDDEN void cdt__ucx_send_track(struct cdt_ucx_ep_s *ep, cdt_ucx_request r);
+CDT__UCX_HIDDEN void cdt__ucx_ep_end_sends(struct cdt_ucx_ep_s *ep, int status);
+CDT__UCX_HIDDEN void cdt__ucx_send_release(cdt_ucx_request r);
 /* ucx_ep_info.c, lock held: CDT__UCX_MODE_SINGLE or _SPLIT for a send on ep (the worker's
  * protocol, or for CDT_UCX_PROTOCOL_AUTO the transport of the endpoint's messages) */
 CDT__UCX_HIDDEN int cdt__ucx_ep_mode(struct cdt_ucx_ep_s *ep);

@@ -91,6 +91,18 @@ int cdt_ucx_request_recv_info(cdt_ucx_request request, cdt_ucx_recv_info *info)
     return rc;
 }
 
+/* lock held: the request goes to w->orphans, to be released when UCX lets go of it */
+static void orphan(cdt_ucx_request r)
+{
+    cdt_ucx_worker w = r->w;
+    r->orphaned = true;
+    r->prev = NULL;
+    r->next = w->orphans;
+    if (w->orphans != NULL)
+        w->orphans->prev = r;
+    w->orphans = r;
+}
+
 int cdt_ucx_request_free(cdt_ucx_request request)
 {
     if (request == NULL)
@@ -99,16 +111,12 @@ int cdt_ucx_request_free(cdt_ucx_request request)
     pthread_mutex_lock(&w->lock);
     bool done = request->done;
     /* a single-mode receive completes when it fails, while UCX may still deliver the rest of
-     * its message (into nothing): the request's memory is UCX's until then */
-    bool live = done && request->head_sub.ucx != NULL;
-    if (live) {
-        request->orphaned = true;
-        request->prev = NULL;
-        request->next = w->orphans;
-        if (w->orphans != NULL)
-            w->orphans->prev = request;
-        w->orphans = request;
-    }
+     * its message (into nothing), and a send ended by its endpoint's failure or close may still
+     * be held by UCX: the request's memory is UCX's until then */
+    bool live =
+        done && (request->is_send ? request->outstanding > 0 : request->head_sub.ucx != NULL);
+    if (live)
+        orphan(request);
     pthread_mutex_unlock(&w->lock);
     if (!done)
         return CDT_ERR_BUSY;
@@ -131,8 +139,11 @@ void cdt__ucx_orphan_release(cdt_ucx_request r)
 
 void cdt__ucx_orphans_free_all(cdt_ucx_worker w)
 {
-    while (w->orphans != NULL)
+    while (w->orphans != NULL) {
+        if (w->orphans->is_send) /* the frame of a send UCX never let go of */
+            cdt__ucx_send_release(w->orphans);
         cdt__ucx_orphan_release(w->orphans);
+    }
 }
 
 void cdt__ucx_request_release(cdt_ucx_request r)
@@ -167,9 +178,20 @@ int cdt_ucx_send(cdt_ucx_ep ep, const void *buf, cdt_count count, cdt_type type,
     if (rc != CDT_SUCCESS)
         return rc;
     rc = cdt_ucx_request_wait(r, timeout_ms);
-    if (rc != CDT_ERR_TIMEOUT)
+    if (rc != CDT_ERR_TIMEOUT) {
         cdt_ucx_request_free(r);
-    /* on timeout the request stays with the worker: its memory is still in UCX's hands */
+        return rc;
+    }
+    /* on timeout the send goes on (UCX still reads the object): the worker frees the request
+     * when it completes, or at cdt_ucx_worker_destroy */
+    cdt_ucx_worker w = r->w;
+    pthread_mutex_lock(&w->lock);
+    bool finished = r->done && r->outstanding == 0; /* it completed after the wait gave up */
+    if (!finished)
+        orphan(r);
+    pthread_mutex_unlock(&w->lock);
+    if (finished)
+        cdt__ucx_request_release(r);
     return rc;
 }
 

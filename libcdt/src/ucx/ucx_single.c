@@ -46,8 +46,11 @@ static size_t tx_pack(void *state, size_t offset, void *dest, size_t max_length)
     if (offset + done < frame_stop) {
         /* packs the packed stream now (a deferred frame) */
         size_t k = frame_stop - (offset + done);
-        int rc = cdt_frame_gather(r->frame, (cdt_count)(offset + done - CDT__UCX_PREFIX_SIZE),
-                                  out + done, (cdt_count)k);
+        /* an ended send never reads the object again (cdt__ucx_ep_end_sends) */
+        int rc = r->detached
+                     ? CDT_ERR_PEER
+                     : cdt_frame_gather(r->frame, (cdt_count)(offset + done - CDT__UCX_PREFIX_SIZE),
+                                        out + done, (cdt_count)k);
         if (rc != CDT_SUCCESS) {
             /* the message is already moving: fill, and let the trailer tell the receiver */
             memset(out + done, 0, k);
