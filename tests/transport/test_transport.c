@@ -450,7 +450,8 @@ static void pack_fails_server(peer *p)
 
 /* "transports" and "transports_default" (shared memory asked for, or left to the default): two
  * local processes must talk over shared memory (segments for messages, cross-memory attach for
- * rendezvous) with peer-failure detection on. "transports_off" (CDT_UCX_SHARED_MEMORY=off) and
+ * rendezvous) with peer-failure detection on; "transports_copy" (CDT_UCX_SHARED_MEMORY=copy):
+ * segments, no cross-memory attach. "transports_off" (CDT_UCX_SHARED_MEMORY=off) and
  * "transports_tcp" (UCX_TLS=tcp, and shared memory asked for: a transport UCX_TLS leaves out is
  * not used) must see tcp only. */
 static int expect_shared_memory;
@@ -460,7 +461,10 @@ static void check_transports(peer *p, const char *who)
     char t[256];
     CHECK_RC(cdt_ucx_ep_transports(p->ep, t, sizeof(t)));
     fprintf(stderr, "%s: transports in use: %s\n", who, t);
-    if (expect_shared_memory) {
+    if (expect_shared_memory == 2) { /* segments only: rendezvous over tcp, never cma */
+        CHECK(strstr(t, "am=sysv/memory") != NULL || strstr(t, "am=posix/memory") != NULL);
+        CHECK(strstr(t, "cma") == NULL);
+    } else if (expect_shared_memory) {
         CHECK(strstr(t, "am=sysv/memory") != NULL || strstr(t, "am=posix/memory") != NULL);
         CHECK(strstr(t, "rma=cma/memory") != NULL);
         CHECK(strstr(t, "tcp/") == NULL);
@@ -889,6 +893,35 @@ static void close_stuck_client(peer *p)
     double_vec_clear(&v);
 }
 
+/* the accepting side sends a rendezvous-sized object as soon as cdt_ucx_listener_accept
+ * returns (a send posted while UCX was still wiring the endpoint up aborted UCX 1.13 over
+ * shared memory with cma, and never completed without cma: accept now waits for the wireup) */
+static void accept_send_server(peer *p)
+{
+    double_vec v;
+    CHECK_RC(double_vec_init(&v, 4, 256 * 1024, 7));
+    CHECK_RC(cdt_ucx_send(p->ep, &v, 1, double_vec_type(), TAG, T_TIMEOUT_MS));
+    CHECK_RC(cdt_ucx_send(p->ep, v.data[0], 256 * 1024, CDT_INT32, TAG + 1, T_TIMEOUT_MS));
+    double_vec_clear(&v);
+}
+
+static void accept_send_client(peer *p)
+{
+    double_vec v = {0}, want;
+    CHECK_RC(cdt_ucx_recv(p->w, &v, 1, double_vec_type(), TAG, CDT_UCX_TAG_MASK_FULL, NULL, NULL,
+                          T_TIMEOUT_MS));
+    CHECK_RC(double_vec_init(&want, 4, 256 * 1024, 7));
+    CHECK(double_vec_equal(&v, &want));
+    int32_t *flat = malloc(256 * 1024 * sizeof(int32_t));
+    CHECK(flat != NULL);
+    CHECK_RC(cdt_ucx_recv(p->w, flat, 256 * 1024, CDT_INT32, TAG + 1, CDT_UCX_TAG_MASK_FULL, NULL,
+                          NULL, T_TIMEOUT_MS));
+    CHECK(memcmp(flat, want.data[0], 256 * 1024 * sizeof(int32_t)) == 0);
+    free(flat);
+    double_vec_clear(&want);
+    double_vec_clear(&v);
+}
+
 /* a blocking send that times out (the peer never receives) is abandoned, not leaked: closing
  * the endpoint ends it, the object may then be freed, and the worker frees the request (the
  * ASan build checks for leaks) */
@@ -939,8 +972,12 @@ int main(int argc, char **argv)
     if (strcmp(c, "peer_exit") == 0)
         return run_pair(peer_exit_server, peer_exit_client, NULL, NULL, 3);
     if (strcmp(c, "transports") == 0 || strcmp(c, "transports_tcp") == 0 ||
-        strcmp(c, "transports_default") == 0 || strcmp(c, "transports_off") == 0) {
-        expect_shared_memory = strcmp(c, "transports_off") != 0 && strcmp(c, "transports_tcp") != 0;
+        strcmp(c, "transports_default") == 0 || strcmp(c, "transports_off") == 0 ||
+        strcmp(c, "transports_copy") == 0) {
+        expect_shared_memory =
+            strcmp(c, "transports_copy") == 0
+                ? 2
+                : strcmp(c, "transports_off") != 0 && strcmp(c, "transports_tcp") != 0;
         return run_pair(transports_server, transports_client, NULL, NULL, 0);
     }
     if (strcmp(c, "receiver_exit") == 0)
@@ -959,6 +996,8 @@ int main(int argc, char **argv)
         return connect_refused_case();
     if (strcmp(c, "close_stuck") == 0)
         return run_pair(close_stuck_server, close_stuck_client, NULL, NULL, 0);
+    if (strcmp(c, "accept_send") == 0)
+        return run_pair(accept_send_server, accept_send_client, NULL, NULL, 0);
     if (strcmp(c, "send_timeout") == 0)
         return run_pair(close_stuck_server, send_timeout_client, NULL, NULL, 0);
     if (strcmp(c, "large") == 0) {

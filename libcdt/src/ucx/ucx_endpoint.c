@@ -151,6 +151,8 @@ int cdt_ucx_listener_port(cdt_ucx_listener listener, uint16_t *port)
     return CDT_SUCCESS;
 }
 
+static int finish_connect(cdt_ucx_worker w, cdt_ucx_ep e, void *flush, int64_t deadline);
+
 int cdt_ucx_listener_accept(cdt_ucx_listener listener, int64_t timeout_ms, cdt_ucx_ep *ep)
 {
     if (listener == NULL || ep == NULL)
@@ -167,8 +169,23 @@ int cdt_ucx_listener_accept(cdt_ucx_listener listener, int64_t timeout_ms, cdt_u
             listener->queued--;
             ucp_ep_params_t p = {.field_mask = UCP_EP_PARAM_FIELD_CONN_REQUEST,
                                  .conn_request = req};
-            int rc = ep_create_locked(w, &p, ep);
+            cdt_ucx_ep e = NULL;
+            int rc = ep_create_locked(w, &p, &e);
+            void *flush = NULL;
+            if (rc == CDT_SUCCESS) {
+                ucp_request_param_t fp = {.op_attr_mask = 0};
+                flush = ucp_ep_flush_nbx(e->ucp, &fp);
+            }
             pthread_mutex_unlock(&w->lock);
+            if (rc != CDT_SUCCESS)
+                return rc;
+            /* the flush ends once the endpoint's lanes are wired up. A send posted before that
+             * waits inside UCX and is replayed when they are, and UCX 1.13 fails such a replay
+             * for a rendezvous over shared memory (an assertion on the rendezvous key's size
+             * with cma, a send that never completes without it) */
+            rc = finish_connect(w, e, flush, deadline);
+            if (rc == CDT_SUCCESS)
+                *ep = e;
             return rc;
         }
         pthread_mutex_unlock(&w->lock);
@@ -218,6 +235,27 @@ static ucs_status_t wait_ucx(cdt_ucx_worker w, void *req, int64_t deadline)
     }
 }
 
+/* lock not held: wait for the flush of a new endpoint, which completes once the connection is
+ * established and its lanes are wired up. On failure the endpoint is closed. */
+static int finish_connect(cdt_ucx_worker w, cdt_ucx_ep e, void *flush, int64_t deadline)
+{
+    ucs_status_t st = wait_ucx(w, flush, deadline);
+    if (st == UCS_OK && e->status != CDT_SUCCESS)
+        st = UCS_ERR_UNREACHABLE;
+    if (st == UCS_OK)
+        return CDT_SUCCESS;
+    /* the half-made endpoint must be closed by force: a graceful close would try to flush
+     * towards a peer that never answered */
+    pthread_mutex_lock(&w->lock);
+    if (st == UCS_ERR_TIMED_OUT)
+        ucp_request_free(flush);
+    if (e->status == CDT_SUCCESS)
+        e->status = CDT_ERR_PEER;
+    pthread_mutex_unlock(&w->lock);
+    cdt_ucx_ep_close(e, 0);
+    return st == UCS_ERR_TIMED_OUT ? CDT_ERR_TIMEOUT : CDT_ERR_PEER;
+}
+
 int cdt_ucx_ep_connect(cdt_ucx_worker worker, const char *host, uint16_t port, int64_t timeout_ms,
                        cdt_ucx_ep *ep)
 {
@@ -245,24 +283,10 @@ int cdt_ucx_ep_connect(cdt_ucx_worker worker, const char *host, uint16_t port, i
     pthread_mutex_unlock(&worker->lock);
     if (rc != CDT_SUCCESS)
         return rc;
-    /* the flush completes once the connection is established */
-    ucs_status_t st = wait_ucx(worker, flush, deadline);
-    if (st == UCS_OK && e->status != CDT_SUCCESS)
-        st = UCS_ERR_UNREACHABLE;
-    if (st != UCS_OK) {
-        /* the half-made endpoint must be closed by force: a graceful close would try to flush
-         * towards a peer that never answered */
-        pthread_mutex_lock(&worker->lock);
-        if (st == UCS_ERR_TIMED_OUT)
-            ucp_request_free(flush);
-        if (e->status == CDT_SUCCESS)
-            e->status = CDT_ERR_PEER;
-        pthread_mutex_unlock(&worker->lock);
-        cdt_ucx_ep_close(e, 0);
-        return st == UCS_ERR_TIMED_OUT ? CDT_ERR_TIMEOUT : CDT_ERR_PEER;
-    }
-    *ep = e;
-    return CDT_SUCCESS;
+    rc = finish_connect(worker, e, flush, deadline);
+    if (rc == CDT_SUCCESS)
+        *ep = e;
+    return rc;
 }
 
 int cdt_ucx_ep_create_from_address(cdt_ucx_worker worker, const void *address, size_t length,

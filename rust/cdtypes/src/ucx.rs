@@ -660,6 +660,30 @@ impl Endpoint {
         })
     }
 
+    /// The transports UCX chose for this endpoint, as `cdt_ucx_ep_transports` prints them:
+    /// `"am=sysv/memory rma=cma/memory"` between two processes of one machine (libcdt's
+    /// default), `"am=tcp/lo rma=tcp/lo"` over loopback TCP.
+    pub fn transports(&self) -> Result<String> {
+        let ep = self.raw.read().unwrap_or_else(|e| e.into_inner());
+        if ep.0.is_null() {
+            return Err(Self::closed());
+        }
+        let mut buf = vec![0u8; 256];
+        loop {
+            // SAFETY: valid endpoint; buf is writable for its length
+            let rc =
+                unsafe { sys::cdt_ucx_ep_transports(ep.0, buf.as_mut_ptr().cast(), buf.len()) };
+            if rc == sys::CDT_ERR_TRUNCATED && buf.len() < 1 << 16 {
+                buf.resize(buf.len() * 4, 0);
+                continue;
+            }
+            check(rc)?;
+            let len = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
+            buf.truncate(len);
+            return Ok(String::from_utf8_lossy(&buf).into_owned());
+        }
+    }
+
     /// Flush what was sent (at most `timeout`, then force) and close.
     pub fn close(self, timeout: Option<Duration>) -> Result<()> {
         let rc = {
