@@ -72,10 +72,12 @@ typedef enum cdt_ucx_shared_memory {
      * talks TCP (loopback) even to a process of the same machine. */
     CDT_UCX_SHM_OFF = 0,
     /* shared-memory segments (sysv/posix) for messages; rendezvous of large messages over the
-     * network transports (tcp on loopback) */
+     * network transports (tcp on loopback). Neither process ever touches the other's memory,
+     * so a send whose receiver died ends with CDT_ERR_PEER (cdt_ucx_context_create). The
+     * default. */
     CDT_UCX_SHM_COPY = 1,
     /* shared-memory segments, and rendezvous by cross-memory attach (cma): the fastest local
-     * path. The default. */
+     * path for large messages, with UCX 1.13's caveat (cdt_ucx_context_create) */
     CDT_UCX_SHM_FULL = 2,
 } cdt_ucx_shared_memory;
 
@@ -84,7 +86,7 @@ typedef struct cdt_ucx_context_params {
     /* expected number of endpoints (a UCX tuning hint). Default: UCX's. */
     size_t estimated_num_eps;
     /* shared memory between local processes. Default: the environment variable
-     * CDT_UCX_SHARED_MEMORY (off, copy or full) when set, else CDT_UCX_SHM_FULL. */
+     * CDT_UCX_SHARED_MEMORY (off, copy or full) when set, else CDT_UCX_SHM_COPY. */
     cdt_ucx_shared_memory shared_memory;
 } cdt_ucx_context_params;
 
@@ -92,20 +94,25 @@ typedef struct cdt_ucx_context_params {
  *  as UCX_TLS) and create a context with tag matching.
  *  Shared memory: libcdt endpoints detect peer failures (UCP_ERR_HANDLING_MODE_PEER), and
  *  UCX 1.13 leaves out its shared-memory transports in that mode unless they are told to
- *  expose error handling. With CDT_UCX_SHM_COPY or _FULL (the default) the context tells
+ *  expose error handling. With CDT_UCX_SHM_COPY (the default) or _FULL the context tells
  *  them, through ucp_config_modify and only for variables the environment does not set:
  *  UCX_SYSV_ERROR_HANDLING=y and UCX_POSIX_ERROR_HANDLING=y, and with _FULL also
- *  UCX_CMA_MEMORY_INVALIDATE=y (which UCX marks experimental). Two local processes then talk
- *  over shared segments and cross-memory attach (`am=sysv/memory rma=cma/memory`).
+ *  UCX_CMA_MEMORY_INVALIDATE=y. Two local processes then talk through shared segments
+ *  (`am=sysv/memory`), with rendezvous over TCP (COPY: `rma=tcp/lo`) or by cross-memory
+ *  attach (FULL: `rma=cma/memory`).
  *  Failures: over shared memory UCX notices a dead peer on its keepalive timer, so the
- *  context sets UCX_KEEPALIVE_INTERVAL to 1 s unless the environment sets it: a send or
- *  receive with a dead peer ends with CDT_ERR_PEER within about a second. UCX 1.13 never
- *  ends a rendezvous send whose receiver died over shared memory; libcdt ends it itself when
- *  the endpoint fails (the request completes with CDT_ERR_PEER and the object may be freed;
- *  UCX's own request stays inside the worker, and UCX may warn at cdt_ucx_worker_destroy
- *  that it was not returned). docs/TRANSPORT.md §1 has the measurements. UCX_TLS, when set,
- *  still decides which transports exist at all. cdt_ucx_ep_transports() tells which ones an
- *  endpoint uses.
+ *  context sets UCX_KEEPALIVE_INTERVAL to 1 s unless the environment sets it. UCX 1.13 never
+ *  ends a rendezvous send whose receiver died over shared memory; where the peer never touches
+ *  this process's memory (COPY, TCP) libcdt ends it itself when the endpoint fails (the
+ *  request completes with CDT_ERR_PEER within about a second and the object may be freed;
+ *  UCX may warn at cdt_ucx_worker_destroy that it kept the request). With FULL the receiver
+ *  copies the sender's memory itself and UCX 1.13 cannot revoke that (its
+ *  UCX_CMA_MEMORY_INVALIDATE only claims it), so such a send is left to UCX: a send whose
+ *  receiver died stays pending, also after cdt_ucx_ep_close. A program that asks for FULL
+ *  bounds its sends with timeouts and keeps the object of a send that never ended alive
+ *  until cdt_ucx_worker_destroy. docs/TRANSPORT.md §1 has the measurements. UCX_TLS, when
+ *  set, still decides which transports exist at all. cdt_ucx_ep_transports() tells which
+ *  ones an endpoint uses.
  *  Errors: CDT_ERR_TRANSPORT (UCX failed), CDT_ERR_NO_MEMORY, CDT_ERR_INVALID_ARG. */
 CDT_API int cdt_ucx_context_create(const cdt_ucx_context_params *params, cdt_ucx_context *context);
 /*! cdt_ucx_context_destroy() : destroy a context whose workers are all destroyed. */
@@ -122,10 +129,10 @@ enum cdt_ucx_worker_params_field {
  * behind the choice). A receiver takes either from any sender: only the sender chooses. */
 typedef enum cdt_ucx_protocol {
     /* per endpoint, from the transport UCX chose for its messages: CDT_UCX_PROTOCOL_SINGLE over
-     * shared memory (sysv, posix, self), CDT_UCX_PROTOCOL_SPLIT otherwise; over shared memory
-     * an object with a region of at least zcopy_threshold bytes still goes split (its large
-     * regions by one cross-memory copy each, fastest into freshly allocated memory). The
-     * default. */
+     * shared memory (sysv, posix, self), CDT_UCX_PROTOCOL_SPLIT otherwise; where rendezvous
+     * runs by cross-memory attach (CDT_UCX_SHM_FULL) an object with a region of at least
+     * zcopy_threshold bytes still goes split (its large regions by one cross-memory copy each,
+     * fastest into freshly allocated memory). The default. */
     CDT_UCX_PROTOCOL_AUTO = 0,
     /* a head message, then the rest of the inline stream and every large region as their own
      * contiguous messages: the fastest over TCP */
@@ -212,9 +219,10 @@ CDT_API int cdt_ucx_listener_create(cdt_ucx_worker worker, const cdt_ucx_listene
                                     cdt_ucx_listener *listener);
 /*! cdt_ucx_listener_port() : the port actually bound. */
 CDT_API int cdt_ucx_listener_port(cdt_ucx_listener listener, uint16_t *port);
-/*! cdt_ucx_listener_accept() : progress the worker until a connection request arrives, then
- *  create its endpoint and wait (within the same timeout) until it is wired up, so that a send
- *  may follow at once (UCX 1.13 mishandles a rendezvous posted before that over shared memory).
+/*! cdt_ucx_listener_accept() : progress the worker until a connection request arrives (at
+ *  most timeout_ms), then create its endpoint and wait until it is wired up (the rest of
+ *  timeout_ms, and at least 10 s), so that a send may follow at once (UCX 1.13 mishandles a
+ *  rendezvous posted before that over shared memory).
  *  Errors: CDT_ERR_TIMEOUT, CDT_ERR_PEER (the peer went away meanwhile), CDT_ERR_TRANSPORT. */
 CDT_API int cdt_ucx_listener_accept(cdt_ucx_listener listener, int64_t timeout_ms, cdt_ucx_ep *ep);
 /*! cdt_ucx_listener_destroy() : stop listening; requests not yet accepted are rejected. */
@@ -252,7 +260,8 @@ CDT_API int cdt_ucx_ep_protocol(cdt_ucx_ep ep, cdt_ucx_protocol *protocol);
  *  A flush ends once every message is announced, so a send whose receive was never posted
  *  can outlive it; the close is then forced. Sends still pending when it closes complete with
  *  CDT_ERR_CANCELED (or CDT_ERR_PEER when the peer had failed first), and their objects may be
- *  freed; receives whose data was coming from it fail with CDT_ERR_PEER. */
+ *  freed (over cross-memory attach, CDT_UCX_SHM_FULL, only once the request says so: UCX may
+ *  keep it); receives whose data was coming from it fail with CDT_ERR_PEER. */
 CDT_API int cdt_ucx_ep_close(cdt_ucx_ep ep, int64_t timeout_ms);
 
 /* ------------------------------------------------------------------------------------------

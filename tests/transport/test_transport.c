@@ -448,10 +448,10 @@ static void pack_fails_server(peer *p)
 
 /* ---------------------------------------------------------------- transports in use ------ */
 
-/* "transports" and "transports_default" (shared memory asked for, or left to the default): two
- * local processes must talk over shared memory (segments for messages, cross-memory attach for
- * rendezvous) with peer-failure detection on; "transports_copy" (CDT_UCX_SHARED_MEMORY=copy):
- * segments, no cross-memory attach. "transports_off" (CDT_UCX_SHARED_MEMORY=off) and
+/* "transports_default" (shared memory left to the default, CDT_UCX_SHM_COPY): two local
+ * processes must talk through shared segments with peer-failure detection on, rendezvous over
+ * TCP, never cross-memory attach. "transports" (CDT_UCX_SHARED_MEMORY=full): segments, and
+ * cross-memory attach for rendezvous. "transports_off" (CDT_UCX_SHARED_MEMORY=off) and
  * "transports_tcp" (UCX_TLS=tcp, and shared memory asked for: a transport UCX_TLS leaves out is
  * not used) must see tcp only. */
 static int expect_shared_memory;
@@ -972,12 +972,11 @@ int main(int argc, char **argv)
     if (strcmp(c, "peer_exit") == 0)
         return run_pair(peer_exit_server, peer_exit_client, NULL, NULL, 3);
     if (strcmp(c, "transports") == 0 || strcmp(c, "transports_tcp") == 0 ||
-        strcmp(c, "transports_default") == 0 || strcmp(c, "transports_off") == 0 ||
-        strcmp(c, "transports_copy") == 0) {
-        expect_shared_memory =
-            strcmp(c, "transports_copy") == 0
-                ? 2
-                : strcmp(c, "transports_off") != 0 && strcmp(c, "transports_tcp") != 0;
+        strcmp(c, "transports_default") == 0 || strcmp(c, "transports_off") == 0) {
+        /* 1: segments and cma; 2: segments only; 0: tcp */
+        expect_shared_memory = strcmp(c, "transports") == 0           ? 1
+                               : strcmp(c, "transports_default") == 0 ? 2
+                                                                      : 0;
         return run_pair(transports_server, transports_client, NULL, NULL, 0);
     }
     if (strcmp(c, "receiver_exit") == 0)

@@ -182,8 +182,11 @@ int cdt_ucx_listener_accept(cdt_ucx_listener listener, int64_t timeout_ms, cdt_u
             /* the flush ends once the endpoint's lanes are wired up. A send posted before that
              * waits inside UCX and is replayed when they are, and UCX 1.13 fails such a replay
              * for a rendezvous over shared memory (an assertion on the rendezvous key's size
-             * with cma, a send that never completes without it) */
-            rc = finish_connect(w, e, flush, deadline);
+             * with cma, a send that never completes without it). The wait is not cut short by
+             * a timeout meant for the arrival of the request: a peer that dies meanwhile is
+             * noticed within the keepalive interval */
+            int64_t wireup = cdt__ucx_now_ms() + CDT__UCX_WIREUP_TIMEOUT_MS;
+            rc = finish_connect(w, e, flush, deadline > wireup ? deadline : wireup);
             if (rc == CDT_SUCCESS)
                 *ep = e;
             return rc;

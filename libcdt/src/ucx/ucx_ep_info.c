@@ -142,11 +142,16 @@ int cdt__ucx_ep_mode(struct cdt_ucx_ep_s *ep)
     if (known != 0)
         return known - 1;
     cdt_ucx_protocol proto = ep->w->protocol;
+    char lanes[512];
+    int rc = describe_locked(ep, lanes, sizeof(lanes));
+    bool have_lanes = rc == CDT_SUCCESS || rc == CDT_ERR_TRUNCATED;
+    if (have_lanes) {
+        ep->lanes_known = true;
+        ep->peer_accesses_memory = strstr(lanes, "rma=cma/") != NULL;
+    }
     int mode = proto == CDT_UCX_PROTOCOL_SINGLE ? CDT__UCX_MODE_SINGLE : CDT__UCX_MODE_SPLIT;
     if (proto == CDT_UCX_PROTOCOL_AUTO || proto == CDT_UCX_PROTOCOL_AUTO_SINGLE) {
-        char lanes[512];
-        int rc = describe_locked(ep, lanes, sizeof(lanes));
-        if (rc != CDT_SUCCESS && rc != CDT_ERR_TRUNCATED)
+        if (!have_lanes)
             return CDT__UCX_MODE_SPLIT; /* no lanes yet (still connecting): asked again later */
         mode = am_is_local(lanes) ? CDT__UCX_MODE_SINGLE : CDT__UCX_MODE_SPLIT;
     }

@@ -22,6 +22,8 @@
 /* how often UCX checks that the peers of a context's endpoints are alive, unless
  * UCX_KEEPALIVE_INTERVAL says otherwise (cdt_ucx_context_create) */
 #define CDT__UCX_KEEPALIVE_INTERVAL "1s"
+/* how long cdt_ucx_listener_accept waits at least for a new endpoint's wireup */
+#define CDT__UCX_WIREUP_TIMEOUT_MS 10000
 /* how long a matched receive waits for the rest of its object by default (ms) */
 #define CDT__UCX_DEFAULT_REST_TIMEOUT_MS CDT_UCX_DEFAULT_REST_TIMEOUT_MS
 
@@ -87,9 +89,12 @@ struct cdt_ucx_worker_s {
 struct cdt_ucx_ep_s {
     cdt_ucx_worker w;
     ucp_ep_h ucp;
-    int status;   /* CDT_SUCCESS or CDT_ERR_PEER */
-    int mode;     /* CDT__UCX_MODE_* + 1 once chosen, 0 before (cdt__ucx_ep_mode); written
-                   * once under the lock, read atomically without it */
+    int status; /* CDT_SUCCESS or CDT_ERR_PEER */
+    int mode;   /* CDT__UCX_MODE_* + 1 once chosen, 0 before (cdt__ucx_ep_mode); written
+                 * once under the lock, read atomically without it */
+    /* the endpoint's lanes were read (with the mode), and whether the peer reads and writes
+     * this process's memory itself (cma): then a send is never ended before UCX ends it */
+    bool lanes_known, peer_accesses_memory;
     bool closing; /* closed by the user, UCX's close still under way: freed with the worker */
     /* sends posted on this endpoint and not done (linked by ep_next/ep_prev): a failure or a
      * close of the endpoint ends them, also where UCX keeps their operations (ucx_send.c) */
@@ -234,7 +239,8 @@ CDT__UCX_HIDDEN void cdt__ucx_send_track(struct cdt_ucx_ep_s *ep, cdt_ucx_reques
 CDT__UCX_HIDDEN void cdt__ucx_ep_end_sends(struct cdt_ucx_ep_s *ep, int status);
 CDT__UCX_HIDDEN void cdt__ucx_send_release(cdt_ucx_request r);
 /* ucx_ep_info.c, lock held: CDT__UCX_MODE_SINGLE or _SPLIT for a send on ep (the worker's
- * protocol, or for CDT_UCX_PROTOCOL_AUTO the transport of the endpoint's messages) */
+ * protocol, or for CDT_UCX_PROTOCOL_AUTO the transport of the endpoint's messages); also
+ * records ep->lanes_known and ep->peer_accesses_memory once the lanes are there */
 CDT__UCX_HIDDEN int cdt__ucx_ep_mode(struct cdt_ucx_ep_s *ep);
 /* ucx_single.c: the generic datatypes (created with the worker, destroyed after it) */
 CDT__UCX_HIDDEN int cdt__ucx_single_dt_create(cdt_ucx_worker w);

@@ -66,9 +66,15 @@ void cdt__ucx_send_track(struct cdt_ucx_ep_s *ep, cdt_ucx_request r)
  * libcdt ends the sends itself: the request is done with `status` at once, and what UCX still
  * holds (the operation, the frame it may ask to pack) stays with the request until UCX lets go
  * (send_cb; a freed request waits in w->orphans). From here the object is never read again:
- * the caller may free it as the status says. */
+ * the caller may free it as the status says.
+ * Not where the peer reads the object's memory itself (a cma rendezvous): an endpoint's failure
+ * does not say that its peer died (a peer that closes its endpoint fails ours the same way),
+ * UCX 1.13 cannot revoke that access (UCX_CMA_MEMORY_INVALIDATE only claims it), and a live
+ * receiver may still copy the object after the failure. Such sends end when UCX ends them. */
 void cdt__ucx_ep_end_sends(struct cdt_ucx_ep_s *ep, int status)
 {
+    if (!ep->lanes_known || ep->peer_accesses_memory)
+        return;
     while (ep->sends != NULL) {
         cdt_ucx_request r = ep->sends;
         send_unlink(r);
@@ -311,11 +317,13 @@ int cdt_ucx_isend(cdt_ucx_ep ep, const void *buf, cdt_count count, cdt_type type
         rc = cdt_frame_encode(buf, count, type, &fp, &r->frame);
     }
     if (rc == CDT_SUCCESS && mode == CDT__UCX_MODE_SINGLE && w->protocol == CDT_UCX_PROTOCOL_AUTO &&
-        has_large_region(r->frame, w->zcopy_threshold)) {
-        /* Over shared memory an object with large regions still goes split: each large region
-         * moves by one cross-memory copy straight into the receiver's memory, which beats
-         * UCX's two copies through its segments when that memory is fresh, as it is for a
-         * receiving type that allocates per object (docs/TRANSPORT.md §1) */
+        ep->peer_accesses_memory && has_large_region(r->frame, w->zcopy_threshold)) {
+        /* Over cross-memory attach an object with large regions still goes split: each large
+         * region moves by one cross-memory copy straight into the receiver's memory, which
+         * beats UCX's two copies through its segments when that memory is fresh, as it is for
+         * a receiving type that allocates per object (docs/TRANSPORT.md §1). Without cma the
+         * rendezvous runs over TCP, and one message through the segments wins. (The lane
+         * facts were written before the mode this thread read with acquire.) */
         mode = CDT__UCX_MODE_SPLIT;
         rc = cdt__frame_materialize(r->frame);
     }
