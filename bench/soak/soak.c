@@ -1782,12 +1782,14 @@ static void machine(FILE *f)
             sysconf(_SC_NPROCESSORS_ONLN), (double)mem_kib / (1024.0 * 1024.0), u.sysname,
             u.release);
     fprintf(f, "| UCX | %s |\n| UCX_TLS | %s |\n| UCX_KEEPALIVE_INTERVAL | %s |\n",
-            ucp_get_version_string(), tls ? tls : "(all)", getenv("UCX_KEEPALIVE_INTERVAL"));
+            ucp_get_version_string(), tls ? tls : "(all)",
+            getenv("UCX_KEEPALIVE_INTERVAL") ? getenv("UCX_KEEPALIVE_INTERVAL")
+                                             : "(1s, libcdt's default)");
     const char *nd = getenv("UCX_NET_DEVICES");
     fprintf(f, "| UCX_NET_DEVICES | %s |\n", nd ? nd : "(all)");
     const char *proto = getenv("CDT_UCX_PROTOCOL"), *shm = getenv("CDT_UCX_SHARED_MEMORY");
     fprintf(f, "| CDT_UCX_PROTOCOL | %s |\n| CDT_UCX_SHARED_MEMORY | %s |\n\n",
-            proto ? proto : "(auto)", shm ? shm : "(off)");
+            proto ? proto : "(auto)", shm ? shm : "(copy, the default)");
 }
 
 static void write_report(FILE *f, int pass, double secs, const char *cmdline)

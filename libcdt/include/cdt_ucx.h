@@ -219,11 +219,10 @@ CDT_API int cdt_ucx_listener_create(cdt_ucx_worker worker, const cdt_ucx_listene
                                     cdt_ucx_listener *listener);
 /*! cdt_ucx_listener_port() : the port actually bound. */
 CDT_API int cdt_ucx_listener_port(cdt_ucx_listener listener, uint16_t *port);
-/*! cdt_ucx_listener_accept() : progress the worker until a connection request arrives (at
- *  most timeout_ms), then create its endpoint and wait until it is wired up (the rest of
- *  timeout_ms, and at least 10 s), so that a send may follow at once (UCX 1.13 mishandles a
- *  rendezvous posted before that over shared memory).
- *  Errors: CDT_ERR_TIMEOUT, CDT_ERR_PEER (the peer went away meanwhile), CDT_ERR_TRANSPORT. */
+/*! cdt_ucx_listener_accept() : progress the worker until a connection request arrives, then
+ *  create its endpoint. The first send on it waits until its lanes are wired up (at most
+ *  10 s; UCX 1.13 mishandles a rendezvous posted before that over shared memory).
+ *  Errors: CDT_ERR_TIMEOUT, CDT_ERR_TRANSPORT. */
 CDT_API int cdt_ucx_listener_accept(cdt_ucx_listener listener, int64_t timeout_ms, cdt_ucx_ep *ep);
 /*! cdt_ucx_listener_destroy() : stop listening; requests not yet accepted are rejected. */
 CDT_API void cdt_ucx_listener_destroy(cdt_ucx_listener listener);

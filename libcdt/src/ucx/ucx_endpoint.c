@@ -50,6 +50,7 @@ static int ep_create_locked(cdt_ucx_worker w, ucp_ep_params_t *p, cdt_ucx_ep *ou
     if (ep == NULL)
         return CDT_ERR_NO_MEMORY;
     ep->w = w;
+    ep->wired = true;
     p->field_mask |= UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE | UCP_EP_PARAM_FIELD_ERR_HANDLER;
     p->err_mode = UCP_ERR_HANDLING_MODE_PEER;
     p->err_handler.cb = ep_error_cb;
@@ -151,8 +152,6 @@ int cdt_ucx_listener_port(cdt_ucx_listener listener, uint16_t *port)
     return CDT_SUCCESS;
 }
 
-static int finish_connect(cdt_ucx_worker w, cdt_ucx_ep e, void *flush, int64_t deadline);
-
 int cdt_ucx_listener_accept(cdt_ucx_listener listener, int64_t timeout_ms, cdt_ucx_ep *ep)
 {
     if (listener == NULL || ep == NULL)
@@ -169,26 +168,10 @@ int cdt_ucx_listener_accept(cdt_ucx_listener listener, int64_t timeout_ms, cdt_u
             listener->queued--;
             ucp_ep_params_t p = {.field_mask = UCP_EP_PARAM_FIELD_CONN_REQUEST,
                                  .conn_request = req};
-            cdt_ucx_ep e = NULL;
-            int rc = ep_create_locked(w, &p, &e);
-            void *flush = NULL;
-            if (rc == CDT_SUCCESS) {
-                ucp_request_param_t fp = {.op_attr_mask = 0};
-                flush = ucp_ep_flush_nbx(e->ucp, &fp);
-            }
-            pthread_mutex_unlock(&w->lock);
-            if (rc != CDT_SUCCESS)
-                return rc;
-            /* the flush ends once the endpoint's lanes are wired up. A send posted before that
-             * waits inside UCX and is replayed when they are, and UCX 1.13 fails such a replay
-             * for a rendezvous over shared memory (an assertion on the rendezvous key's size
-             * with cma, a send that never completes without it). The wait is not cut short by
-             * a timeout meant for the arrival of the request: a peer that dies meanwhile is
-             * noticed within the keepalive interval */
-            int64_t wireup = cdt__ucx_now_ms() + CDT__UCX_WIREUP_TIMEOUT_MS;
-            rc = finish_connect(w, e, flush, deadline > wireup ? deadline : wireup);
+            int rc = ep_create_locked(w, &p, ep);
             if (rc == CDT_SUCCESS)
-                *ep = e;
+                (*ep)->wired = false; /* its first send waits for the wireup (ucx_ep_info.c) */
+            pthread_mutex_unlock(&w->lock);
             return rc;
         }
         pthread_mutex_unlock(&w->lock);

@@ -171,3 +171,38 @@ int cdt_ucx_ep_protocol(cdt_ucx_ep ep, cdt_ucx_protocol *protocol)
     pthread_mutex_unlock(&ep->w->lock);
     return rc;
 }
+
+/* UCX 1.13 aborts (an assertion on the rendezvous key's size, with cma) or never completes
+ * (without cma) a rendezvous that was posted on an accepted endpoint before its lanes were wired
+ * up, when UCX replays it. A flush ends once they are, so the first send on such an endpoint
+ * flushes it first. Not done in cdt_ucx_listener_accept: most accepted endpoints only ever
+ * receive, and a flush there held the acceptor for connections that were already gone. */
+int cdt__ucx_ep_wait_wired(struct cdt_ucx_ep_s *ep)
+{
+    if (__atomic_load_n(&ep->wired, __ATOMIC_ACQUIRE))
+        return CDT_SUCCESS;
+    cdt_ucx_worker w = ep->w;
+    pthread_mutex_lock(&w->lock);
+    ucp_request_param_t fp = {.op_attr_mask = 0};
+    void *flush = ep->status == CDT_SUCCESS ? ucp_ep_flush_nbx(ep->ucp, &fp) : NULL;
+    int64_t deadline = cdt__ucx_now_ms() + CDT__UCX_WIREUP_TIMEOUT_MS;
+    ucs_status_t st = UCS_PTR_IS_ERR(flush) ? UCS_PTR_STATUS(flush) : UCS_OK;
+    while (flush != NULL && !UCS_PTR_IS_ERR(flush)) {
+        cdt__ucx_progress(w);
+        st = ucp_request_check_status(flush);
+        if (st != UCS_INPROGRESS || cdt__ucx_now_ms() > deadline) {
+            ucp_request_free(flush); /* a flush still pending completes on its own */
+            break;
+        }
+        pthread_mutex_unlock(&w->lock); /* let other threads in between */
+        pthread_mutex_lock(&w->lock);
+    }
+    int rc = ep->status != CDT_SUCCESS ? CDT_ERR_PEER
+             : st == UCS_INPROGRESS    ? CDT_ERR_TIMEOUT
+             : st != UCS_OK            ? cdt__ucx_status(st)
+                                       : CDT_SUCCESS;
+    if (rc == CDT_SUCCESS)
+        __atomic_store_n(&ep->wired, true, __ATOMIC_RELEASE);
+    pthread_mutex_unlock(&w->lock);
+    return rc;
+}

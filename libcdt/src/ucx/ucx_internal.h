@@ -22,7 +22,7 @@
 /* how often UCX checks that the peers of a context's endpoints are alive, unless
  * UCX_KEEPALIVE_INTERVAL says otherwise (cdt_ucx_context_create) */
 #define CDT__UCX_KEEPALIVE_INTERVAL "1s"
-/* how long cdt_ucx_listener_accept waits at least for a new endpoint's wireup */
+/* how long the first send on an accepted endpoint waits at most for its wireup */
 #define CDT__UCX_WIREUP_TIMEOUT_MS 10000
 /* how long a matched receive waits for the rest of its object by default (ms) */
 #define CDT__UCX_DEFAULT_REST_TIMEOUT_MS CDT_UCX_DEFAULT_REST_TIMEOUT_MS
@@ -95,6 +95,9 @@ struct cdt_ucx_ep_s {
     /* the endpoint's lanes were read (with the mode), and whether the peer reads and writes
      * this process's memory itself (cma): then a send is never ended before UCX ends it */
     bool lanes_known, peer_accesses_memory;
+    /* false for an accepted endpoint until its first send saw it wired up (written under the
+     * lock, read atomically without it; cdt__ucx_ep_wait_wired) */
+    bool wired;
     bool closing; /* closed by the user, UCX's close still under way: freed with the worker */
     /* sends posted on this endpoint and not done (linked by ep_next/ep_prev): a failure or a
      * close of the endpoint ends them, also where UCX keeps their operations (ucx_send.c) */
@@ -242,6 +245,9 @@ CDT__UCX_HIDDEN void cdt__ucx_send_release(cdt_ucx_request r);
  * protocol, or for CDT_UCX_PROTOCOL_AUTO the transport of the endpoint's messages); also
  * records ep->lanes_known and ep->peer_accesses_memory once the lanes are there */
 CDT__UCX_HIDDEN int cdt__ucx_ep_mode(struct cdt_ucx_ep_s *ep);
+/* ucx_ep_info.c, lock not held: make sure ep's lanes are wired up before a send is posted on
+ * it (an accepted endpoint's first send flushes it and waits) */
+CDT__UCX_HIDDEN int cdt__ucx_ep_wait_wired(struct cdt_ucx_ep_s *ep);
 /* ucx_single.c: the generic datatypes (created with the worker, destroyed after it) */
 CDT__UCX_HIDDEN int cdt__ucx_single_dt_create(cdt_ucx_worker w);
 CDT__UCX_HIDDEN void cdt__ucx_single_dt_destroy(cdt_ucx_worker w);

@@ -286,6 +286,9 @@ int cdt_ucx_isend(cdt_ucx_ep ep, const void *buf, cdt_count count, cdt_type type
     if (ep == NULL || request == NULL || tag > CDT_UCX_TAG_MAX)
         return CDT_ERR_INVALID_ARG;
     cdt_ucx_worker w = ep->w;
+    int rc = cdt__ucx_ep_wait_wired(ep);
+    if (rc != CDT_SUCCESS)
+        return rc;
     cdt_ucx_request r = cdt__ucx_request_new(w, true);
     if (r == NULL)
         return CDT_ERR_NO_MEMORY;
@@ -303,7 +306,6 @@ int cdt_ucx_isend(cdt_ucx_ep ep, const void *buf, cdt_count count, cdt_type type
                            .head_alloc = cdt__ucx_frame_alloc,
                            .head_release = cdt__ucx_frame_release,
                            .head_alloc_arg = w};
-    int rc;
     if (mode == CDT__UCX_MODE_SINGLE) {
         const cdt_count room = CDT__UCX_HEAD_MAX - CDT__UCX_PREFIX_SIZE - CDT__UCX_TRAILER_SIZE;
         cdt_count frame_len = 0;
