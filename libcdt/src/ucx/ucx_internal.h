@@ -204,24 +204,33 @@ struct cdt_ucx_request_s {
 CDT__UCX_HIDDEN int cdt__ucx_status(ucs_status_t st);
 CDT__UCX_HIDDEN int64_t cdt__ucx_now_ms(void);
 CDT__UCX_HIDDEN uint64_t cdt__ucx_next_key(cdt_ucx_worker w);
-/* lock held: ucp_worker_progress, then the deadlines (rest timeouts, drains) */
+/* ucx_recv_state.c, lock held: ucp_worker_progress, then the deadlines (rest timeouts,
+ * drains) */
 CDT__UCX_HIDDEN unsigned cdt__ucx_progress(cdt_ucx_worker w);
-/* ucx_recv.c: fail receives part-way through a message after a peer failure */
+/* ucx_recv_state.c: fail receives part-way through a message after a peer failure */
 CDT__UCX_HIDDEN void cdt__ucx_fail_body_recvs(cdt_ucx_worker w, int status);
-/* ucx_recv.c, lock held: fail matched receives past their rest deadline, cancel expired
+/* ucx_recv_state.c, lock held: fail matched receives past their rest deadline, cancel expired
  * drains; cancel every drain (destroy) */
 CDT__UCX_HIDDEN void cdt__ucx_expire(cdt_ucx_worker w, int64_t now);
 CDT__UCX_HIDDEN void cdt__ucx_drains_cancel_all(cdt_ucx_worker w);
 CDT__UCX_HIDDEN void cdt__ucx_drains_free_all(cdt_ucx_worker w);
-/* ucx_recv.c, lock held: abandon a receive (cdt_ucx_request_cancel) */
+/* ucx_recv_state.c, lock held: abandon a receive (cdt_ucx_request_cancel) */
 CDT__UCX_HIDDEN void cdt__ucx_recv_abandon(cdt_ucx_request r, int status);
-/* ucx_request.c */
+/* ucx_recv_state.c, lock held: discard the private message `tag` when it comes, at the latest
+ * until `deadline`; the deadline for the drains of r's object; link a matched receive into
+ * w->body_recvs; complete a receive (decoder finished, buffers back, type released) */
+CDT__UCX_HIDDEN void cdt__ucx_post_drain(cdt_ucx_worker w, uint64_t tag, int64_t deadline);
+CDT__UCX_HIDDEN int64_t cdt__ucx_drain_deadline(cdt_ucx_request r);
+CDT__UCX_HIDDEN void cdt__ucx_body_link(cdt_ucx_request r);
+CDT__UCX_HIDDEN void cdt__ucx_recv_done(cdt_ucx_request r);
+/* ucx_request_pool.c */
 CDT__UCX_HIDDEN cdt_ucx_request cdt__ucx_request_new(cdt_ucx_worker w, bool is_send);
 /* back to the worker's pool (or freed); the request is done and nothing refers to it */
 CDT__UCX_HIDDEN void cdt__ucx_request_release(cdt_ucx_request r);
 /* lock held: a freed request whose UCX operation is still live waits in w->orphans until
  * UCX lets go of it (then cdt__ucx_orphan_release); cdt__ucx_orphans_free_all after the UCX
  * worker is gone */
+CDT__UCX_HIDDEN void cdt__ucx_orphan(cdt_ucx_request r);
 CDT__UCX_HIDDEN void cdt__ucx_orphan_release(cdt_ucx_request r);
 CDT__UCX_HIDDEN void cdt__ucx_orphans_free_all(cdt_ucx_worker w);
 /* cdt_ucx_worker_destroy: free the pooled requests */
@@ -235,12 +244,13 @@ CDT__UCX_HIDDEN void *cdt__ucx_frame_alloc(void *arg, size_t bytes);
 CDT__UCX_HIDDEN void cdt__ucx_frame_release(void *arg, void *p, size_t bytes);
 /* ucx_endpoint.c */
 CDT__UCX_HIDDEN void cdt__ucx_ep_force_close_all(cdt_ucx_worker w);
+/* ucx_request_pool.c: free what a send request keeps (frame, staging buffers) */
+CDT__UCX_HIDDEN void cdt__ucx_send_release(cdt_ucx_request r);
 /* ucx_send.c, lock held: a posted send joins its endpoint's list (unless it is done); end
  * every send of an endpoint with `status` now, whatever UCX still holds of them (the
- * endpoint failed or is closed); free what an ended send kept once UCX lets go of it */
+ * endpoint failed or is closed) */
 CDT__UCX_HIDDEN void cdt__ucx_send_track(struct cdt_ucx_ep_s *ep, cdt_ucx_request r);
 CDT__UCX_HIDDEN void cdt__ucx_ep_end_sends(struct cdt_ucx_ep_s *ep, int status);
-CDT__UCX_HIDDEN void cdt__ucx_send_release(cdt_ucx_request r);
 /* ucx_ep_info.c, lock held: CDT__UCX_MODE_SINGLE or _SPLIT for a send on ep (the worker's
  * protocol, or for CDT_UCX_PROTOCOL_AUTO the transport of the endpoint's messages); also
  * records ep->lanes_known and ep->peer_accesses_memory once the lanes are there */
@@ -260,12 +270,12 @@ CDT__UCX_HIDDEN void cdt__ucx_single_unpack(cdt_ucx_request r, size_t offset, co
  * the receive is finished with it (single mode, or bytes that are no split-mode head: the
  * request's status says which), false for a split-mode head in r->head to be parsed. */
 CDT__UCX_HIDDEN bool cdt__ucx_single_complete(cdt_ucx_request r, size_t length);
-/* ucx_single.c: drop what the receive buffered (stash, a grown pre buffer) */
+/* ucx_stash.c: drop what the receive buffered (stash, a grown pre buffer) */
 CDT__UCX_HIDDEN void cdt__ucx_single_clear(cdt_ucx_request r);
-/* ucx_recv.c, lock held: fail a receive (a single-mode one completes at once, the rest of its
- * message arriving into nothing) */
+/* ucx_recv_state.c, lock held: fail a receive (a single-mode one completes at once, the rest
+ * of its message arriving into nothing) */
 CDT__UCX_HIDDEN void cdt__ucx_recv_fail(cdt_ucx_request r, int status);
-/* ucx_recv.c, lock held: link a matched receive into w->body_recvs and start its rest
+/* ucx_recv_state.c, lock held: link a matched receive into w->body_recvs and start its rest
  * deadline */
 CDT__UCX_HIDDEN void cdt__ucx_recv_matched(cdt_ucx_request r);
 

@@ -10,224 +10,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static unsigned char discard_byte[8]; /* drained messages land here, truncated */
-
-/* ---- drains: receive and discard the parts of an object that is not received ---- */
-
-static void drain_unlink(cdt__ucx_drain *d)
-{
-    cdt_ucx_worker w = d->w;
-    if (d->prev != NULL)
-        d->prev->next = d->next;
-    else
-        w->drains = d->next;
-    if (d->next != NULL)
-        d->next->prev = d->prev;
-    d->linked = false;
-}
-
-static void drain_cb(void *ucx_req, ucs_status_t st, const ucp_tag_recv_info_t *info,
-                     void *user_data)
-{
-    (void)st;
-    (void)info;
-    cdt__ucx_drain *d = user_data;
-    ucp_request_free(ucx_req);
-    d->fired = true;
-    if (d->linked) {
-        drain_unlink(d);
-        free(d);
-    }
-}
-
-/* lock held: discard the private message `tag` when it comes, at the latest until `deadline` */
-static void post_drain(cdt_ucx_worker w, uint64_t tag, int64_t deadline)
-{
-    if (w->destroying)
-        return;
-    cdt__ucx_drain *d = calloc(1, sizeof(*d));
-    if (d == NULL)
-        return; /* the sender's operation then waits for its own timeout or close */
-    d->w = w;
-    ucp_request_param_t p = {
-        .op_attr_mask =
-            UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA | UCP_OP_ATTR_FLAG_NO_IMM_CMPL,
-        .cb.recv = drain_cb,
-        .user_data = d,
-    };
-    void *q = ucp_tag_recv_nbx(w->ucp, discard_byte, 0, tag, UINT64_MAX, &p);
-    if (UCS_PTR_IS_ERR(q) || d->fired) {
-        free(d);
-        return;
-    }
-    d->ucx = q;
-    d->deadline = deadline;
-    d->prev = NULL;
-    d->next = w->drains;
-    if (w->drains != NULL)
-        w->drains->prev = d;
-    w->drains = d;
-    d->linked = true;
-}
-
-void cdt__ucx_drains_cancel_all(cdt_ucx_worker w)
-{
-    for (cdt__ucx_drain *d = w->drains, *next; d != NULL; d = next) {
-        next = d->next;
-        d->deadline = INT64_MAX;
-        ucp_request_cancel(w->ucp, d->ucx); /* may call drain_cb, which frees d */
-    }
-}
-
-void cdt__ucx_drains_free_all(cdt_ucx_worker w)
-{
-    while (w->drains != NULL) {
-        cdt__ucx_drain *d = w->drains;
-        drain_unlink(d);
-        free(d);
-    }
-}
-
-/* how long the drains of r's object wait for the sender */
-static int64_t drain_deadline(cdt_ucx_request r)
-{
-    int64_t ms = r->rest_timeout_ms >= 0 ? r->rest_timeout_ms : CDT__UCX_DEFAULT_REST_TIMEOUT_MS;
-    return cdt__ucx_now_ms() + ms;
-}
-
-static void body_link(cdt_ucx_request r)
-{
-    cdt_ucx_worker w = r->w;
-    r->prev = NULL;
-    r->next = w->body_recvs;
-    if (w->body_recvs != NULL)
-        w->body_recvs->prev = r;
-    w->body_recvs = r;
-    r->in_body = true;
-}
-
-static void body_unlink(cdt_ucx_request r)
-{
-    if (!r->in_body)
-        return;
-    cdt_ucx_worker w = r->w;
-    if (r->prev != NULL)
-        r->prev->next = r->next;
-    else
-        w->body_recvs = r->next;
-    if (r->next != NULL)
-        r->next->prev = r->prev;
-    r->in_body = false;
-}
-
-static void fail(cdt_ucx_request r, int status);
-
-static void recv_done(cdt_ucx_request r)
-{
-    if (r->dec != NULL) {
-        int rc = r->status == CDT_SUCCESS ? cdt_decoder_finish(r->dec) : CDT_SUCCESS;
-        int rc2 = cdt_decoder_free(r->dec);
-        r->dec = NULL;
-        if (rc == CDT_SUCCESS)
-            rc = rc2;
-        if (rc != CDT_SUCCESS)
-            cdt__ucx_request_set_error(r, rc);
-    }
-    for (cdt_count i = 0; i < r->nsubs; i++)
-        cdt__ucx_buf_put(r->w, r->subs[i].tmp, (size_t)r->subs[i].len);
-    free(r->subs);
-    r->subs = NULL;
-    r->nsubs = 0;
-    cdt__ucx_buf_put(r->w, r->stream, (size_t)r->stream_len);
-    r->stream = NULL;
-    cdt__ucx_single_clear(r);
-    body_unlink(r);
-    cdt__type_release(r->type); /* the reference irecv took */
-    r->type = NULL;
-    r->done = true;
-}
-
-/* lock held: stop the receive with `status`. Its receives that have not matched a message are
- * canceled (their callbacks run inside ucp_request_cancel and post drains); those that have
- * finish on their own, and the request completes after the last of them: until then UCX may
- * still write into the receive's memory. */
-void cdt__ucx_recv_fail(cdt_ucx_request r, int status)
-{
-    fail(r, status);
-}
-
-static void fail(cdt_ucx_request r, int status)
-{
-    if (r->done)
-        return;
-    cdt__ucx_request_set_error(r, status);
-    if (r->single)
-        r->discard = true; /* the rest of its message arrives into nothing */
-    r->outstanding++;      /* r->subs stays valid while the callbacks run */
-    if (r->tail_sub.ucx != NULL)
-        ucp_request_cancel(r->w->ucp, r->tail_sub.ucx);
-    for (cdt_count i = 0; i < r->nsubs; i++)
-        if (r->subs[i].ucx != NULL)
-            ucp_request_cancel(r->w->ucp, r->subs[i].ucx);
-    if (--r->outstanding == 0 || r->single)
-        /* a single-mode message still moving writes nothing more (discard): the receive
-         * completes now, not when a slow or stalled sender finishes the message. The
-         * request's memory stays until UCX lets go of the message (head_cb). */
-        recv_done(r);
-}
-
-void cdt__ucx_fail_body_recvs(cdt_ucx_worker w, int status)
-{
-    for (cdt_ucx_request r = w->body_recvs, next; r != NULL; r = next) {
-        next = r->next;
-        /* a single-mode message is one UCX operation: UCX fails it itself when its own
-         * sender fails, and a receive from a healthy sender goes on */
-        if (!r->single)
-            fail(r, status);
-    }
-}
-
-void cdt__ucx_expire(cdt_ucx_worker w, int64_t now)
-{
-    for (cdt_ucx_request r = w->body_recvs, next; r != NULL; r = next) {
-        next = r->next;
-        if (now > r->rest_deadline && r->status == CDT_SUCCESS)
-            fail(r, CDT_ERR_TIMEOUT); /* the peer did not send the rest in time */
-    }
-    for (cdt__ucx_drain *d = w->drains, *next; d != NULL; d = next) {
-        next = d->next;
-        if (now > d->deadline) {
-            d->deadline = INT64_MAX; /* cancel once; a message already moving completes */
-            ucp_request_cancel(w->ucp, d->ucx);
-        }
-    }
-}
-
-void cdt__ucx_recv_abandon(cdt_ucx_request r, int status)
-{
-    if (r->done)
-        return;
-    if (!r->matched) {
-        /* the head receive is canceled. If UCX had matched a message to it already (a
-         * rendezvous whose data has not come, perhaps because its sender does not progress),
-         * the cancel cannot take it back: the receive completes now anyway, and what still
-         * arrives goes nowhere (discard). head_cb lets go of the request when UCX does, and
-         * drains the parts of a split-mode head. */
-        r->abandon = status;
-        if (r->head_sub.ucx != NULL)
-            ucp_request_cancel(r->w->ucp, r->head_sub.ucx);
-        if (!r->done && r->head_sub.ucx != NULL) {
-            cdt__ucx_request_set_error(r, status);
-            r->discard = true;
-            recv_done(r);
-        }
-        return;
-    }
-    if (r->dec == NULL && r->tail_sub.ucx == NULL)
-        r->abandon = status; /* the head is being processed: body_ready drains */
-    fail(r, status);
-}
-
 static void sub_cb(void *ucx_req, ucs_status_t st, const ucp_tag_recv_info_t *info,
                    void *user_data);
 
@@ -276,12 +58,12 @@ static void drain_regions(cdt_ucx_request r, const unsigned char *S, cdt_count s
     if (cdt_frame_header_size(S, slen, &header_size) != CDT_SUCCESS || header_size > slen)
         return;
     cdt_count n = (header_size - CDT_FRAME_FIXED_HEADER_SIZE) / CDT_FRAME_REGION_ENTRY_SIZE;
-    int64_t deadline = drain_deadline(r);
+    int64_t deadline = cdt__ucx_drain_deadline(r);
     for (cdt_count i = from; i < n; i++) {
         uint64_t len = cdt__get_u64(S + CDT_FRAME_FIXED_HEADER_SIZE +
                                     i * CDT_FRAME_REGION_ENTRY_SIZE + CDT__REG_OFF_LEN);
         if (len <= INT64_MAX && cdt__ucx_separate((cdt_count)len, r->threshold, i))
-            post_drain(r->w, cdt__ucx_private_tag(r->key, (uint64_t)i), deadline);
+            cdt__ucx_post_drain(r->w, cdt__ucx_private_tag(r->key, (uint64_t)i), deadline);
     }
 }
 
@@ -298,12 +80,12 @@ static void body_ready(cdt_ucx_request r, const unsigned char *S, cdt_count slen
     if (rc != CDT_SUCCESS) {
         /* the sender may still have sent regions on their own */
         drain_regions(r, S, slen, 0);
-        fail(r, rc);
+        cdt__ucx_recv_fail(r, rc);
         return;
     }
     if (r->abandon != CDT_SUCCESS) { /* nothing goes into the receive's memory */
         drain_regions(r, S, slen, 0);
-        fail(r, r->abandon);
+        cdt__ucx_recv_fail(r, r->abandon);
         return;
     }
     r->info.frame_size = in.frame_size;
@@ -356,7 +138,7 @@ static void body_ready(cdt_ucx_request r, const unsigned char *S, cdt_count slen
     }
     if (rc != CDT_SUCCESS) {
         drain_regions(r, S, slen, 0);
-        fail(r, rc);
+        cdt__ucx_recv_fail(r, rc);
         return;
     }
     /* large regions: straight into the destination when it is one piece */
@@ -390,7 +172,7 @@ static void body_ready(cdt_ucx_request r, const unsigned char *S, cdt_count slen
             cdt__ucx_buf_put(r->w, s->tmp, (size_t)s->len);
             s->tmp = NULL;
             drain_regions(r, S, slen, i);
-            fail(r, rc);
+            cdt__ucx_recv_fail(r, rc);
             return;
         }
     }
@@ -405,28 +187,28 @@ static void sub_cb(void *ucx_req, ucs_status_t st, const ucp_tag_recv_info_t *in
     s->ucx = NULL;
     s->fired = true;
     int rc = cdt__ucx_status(st);
-    /* fail() and abandoning set the receive's status before they cancel its parts: a part
-     * canceled while the status is still clean was aborted by UCX itself, because the endpoint
+    /* cdt__ucx_recv_fail() and abandoning set the receive's status before they cancel its parts: a
+     * part canceled while the status is still clean was aborted by UCX itself, because the endpoint
      * its data came from failed or was closed (cdt_ucx.h promises CDT_ERR_PEER for that) */
     if (st == UCS_ERR_CANCELED && r->status == CDT_SUCCESS)
         rc = CDT_ERR_PEER;
     if (st == UCS_ERR_CANCELED) /* the sender's message is discarded */
-        post_drain(
+        cdt__ucx_post_drain(
             r->w,
             cdt__ucx_private_tag(r->key, s->index < 0 ? CDT__UCX_TAIL_INDEX : (uint64_t)s->index),
-            drain_deadline(r));
+            cdt__ucx_drain_deadline(r));
     if (rc == CDT_SUCCESS && (cdt_count)length != s->len)
         rc = CDT_ERR_FRAME_TRUNCATED;
     if (rc != CDT_SUCCESS) {
         if (r->status == CDT_SUCCESS)
-            fail(r, rc);
+            cdt__ucx_recv_fail(r, rc);
     } else if (r->status == CDT_SUCCESS) {
         if (s->index < 0) { /* the tail: the inline stream is complete */
             body_ready(r, r->stream, r->stream_len);
             cdt__ucx_buf_put(r->w, r->stream, (size_t)r->stream_len);
             r->stream = NULL;
             if (--r->outstanding == 0)
-                recv_done(r);
+                cdt__ucx_recv_done(r);
             return;
         }
         cdt_count off;
@@ -437,10 +219,10 @@ static void sub_cb(void *ucx_req, ucs_status_t st, const ucp_tag_recv_info_t *in
         cdt__ucx_buf_put(r->w, s->tmp, (size_t)s->len);
         s->tmp = NULL;
         if (rc != CDT_SUCCESS)
-            fail(r, rc);
+            cdt__ucx_recv_fail(r, rc);
     }
     if (--r->outstanding == 0)
-        recv_done(r);
+        cdt__ucx_recv_done(r);
 }
 
 /* lock held: another receive in flight uses `key` (colliding keys, or a peer that forged
@@ -485,15 +267,9 @@ static void drain_abandoned_head(cdt_ucx_request r, size_t length)
     r->key = h.key;
     r->threshold = h.threshold;
     if (h.tail_len > 0)
-        post_drain(r->w, cdt__ucx_private_tag(h.key, CDT__UCX_TAIL_INDEX), drain_deadline(r));
+        cdt__ucx_post_drain(r->w, cdt__ucx_private_tag(h.key, CDT__UCX_TAIL_INDEX),
+                            cdt__ucx_drain_deadline(r));
     drain_regions(r, h.part, h.part_len, 0);
-}
-
-void cdt__ucx_recv_matched(cdt_ucx_request r)
-{
-    r->matched = true;
-    r->rest_deadline = r->rest_timeout_ms < 0 ? INT64_MAX : cdt__ucx_now_ms() + r->rest_timeout_ms;
-    body_link(r);
 }
 
 /* lock held: a split-mode head message arrived */
@@ -505,7 +281,7 @@ static void head_arrived(cdt_ucx_request r, size_t length)
     if (rc != CDT_SUCCESS) {
         if (rc == CDT_ERR_LIMIT)
             drain_refused(r, length);
-        fail(r, rc);
+        cdt__ucx_recv_fail(r, rc);
         return;
     }
     r->key = h.key;
@@ -513,7 +289,7 @@ static void head_arrived(cdt_ucx_request r, size_t length)
     cdt_ucx_request other = key_in_use(r, h.key);
     r->has_key = true;
     if (other != NULL) {
-        fail(other, CDT_ERR_FRAME_MALFORMED);
+        cdt__ucx_recv_fail(other, CDT_ERR_FRAME_MALFORMED);
         r->abandon = CDT_ERR_FRAME_MALFORMED; /* its parts are drained */
     }
     if (h.tail_len == 0) {
@@ -534,9 +310,10 @@ static void head_arrived(cdt_ucx_request r, size_t length)
     if (rc != CDT_SUCCESS) {
         /* the tail and the regions are not taken: discard them so that the sender completes
          * (the regions only when the whole header came in the head message) */
-        post_drain(r->w, cdt__ucx_private_tag(r->key, CDT__UCX_TAIL_INDEX), drain_deadline(r));
+        cdt__ucx_post_drain(r->w, cdt__ucx_private_tag(r->key, CDT__UCX_TAIL_INDEX),
+                            cdt__ucx_drain_deadline(r));
         drain_regions(r, h.part, h.part_len, 0);
-        fail(r, rc);
+        cdt__ucx_recv_fail(r, rc);
     }
 }
 
@@ -573,7 +350,7 @@ static void head_cb(void *ucx_req, ucs_status_t st, const ucp_tag_recv_info_t *i
         cdt__ucx_request_set_error(r, rc);
     }
     if (--r->outstanding == 0)
-        recv_done(r);
+        cdt__ucx_recv_done(r);
 }
 
 int cdt_ucx_irecv(cdt_ucx_worker worker, void *buf, cdt_count count, cdt_type type, cdt_ucx_tag tag,
@@ -618,7 +395,7 @@ int cdt_ucx_irecv(cdt_ucx_worker worker, void *buf, cdt_count count, cdt_type ty
     r->pre_cap = CDT__UCX_HEAD_MAX;
     int rc = post_recv(r, &r->head_sub, r, 1, worker->dt_recv, tag & mask, mask, head_cb);
     if (rc == CDT_SUCCESS && --r->outstanding == 0)
-        recv_done(r);
+        cdt__ucx_recv_done(r);
     pthread_mutex_unlock(&worker->lock);
     if (rc != CDT_SUCCESS) {
         if (!r->done)

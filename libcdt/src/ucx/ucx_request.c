@@ -7,37 +7,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-cdt_ucx_request cdt__ucx_request_new(cdt_ucx_worker w, bool is_send)
-{
-    /* from the worker's pool when it has one; the head buffer need not be zeroed, only the
-     * fields before it */
-    pthread_mutex_lock(&w->cache_lock);
-    cdt_ucx_request r = w->req_pool;
-    if (r != NULL) {
-        w->req_pool = r->next;
-        w->req_pooled--;
-    }
-    pthread_mutex_unlock(&w->cache_lock);
-    if (r == NULL)
-        r = malloc(sizeof(*r));
-    if (r == NULL)
-        return NULL;
-    memset(r, 0, offsetof(struct cdt_ucx_request_s, head));
-    r->w = w;
-    r->is_send = is_send;
-    r->head_sub.req = r;
-    r->head_sub.index = -1;
-    r->tail_sub.req = r;
-    r->tail_sub.index = -1;
-    return r;
-}
-
-void cdt__ucx_request_set_error(cdt_ucx_request r, int status)
-{
-    if (r->status == CDT_SUCCESS)
-        r->status = status;
-}
-
 int cdt_ucx_request_test(cdt_ucx_request request)
 {
     if (request == NULL)
@@ -91,18 +60,6 @@ int cdt_ucx_request_recv_info(cdt_ucx_request request, cdt_ucx_recv_info *info)
     return rc;
 }
 
-/* lock held: the request goes to w->orphans, to be released when UCX lets go of it */
-static void orphan(cdt_ucx_request r)
-{
-    cdt_ucx_worker w = r->w;
-    r->orphaned = true;
-    r->prev = NULL;
-    r->next = w->orphans;
-    if (w->orphans != NULL)
-        w->orphans->prev = r;
-    w->orphans = r;
-}
-
 int cdt_ucx_request_free(cdt_ucx_request request)
 {
     if (request == NULL)
@@ -116,58 +73,13 @@ int cdt_ucx_request_free(cdt_ucx_request request)
     bool live =
         done && (request->is_send ? request->outstanding > 0 : request->head_sub.ucx != NULL);
     if (live)
-        orphan(request);
+        cdt__ucx_orphan(request);
     pthread_mutex_unlock(&w->lock);
     if (!done)
         return CDT_ERR_BUSY;
     if (!live)
         cdt__ucx_request_release(request);
     return CDT_SUCCESS;
-}
-
-void cdt__ucx_orphan_release(cdt_ucx_request r)
-{
-    cdt_ucx_worker w = r->w;
-    if (r->prev != NULL)
-        r->prev->next = r->next;
-    else
-        w->orphans = r->next;
-    if (r->next != NULL)
-        r->next->prev = r->prev;
-    cdt__ucx_request_release(r);
-}
-
-void cdt__ucx_orphans_free_all(cdt_ucx_worker w)
-{
-    while (w->orphans != NULL) {
-        if (w->orphans->is_send) /* the frame of a send UCX never let go of */
-            cdt__ucx_send_release(w->orphans);
-        cdt__ucx_orphan_release(w->orphans);
-    }
-}
-
-void cdt__ucx_request_release(cdt_ucx_request r)
-{
-    cdt_ucx_worker w = r->w;
-    pthread_mutex_lock(&w->cache_lock);
-    if (w->req_pooled < CDT__UCX_REQ_POOL) {
-        r->next = w->req_pool;
-        w->req_pool = r;
-        w->req_pooled++;
-        r = NULL;
-    }
-    pthread_mutex_unlock(&w->cache_lock);
-    free(r);
-}
-
-void cdt__ucx_request_pool_clear(cdt_ucx_worker w)
-{
-    while (w->req_pool != NULL) {
-        cdt_ucx_request r = w->req_pool;
-        w->req_pool = r->next;
-        free(r);
-    }
-    w->req_pooled = 0;
 }
 
 int cdt_ucx_send(cdt_ucx_ep ep, const void *buf, cdt_count count, cdt_type type, cdt_ucx_tag tag,
@@ -188,7 +100,7 @@ int cdt_ucx_send(cdt_ucx_ep ep, const void *buf, cdt_count count, cdt_type type,
     pthread_mutex_lock(&w->lock);
     bool finished = r->done && r->outstanding == 0; /* it completed after the wait gave up */
     if (!finished)
-        orphan(r);
+        cdt__ucx_orphan(r);
     pthread_mutex_unlock(&w->lock);
     if (finished)
         cdt__ucx_request_release(r);

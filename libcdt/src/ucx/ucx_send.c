@@ -26,19 +26,6 @@ static void send_unlink(cdt_ucx_request r)
     r->ep = NULL;
 }
 
-void cdt__ucx_send_release(cdt_ucx_request r)
-{
-    cdt_frame_free(r->frame); /* state_free of the send: nothing to report to the peer */
-    r->frame = NULL;
-    cdt__ucx_buf_put(r->w, r->bounce, r->bounce_len);
-    r->bounce = NULL;
-    for (cdt_count i = 0; i < r->nsubs; i++)
-        cdt__ucx_buf_put(r->w, r->subs[i].tmp, (size_t)r->subs[i].len);
-    free(r->subs);
-    r->subs = NULL;
-    r->nsubs = 0;
-}
-
 static void send_done(cdt_ucx_request r)
 {
     send_unlink(r);

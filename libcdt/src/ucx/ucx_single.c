@@ -102,23 +102,6 @@ static void rx_fail(cdt_ucx_request r, int status)
     cdt__ucx_recv_fail(r, status); /* discards the rest and completes the receive */
 }
 
-static void stash_free_all(cdt_ucx_request r)
-{
-    while (r->stash != NULL) {
-        cdt__ucx_stash *s = r->stash;
-        r->stash = s->next;
-        free(s);
-    }
-}
-
-void cdt__ucx_single_clear(cdt_ucx_request r)
-{
-    stash_free_all(r);
-    if (r->pre != NULL && r->pre != r->head)
-        free(r->pre);
-    r->pre = NULL;
-}
-
 /* message bytes [offset, offset + len) after the prefix: the frame's into the decoder, the
  * trailer's into r->trailer */
 static int to_decoder(cdt_ucx_request r, size_t offset, const unsigned char *src, size_t len)

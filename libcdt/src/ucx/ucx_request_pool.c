@@ -1,0 +1,111 @@
+/*
+ * ucx_request_pool.c - a request's memory: taken from and given back to the worker's pool,
+ * kept in the worker's orphan list while UCX still holds a freed request, and what a send
+ * request keeps (frame, staging buffers) released. Below send, receive and the request API.
+ */
+#include "ucx_internal.h"
+
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+cdt_ucx_request cdt__ucx_request_new(cdt_ucx_worker w, bool is_send)
+{
+    /* from the worker's pool when it has one; the head buffer need not be zeroed, only the
+     * fields before it */
+    pthread_mutex_lock(&w->cache_lock);
+    cdt_ucx_request r = w->req_pool;
+    if (r != NULL) {
+        w->req_pool = r->next;
+        w->req_pooled--;
+    }
+    pthread_mutex_unlock(&w->cache_lock);
+    if (r == NULL)
+        r = malloc(sizeof(*r));
+    if (r == NULL)
+        return NULL;
+    memset(r, 0, offsetof(struct cdt_ucx_request_s, head));
+    r->w = w;
+    r->is_send = is_send;
+    r->head_sub.req = r;
+    r->head_sub.index = -1;
+    r->tail_sub.req = r;
+    r->tail_sub.index = -1;
+    return r;
+}
+
+void cdt__ucx_request_set_error(cdt_ucx_request r, int status)
+{
+    if (r->status == CDT_SUCCESS)
+        r->status = status;
+}
+
+/* lock held: the request goes to w->orphans, to be released when UCX lets go of it */
+void cdt__ucx_orphan(cdt_ucx_request r)
+{
+    cdt_ucx_worker w = r->w;
+    r->orphaned = true;
+    r->prev = NULL;
+    r->next = w->orphans;
+    if (w->orphans != NULL)
+        w->orphans->prev = r;
+    w->orphans = r;
+}
+
+void cdt__ucx_orphan_release(cdt_ucx_request r)
+{
+    cdt_ucx_worker w = r->w;
+    if (r->prev != NULL)
+        r->prev->next = r->next;
+    else
+        w->orphans = r->next;
+    if (r->next != NULL)
+        r->next->prev = r->prev;
+    cdt__ucx_request_release(r);
+}
+
+void cdt__ucx_orphans_free_all(cdt_ucx_worker w)
+{
+    while (w->orphans != NULL) {
+        if (w->orphans->is_send) /* the frame of a send UCX never let go of */
+            cdt__ucx_send_release(w->orphans);
+        cdt__ucx_orphan_release(w->orphans);
+    }
+}
+
+void cdt__ucx_request_release(cdt_ucx_request r)
+{
+    cdt_ucx_worker w = r->w;
+    pthread_mutex_lock(&w->cache_lock);
+    if (w->req_pooled < CDT__UCX_REQ_POOL) {
+        r->next = w->req_pool;
+        w->req_pool = r;
+        w->req_pooled++;
+        r = NULL;
+    }
+    pthread_mutex_unlock(&w->cache_lock);
+    free(r);
+}
+
+void cdt__ucx_request_pool_clear(cdt_ucx_worker w)
+{
+    while (w->req_pool != NULL) {
+        cdt_ucx_request r = w->req_pool;
+        w->req_pool = r->next;
+        free(r);
+    }
+    w->req_pooled = 0;
+}
+
+void cdt__ucx_send_release(cdt_ucx_request r)
+{
+    cdt_frame_free(r->frame); /* state_free of the send: nothing to report to the peer */
+    r->frame = NULL;
+    cdt__ucx_buf_put(r->w, r->bounce, r->bounce_len);
+    r->bounce = NULL;
+    for (cdt_count i = 0; i < r->nsubs; i++)
+        cdt__ucx_buf_put(r->w, r->subs[i].tmp, (size_t)r->subs[i].len);
+    free(r->subs);
+    r->subs = NULL;
+    r->nsubs = 0;
+}

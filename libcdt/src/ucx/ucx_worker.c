@@ -1,0 +1,190 @@
+/*
+ * ucx_worker.c - workers: creation (protocol, thresholds, sender id, key secret), progress,
+ * addresses, and destruction, which tears down every other part of the transport in order
+ * (drains, listeners, endpoints, the UCX worker, then the memory UCX no longer holds). The
+ * top of the transport: it may call any other file here; none calls it.
+ */
+#include "ucx_internal.h"
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <time.h>
+#include <unistd.h>
+
+/* random bytes from the kernel; a mix of clocks and ids when it has none to give */
+static void random_bytes(void *out, size_t n)
+{
+    if (getrandom(out, n, GRND_NONBLOCK) == (ssize_t)n)
+        return;
+    static uint64_t counter;
+    unsigned char *p = out;
+    for (size_t i = 0; i < n; i++) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        uint64_t v = (uint64_t)ts.tv_nsec * 0x9e3779b97f4a7c15ull ^ (uint64_t)getpid() << 32 ^
+                     (uint64_t)(uintptr_t)out ^ ++counter * 0xbf58476d1ce4e5b9ull;
+        p[i] = (unsigned char)(v >> 29);
+    }
+}
+
+static uint32_t random_sender_id(void)
+{
+    uint32_t v = 0;
+    random_bytes(&v, sizeof(v));
+    return v & ((UINT32_C(1) << CDT_UCX_SENDER_ID_BITS) - 1);
+}
+
+int cdt_ucx_worker_create(cdt_ucx_context context, const cdt_ucx_worker_params *params,
+                          cdt_ucx_worker *worker)
+{
+    if (context == NULL || worker == NULL)
+        return CDT_ERR_INVALID_ARG;
+    uint64_t fm = params != NULL ? params->field_mask : 0;
+    uint32_t sender_id = random_sender_id();
+    cdt_count threshold = CDT__UCX_DEFAULT_ZCOPY_THRESHOLD;
+    if (fm & CDT_UCX_WORKER_PARAM_SENDER_ID) {
+        if (params->sender_id >= (UINT32_C(1) << CDT_UCX_SENDER_ID_BITS))
+            return CDT_ERR_INVALID_ARG;
+        sender_id = params->sender_id;
+    }
+    if (fm & CDT_UCX_WORKER_PARAM_ZCOPY_THRESHOLD) {
+        if (params->zcopy_threshold < 1)
+            return CDT_ERR_INVALID_ARG;
+        threshold = params->zcopy_threshold;
+    }
+    size_t cache_limit = CDT__UCX_DEFAULT_CACHE_LIMIT;
+    if (fm & CDT_UCX_WORKER_PARAM_BUFFER_CACHE)
+        cache_limit = params->buffer_cache_bytes;
+    cdt_ucx_protocol protocol = CDT_UCX_PROTOCOL_AUTO;
+    const char *env = getenv("CDT_UCX_PROTOCOL");
+    if (fm & CDT_UCX_WORKER_PARAM_PROTOCOL) {
+        protocol = params->protocol;
+        if (protocol != CDT_UCX_PROTOCOL_AUTO && protocol != CDT_UCX_PROTOCOL_SPLIT &&
+            protocol != CDT_UCX_PROTOCOL_SINGLE && protocol != CDT_UCX_PROTOCOL_AUTO_SINGLE)
+            return CDT_ERR_INVALID_ARG;
+    } else if (env != NULL && *env != '\0') {
+        if (strcmp(env, "auto") == 0)
+            protocol = CDT_UCX_PROTOCOL_AUTO;
+        else if (strcmp(env, "split") == 0)
+            protocol = CDT_UCX_PROTOCOL_SPLIT;
+        else if (strcmp(env, "single") == 0)
+            protocol = CDT_UCX_PROTOCOL_SINGLE;
+        else if (strcmp(env, "auto-single") == 0)
+            protocol = CDT_UCX_PROTOCOL_AUTO_SINGLE;
+        else
+            return CDT_ERR_INVALID_ARG; /* a misspelt setting must not pass unnoticed */
+    }
+    cdt_ucx_worker w = calloc(1, sizeof(*w));
+    if (w == NULL)
+        return CDT_ERR_NO_MEMORY;
+    if (pthread_mutex_init(&w->lock, NULL) != 0) {
+        free(w);
+        return CDT_ERR_NO_MEMORY;
+    }
+    if (pthread_mutex_init(&w->cache_lock, NULL) != 0) {
+        pthread_mutex_destroy(&w->lock);
+        free(w);
+        return CDT_ERR_NO_MEMORY;
+    }
+    w->cache_limit = cache_limit;
+    ucp_worker_params_t wp = {
+        .field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE,
+        .thread_mode = UCS_THREAD_MODE_SERIALIZED,
+    };
+    ucs_status_t st = ucp_worker_create(context->ucp, &wp, &w->ucp);
+    if (st != UCS_OK) {
+        pthread_mutex_destroy(&w->cache_lock);
+        pthread_mutex_destroy(&w->lock);
+        free(w);
+        return CDT_ERR_TRANSPORT;
+    }
+    if (cdt__ucx_single_dt_create(w) != CDT_SUCCESS) {
+        ucp_worker_destroy(w->ucp);
+        pthread_mutex_destroy(&w->cache_lock);
+        pthread_mutex_destroy(&w->lock);
+        free(w);
+        return CDT_ERR_TRANSPORT;
+    }
+    w->protocol = protocol;
+    w->ctx = context;
+    w->sender_id = sender_id;
+    random_bytes(w->key_secret, sizeof(w->key_secret));
+    w->zcopy_threshold = threshold;
+    *worker = w;
+    return CDT_SUCCESS;
+}
+
+void cdt_ucx_worker_destroy(cdt_ucx_worker worker)
+{
+    if (worker == NULL)
+        return;
+    pthread_mutex_lock(&worker->lock);
+    worker->destroying = true; /* canceled receives post no drains from here on */
+    cdt__ucx_drains_cancel_all(worker);
+    while (worker->listeners != NULL) {
+        struct cdt_ucx_listener_s *l = worker->listeners;
+        worker->listeners = l->next;
+        for (int i = 0; i < l->queued; i++)
+            ucp_listener_reject(l->ucp, l->queue[i]);
+        ucp_listener_destroy(l->ucp);
+        free(l);
+    }
+    cdt__ucx_ep_force_close_all(worker);
+    pthread_mutex_unlock(&worker->lock);
+    ucp_worker_destroy(worker->ucp);
+    cdt__ucx_single_dt_destroy(worker); /* no request uses them any more */
+    cdt__ucx_drains_free_all(worker);   /* UCX calls back no more */
+    cdt__ucx_orphans_free_all(worker);
+    cdt__ucx_buf_cache_clear(worker);
+    cdt__ucx_request_pool_clear(worker);
+    pthread_mutex_destroy(&worker->cache_lock);
+    pthread_mutex_destroy(&worker->lock);
+    free(worker);
+}
+
+int cdt_ucx_worker_progress(cdt_ucx_worker worker)
+{
+    if (worker == NULL)
+        return CDT_ERR_INVALID_ARG;
+    pthread_mutex_lock(&worker->lock);
+    unsigned n = cdt__ucx_progress(worker);
+    pthread_mutex_unlock(&worker->lock);
+    return (int)n;
+}
+
+int cdt_ucx_worker_address(cdt_ucx_worker worker, void **address, size_t *length)
+{
+    if (worker == NULL || address == NULL || length == NULL)
+        return CDT_ERR_INVALID_ARG;
+    ucp_address_t *a;
+    size_t len;
+    pthread_mutex_lock(&worker->lock);
+    ucs_status_t st = ucp_worker_get_address(worker->ucp, &a, &len);
+    pthread_mutex_unlock(&worker->lock);
+    if (st != UCS_OK)
+        return cdt__ucx_status(st);
+    *address = a;
+    *length = len;
+    return CDT_SUCCESS;
+}
+
+void cdt_ucx_worker_address_free(cdt_ucx_worker worker, void *address)
+{
+    if (worker == NULL || address == NULL)
+        return;
+    pthread_mutex_lock(&worker->lock);
+    ucp_worker_release_address(worker->ucp, address);
+    pthread_mutex_unlock(&worker->lock);
+}
+
+uint32_t cdt_ucx_worker_sender_id(cdt_ucx_worker worker)
+{
+    return worker != NULL ? worker->sender_id : 0;
+}
+
+void *cdt_ucx_worker_handle(cdt_ucx_worker worker)
+{
+    return worker != NULL ? (void *)worker->ucp : NULL;
+}
