@@ -5,16 +5,11 @@
  * padding and regions, and tracked so that overlap and incompleteness are errors.
  */
 #include "frame_format.h"
+#include "frame_header.h"
 #include "core/core.h"
 
 #include <stddef.h>
 #include <stdlib.h>
-
-typedef struct dec_region {
-    cdt_count bytes, frame_offset, stream_offset; /* stream_offset: layout receivers */
-    cdt_kind kind;
-    bool done;
-} dec_region;
 
 #define INLINE_HEADER 256
 
@@ -44,82 +39,6 @@ struct cdt_decoder_s {
     unsigned char header_inline[INLINE_HEADER];
 };
 
-static int parse_fixed(const unsigned char *h, cdt_count len, cdt_frame_info *info)
-{
-    if (len < CDT_FRAME_FIXED_HEADER_SIZE)
-        return CDT_ERR_FRAME_TRUNCATED;
-    if (memcmp(h + CDT__OFF_MAGIC, CDT__FRAME_MAGIC, 4) != 0)
-        return CDT_ERR_FRAME_MAGIC;
-    uint16_t version = cdt__get_u16(h + CDT__OFF_VERSION);
-    uint16_t flags = cdt__get_u16(h + CDT__OFF_FLAGS);
-    if (version != CDT__FRAME_VERSION || (flags & ~CDT__FRAME_FLAGS_KNOWN))
-        return CDT_ERR_FRAME_VERSION;
-    if (((flags & CDT__FRAME_FLAG_BIG_ENDIAN) != 0) != cdt__host_is_big_endian())
-        return CDT_ERR_BYTE_ORDER;
-    uint64_t header_size = cdt__get_u64(h + CDT__OFF_HEADER_SIZE);
-    uint64_t packed_size = cdt__get_u64(h + CDT__OFF_PACKED_SIZE);
-    uint64_t region_count = cdt__get_u64(h + CDT__OFF_REGION_COUNT);
-    uint64_t frame_size = cdt__get_u64(h + CDT__OFF_FRAME_SIZE);
-    if (cdt__get_u64(h + CDT__OFF_RESERVED) != 0)
-        return CDT_ERR_FRAME_MALFORMED;
-    /* every size must fit cdt_count; the region table must be exactly what header_size says */
-    if (header_size > INT64_MAX || packed_size > INT64_MAX || frame_size > INT64_MAX ||
-        region_count > (INT64_MAX - CDT_FRAME_FIXED_HEADER_SIZE) / CDT_FRAME_REGION_ENTRY_SIZE ||
-        header_size != CDT_FRAME_FIXED_HEADER_SIZE + region_count * CDT_FRAME_REGION_ENTRY_SIZE ||
-        packed_size > INT64_MAX - header_size || header_size + packed_size > frame_size)
-        return CDT_ERR_FRAME_MALFORMED;
-    *info = (cdt_frame_info){
-        .version = version,
-        .flags = flags,
-        .header_size = (cdt_count)header_size,
-        .packed_size = (cdt_count)packed_size,
-        .region_count = (cdt_count)region_count,
-        .frame_size = (cdt_count)frame_size,
-    };
-    return CDT_SUCCESS;
-}
-
-int cdt_frame_header_size(const void *data, cdt_count len, cdt_count *header_size)
-{
-    if (data == NULL || header_size == NULL || len < 0)
-        return CDT_ERR_INVALID_ARG;
-    cdt_frame_info info;
-    int rc = parse_fixed(data, len, &info);
-    if (rc == CDT_SUCCESS)
-        *header_size = info.header_size;
-    return rc;
-}
-
-/* Region table: lengths, kinds, and offsets that must add up to frame_size exactly. */
-static int parse_regions(const unsigned char *h, cdt_frame_info *info, dec_region *regions)
-{
-    cdt_count off = info->header_size + info->packed_size, stream = info->packed_size;
-    cdt_count sum = 0;
-    for (cdt_count i = 0; i < info->region_count; i++) {
-        const unsigned char *e = h + CDT_FRAME_FIXED_HEADER_SIZE + i * CDT_FRAME_REGION_ENTRY_SIZE;
-        uint64_t bytes = cdt__get_u64(e + CDT__REG_OFF_LEN);
-        uint32_t kind = cdt__get_u32(e + CDT__REG_OFF_KIND);
-        if (bytes > INT64_MAX || cdt__get_u32(e + CDT__REG_OFF_RESERVED) != 0)
-            return CDT_ERR_FRAME_MALFORMED;
-        cdt_count ksize = cdt_kind_size((cdt_kind)kind);
-        if (ksize == 0 || bytes % (uint64_t)ksize != 0)
-            return CDT_ERR_FRAME_MALFORMED;
-        dec_region *r = &regions[i];
-        r->bytes = (cdt_count)bytes;
-        r->kind = (cdt_kind)kind;
-        r->stream_offset = stream;
-        if (!cdt__frame_align(off, &r->frame_offset) ||
-            cdt__add_overflows(r->frame_offset, r->bytes, &off) ||
-            cdt__add_overflows(sum, r->bytes, &sum) ||
-            cdt__add_overflows(stream, r->bytes, &stream) || off > info->frame_size)
-            return CDT_ERR_FRAME_MALFORMED;
-    }
-    if (off != info->frame_size)
-        return CDT_ERR_FRAME_MALFORMED;
-    info->region_bytes = sum;
-    return CDT_SUCCESS;
-}
-
 int cdt_decoder_create(const void *data, cdt_count len, cdt_decoder *out)
 {
     return cdt_decoder_create_advanced(data, len, NULL, out);
@@ -140,7 +59,7 @@ int cdt_decoder_create_advanced(const void *data, cdt_count len, const cdt_decod
             return CDT_ERR_INVALID_ARG;
     }
     cdt_frame_info info;
-    int rc = parse_fixed(data, len, &info);
+    int rc = cdt__frame_parse_fixed(data, len, &info);
     if (rc != CDT_SUCCESS)
         return rc;
     /* limits come before the region table is even read: nothing is allocated for a frame that
@@ -163,7 +82,7 @@ int cdt_decoder_create_advanced(const void *data, cdt_count len, const cdt_decod
         goto fail;
     }
     memcpy(d->header, data, (size_t)info.header_size);
-    if ((rc = parse_regions(d->header, &info, d->regions)) != CDT_SUCCESS)
+    if ((rc = cdt__frame_parse_regions(d->header, &info, d->regions)) != CDT_SUCCESS)
         goto fail;
     d->info = info;
     *out = d;
@@ -221,47 +140,12 @@ int cdt_decoder_bind(cdt_decoder d, void *buf, cdt_count count, cdt_type type)
     return CDT_SUCCESS;
 }
 
-/* custom receivers: the region callback names the memory; it must match the header */
-/* a custom receiver's regions (fetched once its packed stream is in; CDT_ERR_ORDER before)
- * must be the header's: as many, each of the same byte length */
-static int match_regions(cdt_op op, const cdt_frame_info *info, const dec_region *regions)
-{
-    int rc = cdt__op_fetch_regions(op);
-    if (rc != CDT_SUCCESS)
-        return rc;
-    if (op->region_count != info->region_count)
-        return CDT_ERR_FRAME_MISMATCH;
-    for (cdt_count i = 0; i < info->region_count; i++)
-        if (cdt__op_region_bytes(op, i) != regions[i].bytes)
-            return CDT_ERR_FRAME_MISMATCH;
-    return CDT_SUCCESS;
-}
-
 static int resolve_regions(cdt_decoder d)
 {
     if (d->regions_checked)
         return CDT_SUCCESS;
-    int rc = match_regions(d->op, &d->info, d->regions);
+    int rc = cdt__frame_match_regions(d->op, &d->info, d->regions);
     d->regions_checked = rc == CDT_SUCCESS;
-    return rc;
-}
-
-/* bytes [start, start + len) of a custom receiver's region `index` from src into its memory */
-static int copy_to_region(cdt_op op, cdt_count index, cdt_count start, const unsigned char *src,
-                          cdt_count len)
-{
-    cdt_type t = op->region_types[index];
-    if (len == 0)
-        return CDT_SUCCESS;
-    if (cdt__layout_is_contiguous(t, op->region_lens[index])) { /* the usual region */
-        memcpy((char *)op->region_bases[index] + t->true_lb + start, src, (size_t)len);
-        return CDT_SUCCESS;
-    }
-    /* a strided region: the type's kernels unpack any range of its stream in one call */
-    struct cdt__node *form;
-    int rc = t->ops->form(t, &form);
-    if (rc == CDT_SUCCESS)
-        t->ops->unpack(form, t->extent, op->region_bases[index], start, len, src);
     return rc;
 }
 
@@ -286,15 +170,7 @@ static int write_region(cdt_decoder d, cdt_count index, cdt_count start, const u
     if (!d->custom) /* one stream: the engine's kernels are faster than an iov walk */
         return cdt_op_unpack(d->op, d->regions[index].stream_offset + start, src, len);
     int rc = resolve_regions(d);
-    return rc != CDT_SUCCESS ? rc : copy_to_region(d->op, index, start, src, len);
-}
-
-static bool all_zero(const unsigned char *p, cdt_count n)
-{
-    for (cdt_count i = 0; i < n; i++)
-        if (p[i] != 0)
-            return false;
-    return true;
+    return rc != CDT_SUCCESS ? rc : cdt__frame_copy_to_region(d->op, index, start, src, len);
 }
 
 /* custom receivers: every packed stream byte reached the unpack callback */
@@ -376,7 +252,7 @@ static int write_area(cdt_decoder d, cdt_count off, const unsigned char *src, cd
     if (off < r->frame_offset) { /* padding before region lo */
         cdt_count n = r->frame_offset - off < len ? r->frame_offset - off : len;
         *consumed = n;
-        return all_zero(src, n) ? CDT_SUCCESS : CDT_ERR_FRAME_MALFORMED;
+        return cdt__frame_all_zero(src, n) ? CDT_SUCCESS : CDT_ERR_FRAME_MALFORMED;
     }
     cdt_count n = r->frame_offset + r->bytes - off < len ? r->frame_offset + r->bytes - off : len;
     *consumed = n;
@@ -517,81 +393,4 @@ int cdt_decoder_free(cdt_decoder d)
     free(d->regions);
     free(d);
     return rc;
-}
-
-/* the regions of a whole frame into a custom receiver whose stream was delivered: checked
- * against the header as resolve_regions does, padding as write_area does, in frame order */
-static int whole_regions(cdt_op op, const unsigned char *data, const cdt_frame_info *info,
-                         const dec_region *regions)
-{
-    cdt_count at = info->header_size + info->packed_size;
-    for (cdt_count i = 0; i < info->region_count; i++) {
-        const dec_region *r = &regions[i];
-        if (!all_zero(data + at, r->frame_offset - at))
-            return CDT_ERR_FRAME_MALFORMED;
-        at = r->frame_offset + r->bytes;
-        int rc = i == 0 ? match_regions(op, info, regions) : CDT_SUCCESS;
-        if (rc == CDT_SUCCESS)
-            rc = copy_to_region(op, i, 0, data + r->frame_offset, r->bytes);
-        if (rc != CDT_SUCCESS)
-            return rc;
-    }
-    return CDT_SUCCESS;
-}
-
-/* A whole frame received in one call, checked as the decoder checks it (the fixed header, the
- * region table, the sizes, the padding), with no decoder: the small-object path. A frame
- * without regions takes one operation on the stack for any receiver; a custom receiver with up
- * to WHOLE_REGIONS regions also gets its regions copied straight from the frame. false: not
- * such a frame or receiver; the decoder path decides (and names the error). */
-#define WHOLE_REGIONS 16
-static bool decode_whole(const unsigned char *data, cdt_count len, void *buf, cdt_count count,
-                         cdt_type type, int *rc)
-{
-    cdt_frame_info info;
-    if (parse_fixed(data, len, &info) != CDT_SUCCESS || info.frame_size != len)
-        return false;
-    if (info.region_count == 0) {
-        if (info.header_size + info.packed_size != info.frame_size)
-            return false;
-        *rc = cdt__op_unpack_whole(buf, count, type, data + info.header_size, info.packed_size);
-        return true;
-    }
-    dec_region regions[WHOLE_REGIONS];
-    if (type == NULL || type->cls != CDT__CLASS_CUSTOM || info.region_count > WHOLE_REGIONS ||
-        parse_regions(data, &info, regions) != CDT_SUCCESS)
-        return false;
-    struct cdt_op_s op;
-    *rc = cdt__op_init(&op, buf, count, type, false);
-    if (*rc != CDT_SUCCESS)
-        return true;
-    *rc = cdt__op_deliver_whole(&op, data + info.header_size, info.packed_size);
-    if (*rc == CDT_SUCCESS)
-        *rc = whole_regions(&op, data, &info, regions);
-    int frc = cdt__op_fini(&op);
-    if (*rc == CDT_SUCCESS)
-        *rc = frc;
-    return true;
-}
-
-int cdt_frame_decode(const void *data, cdt_count len, void *buf, cdt_count count, cdt_type type)
-{
-    if (data == NULL || len < 0)
-        return CDT_ERR_INVALID_ARG;
-    int rc;
-    if (decode_whole(data, len, buf, count, type, &rc))
-        return rc;
-    cdt_decoder d;
-    rc = cdt_decoder_create(data, len, &d);
-    if (rc != CDT_SUCCESS)
-        return rc;
-    if (len < d->info.frame_size)
-        rc = CDT_ERR_FRAME_TRUNCATED;
-    else if (len > d->info.frame_size)
-        rc = CDT_ERR_FRAME_MALFORMED; /* trailing bytes: not what the sender framed */
-    else if ((rc = cdt_decoder_bind(d, buf, count, type)) == CDT_SUCCESS &&
-             (rc = cdt_decoder_write(d, 0, data, len)) == CDT_SUCCESS)
-        rc = cdt_decoder_finish(d);
-    int frc = cdt_decoder_free(d);
-    return rc != CDT_SUCCESS ? rc : frc;
 }

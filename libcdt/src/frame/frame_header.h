@@ -1,0 +1,33 @@
+/*
+ * frame_header.h - header parsing and region checks shared by the decoder (frame_decode.c)
+ * and the one-call decode (frame_decode_whole.c). Only files of frame/ include it.
+ */
+#ifndef CDT_FRAME_HEADER_H
+#define CDT_FRAME_HEADER_H
+
+#include "frame_format.h"
+#include "core/core.h"
+
+#include <stdbool.h>
+
+typedef struct dec_region {
+    cdt_count bytes, frame_offset, stream_offset; /* stream_offset: layout receivers */
+    cdt_kind kind;
+    bool done;
+} dec_region;
+
+/* the fixed part of a header of `len` bytes: magic, version, flags, byte order, sizes */
+CDT__HIDDEN int cdt__frame_parse_fixed(const unsigned char *h, cdt_count len, cdt_frame_info *info);
+/* the region table: lengths, kinds and offsets that add up to frame_size exactly; fills
+ * info->region_bytes */
+CDT__HIDDEN int cdt__frame_parse_regions(const unsigned char *h, cdt_frame_info *info,
+                                         dec_region *regions);
+/* a custom receiver's regions (fetched once its packed stream is in) against the header's */
+CDT__HIDDEN int cdt__frame_match_regions(cdt_op op, const cdt_frame_info *info,
+                                         const dec_region *regions);
+/* bytes [start, start + len) of a custom receiver's region `index` from src into its memory */
+CDT__HIDDEN int cdt__frame_copy_to_region(cdt_op op, cdt_count index, cdt_count start,
+                                          const unsigned char *src, cdt_count len);
+CDT__HIDDEN bool cdt__frame_all_zero(const unsigned char *p, cdt_count n);
+
+#endif
