@@ -44,7 +44,8 @@ A UCX context and worker: the progress engine of its listeners and endpoints. `s
 must differ among the workers that send to one receiver (default: random); arrays of at
 least `zcopy_threshold` bytes (default 64 KiB) move as their own zero-copy message in split
 mode. `protocol` is `:auto` (the default: one message per object over shared memory unless
-it has arrays of `zcopy_threshold` bytes or more, split mode over TCP), `:split`, `:single`
+large messages move by cross-memory attach and it has arrays of `zcopy_threshold` bytes or
+more, split mode over TCP), `:split`, `:single`
 or `:auto_single` (as `:auto`, but one message per object over shared memory whatever its
 arrays: for receivers that reuse their receive memory) (docs/TRANSPORT.md).
 """
@@ -369,8 +370,9 @@ end
     transports(ep) -> String
 
 The UCX transports the endpoint's lanes use now (`cdt_ucx_ep_transports`), e.g.
-`"am=sysv/memory rma=cma/memory"` for a local peer over shared memory or `"am=tcp/lo
-rma=tcp/lo"` over loopback TCP. An endpoint made from an address may still be wiring up:
+`"am=sysv/memory rma=tcp/lo"` for a local peer over shared segments (libcdt's default),
+`"am=sysv/memory rma=cma/memory"` with cross-memory attach (`CDT_UCX_SHARED_MEMORY=full`) or
+`"am=tcp/lo rma=tcp/lo"` over loopback TCP. An endpoint made from an address may still be wiring up:
 send one message first for the final lanes.
 """
 function transports(e::Endpoint)

@@ -70,8 +70,9 @@ class Worker:
     64 KiB);
     protocol: "auto-single" (the default: one message per object over shared memory, split mode
     over TCP), "auto" (as auto-single, except that objects with buffers of zcopy_threshold
-    bytes or more go split over shared memory too: for receivers that allocate fresh memory for
-    every object), "split" or "single" (docs/TRANSPORT.md; Endpoint.protocol says which an
+    bytes or more go split where large messages move by cross-memory attach,
+    CDT_UCX_SHARED_MEMORY=full: for receivers that allocate fresh memory for every object),
+    "split" or "single" (docs/TRANSPORT.md; Endpoint.protocol says which an
     endpoint uses). The environment variable CDT_UCX_PROTOCOL, when set, is the default
     instead. cdtypes receivers reuse their receive memory (the receive cache), where one
     message per object is the fastest: 512 buffers of 128 KiB, alternating runs, 1.2-1.9x as

@@ -125,8 +125,9 @@ impl Context {
 /// How objects sent on an endpoint travel (`cdt_ucx_protocol`, docs/TRANSPORT.md).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum Protocol {
-    /// Per endpoint: [`Protocol::Single`] over shared memory (except for objects with regions
-    /// of at least the zero-copy threshold), [`Protocol::Split`] otherwise.
+    /// Per endpoint: [`Protocol::Single`] over shared memory (except, where large messages
+    /// move by cross-memory attach, for objects with regions of at least the zero-copy
+    /// threshold), [`Protocol::Split`] otherwise.
     #[default]
     Auto,
     /// A head message, then the rest and every large region as their own messages (zero-copy
@@ -661,8 +662,9 @@ impl Endpoint {
     }
 
     /// The transports UCX chose for this endpoint, as `cdt_ucx_ep_transports` prints them:
-    /// `"am=sysv/memory rma=cma/memory"` between two processes of one machine (libcdt's
-    /// default), `"am=tcp/lo rma=tcp/lo"` over loopback TCP.
+    /// `"am=sysv/memory rma=tcp/lo"` between two processes of one machine (libcdt's default:
+    /// shared segments), `"am=sysv/memory rma=cma/memory"` with cross-memory attach
+    /// (`CDT_UCX_SHARED_MEMORY=full`), `"am=tcp/lo rma=tcp/lo"` over loopback TCP.
     pub fn transports(&self) -> Result<String> {
         let ep = self.raw.read().unwrap_or_else(|e| e.into_inner());
         if ep.0.is_null() {
