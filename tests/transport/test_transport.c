@@ -837,7 +837,11 @@ static void big_server(peer *p)
     unsigned char *b = calloc(1, (size_t)BIG);
     CHECK(b != NULL);
     cdt_ucx_recv_info info;
-    CHECK_RC(cdt_ucx_recv(p->w, b, BIG, CDT_BYTE, TAG, CDT_UCX_TAG_MASK_FULL, NULL, &info, 400000));
+    /* the whole object may take longer than the default 60 s of a matched receive on a loaded
+     * machine (4 GiB through UCX's segments, beside other tests): this case is about size */
+    cdt_ucx_recv_params rp = {.field_mask = CDT_UCX_RECV_PARAM_REST_TIMEOUT,
+                              .rest_timeout_ms = 400000};
+    CHECK_RC(cdt_ucx_recv(p->w, b, BIG, CDT_BYTE, TAG, CDT_UCX_TAG_MASK_FULL, &rp, &info, 400000));
     CHECK(info.frame_size > BIG);
     for (cdt_count i = 0; i < BIG - 1; i += 4096)
         CHECK(b[i] == (unsigned char)(i / 4096));
