@@ -34,7 +34,21 @@ typedef enum cdt__kernel {
     CDT__K_BLK,
     CDT__K_IDX,
     CDT__K_STRUCT,
+    CDT__K_ZIP, /* struct of block-indexed runs over one index list (node->zip) */
 } cdt__kernel;
+
+/* A struct whose members are block-indexed runs over the same index list up to a scale:
+ * member j's i-th run is len[j] bytes at base[j] + scale[j] * idx32[i] (LAMMPS gathers a
+ * 24-byte and three 8-byte arrays at the same particle indices: idx32 = 8 * index, scales 3
+ * and 1). Built at commit beside the members' own lists (form_share.c), which the range walk
+ * and iov keep using; the kernel (DIR(zip)) reads the one list instead of one per member. */
+#define CDT__ZIP_MAX 8
+typedef struct cdt__zip {
+    int members;
+    cdt_count count; /* runs per member */
+    cdt_count base[CDT__ZIP_MAX], scale[CDT__ZIP_MAX], len[CDT__ZIP_MAX];
+    int32_t *idx32; /* the index list, times the members' common scale */
+} cdt__zip;
 
 typedef struct cdt__node cdt__node;
 struct cdt__node {
@@ -59,6 +73,7 @@ struct cdt__node {
     cdt_count *bprefix;       /* STRUCT: runs before entry i (count + 1) */
     cdt__node *child;         /* VECTOR, BLOCK */
     cdt__node **children;     /* STRUCT */
+    cdt__zip *zip;            /* STRUCT with kernel CDT__K_ZIP */
 };
 
 typedef enum cdt__ctor {
@@ -89,6 +104,15 @@ struct cdt__derived {
 /* type_commit.c */
 CDT__HIDDEN int cdt__type_form(cdt_type type, cdt__node **form); /* borrowed */
 CDT__HIDDEN void cdt__node_release(cdt__node *n);
+CDT__HIDDEN cdt__node *cdt__node_retain(cdt__node *n);
+
+/* form_share.c: commit-time sharing */
+CDT__HIDDEN bool cdt__node_equal(const cdt__node *a, const cdt__node *b); /* offsets included */
+/* each of kids[0..n) equal to an earlier one is replaced by (a reference to) that one */
+CDT__HIDDEN void cdt__share_equal(cdt__node **kids, cdt_count n);
+/* a finalized STRUCT node's zip, when its members qualify (else n is left as it was) */
+CDT__HIDDEN int cdt__zip_build(cdt__node *n);
+CDT__HIDDEN void cdt__zip_free(cdt__zip *z);
 
 /* pack_kernels.c: whole instances, base = address of the instance (off not yet added) */
 CDT__HIDDEN char *cdt__kern_pack(const cdt__node *n, const char *base, char *dst);
