@@ -66,6 +66,39 @@ static char *DIR(runs)(cdt_count len, char *p, cdt_count count, cdt_count stride
     return s;
 }
 
+/* rows of a vector of vectors of runs: ocount rows ostride apart, each icount runs of len
+ * bytes istride apart. The fixed sizes get their own two-level loop, the length switch outside
+ * both loops: through DIR(runs) per row, the call, its switch and its loop setup cost about
+ * 2 ns per row (NAS_MG_x: 64 rows of 64 runs, 4.7% of the pack, measured beside the hand loop) */
+static char *DIR(runs2)(cdt_count len, char *p, cdt_count ocount, cdt_count ostride,
+                        cdt_count icount, cdt_count istride, char *s)
+{
+    switch (len) {
+#define CDT__FIXED_CASE(L)                                                                         \
+    case L:                                                                                        \
+        for (cdt_count o = 0; o < ocount; o++) {                                                   \
+            char *q = p + o * ostride;                                                             \
+            cdt_count i = 0;                                                                       \
+            for (; i + 4 <= icount; i += 4, s += 4 * L) {                                          \
+                MOVE(q + i * istride, s, L);                                                       \
+                MOVE(q + (i + 1) * istride, s + L, L);                                             \
+                MOVE(q + (i + 2) * istride, s + 2 * L, L);                                         \
+                MOVE(q + (i + 3) * istride, s + 3 * L, L);                                         \
+            }                                                                                      \
+            for (; i < icount; i++, s += L)                                                        \
+                MOVE(q + i * istride, s, L);                                                       \
+        }                                                                                          \
+        return s;
+        CDT__FIXED_SIZES(CDT__FIXED_CASE)
+#undef CDT__FIXED_CASE
+    default:
+        break;
+    }
+    for (cdt_count o = 0; o < ocount; o++)
+        s = DIR(runs)(len, p + o * ostride, icount, istride, s);
+    return s;
+}
+
 /* runs of len bytes at base + D(i), with the same move shapes as DIR(runs); D(i) reads the
  * 64-bit displacements, or their 32-bit copy (half the bytes in cache beside the runs), times
  * scale (1 for a block-indexed node's own list, folded away; a zip member's scale) */
@@ -286,10 +319,8 @@ static char *DIR(one)(const cdt__node *n, char *base, char *s)
                          s);
     case CDT__K_VEC_VEC_LEAF: {
         const cdt__node *c = n->child;
-        char *p = CDT__AT(base, n->off + c->off + c->child->off);
-        for (cdt_count i = 0; i < n->count; i++)
-            s = DIR(runs)(c->child->len, p + i * n->stride, c->count, c->stride, s);
-        return s;
+        return DIR(runs2)(c->child->len, CDT__AT(base, n->off + c->off + c->child->off), n->count,
+                          n->stride, c->count, c->stride, s);
     }
     case CDT__K_VEC_BLK_LEAF: {
         const cdt__node *c = n->child;
