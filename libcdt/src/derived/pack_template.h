@@ -231,13 +231,10 @@ static char *DIR(rep)(const cdt__node *n, char *base, cdt_count count, cdt_count
 {
     switch (n->kern) {
     case CDT__K_LEAF:
-        return DIR(runs)(n->len, CDT__AT(base, n->off), count, stride, s);
-    case CDT__K_VEC_LEAF: {
-        char *p = CDT__AT(base, n->off + n->child->off);
-        for (cdt_count i = 0; i < count; i++)
-            s = DIR(runs)(n->child->len, p + i * stride, n->count, n->stride, s);
-        return s;
-    }
+        return DIR(runs)(n->runlen, CDT__AT(base, n->first), count, stride, s);
+    case CDT__K_VEC_LEAF: /* count rows of n's runs */
+        return DIR(runs2)(n->runlen, CDT__AT(base, n->first), count, stride, n->count, n->stride,
+                          s);
     case CDT__K_BLK_LEAF: {
         char *p = CDT__AT(base, n->child->off);
         for (cdt_count i = 0; i < count; i++)
@@ -312,16 +309,13 @@ static char *DIR(one)(const cdt__node *n, char *base, char *s)
 {
     switch (n->kern) {
     case CDT__K_LEAF:
-        MOVE_VAR(CDT__AT(base, n->off), s, n->len);
-        return s + n->len;
+        MOVE_VAR(CDT__AT(base, n->first), s, n->runlen);
+        return s + n->runlen;
     case CDT__K_VEC_LEAF:
-        return DIR(runs)(n->child->len, CDT__AT(base, n->off + n->child->off), n->count, n->stride,
-                         s);
-    case CDT__K_VEC_VEC_LEAF: {
-        const cdt__node *c = n->child;
-        return DIR(runs2)(c->child->len, CDT__AT(base, n->off + c->off + c->child->off), n->count,
-                          n->stride, c->count, c->stride, s);
-    }
+        return DIR(runs)(n->runlen, CDT__AT(base, n->first), n->count, n->stride, s);
+    case CDT__K_VEC_VEC_LEAF:
+        return DIR(runs2)(n->runlen, CDT__AT(base, n->first), n->count, n->stride, n->in_count,
+                          n->in_stride, s);
     case CDT__K_VEC_BLK_LEAF: {
         const cdt__node *c = n->child;
         char *p = CDT__AT(base, n->off + c->child->off);

@@ -60,8 +60,9 @@ void cdt__node_release(cdt__node *n)
 
 static cdt__node *node_new(cdt__node_kind kind)
 {
-    cdt__node *n = calloc(1, sizeof(*n));
+    cdt__node *n = aligned_alloc(_Alignof(cdt__node), sizeof(*n)); /* derived.h: one line */
     if (n != NULL) {
+        memset(n, 0, sizeof(*n));
         n->kind = kind;
         atomic_init(&n->refs, 1);
     }
@@ -92,6 +93,7 @@ static int finalize(cdt__node *n)
         n->nblocks = n->len > 0 ? 1 : 0;
         n->first = n->off;
         n->last_end = n->off + n->len;
+        n->runlen = n->len;
         n->depth = 1;
         n->nojoin = true;
         n->kern = CDT__K_LEAF;
@@ -104,11 +106,15 @@ static int finalize(cdt__node *n)
         n->last_end = n->off + (n->count - 1) * n->stride + c->last_end;
         n->depth = c->depth + 1;
         n->nojoin = c->nojoin && c->last_end != n->stride + c->first;
-        if (c->kind == CDT__NODE_LEAF)
+        if (c->kind == CDT__NODE_LEAF) {
             n->kern = CDT__K_VEC_LEAF;
-        else if (c->kind == CDT__NODE_VECTOR && c->child->kind == CDT__NODE_LEAF)
+            n->runlen = c->len;
+        } else if (c->kind == CDT__NODE_VECTOR && c->child->kind == CDT__NODE_LEAF) {
             n->kern = CDT__K_VEC_VEC_LEAF;
-        else if (c->kind == CDT__NODE_BLOCK && c->child->kind == CDT__NODE_LEAF)
+            n->runlen = c->child->len;
+            n->in_count = c->count;
+            n->in_stride = c->stride;
+        } else if (c->kind == CDT__NODE_BLOCK && c->child->kind == CDT__NODE_LEAF)
             n->kern = CDT__K_VEC_BLK_LEAF;
         else if (c->kind == CDT__NODE_INDEXED && c->count <= 8)
             n->kern = CDT__K_VEC_IDX;
