@@ -3,10 +3,11 @@
  *
  * A generator builds random type trees (depth <= 4, every constructor, negative strides and
  * displacements, resized with low/high lb and negative extent, structs of mixed predefined
- * types, zero-length blocks). Each type is built three ways: with libcdt, as a typemap by the
- * deliberately simple reference interpreter below (a list of byte offsets), and, when built
- * with MPICH, as an MPI datatype. Pack (random fragment sizes and orders through the operation
- * API), unpack, iov and copy are compared byte for byte.
+ * types, zero-length blocks, structs of block-indexed members over one shared index list).
+ * Each type is built three ways: with libcdt, as a typemap by the deliberately simple reference
+ * interpreter below (a list of byte offsets), and, when built with MPICH, as an MPI datatype.
+ * Pack (random fragment sizes and orders through the operation API), unpack, iov and copy are
+ * compared byte for byte.
  *
  * usage: test_engine_diff [seeds] [--mpich]   (seeds also from CDT_TEST_SEEDS; default 3000)
  */
@@ -56,6 +57,7 @@ typedef struct td {
     cdt_kind kind;
     int64_t count, bl, stride;
     int64_t bls[MAXN], disps[MAXN];
+    int64_t *ldisps; /* (H)INDEXED_BLOCK of more than MAXN blocks (gen_zip); else disps */
     struct td *kids[MAXN];
     int ndims, order;
     int64_t sizes[3], subsizes[3], starts[3];
@@ -72,6 +74,8 @@ typedef struct td {
 static const cdt_kind kinds[] = {CDT_KIND_BYTE,  CDT_KIND_INT16,         CDT_KIND_INT32,
                                  CDT_KIND_INT64, CDT_KIND_FLOAT,         CDT_KIND_DOUBLE,
                                  CDT_KIND_UINT8, CDT_KIND_COMPLEX_DOUBLE};
+
+#define DISPS(t) ((t)->ldisps != NULL ? (t)->ldisps : (t)->disps)
 
 /* ---- the reference interpreter: typemaps as byte-offset lists ---- */
 typedef struct {
@@ -133,7 +137,7 @@ static void reference(td *t)
         for (int64_t i = 0; i < t->count; i++) {
             int64_t bl = (t->ctor == T_IDX || t->ctor == T_HIDX) ? t->bls[i] : t->bl;
             int64_t d =
-                (t->ctor == T_IDX || t->ctor == T_IDXB) ? t->disps[i] * k->extent : t->disps[i];
+                (t->ctor == T_IDX || t->ctor == T_IDXB) ? DISPS(t)[i] * k->extent : DISPS(t)[i];
             mb_block(&m, k, d, bl);
         }
         break;
@@ -203,8 +207,46 @@ static td *gen_pre(void)
     return t;
 }
 
+/* A struct of 2..4 (h)indexed_block members over one index list, each member's displacements
+ * a multiple of it (LAMMPS: arrays of different element sizes gathered at the same particle
+ * indices), which commit packs with one list (CDT__K_ZIP); negative multiples, members of
+ * two blocks, and now and then one displacement off the list, which must not be zipped. */
+static td *gen_zip(void)
+{
+    td *t = calloc(1, sizeof(*t));
+    t->ctor = T_STRUCT;
+    t->count = rint_in(2, 4);
+    int64_t n = rint_in(65, 160); /* lists of up to 64 blocks are flattened into runs */
+    int64_t *idx = malloc((size_t)n * sizeof(int64_t));
+    for (int64_t i = 0; i < n; i++) /* repeats too: blocks may overlap in a pack */
+        idx[i] = rint_in(-1000, 1000);
+    for (int j = 0; j < t->count; j++) {
+        td *k = calloc(1, sizeof(*k));
+        k->ctor = rnd() % 2 ? T_IDXB : T_HIDXB;
+        k->count = n;
+        k->bl = rint_in(1, 3);
+        k->kids[0] = gen_pre();
+        k->ldisps = malloc((size_t)n * sizeof(int64_t));
+        int64_t mul = rint_in(1, 3) * k->bl * (rnd() % 4 == 0 ? -1 : 1), shift = rint_in(-64, 64);
+        for (int64_t i = 0; i < n; i++)
+            k->ldisps[i] =
+                k->ctor == T_IDXB ? idx[i] * mul : idx[i] * mul * k->kids[0]->extent + shift;
+        if (rnd() % 8 == 0)
+            k->ldisps[rint_in(0, n - 1)] += 1;
+        reference(k);
+        t->kids[j] = k;
+        t->bls[j] = rnd() % 8 == 0 ? 2 : 1;
+        t->disps[j] = rint_in(-4096, 4096);
+    }
+    free(idx);
+    reference(t);
+    return t;
+}
+
 static td *gen(int depth, int64_t budget)
 {
+    if (depth >= 3 && rnd() % 16 == 0)
+        return gen_zip();
     if (depth == 0 || budget < 16 || rnd() % 5 == 0)
         return gen_pre();
     td *t = calloc(1, sizeof(*t));
@@ -302,10 +344,10 @@ static int build_cdt(td *t)
         rc = cdt_type_hindexed(t->count, t->bls, t->disps, k, &t->t);
         break;
     case T_IDXB:
-        rc = cdt_type_indexed_block(t->count, t->bl, t->disps, k, &t->t);
+        rc = cdt_type_indexed_block(t->count, t->bl, DISPS(t), k, &t->t);
         break;
     case T_HIDXB:
-        rc = cdt_type_hindexed_block(t->count, t->bl, t->disps, k, &t->t);
+        rc = cdt_type_hindexed_block(t->count, t->bl, DISPS(t), k, &t->t);
         break;
     case T_STRUCT:
         for (int i = 0; i < nk; i++)
@@ -353,6 +395,7 @@ static void free_td(td *t)
         MPI_Type_free(&t->m);
 #endif
     free(t->map);
+    free(t->ldisps);
     free(t);
 }
 
@@ -387,18 +430,23 @@ static void build_mpi(td *t)
     for (int i = 0; i < nk; i++)
         build_mpi(t->kids[i]);
     MPI_Datatype k = nk > 0 ? t->kids[0]->m : MPI_DATATYPE_NULL, tmp = MPI_DATATYPE_NULL;
-    int bls[MAXN], disps[MAXN], sz[3], ss[3], st[3];
-    MPI_Aint adisps[MAXN];
+    int bls[MAXN], sz[3], ss[3], st[3];
+    int64_t nd = t->ldisps != NULL ? t->count : MAXN;
+    int *disps = malloc((size_t)nd * sizeof(int));
+    MPI_Aint *adisps = malloc((size_t)nd * sizeof(MPI_Aint));
     MPI_Datatype types[MAXN];
-    for (int i = 0; i < (int)t->count && i < MAXN; i++) {
-        bls[i] = (int)t->bls[i];
-        disps[i] = (int)t->disps[i];
-        adisps[i] = t->disps[i];
+    for (int i = 0; i < (int)t->count && i < nd; i++) {
+        if (i < MAXN) /* long lists are (h)indexed_block: no block lengths */
+            bls[i] = (int)t->bls[i];
+        disps[i] = (int)DISPS(t)[i];
+        adisps[i] = DISPS(t)[i];
     }
     int c = (int)t->count;
     switch (t->ctor) {
     case T_PRE:
         t->m = mpi_kind(t->kind);
+        free(disps);
+        free(adisps);
         return;
     case T_CONTIG:
         MPI_Type_contiguous(c, k, &tmp);
@@ -454,6 +502,8 @@ static void build_mpi(td *t)
         t->m = tmp;
     }
     MPI_Type_commit(&t->m);
+    free(disps);
+    free(adisps);
 }
 #endif
 

@@ -10,7 +10,9 @@
  *   - lists are flattened (a list of lists is one list), adjacent runs are merged;
  *   - a list of equal runs is block-indexed, and with evenly spaced displacements a vector;
  *   - a list of structurally equal children is block-indexed (or a vector);
- *   - resized and dup share their old type's form (extents live in the type, not the form).
+ *   - resized and dup share their old type's form (extents live in the type, not the form);
+ *   - equal children of a struct are one shared node, and a struct of block-indexed members
+ *     over one index list gets that list once for its kernel (form_share.c).
  * Offsets are kept canonical: LEAF and VECTOR carry `off`; BLOCK, INDEXED and STRUCT have
  * off 0 and absolute displacements; children of VECTOR and BLOCK have off 0.
  */
@@ -29,7 +31,7 @@ static pthread_once_t predefined_leaf_once = PTHREAD_ONCE_INIT;
 /* Node counts are atomic: a committed type may be shared by threads that derive from it, and
  * each derived form retains the nodes it shares with its children. A static node's count is
  * never changed, so reading it relaxed is enough to skip it. */
-static cdt__node *retain(cdt__node *n)
+cdt__node *cdt__node_retain(cdt__node *n)
 {
     if (n != NULL && atomic_load_explicit(&n->refs, memory_order_relaxed) != STATIC_REFS)
         atomic_fetch_add_explicit(&n->refs, 1, memory_order_relaxed);
@@ -52,13 +54,15 @@ void cdt__node_release(cdt__node *n)
     free(n->lens);
     free(n->prefix);
     free(n->bprefix);
+    cdt__zip_free(n->zip);
     free(n);
 }
 
 static cdt__node *node_new(cdt__node_kind kind)
 {
-    cdt__node *n = calloc(1, sizeof(*n));
+    cdt__node *n = aligned_alloc(_Alignof(cdt__node), sizeof(*n)); /* derived.h: one line */
     if (n != NULL) {
+        memset(n, 0, sizeof(*n));
         n->kind = kind;
         atomic_init(&n->refs, 1);
     }
@@ -89,6 +93,7 @@ static int finalize(cdt__node *n)
         n->nblocks = n->len > 0 ? 1 : 0;
         n->first = n->off;
         n->last_end = n->off + n->len;
+        n->runlen = n->len;
         n->depth = 1;
         n->nojoin = true;
         n->kern = CDT__K_LEAF;
@@ -101,11 +106,15 @@ static int finalize(cdt__node *n)
         n->last_end = n->off + (n->count - 1) * n->stride + c->last_end;
         n->depth = c->depth + 1;
         n->nojoin = c->nojoin && c->last_end != n->stride + c->first;
-        if (c->kind == CDT__NODE_LEAF)
+        if (c->kind == CDT__NODE_LEAF) {
             n->kern = CDT__K_VEC_LEAF;
-        else if (c->kind == CDT__NODE_VECTOR && c->child->kind == CDT__NODE_LEAF)
+            n->runlen = c->len;
+        } else if (c->kind == CDT__NODE_VECTOR && c->child->kind == CDT__NODE_LEAF) {
             n->kern = CDT__K_VEC_VEC_LEAF;
-        else if (c->kind == CDT__NODE_BLOCK && c->child->kind == CDT__NODE_LEAF)
+            n->runlen = c->child->len;
+            n->in_count = c->count;
+            n->in_stride = c->stride;
+        } else if (c->kind == CDT__NODE_BLOCK && c->child->kind == CDT__NODE_LEAF)
             n->kern = CDT__K_VEC_BLK_LEAF;
         else if (c->kind == CDT__NODE_INDEXED && c->count <= 8)
             n->kern = CDT__K_VEC_IDX;
@@ -180,6 +189,7 @@ static int finalize(cdt__node *n)
         n->first = n->disps[0] + n->children[0]->first;
         n->last_end = n->disps[n->count - 1] + n->children[n->count - 1]->last_end;
         n->kern = CDT__K_STRUCT;
+        cdt__zip_build(n); /* members over one index list: CDT__K_ZIP */
         break;
     }
     return CDT_SUCCESS;
@@ -216,7 +226,7 @@ static cdt_count wrap_neg(cdt_count a)
 static cdt__node *shift(cdt__node *n, cdt_count delta)
 {
     if (delta == 0)
-        return retain(n);
+        return cdt__node_retain(n);
     cdt__node *m = node_new(n->kind);
     if (m == NULL)
         return NULL;
@@ -224,7 +234,7 @@ static cdt__node *shift(cdt__node *n, cdt_count delta)
     m->count = n->count;
     m->len = n->len;
     m->stride = n->stride;
-    m->child = retain(n->child);
+    m->child = cdt__node_retain(n->child);
     if (n->kind == CDT__NODE_LEAF || n->kind == CDT__NODE_VECTOR) {
         m->off = wrap_add(m->off, delta);
         return done(m);
@@ -246,7 +256,7 @@ static cdt__node *shift(cdt__node *n, cdt_count delta)
         if (m->lens != NULL)
             m->lens[i] = n->lens[i];
         if (m->children != NULL)
-            m->children[i] = retain(n->children[i]);
+            m->children[i] = cdt__node_retain(n->children[i]);
     }
     return done(m);
 }
@@ -257,43 +267,13 @@ static cdt_count own_off(const cdt__node *n)
     return (n->kind == CDT__NODE_LEAF || n->kind == CDT__NODE_VECTOR) ? n->off : 0;
 }
 
-/* structural equality, offsets included */
-static bool node_equal(const cdt__node *a, const cdt__node *b)
-{
-    if (a == b)
-        return true;
-    if (a->kind != b->kind || a->off != b->off || a->count != b->count || a->len != b->len ||
-        a->stride != b->stride || a->size != b->size || a->nblocks != b->nblocks)
-        return false;
-    switch (a->kind) {
-    case CDT__NODE_LEAF:
-        return true;
-    case CDT__NODE_VECTOR:
-        return node_equal(a->child, b->child);
-    case CDT__NODE_BLOCK:
-        return !memcmp(a->disps, b->disps, (size_t)a->count * sizeof(cdt_count)) &&
-               node_equal(a->child, b->child);
-    case CDT__NODE_INDEXED:
-        return !memcmp(a->disps, b->disps, (size_t)a->count * sizeof(cdt_count)) &&
-               !memcmp(a->lens, b->lens, (size_t)a->count * sizeof(cdt_count));
-    case CDT__NODE_STRUCT:
-        if (memcmp(a->disps, b->disps, (size_t)a->count * sizeof(cdt_count)))
-            return false;
-        for (cdt_count i = 0; i < a->count; i++)
-            if (!node_equal(a->children[i], b->children[i]))
-                return false;
-        return true;
-    }
-    return false;
-}
-
 /* count copies of c at stride bytes (c is borrowed) */
 static cdt__node *rep(cdt_count count, cdt_count stride, cdt__node *c)
 {
     if (count == 0 || is_empty(c))
         return empty_node();
     if (count == 1)
-        return retain(c);
+        return cdt__node_retain(c);
     cdt_count off = own_off(c);
     if (c->kind == CDT__NODE_LEAF && stride == c->len)
         return done(leaf(c->off, count * c->len));
@@ -306,7 +286,7 @@ static cdt__node *rep(cdt_count count, cdt_count stride, cdt__node *c)
         n->off = c->off;
         n->count = count * c->count;
         n->stride = c->stride;
-        n->child = retain(c->child);
+        n->child = cdt__node_retain(c->child);
         return done(n);
     }
     cdt__node *inner = shift(c, wrap_neg(off));
@@ -433,7 +413,7 @@ static cdt__node *list_build(list *l)
     for (cdt_count i = 0; i < l->n; i++) {
         if (l->kids[i]->kind != CDT__NODE_LEAF)
             all_leaf = false;
-        if (!node_equal(l->kids[i], l->kids[0]))
+        if (!cdt__node_equal(l->kids[i], l->kids[0]))
             all_equal = false;
     }
     if (all_equal) {
@@ -454,7 +434,7 @@ static cdt__node *list_build(list *l)
         if (n == NULL)
             goto out;
         n->count = l->n;
-        n->child = retain(l->kids[0]);
+        n->child = cdt__node_retain(l->kids[0]);
         n->disps = l->disps;
         l->disps = NULL;
         n = done(n);
@@ -478,6 +458,7 @@ static cdt__node *list_build(list *l)
         n = done(n);
         goto out;
     }
+    cdt__share_equal(l->kids, l->n); /* equal members (separately built types) stored once */
     n = node_new(CDT__NODE_STRUCT);
     if (n == NULL)
         goto out;
@@ -518,7 +499,7 @@ static cdt__node *build(cdt_type t)
         return NULL;
     switch (d->ctor) {
     case CDT__CTOR_ALIAS:
-        return retain(old);
+        return cdt__node_retain(old);
     case CDT__CTOR_CONTIGUOUS:
         return rep(d->count, d->types[0]->extent, old);
     case CDT__CTOR_VECTOR:
