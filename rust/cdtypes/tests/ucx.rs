@@ -268,11 +268,11 @@ fn single_mode_protocol() {
     let ep = listener.accept(LONG).unwrap();
     let got: Snapshot = server.recv(1, LONG).unwrap();
     assert_eq!(got, snapshot(3));
-    // the listener side stays on its own choice, which follows its transport: single mode
-    // over shared memory (libcdt's default between local processes), split over TCP
+    // the listener side stays on its own choice, which follows the transport of its messages:
+    // single mode over shared memory (libcdt's default between local processes), split over TCP
     ep.send(&got, 2, LONG).unwrap();
     let transports = ep.transports().unwrap();
-    let expected = if transports.contains("tcp/") {
+    let expected = if transports.contains("am=tcp/") {
         Protocol::Split
     } else {
         assert!(transports.contains("memory"), "{transports}");
