@@ -4,7 +4,8 @@ _cffi_build.py). The backend of PyPy, where the CPython C API is emulated and sl
 it is chosen with CDTYPES_BACKEND=cffi.
 
 The same calls in the same order as _ext.c, with the same checks, messages and exceptions:
-  dumps        pickle.dumps(protocol 5, buffer_callback) -> cdt_sobj -> cdt_frame_encode
+  dumps        pickle (protocol 5, buffer_callback, NumPy arrays through cdtypes._arrays)
+               -> cdt_sobj -> cdt_frame_encode
   decode       decoder with limits -> buffers allocated from the header -> decoder_write
   ucx_isend    the same cdt_sobj handed to cdt_ucx_isend
   ucx_irecv    cdt_ucx_irecv whose prepare callback allocates the buffers
@@ -22,6 +23,7 @@ import struct
 import sys
 import weakref
 
+from . import _arrays
 from ._cffi_build import CORE_CALLS, UCX_CALLS
 from ._cffi_ext import ffi, lib
 
@@ -41,7 +43,7 @@ _error = None  # error(code, detail) -> exception instance
 _alloc_error = None  # alloc_error(exc) -> exception instance
 _sobj_type = None
 _have_ucx = False
-_dumps = pickle.dumps
+_dumps = _arrays.dumps  # pickle.dumps, NumPy arrays through cdtypes._arrays once imported
 _CPYTHON = sys.implementation.name == "cpython"
 _ALLOC_DEFAULT = ffi.addressof(lib, "cdtpy_alloc_default")  # a function pointer on every interpreter
 
@@ -112,7 +114,7 @@ class _Out:
         if protocol < 5:
             raise ValueError("cdtypes needs pickle protocol 5 or later")
         try:
-            stream = _dumps(obj, protocol, buffer_callback=self.pbufs.append)
+            stream = _dumps(obj, protocol, self.pbufs.append)
             if type(stream) is not bytes:
                 raise TypeError("pickle.dumps did not return bytes")
             self.stream = stream
