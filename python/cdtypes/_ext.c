@@ -702,6 +702,7 @@ static PyObject *pickler_class;  /* cdtypes._arrays.Pickler */
 static PyObject *idle_pickler;   /* a pickler not in use, writing into idle_sink */
 static SinkObject *idle_sink;
 static int arrays_broken;        /* the array path could not be set up: plain pickle.dumps */
+#define REUSE_MAX_STREAM 2048    /* a pickler that wrote more is not reused (arrays_dumps) */
 
 /* 1: numpy is imported and the array pickler is ready; 0: use pickle.dumps */
 static int arrays_ready(void)
@@ -768,8 +769,12 @@ static PyObject *arrays_dumps(PyObject *obj, int protocol, PyObject **pbufs)
             Py_CLEAR(stream);
     }
     sink_reset(sink);
-    /* a pickler that failed is not kept: its state is not known */
-    if (ok && reusable && protocol == 5 && idle_pickler == NULL) {
+    /* a pickler that failed is not kept: its state is not known. Nor is one whose memo grew
+     * with a large object: clear_memo() zeroes the memo's whole table, which never shrinks
+     * (after 512 arrays, 64 KiB: 2-3 us more for every small object after it). The stream has
+     * at least one byte (MEMOIZE) per memo entry, so a short stream means a small table. */
+    if (ok && reusable && protocol == 5 && idle_pickler == NULL &&
+        PyBytes_GET_SIZE(stream) <= REUSE_MAX_STREAM) {
         idle_pickler = pickler;
         idle_sink = sink;
     } else {
