@@ -259,9 +259,9 @@ static PyObject *view_of(const void *ptr, Py_ssize_t n, PyObject *owner)
  * the same bytes and read each other's. NumPy is not needed to build or import the extension:
  * it is reached through Python calls, once a program has imported it. */
 
-static PyObject *np_ndarray; /* numpy.ndarray, once numpy was seen imported */
-static PyObject *np_dtype;   /* numpy.dtype */
-static PyObject *np_frombuffer; /* numpy.frombuffer */
+static PyObject *np_ndarray;             /* numpy.ndarray, once numpy was seen imported */
+static PyObject *np_dtype;               /* numpy.dtype */
+static PyObject *np_frombuffer;          /* numpy.frombuffer */
 static PyObject *rebuild_fn, *reduce_fn; /* this module's functions, named cdtypes._arrays.* */
 static PyObject *str_numpy, *str_dtype, *str_F, *str_dump, *str_clear_memo, *str_release;
 
@@ -523,8 +523,9 @@ static PyObject *arrays_rebuild(PyObject *self, PyObject *const *args, Py_ssize_
         if (PyUnicode_Check(o) && PyUnicode_CompareWithASCIIString(o, "F") == 0)
             fortran = 1;
         else if (!PyUnicode_Check(o) || PyUnicode_CompareWithASCIIString(o, "C") != 0) {
-            PyErr_Format(PyExc_ValueError, "cdtypes._arrays.rebuild: order must be 'C' or 'F', "
-                                           "not %.80R",
+            PyErr_Format(PyExc_ValueError,
+                         "cdtypes._arrays.rebuild: order must be 'C' or 'F', "
+                         "not %.80R",
                          o);
             return NULL;
         }
@@ -698,11 +699,11 @@ static PyTypeObject SinkType = {
     .tp_methods = sink_methods,
 };
 
-static PyObject *pickler_class;  /* cdtypes._arrays.Pickler */
-static PyObject *idle_pickler;   /* a pickler not in use, writing into idle_sink */
+static PyObject *pickler_class; /* cdtypes._arrays.Pickler */
+static PyObject *idle_pickler;  /* a pickler not in use, writing into idle_sink */
 static SinkObject *idle_sink;
-static int arrays_broken;        /* the array path could not be set up: plain pickle.dumps */
-#define REUSE_MAX_STREAM 2048    /* a pickler that wrote more is not reused (arrays_dumps) */
+static int arrays_broken;     /* the array path could not be set up: plain pickle.dumps */
+#define REUSE_MAX_STREAM 2048 /* a pickler that wrote more is not reused (arrays_dumps) */
 
 /* 1: numpy is imported and the array pickler is ready; 0: use pickle.dumps */
 static int arrays_ready(void)
@@ -879,8 +880,9 @@ pickled:
             if ((pv = PyPickleBuffer_GetBuffer(pb)) == NULL)
                 goto fail;
             if (!PyBuffer_IsContiguous(pv, 'A')) {
-                PyErr_SetString(PyExc_BufferError,
-                                "a PickleBuffer of a non-contiguous buffer cannot travel out of band");
+                PyErr_SetString(
+                    PyExc_BufferError,
+                    "a PickleBuffer of a non-contiguous buffer cannot travel out of band");
                 goto fail;
             }
         } else {
