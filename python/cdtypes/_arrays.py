@@ -161,24 +161,53 @@ class Pickler(pickle.Pickler):
     reducer_override = staticmethod(reduce)
 
 
+_idle = []  # at most one (pickler, sink) not in use: list.pop / append are atomic
+
+
 def dumps(obj, protocol, buffer_callback):
     """pickle.dumps(obj, protocol, buffer_callback=...) with the array reducer, once numpy was
-    imported (without numpy, plain pickle.dumps)."""
+    imported (without numpy, plain pickle.dumps). A pickler is kept and reused, as in the C
+    extension (a new one costs about 1 us here), unless its memo grew with a large object."""
     if _numpy() is None:
         return pickle.dumps(obj, protocol, buffer_callback=buffer_callback)
-    out = _Sink()
-    Pickler(out, protocol, buffer_callback=buffer_callback).dump(obj)
-    return out.stream()
+    try:
+        p, sink = _idle.pop() if protocol == 5 else ((), None)
+    except IndexError:
+        p = ()
+    if not p:
+        sink = _Sink()
+        p = Pickler(sink, protocol, buffer_callback=sink.buffer)
+    sink.callback = buffer_callback
+    try:
+        p.dump(obj)
+        stream = sink.stream()
+    finally:
+        p.clear_memo()
+        sink.reset()
+    if protocol == 5 and not _idle and len(stream) <= _REUSE_MAX_STREAM:
+        _idle.append((p, sink))
+    return stream
+
+
+_REUSE_MAX_STREAM = 2048  # a pickler that wrote more is not kept (its memo table stays large)
 
 
 class _Sink:
-    __slots__ = ("parts",)
+    __slots__ = ("parts", "callback")
 
     def __init__(self):
         self.parts = []
+        self.callback = None
 
     def write(self, data):
         self.parts.append(bytes(data) if type(data) is not bytes else data)
 
+    def buffer(self, pb):
+        return self.callback(pb)
+
     def stream(self):
         return self.parts[0] if len(self.parts) == 1 else b"".join(self.parts)
+
+    def reset(self):
+        self.parts = []
+        self.callback = None
