@@ -253,10 +253,10 @@ static PyObject *view_of(const void *ptr, Py_ssize_t n, PyObject *owner)
  *
  * with descr = dtype.str ("<f8", "|u1", ">i4", "<U10"): one short string, memoized by the
  * pickler after its first use. rebuild makes the array on the received buffer with one call
- * to numpy.ndarray (no copy). Anything else (non-contiguous, object or structured dtypes,
- * datetimes, subclasses) is pickled the normal way. Both functions carry the module name
- * cdtypes._arrays, which holds the Python versions for the cffi backend (PyPy): the two write
- * the same bytes and read each other's. NumPy is not needed to build or import the extension:
+ * to numpy.frombuffer (1-D) or numpy.ndarray (no copy). Anything else (non-contiguous, object or
+ * structured dtypes, datetimes, subclasses) is pickled the normal way. Both functions carry the
+ * module name cdtypes._arrays, which holds the Python versions for the cffi backend (PyPy): the two
+ * write the same bytes and read each other's. NumPy is not needed to build or import the extension:
  * it is reached through Python calls, once a program has imported it. */
 
 static PyObject *np_ndarray;             /* numpy.ndarray, once numpy was seen imported */

@@ -42,6 +42,7 @@ FAST = {  # contiguous arrays of plain dtypes: written as cdtypes._arrays.rebuil
     "F-3d": np.asfortranarray(np.arange(24, dtype=np.int16).reshape(2, 3, 4)),
     "0-d": np.array(5.0),
     "empty": np.zeros((0, 3)),
+    "empty-1d": np.zeros(0, ">i2"),
     "U": np.array(["ab", "c"]),
     "S": np.array([b"x", b"yy"]),
     "bool": np.array([True, False, True]),
