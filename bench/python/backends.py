@@ -39,8 +39,8 @@ def measure(sizes, target):
         return cdtypes.loads(data)
 
     def mpi_path(obj):
-        frame, head, parts = b.mpi_pack(obj, 7, 64 * KiB)
-        inc, _, dests = b.mpi_unpack(head, None, -1, -1)
+        frame, head, parts, _ = b.mpi_pack(obj, 7, 64 * KiB)
+        inc, _, dests, _ = b.mpi_unpack(head, None, -1, -1)
         for d, p in zip(dests, parts):
             memoryview(d)[:] = p
         stream, buffers = inc.finish()

@@ -4,7 +4,8 @@ _cffi_build.py). The backend of PyPy, where the CPython C API is emulated and sl
 it is chosen with CDTYPES_BACKEND=cffi.
 
 The same calls in the same order as _ext.c, with the same checks, messages and exceptions:
-  dumps        pickle.dumps(protocol 5, buffer_callback) -> cdt_sobj -> cdt_frame_encode
+  dumps        pickle (protocol 5, buffer_callback, NumPy arrays through cdtypes._arrays)
+               -> cdt_sobj -> cdt_frame_encode
   decode       decoder with limits -> buffers allocated from the header -> decoder_write
   ucx_isend    the same cdt_sobj handed to cdt_ucx_isend
   ucx_irecv    cdt_ucx_irecv whose prepare callback allocates the buffers
@@ -22,6 +23,7 @@ import struct
 import sys
 import weakref
 
+from . import _arrays
 from ._cffi_build import CORE_CALLS, UCX_CALLS
 from ._cffi_ext import ffi, lib
 
@@ -41,7 +43,7 @@ _error = None  # error(code, detail) -> exception instance
 _alloc_error = None  # alloc_error(exc) -> exception instance
 _sobj_type = None
 _have_ucx = False
-_dumps = pickle.dumps
+_dumps = _arrays.dumps  # pickle.dumps, NumPy arrays through cdtypes._arrays once imported
 _CPYTHON = sys.implementation.name == "cpython"
 _ALLOC_DEFAULT = ffi.addressof(lib, "cdtpy_alloc_default")  # a function pointer on every interpreter
 
@@ -112,7 +114,7 @@ class _Out:
         if protocol < 5:
             raise ValueError("cdtypes needs pickle protocol 5 or later")
         try:
-            stream = _dumps(obj, protocol, buffer_callback=self.pbufs.append)
+            stream = _dumps(obj, protocol, self.pbufs.append)
             if type(stream) is not bytes:
                 raise TypeError("pickle.dumps did not return bytes")
             self.stream = stream
@@ -789,8 +791,16 @@ def _separate(n, threshold):
     return threshold > 0 and n >= threshold
 
 
+def _layout(iovs):
+    """(lengths, addresses) of two or more parts, from their (base, len) pairs (cdtypes/mpi.py
+    makes the datatype of their one message from them), else None"""
+    if len(iovs) < 2:
+        return None
+    return [n for _, n in iovs], [int(ffi.cast("uintptr_t", b)) for b, _ in iovs]
+
+
 def mpi_pack(obj, oid, threshold):
-    """mpi_pack(obj, oid, threshold) -> (frame, head, parts)"""
+    """mpi_pack(obj, oid, threshold) -> (frame, head, parts, layout)"""
     oid = _int(oid, "oid")
     if not 0 <= oid < 1 << 32:
         raise OverflowError("oid does not fit an unsigned 32-bit integer")
@@ -821,8 +831,9 @@ def mpi_pack(obj, oid, threshold):
         hc = ffi.from_buffer(head, require_writable=True)
         if sep_bytes == 0:
             f._gather(0, hc + MPI_PREFIX, size)
-            return f, head, parts
+            return f, head, parts, None
         w = MPI_PREFIX
+        iovs = []
         pos = 0  # frame offset copied up to
         iov = ffi.new("cdt_iov *")
         got = ffi.new("cdt_count *")
@@ -843,7 +854,8 @@ def mpi_pack(obj, oid, threshold):
             if rc < 0 or got[0] != 1:
                 _raise(rc if rc < 0 else lib.CDT_ERR_UNSUPPORTED, "cdt_frame_region_iov")
             parts.append(_window(iov.base, iov.len, f))
-        return f, head, parts
+            iovs.append((iov.base, iov.len))
+        return f, head, parts, _layout(iovs)
     except BaseException:
         f.close()
         raise
@@ -926,7 +938,8 @@ class MpiIncoming:
 
 
 def mpi_unpack(head, alloc, max_bytes, max_regions):
-    """mpi_unpack(head, alloc, max_bytes, max_regions) -> (incoming, oid, destinations)"""
+    """mpi_unpack(head, alloc, max_bytes, max_regions) -> (incoming, oid, destinations,
+    layout)"""
     max_bytes = _limit_arg(max_bytes, "max_bytes")
     max_regions = _limit_arg(max_regions, "max_regions")
     c = ffi.from_buffer(head)
@@ -959,7 +972,7 @@ def mpi_unpack(head, alloc, max_bytes, max_regions):
         if rc != 0:
             rx.fail(rc, "cdt_sobj_recv_prepare")
         inc._so, inc._prepared = so, True
-        dests = []
+        dests, iovs = [], []
         # deliver the head's bytes at their frame offsets; name where the separate parts go
         pos = hpos = 0
         iov = ffi.new("cdt_iov *")
@@ -984,7 +997,8 @@ def mpi_unpack(head, alloc, max_bytes, max_regions):
             if rc < 0 or got[0] != 1:
                 _raise(rc if rc < 0 else lib.CDT_ERR_UNSUPPORTED, "cdt_decoder_region_iov")
             dests.append(_window(iov.base, iov.len, rx.buffers[i], readonly=False))
-        return inc, oid, dests
+            iovs.append((iov.base, iov.len))
+        return inc, oid, dests, _layout(iovs)
     except BaseException:
         inc._free()
         raise

@@ -3,9 +3,10 @@
 pickle runs code named by the stream (any importable callable, through GLOBAL/STACK_GLOBAL
 and REDUCE). ``Restricted`` is an allow-list: its ``find_class`` resolves only the globals it
 holds and refuses every other one before anything is imported. The default list holds what
-protocol 5 needs for builtin values, a few standard containers and NumPy arrays; NumPy's
-constructors are wrapped so that their arguments (dtype state, shapes, buffers) are checked
-before NumPy sees them.
+protocol 5 needs for builtin values, a few standard containers and NumPy arrays (as NumPy pickles
+them, and as cdtypes writes contiguous arrays of plain dtypes: cdtypes._arrays.rebuild); the
+constructors are wrapped so that their arguments (dtype state or descr, shapes, buffers) are
+checked before NumPy sees them.
 """
 
 import io
@@ -146,6 +147,23 @@ def _frombuffer(buf, dtype, shape, order):
         _forbid("invalid array: %s" % (e,))
 
 
+def _rebuild(buf, descr, shape, order="C"):
+    """cdtypes._arrays.rebuild (how cdtypes writes a contiguous array of a plain dtype),
+    arguments checked first: descr a plain dtype string, shape a tuple of non-negative ints,
+    order 'C' or 'F', a buffer of exactly the array's bytes."""
+    from . import _arrays
+
+    if type(descr) is not str or not _arrays.PLAIN_DESCR.match(descr):
+        _forbid("array descr %.80r is not a plain NumPy dtype" % (descr,))
+    _int_tuple(shape, "an array shape")
+    if type(order) is not str or order not in ("C", "F"):
+        _forbid("array order %.80r" % (order,))
+    try:
+        return _arrays.rebuild(buf, descr, shape, order)
+    except (TypeError, ValueError, BufferError) as e:
+        _forbid("invalid array: %s" % (e,))
+
+
 def _scalar(dtype, data=None):
     """numpy.core.multiarray.scalar (a NumPy scalar), arguments checked first."""
     np = _np()
@@ -204,6 +222,7 @@ _DEFAULT_ENTRIES = {
     ("datetime", "timezone"): _attr("datetime", "timezone"),
 }
 _NUMPY_ENTRIES = {
+    ("cdtypes._arrays", "rebuild"): lambda: _rebuild,
     ("numpy", "dtype"): lambda: _dtype_factory,
     ("numpy._core.numeric", "_frombuffer"): lambda: _frombuffer,
     ("numpy.core.numeric", "_frombuffer"): lambda: _frombuffer,

@@ -79,8 +79,8 @@ _TAG_SPACE = max(32767, MPI.COMM_WORLD.Get_attr(MPI.TAG_UB) or 32767)
 def _pack(obj, comm):
     pc = comm.Get_attr(_KEYVAL)
     oid = next(_ids) % _TAG_SPACE
-    frame, head, parts = _b.mpi_pack(obj, oid, THRESHOLD if pc is not None else 0)
-    return frame, head, parts, pc, oid
+    frame, head, parts, layout = _b.mpi_pack(obj, oid, THRESHOLD if pc is not None else 0)
+    return frame, head, (parts, layout), pc, oid
 
 
 class Request:
@@ -111,20 +111,27 @@ class Request:
         self.wait()
 
 
-def _parts_message(bufs):
+def _parts_message(parts):
     """The one message that carries every separate buffer of an object: the buffer itself when
     there is one, else an hindexed datatype over their addresses (with its handle, to free once
-    the send or receive is posted; MPI frees it when the operation completes)."""
+    the send or receive is posted; MPI frees it when the operation completes). ``parts`` is
+    (buffers, layout) from the backend: layout holds the buffers' lengths and addresses, made
+    in C (a Python loop over 512 buffers cost 90 us on each side)."""
+    bufs, layout = parts
     if len(bufs) == 1:
         return [bufs[0], _BYTE], None
-    dt = _BYTE.Create_hindexed([len(b) for b in bufs], [MPI.Get_address(b) for b in bufs])
+    lens, addrs = layout
+    base = MPI.Get_address(bufs[0])
+    if base != addrs[0]:  # MPI's addresses are not the pointers themselves here: shift them
+        addrs = [a - addrs[0] + base for a in addrs]
+    dt = _BYTE.Create_hindexed(lens, addrs)
     dt.Commit()
     return [MPI.BOTTOM, 1, dt], dt
 
 
-def _post_parts(post, bufs, peer, oid):
-    """post(message, peer, tag) for the parts message of `bufs` -> its request"""
-    msg, dt = _parts_message(bufs)
+def _post_parts(post, parts, peer, oid):
+    """post(message, peer, tag) for the parts message of ``parts`` -> its request"""
+    msg, dt = _parts_message(parts)
     try:
         return post(msg, peer, oid)
     finally:
@@ -140,7 +147,7 @@ def isend(obj, dest, tag=0, comm=None):
     frame, head, parts, pc, oid = _pack(obj, comm)
     try:
         reqs = [comm.Isend([head, _BYTE], dest, tag)]
-        if parts:
+        if parts[0]:
             reqs.append(_post_parts(pc.Isend, parts, dest, oid))
     except BaseException:
         frame.close()
@@ -155,7 +162,7 @@ def send(obj, dest, tag=0, comm=None):
     _thread_check()
     frame, head, parts, pc, oid = _pack(obj, comm)
     try:
-        if not parts:
+        if not parts[0]:
             comm.Send([head, _BYTE], dest, tag)
         else:
             reqs = [comm.Isend([head, _BYTE], dest, tag),
@@ -214,7 +221,8 @@ def _start(comm, msg, st, alloc, limits):
     head = bytearray(n)
     msg.Recv([head, _BYTE])
     try:
-        inc, oid, dests = _b.mpi_unpack(head, alloc, *(limits.codes() if limits else (-1, -1)))
+        inc, oid, dests, layout = _b.mpi_unpack(
+            head, alloc, *(limits.codes() if limits else (-1, -1)))
     except BaseException:
         _drain(comm, head, source)
         raise
@@ -224,7 +232,7 @@ def _start(comm, msg, st, alloc, limits):
     if pc is None:
         raise _lib.error(-11, "the message has separate parts, but the communicator is not "
                               "attached here (cdtypes.mpi.attach)")
-    return inc, [_post_parts(pc.Irecv, dests, source, oid)]
+    return inc, [_post_parts(pc.Irecv, (dests, layout), source, oid)]
 
 
 def _rebuild(inc, limits, policy):

@@ -65,7 +65,7 @@ def one(data, mode):
     elif mode == 5:  # an MPI head message: prefix + frame
         head = (0x32544443).to_bytes(4, "little") + b"\x07\0\0\0" + (64).to_bytes(8, "little") + data
         try:
-            inc, _, dests = impl.mpi_unpack(head, None, 1 << 20, 64)
+            inc, _, dests, _ = impl.mpi_unpack(head, None, 1 << 20, 64)
         except cdtypes.CdtError:
             impl.mpi_parts(head) if len(head) >= 64 else None
             return
