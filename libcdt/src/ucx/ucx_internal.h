@@ -246,9 +246,9 @@ CDT__UCX_HIDDEN void cdt__ucx_frame_release(void *arg, void *p, size_t bytes);
 CDT__UCX_HIDDEN void cdt__ucx_ep_force_close_all(cdt_ucx_worker w);
 /* ucx_request_pool.c: free what a send request keeps (frame, staging buffers) */
 CDT__UCX_HIDDEN void cdt__ucx_send_release(cdt_ucx_request r);
-/* ucx_send.c, lock held: a posted send joins its endpoint's list (unless it is done); end
- * every send of an endpoint with `status` now, whatever UCX still holds of them (the
- * endpoint failed or is closed) */
+/* ucx_send.c, lock held: a posted send joins its endpoint's list (unless it is done); take
+ * every send off an endpoint's list (it failed or is closed) and end it with `status` now,
+ * whatever UCX still holds of it, where that is safe (no cma) */
 CDT__UCX_HIDDEN void cdt__ucx_send_track(struct cdt_ucx_ep_s *ep, cdt_ucx_request r);
 CDT__UCX_HIDDEN void cdt__ucx_ep_end_sends(struct cdt_ucx_ep_s *ep, int status);
 /* ucx_ep_info.c, lock held: CDT__UCX_MODE_SINGLE or _SPLIT for a send on ep (the worker's

@@ -60,11 +60,12 @@ void cdt__ucx_send_track(struct cdt_ucx_ep_s *ep, cdt_ucx_request r)
  * receiver may still copy the object after the failure. Such sends end when UCX ends them. */
 void cdt__ucx_ep_end_sends(struct cdt_ucx_ep_s *ep, int status)
 {
-    if (!ep->lanes_known || ep->peer_accesses_memory)
-        return;
+    bool safe = ep->lanes_known && !ep->peer_accesses_memory;
     while (ep->sends != NULL) {
         cdt_ucx_request r = ep->sends;
-        send_unlink(r);
+        send_unlink(r); /* either way: the endpoint may be freed before UCX ends the send */
+        if (!safe)
+            continue; /* left to UCX: it completes the request when it lets go */
         cdt__ucx_request_set_error(r, status);
         r->detached = true;
         r->done = true;
