@@ -341,6 +341,32 @@ typedef struct cdt_ucx_recv_params {
  *  CDT_ERR_INVALID_ARG, CDT_ERR_PEER, CDT_ERR_TRANSPORT. */
 CDT_API int cdt_ucx_isend(cdt_ucx_ep ep, const void *buf, cdt_count count, cdt_type type,
                           cdt_ucx_tag tag, cdt_ucx_request *request);
+
+enum cdt_ucx_send_params_field {
+    CDT_UCX_SEND_PARAM_PROTOCOL = 1u << 0,
+    CDT_UCX_SEND_PARAM_ZCOPY_THRESHOLD = 1u << 1,
+};
+
+/* Options of one send (cdt_ucx_isend_advanced); the fields named in field_mask are read, the
+ * others keep the worker's settings. May grow at its end. */
+typedef struct cdt_ucx_send_params {
+    uint64_t field_mask;
+    /* CDT_UCX_SEND_PARAM_PROTOCOL: how this object travels (cdt_ucx_protocol): SINGLE or SPLIT
+     * whatever the endpoint's transport, AUTO or AUTO_SINGLE as for a worker. Default: the
+     * worker's protocol. */
+    cdt_ucx_protocol protocol;
+    /* CDT_UCX_SEND_PARAM_ZCOPY_THRESHOLD: in split mode, regions of at least this many bytes
+     * (>= 1) travel as their own zero-copy message; the receiver learns it from the message.
+     * Default: the worker's zcopy_threshold. */
+    cdt_count zcopy_threshold;
+} cdt_ucx_send_params;
+
+/*! cdt_ucx_isend_advanced() : cdt_ucx_isend with per-send options (params may be NULL: the
+ *  worker's settings). Errors: as cdt_ucx_isend; CDT_ERR_INVALID_ARG also for a field_mask bit
+ *  this version does not know, an unknown protocol or a threshold below 1. */
+CDT_API int cdt_ucx_isend_advanced(cdt_ucx_ep ep, const void *buf, cdt_count count, cdt_type type,
+                                   cdt_ucx_tag tag, const cdt_ucx_send_params *params,
+                                   cdt_ucx_request *request);
 /*! cdt_ucx_send() : isend + wait + free. On CDT_ERR_TIMEOUT the send is abandoned but may
  *  still be moving: the object must stay valid until the endpoint is closed (which ends the
  *  send) or the worker destroyed; the worker frees the request itself. */

@@ -14,6 +14,7 @@
     X(cdt_ucx_listener_params, 24, 1) \
     X(cdt_ucx_recv_info, 40, 0) \
     X(cdt_ucx_recv_params, 48, 1) \
+    X(cdt_ucx_send_params, 24, 1) \
     X(cdt_sobj_buffer, 24, 0) \
     X(cdt_sobj, 56, 0)
 
@@ -69,6 +70,9 @@
     X(cdt_ucx_recv_params, max_frame_bytes, 24, 8) \
     X(cdt_ucx_recv_params, max_regions, 32, 8) \
     X(cdt_ucx_recv_params, rest_timeout_ms, 40, 8) \
+    X(cdt_ucx_send_params, field_mask, 0, 8) \
+    X(cdt_ucx_send_params, protocol, 8, 4) \
+    X(cdt_ucx_send_params, zcopy_threshold, 16, 8) \
     X(cdt_sobj_buffer, base, 0, 8) \
     X(cdt_sobj_buffer, len, 8, 8) \
     X(cdt_sobj_buffer, kind, 16, 4) \
@@ -152,6 +156,8 @@
     X(CDT_UCX_RECV_PARAM_PREPARE, 1) \
     X(CDT_UCX_RECV_PARAM_MAX_FRAME_BYTES, 2) \
     X(CDT_UCX_RECV_PARAM_MAX_REGIONS, 4) \
-    X(CDT_UCX_RECV_PARAM_REST_TIMEOUT, 8)
+    X(CDT_UCX_RECV_PARAM_REST_TIMEOUT, 8) \
+    X(CDT_UCX_SEND_PARAM_PROTOCOL, 1) \
+    X(CDT_UCX_SEND_PARAM_ZCOPY_THRESHOLD, 2)
 
 // clang-format on

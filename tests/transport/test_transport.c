@@ -926,6 +926,57 @@ static void accept_send_client(peer *p)
     double_vec_clear(&v);
 }
 
+/* cdt_ucx_isend_advanced: bad options are refused before anything is sent, and one object
+ * forced into each protocol (and a small per-send threshold) arrives whole */
+static void send_params_client(peer *p)
+{
+    double_vec v;
+    CHECK_RC(double_vec_init(&v, 4, 64 * 1024, 5));
+    cdt_ucx_request r = NULL;
+    cdt_ucx_send_params bad = {.field_mask = 1u << 7};
+    CHECK(cdt_ucx_isend_advanced(p->ep, &v, 1, double_vec_type(), TAG, &bad, &r) ==
+          CDT_ERR_INVALID_ARG);
+    bad = (cdt_ucx_send_params){.field_mask = CDT_UCX_SEND_PARAM_PROTOCOL,
+                                .protocol = (cdt_ucx_protocol)9};
+    CHECK(cdt_ucx_isend_advanced(p->ep, &v, 1, double_vec_type(), TAG, &bad, &r) ==
+          CDT_ERR_INVALID_ARG);
+    bad = (cdt_ucx_send_params){.field_mask = CDT_UCX_SEND_PARAM_ZCOPY_THRESHOLD,
+                                .zcopy_threshold = 0};
+    CHECK(cdt_ucx_isend_advanced(p->ep, &v, 1, double_vec_type(), TAG, &bad, &r) ==
+          CDT_ERR_INVALID_ARG);
+    CHECK(r == NULL);
+    const cdt_ucx_protocol protos[] = {CDT_UCX_PROTOCOL_SPLIT, CDT_UCX_PROTOCOL_SINGLE,
+                                       CDT_UCX_PROTOCOL_AUTO, CDT_UCX_PROTOCOL_AUTO_SINGLE};
+    for (int i = 0; i < 4; i++) {
+        cdt_ucx_send_params sp = {.field_mask = CDT_UCX_SEND_PARAM_PROTOCOL |
+                                                CDT_UCX_SEND_PARAM_ZCOPY_THRESHOLD,
+                                  .protocol = protos[i],
+                                  .zcopy_threshold = 4096};
+        CHECK_RC(
+            cdt_ucx_isend_advanced(p->ep, &v, 1, double_vec_type(), TAG + (uint64_t)i, &sp, &r));
+        CHECK_RC(cdt_ucx_request_wait(r, T_TIMEOUT_MS));
+        CHECK_RC(cdt_ucx_request_free(r));
+    }
+    CHECK_RC(cdt_ucx_isend_advanced(p->ep, &v, 1, double_vec_type(), TAG + 4, NULL, &r));
+    CHECK_RC(cdt_ucx_request_wait(r, T_TIMEOUT_MS));
+    CHECK_RC(cdt_ucx_request_free(r));
+    double_vec_clear(&v);
+}
+
+static void send_params_server(peer *p)
+{
+    double_vec want;
+    CHECK_RC(double_vec_init(&want, 4, 64 * 1024, 5));
+    for (int i = 0; i < 5; i++) {
+        double_vec v = {0};
+        CHECK_RC(cdt_ucx_recv(p->w, &v, 1, double_vec_type(), TAG + (uint64_t)i,
+                              CDT_UCX_TAG_MASK_FULL, NULL, NULL, T_TIMEOUT_MS));
+        CHECK(double_vec_equal(&v, &want));
+        double_vec_clear(&v);
+    }
+    double_vec_clear(&want);
+}
+
 /* a blocking send that times out (the peer never receives) is abandoned, not leaked: closing
  * the endpoint ends it, the object may then be freed, and the worker frees the request (the
  * ASan build checks for leaks) */
@@ -1001,6 +1052,8 @@ int main(int argc, char **argv)
         return run_pair(close_stuck_server, close_stuck_client, NULL, NULL, 0);
     if (strcmp(c, "accept_send") == 0)
         return run_pair(accept_send_server, accept_send_client, NULL, NULL, 0);
+    if (strcmp(c, "send_params") == 0)
+        return run_pair(send_params_server, send_params_client, NULL, NULL, 0);
     if (strcmp(c, "send_timeout") == 0)
         return run_pair(close_stuck_server, send_timeout_client, NULL, NULL, 0);
     if (strcmp(c, "large") == 0) {

@@ -148,13 +148,13 @@ int cdt__ucx_ep_mode(struct cdt_ucx_ep_s *ep)
     if (have_lanes) {
         ep->lanes_known = true;
         ep->peer_accesses_memory = strstr(lanes, "rma=cma/") != NULL;
+        ep->am_local = am_is_local(lanes);
     }
     int mode = proto == CDT_UCX_PROTOCOL_SINGLE ? CDT__UCX_MODE_SINGLE : CDT__UCX_MODE_SPLIT;
-    if (proto == CDT_UCX_PROTOCOL_AUTO || proto == CDT_UCX_PROTOCOL_AUTO_SINGLE) {
-        if (!have_lanes)
-            return CDT__UCX_MODE_SPLIT; /* no lanes yet (still connecting): asked again later */
-        mode = am_is_local(lanes) ? CDT__UCX_MODE_SINGLE : CDT__UCX_MODE_SPLIT;
-    }
+    if (proto == CDT_UCX_PROTOCOL_AUTO || proto == CDT_UCX_PROTOCOL_AUTO_SINGLE)
+        mode = ep->am_local ? CDT__UCX_MODE_SINGLE : CDT__UCX_MODE_SPLIT;
+    if (!have_lanes)
+        return mode; /* no lanes yet (still connecting): asked again, and cached, later */
     __atomic_store_n(&ep->mode, mode + 1, __ATOMIC_RELEASE); /* read without the lock by isend */
     return mode;
 }

@@ -92,9 +92,10 @@ struct cdt_ucx_ep_s {
     int status; /* CDT_SUCCESS or CDT_ERR_PEER */
     int mode;   /* CDT__UCX_MODE_* + 1 once chosen, 0 before (cdt__ucx_ep_mode); written
                  * once under the lock, read atomically without it */
-    /* the endpoint's lanes were read (with the mode), and whether the peer reads and writes
-     * this process's memory itself (cma): then a send is never ended before UCX ends it */
-    bool lanes_known, peer_accesses_memory;
+    /* the endpoint's lanes were read (with the mode); whether the peer reads and writes this
+     * process's memory itself (cma: then a send is never ended before UCX ends it); whether
+     * its messages go through memory of this machine (single mode's transports) */
+    bool lanes_known, peer_accesses_memory, am_local;
     /* false for an accepted endpoint until its first send saw it wired up (written under the
      * lock, read atomically without it; cdt__ucx_ep_wait_wired) */
     bool wired;

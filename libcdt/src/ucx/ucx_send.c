@@ -271,9 +271,34 @@ static int send_single(cdt_ucx_ep ep, cdt_ucx_request r, cdt_ucx_tag tag, cdt_uc
 int cdt_ucx_isend(cdt_ucx_ep ep, const void *buf, cdt_count count, cdt_type type, cdt_ucx_tag tag,
                   cdt_ucx_request *request)
 {
+    return cdt_ucx_isend_advanced(ep, buf, count, type, tag, NULL, request);
+}
+
+int cdt_ucx_isend_advanced(cdt_ucx_ep ep, const void *buf, cdt_count count, cdt_type type,
+                           cdt_ucx_tag tag, const cdt_ucx_send_params *params,
+                           cdt_ucx_request *request)
+{
     if (ep == NULL || request == NULL || tag > CDT_UCX_TAG_MAX)
         return CDT_ERR_INVALID_ARG;
     cdt_ucx_worker w = ep->w;
+    cdt_ucx_protocol protocol = w->protocol;
+    cdt_count threshold = w->zcopy_threshold;
+    if (params != NULL) {
+        const uint64_t known = CDT_UCX_SEND_PARAM_PROTOCOL | CDT_UCX_SEND_PARAM_ZCOPY_THRESHOLD;
+        if (params->field_mask & ~known)
+            return CDT_ERR_INVALID_ARG;
+        if (params->field_mask & CDT_UCX_SEND_PARAM_PROTOCOL) {
+            protocol = params->protocol;
+            if (protocol != CDT_UCX_PROTOCOL_AUTO && protocol != CDT_UCX_PROTOCOL_SPLIT &&
+                protocol != CDT_UCX_PROTOCOL_SINGLE && protocol != CDT_UCX_PROTOCOL_AUTO_SINGLE)
+                return CDT_ERR_INVALID_ARG;
+        }
+        if (params->field_mask & CDT_UCX_SEND_PARAM_ZCOPY_THRESHOLD) {
+            threshold = params->zcopy_threshold;
+            if (threshold < 1)
+                return CDT_ERR_INVALID_ARG;
+        }
+    }
     int rc = cdt__ucx_ep_wait_wired(ep);
     if (rc != CDT_SUCCESS)
         return rc;
@@ -282,11 +307,25 @@ int cdt_ucx_isend(cdt_ucx_ep ep, const void *buf, cdt_count count, cdt_type type
         return CDT_ERR_NO_MEMORY;
     /* the endpoint's mode is fixed once known: only the first sends take the lock for it */
     int mode = __atomic_load_n(&ep->mode, __ATOMIC_ACQUIRE) - 1;
+    bool local, cma; /* the lane facts: written before the mode was published, or under the lock */
     if (mode < 0) {
         pthread_mutex_lock(&w->lock);
         mode = cdt__ucx_ep_mode(ep);
+        local = ep->am_local;
+        cma = ep->peer_accesses_memory;
         pthread_mutex_unlock(&w->lock);
+    } else {
+        local = ep->am_local;
+        cma = ep->peer_accesses_memory;
     }
+    /* a protocol named for this send wins over the worker's; AUTO and AUTO_SINGLE follow the
+     * transport of the endpoint's messages */
+    if (protocol == CDT_UCX_PROTOCOL_SINGLE)
+        mode = CDT__UCX_MODE_SINGLE;
+    else if (protocol == CDT_UCX_PROTOCOL_SPLIT)
+        mode = CDT__UCX_MODE_SPLIT;
+    else if (protocol != w->protocol)
+        mode = local ? CDT__UCX_MODE_SINGLE : CDT__UCX_MODE_SPLIT;
     /* encode outside the lock: it runs the type's callbacks. A single-mode message packs its
      * stream later, inside UCX's copy (a deferred frame); a small one without regions is
      * written whole into the head buffer now (no frame object: the small-object path) */
@@ -306,14 +345,13 @@ int cdt_ucx_isend(cdt_ucx_ep ep, const void *buf, cdt_count count, cdt_type type
     } else {
         rc = cdt_frame_encode(buf, count, type, &fp, &r->frame);
     }
-    if (rc == CDT_SUCCESS && mode == CDT__UCX_MODE_SINGLE && w->protocol == CDT_UCX_PROTOCOL_AUTO &&
-        ep->peer_accesses_memory && has_large_region(r->frame, w->zcopy_threshold)) {
+    if (rc == CDT_SUCCESS && mode == CDT__UCX_MODE_SINGLE && protocol == CDT_UCX_PROTOCOL_AUTO &&
+        cma && has_large_region(r->frame, threshold)) {
         /* Over cross-memory attach an object with large regions still goes split: each large
          * region moves by one cross-memory copy straight into the receiver's memory, which
          * beats UCX's two copies through its segments when that memory is fresh, as it is for
          * a receiving type that allocates per object (docs/TRANSPORT.md §1). Without cma the
-         * rendezvous runs over TCP, and one message through the segments wins. (The lane
-         * facts were written before the mode this thread read with acquire.) */
+         * rendezvous runs over TCP, and one message through the segments wins. */
         mode = CDT__UCX_MODE_SPLIT;
         rc = cdt__frame_materialize(r->frame);
     }
@@ -325,7 +363,6 @@ int cdt_ucx_isend(cdt_ucx_ep ep, const void *buf, cdt_count count, cdt_type type
     }
     if (mode == CDT__UCX_MODE_SINGLE)
         return send_single(ep, r, tag, request);
-    const cdt_count threshold = w->zcopy_threshold;
     send_plan pl;
     rc = plan(r, threshold, &pl);
     if (rc == CDT_SUCCESS && pl.nsep > 0) {
