@@ -1789,7 +1789,7 @@ static void machine(FILE *f)
     fprintf(f, "| UCX_NET_DEVICES | %s |\n", nd ? nd : "(all)");
     const char *proto = getenv("CDT_UCX_PROTOCOL"), *shm = getenv("CDT_UCX_SHARED_MEMORY");
     fprintf(f, "| CDT_UCX_PROTOCOL | %s |\n| CDT_UCX_SHARED_MEMORY | %s |\n\n",
-            proto ? proto : "(auto)", shm ? shm : "(copy, the default)");
+            proto ? proto : "(auto)", shm ? shm : "(off, the default)");
 }
 
 static void write_report(FILE *f, int pass, double secs, const char *cmdline)

@@ -370,9 +370,9 @@ end
     transports(ep) -> String
 
 The UCX transports the endpoint's lanes use now (`cdt_ucx_ep_transports`), e.g.
-`"am=sysv/memory rma=tcp/lo"` for a local peer over shared segments (libcdt's default),
-`"am=sysv/memory rma=cma/memory"` with cross-memory attach (`CDT_UCX_SHARED_MEMORY=full`) or
-`"am=tcp/lo rma=tcp/lo"` over loopback TCP. An endpoint made from an address may still be wiring up:
+`"am=tcp/lo rma=tcp/lo"` over loopback TCP (libcdt's default, also for a local peer),
+`"am=sysv/memory rma=tcp/lo"` over shared segments (`CDT_UCX_SHARED_MEMORY=copy`) or
+`"am=sysv/memory rma=cma/memory"` with cross-memory attach (`full`). An endpoint made from an address may still be wiring up:
 send one message first for the final lanes.
 """
 function transports(e::Endpoint)

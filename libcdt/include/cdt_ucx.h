@@ -69,12 +69,12 @@ enum cdt_ucx_context_params_field {
  * cdt_ucx_context_create). */
 typedef enum cdt_ucx_shared_memory {
     /* UCX's own choice. With the peer-failure detection libcdt endpoints use, UCX 1.13 then
-     * talks TCP (loopback) even to a process of the same machine. */
+     * talks TCP (loopback) even to a process of the same machine. The default. */
     CDT_UCX_SHM_OFF = 0,
     /* shared-memory segments (sysv/posix) for messages; rendezvous of large messages over the
      * network transports (tcp on loopback). Neither process ever touches the other's memory,
-     * so a send whose receiver died ends with CDT_ERR_PEER (cdt_ucx_context_create). The
-     * default. */
+     * so a send whose receiver died ends with CDT_ERR_PEER; UCX 1.13's caveat below
+     * (cdt_ucx_context_create). */
     CDT_UCX_SHM_COPY = 1,
     /* shared-memory segments, and rendezvous by cross-memory attach (cma): the fastest local
      * path for large messages, with UCX 1.13's caveat (cdt_ucx_context_create) */
@@ -86,7 +86,7 @@ typedef struct cdt_ucx_context_params {
     /* expected number of endpoints (a UCX tuning hint). Default: UCX's. */
     size_t estimated_num_eps;
     /* shared memory between local processes. Default: the environment variable
-     * CDT_UCX_SHARED_MEMORY (off, copy or full) when set, else CDT_UCX_SHM_COPY. */
+     * CDT_UCX_SHARED_MEMORY (off, copy or full) when set, else CDT_UCX_SHM_OFF. */
     cdt_ucx_shared_memory shared_memory;
 } cdt_ucx_context_params;
 
@@ -94,12 +94,12 @@ typedef struct cdt_ucx_context_params {
  *  as UCX_TLS) and create a context with tag matching.
  *  Shared memory: libcdt endpoints detect peer failures (UCP_ERR_HANDLING_MODE_PEER), and
  *  UCX 1.13 leaves out its shared-memory transports in that mode unless they are told to
- *  expose error handling. With CDT_UCX_SHM_COPY (the default) or _FULL the context tells
- *  them, through ucp_config_modify and only for variables the environment does not set:
- *  UCX_SYSV_ERROR_HANDLING=y and UCX_POSIX_ERROR_HANDLING=y, and with _FULL also
- *  UCX_CMA_MEMORY_INVALIDATE=y. Two local processes then talk through shared segments
- *  (`am=sysv/memory`), with rendezvous over TCP (COPY: `rma=tcp/lo`) or by cross-memory
- *  attach (FULL: `rma=cma/memory`).
+ *  expose error handling, so by default two local processes talk TCP on loopback. With
+ *  CDT_UCX_SHM_COPY or _FULL the context tells them, through ucp_config_modify and only for
+ *  variables the environment does not set: UCX_SYSV_ERROR_HANDLING=y and
+ *  UCX_POSIX_ERROR_HANDLING=y, and with _FULL also UCX_CMA_MEMORY_INVALIDATE=y. Two local
+ *  processes then talk through shared segments (`am=sysv/memory`), with rendezvous over TCP
+ *  (COPY: `rma=tcp/lo`) or by cross-memory attach (FULL: `rma=cma/memory`).
  *  Failures: over shared memory UCX notices a dead peer on its keepalive timer, so the
  *  context sets UCX_KEEPALIVE_INTERVAL to 1 s unless the environment sets it. UCX 1.13 never
  *  ends a rendezvous send whose receiver died over shared memory; where the peer never touches
@@ -110,7 +110,11 @@ typedef struct cdt_ucx_context_params {
  *  UCX_CMA_MEMORY_INVALIDATE only claims it), so such a send is left to UCX: a send whose
  *  receiver died stays pending, also after cdt_ucx_ep_close. A program that asks for FULL
  *  bounds its sends with timeouts and keeps the object of a send that never ended alive
- *  until cdt_ucx_worker_destroy. docs/TRANSPORT.md §1 has the measurements. UCX_TLS, when
+ *  until cdt_ucx_worker_destroy. Why neither is the default: with COPY, endpoints made
+ *  through listeners have a TCP lane for rendezvous, and in the soak (peers killed and
+ *  reconnecting every few seconds) UCX 1.13 stopped completing connections and sends
+ *  between live peers after about 4 minutes in 2 of 4 runs; the TCP default passes 30
+ *  minutes of it. docs/TRANSPORT.md §1 has the measurements. UCX_TLS, when
  *  set, still decides which transports exist at all. cdt_ucx_ep_transports() tells which
  *  ones an endpoint uses.
  *  Errors: CDT_ERR_TRANSPORT (UCX failed), CDT_ERR_NO_MEMORY, CDT_ERR_INVALID_ARG. */

@@ -125,10 +125,10 @@ def test_recv_restricted(echo):
 
 
 def shared_memory():
-    """Whether libcdt's endpoints between two local processes run over shared memory: its
-    default, unless CDT_UCX_SHARED_MEMORY=off or UCX_TLS leaves shared memory out."""
+    """Whether libcdt's endpoints between two local processes run over shared memory: only
+    when CDT_UCX_SHARED_MEMORY asks for it (copy or full) and UCX_TLS leaves it in."""
     tls = os.environ.get("UCX_TLS", "")
-    return os.environ.get("CDT_UCX_SHARED_MEMORY", "full") != "off" and (
+    return os.environ.get("CDT_UCX_SHARED_MEMORY", "off") != "off" and (
         tls == "" or any(t in tls.split(",") for t in ("sm", "shm", "sysv", "posix", "all"))
     )
 
@@ -137,8 +137,7 @@ def shared_memory():
 def test_protocol_choice_and_single_mode(protocol):
     """Worker(protocol=...) picks how objects travel (docs/TRANSPORT.md): 'single' sends each
     object as one message, and the echo peer (which sends in its own mode) still takes it;
-    'auto-single' follows the transport as 'auto' does (shared memory here unless it is
-    turned off)."""
+    'auto-single' follows the transport as 'auto' does (TCP here unless shared memory is on)."""
     with pytest.raises(ValueError):
         ucx.Worker(protocol="fast")
     script = os.path.join(os.path.dirname(__file__), "ucx_peer.py")
@@ -162,8 +161,8 @@ def test_protocol_choice_and_single_mode(protocol):
 
 
 def test_protocol_default_follows_the_transport(echo):
-    # the default (auto-single) follows the transport: shared memory between local processes,
-    # where every object is one message, unless it is turned off (CDT_UCX_SHARED_MEMORY=off)
+    # the default (auto-single) follows the transport: loopback TCP unless shared memory was
+    # asked for (CDT_UCX_SHARED_MEMORY=copy or full), where every object is one message
     if shared_memory():
         assert echo.protocol == "single"
     else:

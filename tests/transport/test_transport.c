@@ -448,12 +448,12 @@ static void pack_fails_server(peer *p)
 
 /* ---------------------------------------------------------------- transports in use ------ */
 
-/* "transports_default" (shared memory left to the default, CDT_UCX_SHM_COPY): two local
- * processes must talk through shared segments with peer-failure detection on, rendezvous over
- * TCP, never cross-memory attach. "transports" (CDT_UCX_SHARED_MEMORY=full): segments, and
- * cross-memory attach for rendezvous. "transports_off" (CDT_UCX_SHARED_MEMORY=off) and
- * "transports_tcp" (UCX_TLS=tcp, and shared memory asked for: a transport UCX_TLS leaves out is
- * not used) must see tcp only. */
+/* "transports_default" (shared memory left to the default, off) and "transports_tcp"
+ * (UCX_TLS=tcp, and shared memory asked for: a transport UCX_TLS leaves out is not used) must
+ * see tcp only. "transports_copy" (CDT_UCX_SHARED_MEMORY=copy): two local processes must talk
+ * through shared segments with peer-failure detection on, never cross-memory attach.
+ * "transports" (CDT_UCX_SHARED_MEMORY=full): segments, and cross-memory attach for
+ * rendezvous. */
 static int expect_shared_memory;
 
 static void check_transports(peer *p, const char *who)
@@ -1027,11 +1027,11 @@ int main(int argc, char **argv)
     if (strcmp(c, "peer_exit") == 0)
         return run_pair(peer_exit_server, peer_exit_client, NULL, NULL, 3);
     if (strcmp(c, "transports") == 0 || strcmp(c, "transports_tcp") == 0 ||
-        strcmp(c, "transports_default") == 0 || strcmp(c, "transports_off") == 0) {
+        strcmp(c, "transports_default") == 0 || strcmp(c, "transports_copy") == 0) {
         /* 1: segments and cma; 2: segments only; 0: tcp */
-        expect_shared_memory = strcmp(c, "transports") == 0           ? 1
-                               : strcmp(c, "transports_default") == 0 ? 2
-                                                                      : 0;
+        expect_shared_memory = strcmp(c, "transports") == 0        ? 1
+                               : strcmp(c, "transports_copy") == 0 ? 2
+                                                                   : 0;
         return run_pair(transports_server, transports_client, NULL, NULL, 0);
     }
     if (strcmp(c, "receiver_exit") == 0)

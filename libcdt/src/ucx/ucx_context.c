@@ -117,7 +117,7 @@ int cdt_ucx_context_create(const cdt_ucx_context_params *params, cdt_ucx_context
 {
     if (context == NULL)
         return CDT_ERR_INVALID_ARG;
-    cdt_ucx_shared_memory shm = CDT_UCX_SHM_COPY;
+    cdt_ucx_shared_memory shm = CDT_UCX_SHM_OFF;
     const char *env = getenv("CDT_UCX_SHARED_MEMORY");
     if (params != NULL && (params->field_mask & CDT_UCX_CONTEXT_PARAM_SHARED_MEMORY)) {
         shm = params->shared_memory;

@@ -662,9 +662,10 @@ impl Endpoint {
     }
 
     /// The transports UCX chose for this endpoint, as `cdt_ucx_ep_transports` prints them:
-    /// `"am=sysv/memory rma=tcp/lo"` between two processes of one machine (libcdt's default:
-    /// shared segments), `"am=sysv/memory rma=cma/memory"` with cross-memory attach
-    /// (`CDT_UCX_SHARED_MEMORY=full`), `"am=tcp/lo rma=tcp/lo"` over loopback TCP.
+    /// `"am=tcp/lo rma=tcp/lo"` over loopback TCP (libcdt's default, also between two processes
+    /// of one machine), `"am=sysv/memory rma=tcp/lo"` through shared segments
+    /// (`CDT_UCX_SHARED_MEMORY=copy`), `"am=sysv/memory rma=cma/memory"` with cross-memory
+    /// attach (`full`).
     pub fn transports(&self) -> Result<String> {
         let ep = self.raw.read().unwrap_or_else(|e| e.into_inner());
         if ep.0.is_null() {

@@ -269,7 +269,7 @@ fn single_mode_protocol() {
     let got: Snapshot = server.recv(1, LONG).unwrap();
     assert_eq!(got, snapshot(3));
     // the listener side stays on its own choice, which follows the transport of its messages:
-    // single mode over shared memory (libcdt's default between local processes), split over TCP
+    // single mode over shared memory (CDT_UCX_SHARED_MEMORY), split over TCP (the default)
     ep.send(&got, 2, LONG).unwrap();
     let transports = ep.transports().unwrap();
     let expected = if transports.contains("am=tcp/") {
