@@ -235,6 +235,36 @@ CDT_API void cdt_ucx_listener_destroy(cdt_ucx_listener listener);
  *  is up. Errors: CDT_ERR_PEER (refused or unreachable), CDT_ERR_TIMEOUT, CDT_ERR_TRANSPORT. */
 CDT_API int cdt_ucx_ep_connect(cdt_ucx_worker worker, const char *host, uint16_t port,
                                int64_t timeout_ms, cdt_ucx_ep *ep);
+
+enum cdt_ucx_connect_params_field {
+    CDT_UCX_CONNECT_PARAM_TIMEOUT = 1u << 0,
+    CDT_UCX_CONNECT_PARAM_FLAGS = 1u << 1,
+};
+
+enum cdt_ucx_connect_flags {
+    /* return as soon as the endpoint exists: the connection is made in the background, the
+     * first send on the endpoint waits for it (at most 10 s) and reports its failure
+     * (CDT_ERR_PEER, CDT_ERR_TIMEOUT), as does cdt_ucx_ep_status */
+    CDT_UCX_CONNECT_NO_WAIT = 1u << 0,
+};
+
+/* Options of cdt_ucx_ep_connect_advanced; the fields named in field_mask are read. May grow at
+ * its end. */
+typedef struct cdt_ucx_connect_params {
+    uint64_t field_mask;
+    /* CDT_UCX_CONNECT_PARAM_TIMEOUT: how long to wait for the connection (ms; negative:
+     * CDT_UCX_INFINITE). Default: 10 s. */
+    int64_t timeout_ms;
+    /* CDT_UCX_CONNECT_PARAM_FLAGS: cdt_ucx_connect_flags. Default: 0. */
+    uint64_t flags;
+} cdt_ucx_connect_params;
+
+/*! cdt_ucx_ep_connect_advanced() : cdt_ucx_ep_connect with options (params may be NULL).
+ *  Errors: as cdt_ucx_ep_connect; CDT_ERR_INVALID_ARG also for a field_mask bit or flag this
+ *  version does not know. With CDT_UCX_CONNECT_NO_WAIT a refused or unreachable peer is
+ *  reported by the first send instead. */
+CDT_API int cdt_ucx_ep_connect_advanced(cdt_ucx_worker worker, const char *host, uint16_t port,
+                                        const cdt_ucx_connect_params *params, cdt_ucx_ep *ep);
 /*! cdt_ucx_ep_create_from_address() : an endpoint to the worker whose address (from
  *  cdt_ucx_worker_address) was exchanged out of band. Does not wait for the peer. */
 CDT_API int cdt_ucx_ep_create_from_address(cdt_ucx_worker worker, const void *address,

@@ -12,6 +12,7 @@
     X(cdt_ucx_context_params, 24, 1) \
     X(cdt_ucx_worker_params, 40, 1) \
     X(cdt_ucx_listener_params, 24, 1) \
+    X(cdt_ucx_connect_params, 24, 1) \
     X(cdt_ucx_recv_info, 40, 0) \
     X(cdt_ucx_recv_params, 48, 1) \
     X(cdt_ucx_send_params, 24, 1) \
@@ -59,6 +60,9 @@
     X(cdt_ucx_listener_params, field_mask, 0, 8) \
     X(cdt_ucx_listener_params, host, 8, 8) \
     X(cdt_ucx_listener_params, port, 16, 2) \
+    X(cdt_ucx_connect_params, field_mask, 0, 8) \
+    X(cdt_ucx_connect_params, timeout_ms, 8, 8) \
+    X(cdt_ucx_connect_params, flags, 16, 8) \
     X(cdt_ucx_recv_info, tag, 0, 8) \
     X(cdt_ucx_recv_info, frame_size, 8, 8) \
     X(cdt_ucx_recv_info, packed_size, 16, 8) \
@@ -153,6 +157,9 @@
     X(CDT_UCX_PROTOCOL_AUTO_SINGLE, 3) \
     X(CDT_UCX_LISTENER_PARAM_HOST, 1) \
     X(CDT_UCX_LISTENER_PARAM_PORT, 2) \
+    X(CDT_UCX_CONNECT_PARAM_TIMEOUT, 1) \
+    X(CDT_UCX_CONNECT_PARAM_FLAGS, 2) \
+    X(CDT_UCX_CONNECT_NO_WAIT, 1) \
     X(CDT_UCX_RECV_PARAM_PREPARE, 1) \
     X(CDT_UCX_RECV_PARAM_MAX_FRAME_BYTES, 2) \
     X(CDT_UCX_RECV_PARAM_MAX_REGIONS, 4) \

@@ -45,6 +45,7 @@ typedef struct peer {
     cdt_ucx_listener l;
     cdt_ucx_ep ep;
     int is_server;
+    uint16_t port; /* client: the server's listening port */
 } peer;
 
 typedef void(side_fn)(peer *p);
@@ -144,7 +145,7 @@ static inline int run_pair_ex(side_fn *server, side_fn *client, const cdt_ucx_wo
         close(sc[1]);
         close(cs[0]);
         alarm(harness_alarm_s);
-        peer p = {.is_server = 0};
+        peer p = {.is_server = 0, .port = port};
         peer_open(&p, cwp);
         CHECK_RC(cdt_ucx_ep_connect(p.w, "127.0.0.1", port, T_TIMEOUT_MS, &p.ep));
         client(&p);

@@ -977,6 +977,58 @@ static void send_params_server(peer *p)
     double_vec_clear(&want);
 }
 
+/* cdt_ucx_ep_connect_advanced: bad options are refused; with CDT_UCX_CONNECT_NO_WAIT the call
+ * returns at once, the first send waits for the connection (a rendezvous-sized object,
+ * received whole), and a refused connection is reported by the first send */
+static void connect_nowait_client(peer *p)
+{
+    cdt_ucx_ep ep = NULL;
+    cdt_ucx_connect_params cp = {.field_mask = 1u << 9};
+    CHECK(cdt_ucx_ep_connect_advanced(p->w, "127.0.0.1", p->port, &cp, &ep) == CDT_ERR_INVALID_ARG);
+    cp = (cdt_ucx_connect_params){.field_mask = CDT_UCX_CONNECT_PARAM_FLAGS, .flags = 1u << 5};
+    CHECK(cdt_ucx_ep_connect_advanced(p->w, "127.0.0.1", p->port, &cp, &ep) == CDT_ERR_INVALID_ARG);
+    CHECK(ep == NULL);
+    cp = (cdt_ucx_connect_params){.field_mask = CDT_UCX_CONNECT_PARAM_FLAGS,
+                                  .flags = CDT_UCX_CONNECT_NO_WAIT};
+    CHECK_RC(cdt_ucx_ep_connect_advanced(p->w, "127.0.0.1", p->port, &cp, &ep));
+    double_vec v;
+    CHECK_RC(double_vec_init(&v, 4, 256 * 1024, 11));
+    CHECK_RC(cdt_ucx_send(ep, &v, 1, double_vec_type(), TAG + 1, T_TIMEOUT_MS));
+    double_vec_clear(&v);
+    CHECK_RC(cdt_ucx_ep_close(ep, 2000));
+    /* a port nobody listens on: the connect returns, the first send says so */
+    cdt_ucx_listener l = NULL;
+    cdt_ucx_listener_params lp = {.field_mask = CDT_UCX_LISTENER_PARAM_HOST, .host = "127.0.0.1"};
+    CHECK_RC(cdt_ucx_listener_create(p->w, &lp, &l));
+    uint16_t closed = 0;
+    CHECK_RC(cdt_ucx_listener_port(l, &closed));
+    cdt_ucx_listener_destroy(l);
+    ep = NULL;
+    CHECK_RC(cdt_ucx_ep_connect_advanced(p->w, "127.0.0.1", closed, &cp, &ep));
+    time_t t0 = time(NULL);
+    int32_t x = 1;
+    int rc = cdt_ucx_send(ep, &x, 1, CDT_INT32, TAG, T_TIMEOUT_MS);
+    fprintf(stderr, "first send on a refused connection: %s after %lld s\n", cdt_err_name(rc),
+            (long long)(time(NULL) - t0));
+    CHECK(rc == CDT_ERR_PEER || rc == CDT_ERR_TIMEOUT);
+    CHECK(time(NULL) - t0 <= 15);
+    cdt_ucx_ep_close(ep, 0);
+}
+
+static void connect_nowait_server(peer *p)
+{
+    cdt_ucx_ep second = NULL;
+    CHECK_RC(cdt_ucx_listener_accept(p->l, T_TIMEOUT_MS, &second));
+    double_vec v = {0}, want;
+    CHECK_RC(cdt_ucx_recv(p->w, &v, 1, double_vec_type(), TAG + 1, CDT_UCX_TAG_MASK_FULL, NULL,
+                          NULL, T_TIMEOUT_MS));
+    CHECK_RC(double_vec_init(&want, 4, 256 * 1024, 11));
+    CHECK(double_vec_equal(&v, &want));
+    double_vec_clear(&want);
+    double_vec_clear(&v);
+    cdt_ucx_ep_close(second, 1000);
+}
+
 /* a blocking send that times out (the peer never receives) is abandoned, not leaked: closing
  * the endpoint ends it, the object may then be freed, and the worker frees the request (the
  * ASan build checks for leaks) */
@@ -1052,6 +1104,8 @@ int main(int argc, char **argv)
         return run_pair(close_stuck_server, close_stuck_client, NULL, NULL, 0);
     if (strcmp(c, "accept_send") == 0)
         return run_pair(accept_send_server, accept_send_client, NULL, NULL, 0);
+    if (strcmp(c, "connect_nowait") == 0)
+        return run_pair(connect_nowait_server, connect_nowait_client, NULL, NULL, 0);
     if (strcmp(c, "send_params") == 0)
         return run_pair(send_params_server, send_params_client, NULL, NULL, 0);
     if (strcmp(c, "send_timeout") == 0)

@@ -245,8 +245,29 @@ static int finish_connect(cdt_ucx_worker w, cdt_ucx_ep e, void *flush, int64_t d
 int cdt_ucx_ep_connect(cdt_ucx_worker worker, const char *host, uint16_t port, int64_t timeout_ms,
                        cdt_ucx_ep *ep)
 {
+    cdt_ucx_connect_params p = {.field_mask = CDT_UCX_CONNECT_PARAM_TIMEOUT,
+                                .timeout_ms = timeout_ms};
+    return cdt_ucx_ep_connect_advanced(worker, host, port, &p, ep);
+}
+
+int cdt_ucx_ep_connect_advanced(cdt_ucx_worker worker, const char *host, uint16_t port,
+                                const cdt_ucx_connect_params *params, cdt_ucx_ep *ep)
+{
     if (worker == NULL || host == NULL || ep == NULL)
         return CDT_ERR_INVALID_ARG;
+    int64_t timeout_ms = CDT__UCX_WIREUP_TIMEOUT_MS;
+    uint64_t flags = 0;
+    if (params != NULL) {
+        if (params->field_mask &
+            ~(uint64_t)(CDT_UCX_CONNECT_PARAM_TIMEOUT | CDT_UCX_CONNECT_PARAM_FLAGS))
+            return CDT_ERR_INVALID_ARG;
+        if (params->field_mask & CDT_UCX_CONNECT_PARAM_TIMEOUT)
+            timeout_ms = params->timeout_ms;
+        if (params->field_mask & CDT_UCX_CONNECT_PARAM_FLAGS)
+            flags = params->flags;
+        if (flags & ~(uint64_t)CDT_UCX_CONNECT_NO_WAIT)
+            return CDT_ERR_INVALID_ARG;
+    }
     struct sockaddr_storage ss;
     socklen_t sslen;
     int rc = resolve(host, port, &ss, &sslen);
@@ -261,6 +282,12 @@ int cdt_ucx_ep_connect(cdt_ucx_worker worker, const char *host, uint16_t port, i
     cdt_ucx_ep e = NULL;
     pthread_mutex_lock(&worker->lock);
     rc = ep_create_locked(worker, &p, &e);
+    if (rc == CDT_SUCCESS && (flags & CDT_UCX_CONNECT_NO_WAIT)) {
+        e->wired = false; /* the first send waits for the connection (cdt__ucx_ep_wait_wired) */
+        pthread_mutex_unlock(&worker->lock);
+        *ep = e;
+        return CDT_SUCCESS;
+    }
     void *flush = NULL;
     if (rc == CDT_SUCCESS) {
         ucp_request_param_t fp = {.op_attr_mask = 0};

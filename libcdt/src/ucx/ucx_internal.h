@@ -22,7 +22,8 @@
 /* how often UCX checks that the peers of a context's endpoints are alive, unless
  * UCX_KEEPALIVE_INTERVAL says otherwise (cdt_ucx_context_create) */
 #define CDT__UCX_KEEPALIVE_INTERVAL "1s"
-/* how long the first send on an accepted endpoint waits at most for its wireup */
+/* how long the first send on an accepted endpoint (or one connected without waiting) waits at
+ * most for its wireup; also cdt_ucx_ep_connect_advanced's default timeout */
 #define CDT__UCX_WIREUP_TIMEOUT_MS 10000
 /* how long a matched receive waits for the rest of its object by default (ms) */
 #define CDT__UCX_DEFAULT_REST_TIMEOUT_MS CDT_UCX_DEFAULT_REST_TIMEOUT_MS
@@ -96,8 +97,9 @@ struct cdt_ucx_ep_s {
      * process's memory itself (cma: then a send is never ended before UCX ends it); whether
      * its messages go through memory of this machine (single mode's transports) */
     bool lanes_known, peer_accesses_memory, am_local;
-    /* false for an accepted endpoint until its first send saw it wired up (written under the
-     * lock, read atomically without it; cdt__ucx_ep_wait_wired) */
+    /* false for an accepted endpoint, or one connected with CDT_UCX_CONNECT_NO_WAIT, until its
+     * first send saw it wired up (written under the lock, read atomically without it;
+     * cdt__ucx_ep_wait_wired) */
     bool wired;
     bool closing; /* closed by the user, UCX's close still under way: freed with the worker */
     /* sends posted on this endpoint and not done (linked by ep_next/ep_prev): a failure or a
