@@ -199,33 +199,11 @@ void cdt_ucx_listener_destroy(cdt_ucx_listener listener)
     free(listener);
 }
 
-/* lock not held: progress until the UCX request completes or the deadline passes.
- * Returns the UCX status, or UCS_ERR_TIMED_OUT (the request is then still pending). */
-static ucs_status_t wait_ucx(cdt_ucx_worker w, void *req, int64_t deadline)
-{
-    if (req == NULL)
-        return UCS_OK;
-    if (UCS_PTR_IS_ERR(req))
-        return UCS_PTR_STATUS(req);
-    for (;;) {
-        pthread_mutex_lock(&w->lock);
-        cdt__ucx_progress(w);
-        ucs_status_t st = ucp_request_check_status(req);
-        if (st != UCS_INPROGRESS)
-            ucp_request_free(req);
-        pthread_mutex_unlock(&w->lock);
-        if (st != UCS_INPROGRESS)
-            return st;
-        if (cdt__ucx_now_ms() > deadline)
-            return UCS_ERR_TIMED_OUT;
-    }
-}
-
 /* lock not held: wait for the flush of a new endpoint, which completes once the connection is
  * established and its lanes are wired up. On failure the endpoint is closed. */
 static int finish_connect(cdt_ucx_worker w, cdt_ucx_ep e, void *flush, int64_t deadline)
 {
-    ucs_status_t st = wait_ucx(w, flush, deadline);
+    ucs_status_t st = cdt__ucx_wait_request(w, flush, deadline);
     if (st == UCS_OK && e->status != CDT_SUCCESS)
         st = UCS_ERR_UNREACHABLE;
     if (st == UCS_OK)
@@ -341,7 +319,7 @@ static bool close_ucx_ep(cdt_ucx_worker w, struct cdt_ucx_ep_s *ep, bool force, 
                              .flags = force ? UCP_EP_CLOSE_FLAG_FORCE : 0};
     void *req = ucp_ep_close_nbx(ep->ucp, &p);
     pthread_mutex_unlock(&w->lock);
-    if (wait_ucx(w, req, deadline) != UCS_ERR_TIMED_OUT)
+    if (cdt__ucx_wait_request(w, req, deadline) != UCS_ERR_TIMED_OUT)
         return true;
     pthread_mutex_lock(&w->lock);
     ucp_request_free(req);
@@ -367,7 +345,7 @@ int cdt_ucx_ep_close(cdt_ucx_ep ep, int64_t timeout_ms)
     if (rc == CDT_SUCCESS) {
         /* flush what was sent, within the caller's time; a flush that does not finish is
          * released and the close below forces the endpoint shut (pending sends fail) */
-        ucs_status_t st = wait_ucx(w, flush, deadline);
+        ucs_status_t st = cdt__ucx_wait_request(w, flush, deadline);
         if (st == UCS_ERR_TIMED_OUT) {
             pthread_mutex_lock(&w->lock);
             ucp_request_free(flush);

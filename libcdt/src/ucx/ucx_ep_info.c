@@ -185,20 +185,14 @@ int cdt__ucx_ep_wait_wired(struct cdt_ucx_ep_s *ep)
     pthread_mutex_lock(&w->lock);
     ucp_request_param_t fp = {.op_attr_mask = 0};
     void *flush = ep->status == CDT_SUCCESS ? ucp_ep_flush_nbx(ep->ucp, &fp) : NULL;
-    int64_t deadline = cdt__ucx_now_ms() + CDT__UCX_WIREUP_TIMEOUT_MS;
-    ucs_status_t st = UCS_PTR_IS_ERR(flush) ? UCS_PTR_STATUS(flush) : UCS_OK;
-    while (flush != NULL && !UCS_PTR_IS_ERR(flush)) {
-        cdt__ucx_progress(w);
-        st = ucp_request_check_status(flush);
-        if (st != UCS_INPROGRESS || cdt__ucx_now_ms() > deadline) {
-            ucp_request_free(flush); /* a flush still pending completes on its own */
-            break;
-        }
-        pthread_mutex_unlock(&w->lock); /* let other threads in between */
-        pthread_mutex_lock(&w->lock);
-    }
+    pthread_mutex_unlock(&w->lock);
+    ucs_status_t st =
+        cdt__ucx_wait_request(w, flush, cdt__ucx_now_ms() + CDT__UCX_WIREUP_TIMEOUT_MS);
+    pthread_mutex_lock(&w->lock);
+    if (st == UCS_ERR_TIMED_OUT)
+        ucp_request_free(flush); /* a flush still pending completes on its own */
     int rc = ep->status != CDT_SUCCESS ? CDT_ERR_PEER
-             : st == UCS_INPROGRESS    ? CDT_ERR_TIMEOUT
+             : st == UCS_ERR_TIMED_OUT ? CDT_ERR_TIMEOUT
              : st != UCS_OK            ? cdt__ucx_status(st)
                                        : CDT_SUCCESS;
     if (rc == CDT_SUCCESS)

@@ -210,6 +210,10 @@ CDT__UCX_HIDDEN uint64_t cdt__ucx_next_key(cdt_ucx_worker w);
 /* ucx_recv_state.c, lock held: ucp_worker_progress, then the deadlines (rest timeouts,
  * drains) */
 CDT__UCX_HIDDEN unsigned cdt__ucx_progress(cdt_ucx_worker w);
+/* ucx_recv_state.c, lock not held: progress until the UCX request completes (then it is freed)
+ * or the deadline passes. Returns the UCX status, or UCS_ERR_TIMED_OUT (the request is then
+ * still pending, the caller's to free). NULL and error pointers return at once. */
+CDT__UCX_HIDDEN ucs_status_t cdt__ucx_wait_request(cdt_ucx_worker w, void *req, int64_t deadline);
 /* ucx_recv_state.c: fail receives part-way through a message after a peer failure */
 CDT__UCX_HIDDEN void cdt__ucx_fail_body_recvs(cdt_ucx_worker w, int status);
 /* ucx_recv_state.c, lock held: fail matched receives past their rest deadline, cancel expired

@@ -2,7 +2,8 @@
  * ucx_recv_state.c - the life of a receive after its post, shared by both modes: the list of
  * matched receives and their rest deadlines, failing, abandoning and completing a receive,
  * the drains that discard the parts of an object nobody receives, and the worker's progress
- * (UCX's, then those deadlines). ucx_single.c and ucx_recv.c build on it; it calls neither.
+ * (UCX's, then those deadlines), and waiting on one UCX request. ucx_single.c and ucx_recv.c
+ * build on it; it calls neither.
  */
 #include "core/core.h"
 #include "ucx_internal.h"
@@ -239,4 +240,26 @@ unsigned cdt__ucx_progress(cdt_ucx_worker w)
         }
     }
     return n;
+}
+
+/* lock not held: progress until the UCX request completes or the deadline passes.
+ * Returns the UCX status, or UCS_ERR_TIMED_OUT (the request is then still pending). */
+ucs_status_t cdt__ucx_wait_request(cdt_ucx_worker w, void *req, int64_t deadline)
+{
+    if (req == NULL)
+        return UCS_OK;
+    if (UCS_PTR_IS_ERR(req))
+        return UCS_PTR_STATUS(req);
+    for (;;) {
+        pthread_mutex_lock(&w->lock);
+        cdt__ucx_progress(w);
+        ucs_status_t st = ucp_request_check_status(req);
+        if (st != UCS_INPROGRESS)
+            ucp_request_free(req);
+        pthread_mutex_unlock(&w->lock);
+        if (st != UCS_INPROGRESS)
+            return st;
+        if (cdt__ucx_now_ms() > deadline)
+            return UCS_ERR_TIMED_OUT;
+    }
 }
