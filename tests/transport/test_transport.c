@@ -995,6 +995,11 @@ static void connect_nowait_client(peer *p)
     CHECK_RC(double_vec_init(&v, 4, 256 * 1024, 11));
     CHECK_RC(cdt_ucx_send(ep, &v, 1, double_vec_type(), TAG + 1, T_TIMEOUT_MS));
     double_vec_clear(&v);
+    /* a completed send means the object may be reused, not that it was received: closing the
+     * endpoint before the receiver has it would fail its receive (CDT_ERR_PEER) */
+    int32_t ack = 0;
+    CHECK_RC(cdt_ucx_recv(p->w, &ack, 1, CDT_INT32, TAG + 2, CDT_UCX_TAG_MASK_FULL, NULL, NULL,
+                          T_TIMEOUT_MS));
     CHECK_RC(cdt_ucx_ep_close(ep, 2000));
     /* a port nobody listens on: the connect returns, the first send says so */
     cdt_ucx_listener l = NULL;
@@ -1026,6 +1031,8 @@ static void connect_nowait_server(peer *p)
     CHECK(double_vec_equal(&v, &want));
     double_vec_clear(&want);
     double_vec_clear(&v);
+    int32_t ack = 1;
+    CHECK_RC(cdt_ucx_send(p->ep, &ack, 1, CDT_INT32, TAG + 2, T_TIMEOUT_MS));
     cdt_ucx_ep_close(second, 1000);
 }
 
