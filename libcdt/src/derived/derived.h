@@ -112,8 +112,18 @@ struct cdt__derived {
 
 /* type_commit.c */
 CDT__HIDDEN int cdt__type_form(cdt_type type, cdt__node **form); /* borrowed */
+
+/* form_node.c: a node is made with cdt__node_new (one reference, kind set), shaped by the
+ * caller, and finished by cdt__node_done, which fills the derived fields and the kernel (on
+ * failure it releases the node and returns NULL; NULL in gives NULL out). */
 CDT__HIDDEN void cdt__node_release(cdt__node *n);
 CDT__HIDDEN cdt__node *cdt__node_retain(cdt__node *n);
+CDT__HIDDEN cdt__node *cdt__node_new(cdt__node_kind kind);
+CDT__HIDDEN cdt__node *cdt__node_leaf(cdt_count off, cdt_count len); /* not yet done */
+CDT__HIDDEN bool cdt__node_is_empty(const cdt__node *n);
+CDT__HIDDEN cdt__node *cdt__node_done(cdt__node *n);
+CDT__HIDDEN cdt__node *cdt__node_empty(void);            /* a done empty leaf */
+CDT__HIDDEN cdt__node *cdt__node_predefined(cdt_type t); /* static: never freed */
 
 /* form_share.c: commit-time sharing */
 CDT__HIDDEN bool cdt__node_equal(const cdt__node *a, const cdt__node *b); /* offsets included */
