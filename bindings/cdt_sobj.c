@@ -3,14 +3,32 @@
 #include "cdt_receive_memory.h"
 
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
+/* the library's own field_mask bits (cdt_sobj.h): the buffers array, and the data block, are
+ * ours to free */
+#define SOBJ_OWNS_ARRAY (CDT_SOBJ_FIELD_LIBRARY_ << 0)
+#define SOBJ_OWNS_DATA (CDT_SOBJ_FIELD_LIBRARY_ << 1)
+#define SOBJ_CALLER_BITS (CDT_SOBJ_FIELD_LIBRARY_ - 1)
+#define SOBJ_KNOWN_BITS ((uint64_t)CDT_SOBJ_FIELD_ALLOC)
+
+static bool mask_valid(const cdt_sobj *obj)
+{
+    return (obj->field_mask & SOBJ_CALLER_BITS & ~SOBJ_KNOWN_BITS) == 0;
+}
+
+static cdt_sobj_alloc_func_t *alloc_hook(const cdt_sobj *obj)
+{
+    return (obj->field_mask & CDT_SOBJ_FIELD_ALLOC) ? obj->alloc : NULL;
+}
+
 static int sobj_query(void *state, const void *buf, cdt_count count, cdt_count *packed_size)
 {
     (void)state;
-    if (count != 1)
+    if (count != 1 || !mask_valid(buf))
         return CDT_ERR_INVALID_ARG;
     *packed_size = ((const cdt_sobj *)buf)->inband_len;
     return CDT_SUCCESS;
@@ -141,15 +159,17 @@ static int alloc_block(cdt_sobj *tmp, cdt_decoder decoder, cdt_count nregions)
 
 int cdt_sobj_recv_prepare(cdt_sobj *obj, cdt_decoder decoder)
 {
-    if (obj == NULL || decoder == NULL)
+    if (obj == NULL || decoder == NULL || !mask_valid(obj))
         return CDT_ERR_INVALID_ARG;
-    cdt_frame_info info;
+    cdt_frame_info info = {.field_mask = CDT_FRAME_INFO_ALL};
     int rc = cdt_decoder_info(decoder, &info);
     if (rc != CDT_SUCCESS)
         return rc;
     cdt_sobj tmp = *obj;
-    /* bit 0: the buffers array is ours; bit 1: the data is ours too, one block at inband */
-    tmp.owns_memory_ = 1 | (obj->alloc == NULL ? 2 : 0);
+    cdt_sobj_alloc_func_t *hook = alloc_hook(obj);
+    /* the buffers array is ours; without a hook the data is too, one block at inband */
+    tmp.field_mask = (obj->field_mask & SOBJ_CALLER_BITS) | SOBJ_OWNS_ARRAY |
+                     (hook == NULL ? SOBJ_OWNS_DATA : 0);
     tmp.inband = NULL;
     tmp.buffers = NULL;
     tmp.nbuffers = 0;
@@ -160,7 +180,7 @@ int cdt_sobj_recv_prepare(cdt_sobj *obj, cdt_decoder decoder)
         if (tmp.buffers == NULL)
             return CDT_ERR_NO_MEMORY;
     }
-    if (obj->alloc == NULL) {
+    if (hook == NULL) {
         rc = alloc_block(&tmp, decoder, info.region_count);
     } else {
         rc = alloc_one(&tmp, -1, info.packed_size, CDT_KIND_BYTE, &tmp.inband);
@@ -185,13 +205,13 @@ void cdt_sobj_release(cdt_sobj *obj)
 {
     if (obj == NULL)
         return;
-    if (obj->owns_memory_ & 2)
+    if (obj->field_mask & SOBJ_OWNS_DATA)
         free(obj->inband); /* the one block of the in-band bytes and every buffer */
-    if (obj->owns_memory_ & 1)
+    if (obj->field_mask & SOBJ_OWNS_ARRAY)
         free(obj->buffers);
     obj->inband = NULL;
     obj->inband_len = 0;
     obj->buffers = NULL;
     obj->nbuffers = 0;
-    obj->owns_memory_ = 0;
+    obj->field_mask &= SOBJ_CALLER_BITS;
 }

@@ -896,7 +896,7 @@ static int prepare_cb(void *arg, cdt_decoder d)
         x->so_prepared = 1;
         return cdt_decoder_bind(d, &x->so, 1, cdt_sobj_type());
     }
-    cdt_frame_info fi;
+    cdt_frame_info fi = {.field_mask = CDT_FRAME_INFO_ALL};
     int rc = cdt_decoder_info(d, &fi);
     if (rc != CDT_SUCCESS)
         return rc;
@@ -1081,7 +1081,7 @@ static void *receiver_main(void *arg)
                 ADD(g_st.recv_canceled_matched, 1); /* our cancel ended a matched receive */
         }
         if (rc == CDT_SUCCESS) {
-            cdt_ucx_recv_info info;
+            cdt_ucx_recv_info info = {.field_mask = CDT_UCX_RECV_INFO_ALL};
             int ri = cdt_ucx_request_recv_info(q, &info);
             if (ri != CDT_SUCCESS)
                 recv_failed(fam, ri);
@@ -1130,7 +1130,7 @@ static void *dvec_receiver_main(void *arg)
     while (!g_stop) {
         beat(th);
         double_vec *dv = calloc(1, sizeof(*dv));
-        cdt_ucx_recv_info info;
+        cdt_ucx_recv_info info = {.field_mask = CDT_UCX_RECV_INFO_ALL};
         int rc = cdt_ucx_recv(g_w, dv, 1, double_vec_type(), (cdt_ucx_tag)FAM_DVEC << TAG_FAM_SHIFT,
                               TAG_FAM_MASK, NULL, &info, opt.dvec_timeout_ms);
         beat(th);

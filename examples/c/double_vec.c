@@ -35,7 +35,7 @@ int main(void)
     /* a receiver can look at the header first: every length is there before any data */
     cdt_decoder dec;
     CHECK(cdt_decoder_create(wire, size, &dec));
-    cdt_frame_info info;
+    cdt_frame_info info = {.field_mask = CDT_FRAME_INFO_ALL};
     CHECK(cdt_decoder_info(dec, &info));
     CHECK(cdt_decoder_bind(dec, &in, 1, double_vec_type()));
     CHECK(cdt_decoder_write(dec, 0, wire, size));

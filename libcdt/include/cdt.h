@@ -516,10 +516,28 @@ CDT_API int cdt_frame_gather(cdt_frame frame, cdt_count offset, void *dst, cdt_c
  *  state_free's status. NULL: no-op. */
 CDT_API int cdt_frame_free(cdt_frame frame);
 
-/* What a valid header says. */
+/* Fields of cdt_frame_info, for its field_mask. */
+enum cdt_frame_info_field {
+    CDT_FRAME_INFO_VERSION = 1u << 0,
+    CDT_FRAME_INFO_FLAGS = 1u << 1,
+    CDT_FRAME_INFO_HEADER_SIZE = 1u << 2,
+    CDT_FRAME_INFO_PACKED_SIZE = 1u << 3,
+    CDT_FRAME_INFO_REGION_COUNT = 1u << 4,
+    CDT_FRAME_INFO_REGION_BYTES = 1u << 5,
+    CDT_FRAME_INFO_FRAME_SIZE = 1u << 6,
+};
+/* Every field this header declares. A program compiled with it keeps this value, so a later
+ * library with more fields never writes past the program's struct. */
+#define CDT_FRAME_INFO_ALL 0x7fu
+
+/* What a valid header says. An output struct that can grow: the caller sets field_mask to the
+ * CDT_FRAME_INFO_* bits of the fields it wants (CDT_FRAME_INFO_ALL for all), and the library
+ * writes those fields only. A mask of 0 or with a bit this library does not know is
+ * CDT_ERR_INVALID_ARG (0 is almost always a caller that forgot to set it). */
 typedef struct cdt_frame_info {
-    uint32_t version;
-    uint32_t flags;
+    uint64_t field_mask;    /* in: the fields to fill */
+    uint32_t version;       /* the format version of the frame */
+    uint32_t flags;         /* the header's flags (docs/FORMAT.md) */
     cdt_count header_size;  /* fixed part + region table */
     cdt_count packed_size;  /* bytes of the packed stream */
     cdt_count region_count; /* entries in the region table */
@@ -562,6 +580,9 @@ typedef struct cdt_decoder_params {
  *  negative limit). */
 CDT_API int cdt_decoder_create_advanced(const void *data, cdt_count len,
                                         const cdt_decoder_params *params, cdt_decoder *decoder);
+/*! cdt_decoder_info() : what the decoder's header says: the fields info->field_mask asks for
+ *  (see cdt_frame_info). Errors: CDT_ERR_INVALID_ARG (NULL argument, a field_mask of 0 or with
+ *  an unknown bit). */
 CDT_API int cdt_decoder_info(cdt_decoder decoder, cdt_frame_info *info);
 /*! cdt_decoder_region_info() : byte length, element kind and offset within the frame of region
  *  `index`. */

@@ -307,8 +307,23 @@ CDT_API int cdt_ucx_ep_close(cdt_ucx_ep ep, int64_t timeout_ms);
  * until the send completes; the receive object must not be touched until the receive does.
  * ---------------------------------------------------------------------------------------- */
 
-/* What a completed receive matched. */
+/* Fields of cdt_ucx_recv_info, for its field_mask. */
+enum cdt_ucx_recv_info_field {
+    CDT_UCX_RECV_INFO_TAG = 1u << 0,
+    CDT_UCX_RECV_INFO_FRAME_SIZE = 1u << 1,
+    CDT_UCX_RECV_INFO_PACKED_SIZE = 1u << 2,
+    CDT_UCX_RECV_INFO_REGION_COUNT = 1u << 3,
+    CDT_UCX_RECV_INFO_REGION_BYTES = 1u << 4,
+};
+/* Every field this header declares (kept by a program compiled with it, as
+ * CDT_FRAME_INFO_ALL). */
+#define CDT_UCX_RECV_INFO_ALL 0x1fu
+
+/* What a completed receive matched. An output struct that can grow, as cdt_frame_info: set
+ * field_mask to the CDT_UCX_RECV_INFO_* bits of the fields to fill (CDT_UCX_RECV_INFO_ALL for
+ * all); only those are written. A mask of 0 or with an unknown bit is CDT_ERR_INVALID_ARG. */
 typedef struct cdt_ucx_recv_info {
+    uint64_t field_mask;    /* in: the fields to fill */
     cdt_ucx_tag tag;        /* the sender's tag */
     cdt_count frame_size;   /* bytes of the frame (docs/FORMAT.md) */
     cdt_count packed_size;  /* bytes of the packed stream */
@@ -416,13 +431,14 @@ CDT_API int cdt_ucx_send(cdt_ucx_ep ep, const void *buf, cdt_count count, cdt_ty
 CDT_API int cdt_ucx_irecv(cdt_ucx_worker worker, void *buf, cdt_count count, cdt_type type,
                           cdt_ucx_tag tag, cdt_ucx_tag tag_mask, const cdt_ucx_recv_params *params,
                           cdt_ucx_request *request);
-/*! cdt_ucx_recv() : irecv + wait + free; info may be NULL. When timeout_ms passes, the receive
- *  is canceled (cdt_ucx_request_cancel) and CDT_ERR_TIMEOUT returned only once UCX can no longer
- *  write into the receive's memory: in split mode, when a region's data is already moving, the
- *  call waits for that transfer to end (or to fail with its peer); a single-mode message, and
- *  a message whose data has not started to come, write nothing more and do not make it wait.
- *  The memory may then hold part of the object. If the object completed meanwhile, the result
- *  is CDT_SUCCESS. */
+/*! cdt_ucx_recv() : irecv + wait + free; info may be NULL (else its field_mask says what to
+ *  fill; an invalid mask is CDT_ERR_INVALID_ARG before anything is posted). When timeout_ms passes,
+ * the receive is canceled (cdt_ucx_request_cancel) and CDT_ERR_TIMEOUT returned only once UCX can
+ * no longer write into the receive's memory: in split mode, when a region's data is already moving,
+ * the call waits for that transfer to end (or to fail with its peer); a single-mode message, and a
+ * message whose data has not started to come, write nothing more and do not make it wait. The
+ * memory may then hold part of the object. If the object completed meanwhile, the result is
+ * CDT_SUCCESS. */
 CDT_API int cdt_ucx_recv(cdt_ucx_worker worker, void *buf, cdt_count count, cdt_type type,
                          cdt_ucx_tag tag, cdt_ucx_tag tag_mask, const cdt_ucx_recv_params *params,
                          cdt_ucx_recv_info *info, int64_t timeout_ms);
@@ -447,7 +463,9 @@ CDT_API int cdt_ucx_request_wait(cdt_ucx_request request, int64_t timeout_ms);
  *  completed already), or CDT_ERR_UNSUPPORTED for sends (a posted send completes or fails
  *  with its endpoint). */
 CDT_API int cdt_ucx_request_cancel(cdt_ucx_request request);
-/*! cdt_ucx_request_recv_info() : what a successfully completed receive matched. */
+/*! cdt_ucx_request_recv_info() : what a successfully completed receive matched: the fields
+ *  info->field_mask asks for. Errors: CDT_ERR_INVALID_ARG (NULL, a send, an invalid mask),
+ *  CDT_INPROGRESS (not completed), or the receive's own error. */
 CDT_API int cdt_ucx_request_recv_info(cdt_ucx_request request, cdt_ucx_recv_info *info);
 /*! cdt_ucx_request_free() : free a completed request. A pending request: CDT_ERR_BUSY (cancel
  *  or wait first). NULL: no-op. A receive that completed while UCX still delivers the rest of

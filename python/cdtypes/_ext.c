@@ -1415,6 +1415,7 @@ static int rx_hook(void *user, cdt_count index, cdt_count len, cdt_kind kind, vo
 static int rx_prepare(receiver *rx, cdt_sobj *so)
 {
     memset(so, 0, sizeof *so);
+    so->field_mask = CDT_SOBJ_FIELD_ALLOC;
     so->alloc = rx_hook;
     so->alloc_user = rx;
     int rc = C.cdt_sobj_recv_prepare(so, rx->decoder);
@@ -1556,7 +1557,7 @@ static PyObject *ext_decode(PyObject *self, PyObject *args)
     cdt_decoder dec = NULL;
     cdt_sobj so;
     int prepared = 0, rc;
-    cdt_frame_info info;
+    cdt_frame_info info = {.field_mask = CDT_FRAME_INFO_ALL};
     if (n < CDT_FRAME_FIXED_HEADER_SIZE) {
         raise_fmt(CDT_ERR_FRAME_TRUNCATED, "%lld bytes cannot hold a frame header", (long long)n);
         goto done;
@@ -1668,7 +1669,7 @@ typedef struct {
     receiver rx;  /* recv: what the transport writes */
     cdt_sobj so;
     int prepared;
-    cdt_ucx_recv_info info;
+    cdt_ucx_recv_info info = {.field_mask = CDT_UCX_RECV_INFO_ALL};
 } RequestObject;
 
 static PyTypeObject RequestType;
@@ -1680,7 +1681,7 @@ static int ucx_prepare(void *arg, cdt_decoder decoder)
     receiver *rx = &r->rx;
     int rc = 0;
     if (rx->max_bytes >= 0 || rx->max_regions >= 0) { /* before anything is allocated */
-        cdt_frame_info info;
+        cdt_frame_info info = {.field_mask = CDT_FRAME_INFO_ALL};
         rc = C.cdt_decoder_info(decoder, &info);
         if (rc == 0 && ((rx->max_bytes >= 0 && info.frame_size > rx->max_bytes) ||
                         (rx->max_regions >= 0 && info.region_count > rx->max_regions))) {
@@ -1706,8 +1707,10 @@ static void request_complete(RequestObject *r, int rc)
     r->done = 1;
     r->status = rc;
     if (r->is_recv) {
-        if (rc == 0)
+        if (rc == 0) {
+            r->info.field_mask = CDT_UCX_RECV_INFO_ALL;
             C.cdt_ucx_request_recv_info(r->req, &r->info);
+        }
         if (r->prepared)
             C.cdt_sobj_release(&r->so);
         r->prepared = 0;
@@ -2128,7 +2131,7 @@ static PyObject *ext_mpi_parts(PyObject *self, PyObject *arg)
     uint32_t oid;
     cdt_count threshold;
     cdt_decoder dec = NULL;
-    cdt_frame_info info;
+    cdt_frame_info info = {.field_mask = CDT_FRAME_INFO_ALL};
     PyObject *lens = NULL, *res = NULL;
     if (mpi_open(v.buf, v.len, -1, -1, &oid, &threshold, &dec, &info) < 0)
         goto done;
@@ -2247,7 +2250,7 @@ static PyObject *ext_mpi_unpack(PyObject *self, PyObject *args)
     in->sep = PyList_New(0);
     uint32_t oid;
     cdt_count threshold;
-    cdt_frame_info info;
+    cdt_frame_info info = {.field_mask = CDT_FRAME_INFO_ALL};
     if (in->sep == NULL ||
         mpi_open(p, v.len, max_bytes, max_regions, &oid, &threshold, &in->dec, &info) < 0)
         goto done;

@@ -7,17 +7,17 @@
     X(cdt_iov, 16, 0) \
     X(cdt_custom_params, 88, 1) \
     X(cdt_frame_params, 40, 1) \
-    X(cdt_frame_info, 48, 0) \
+    X(cdt_frame_info, 56, 1) \
     X(cdt_decoder_params, 24, 1) \
     X(cdt_ucx_context_params, 24, 1) \
     X(cdt_ucx_worker_params, 40, 1) \
     X(cdt_ucx_listener_params, 24, 1) \
     X(cdt_ucx_connect_params, 24, 1) \
-    X(cdt_ucx_recv_info, 40, 0) \
+    X(cdt_ucx_recv_info, 48, 1) \
     X(cdt_ucx_recv_params, 48, 1) \
     X(cdt_ucx_send_params, 24, 1) \
     X(cdt_sobj_buffer, 24, 0) \
-    X(cdt_sobj, 56, 0)
+    X(cdt_sobj, 56, 1)
 
 /* X(struct, field, offset, size) */
 #define CDT_PINNED_FIELDS(X) \
@@ -39,13 +39,14 @@
     X(cdt_frame_params, head_alloc, 16, 8) \
     X(cdt_frame_params, head_release, 24, 8) \
     X(cdt_frame_params, head_alloc_arg, 32, 8) \
-    X(cdt_frame_info, version, 0, 4) \
-    X(cdt_frame_info, flags, 4, 4) \
-    X(cdt_frame_info, header_size, 8, 8) \
-    X(cdt_frame_info, packed_size, 16, 8) \
-    X(cdt_frame_info, region_count, 24, 8) \
-    X(cdt_frame_info, region_bytes, 32, 8) \
-    X(cdt_frame_info, frame_size, 40, 8) \
+    X(cdt_frame_info, field_mask, 0, 8) \
+    X(cdt_frame_info, version, 8, 4) \
+    X(cdt_frame_info, flags, 12, 4) \
+    X(cdt_frame_info, header_size, 16, 8) \
+    X(cdt_frame_info, packed_size, 24, 8) \
+    X(cdt_frame_info, region_count, 32, 8) \
+    X(cdt_frame_info, region_bytes, 40, 8) \
+    X(cdt_frame_info, frame_size, 48, 8) \
     X(cdt_decoder_params, field_mask, 0, 8) \
     X(cdt_decoder_params, max_frame_bytes, 8, 8) \
     X(cdt_decoder_params, max_regions, 16, 8) \
@@ -63,11 +64,12 @@
     X(cdt_ucx_connect_params, field_mask, 0, 8) \
     X(cdt_ucx_connect_params, timeout_ms, 8, 8) \
     X(cdt_ucx_connect_params, flags, 16, 8) \
-    X(cdt_ucx_recv_info, tag, 0, 8) \
-    X(cdt_ucx_recv_info, frame_size, 8, 8) \
-    X(cdt_ucx_recv_info, packed_size, 16, 8) \
-    X(cdt_ucx_recv_info, region_count, 24, 8) \
-    X(cdt_ucx_recv_info, region_bytes, 32, 8) \
+    X(cdt_ucx_recv_info, field_mask, 0, 8) \
+    X(cdt_ucx_recv_info, tag, 8, 8) \
+    X(cdt_ucx_recv_info, frame_size, 16, 8) \
+    X(cdt_ucx_recv_info, packed_size, 24, 8) \
+    X(cdt_ucx_recv_info, region_count, 32, 8) \
+    X(cdt_ucx_recv_info, region_bytes, 40, 8) \
     X(cdt_ucx_recv_params, field_mask, 0, 8) \
     X(cdt_ucx_recv_params, prepare, 8, 8) \
     X(cdt_ucx_recv_params, prepare_arg, 16, 8) \
@@ -80,12 +82,13 @@
     X(cdt_sobj_buffer, base, 0, 8) \
     X(cdt_sobj_buffer, len, 8, 8) \
     X(cdt_sobj_buffer, kind, 16, 4) \
-    X(cdt_sobj, inband, 0, 8) \
-    X(cdt_sobj, inband_len, 8, 8) \
-    X(cdt_sobj, buffers, 16, 8) \
-    X(cdt_sobj, nbuffers, 24, 8) \
-    X(cdt_sobj, alloc, 32, 8) \
-    X(cdt_sobj, alloc_user, 40, 8)
+    X(cdt_sobj, field_mask, 0, 8) \
+    X(cdt_sobj, inband, 8, 8) \
+    X(cdt_sobj, inband_len, 16, 8) \
+    X(cdt_sobj, buffers, 24, 8) \
+    X(cdt_sobj, nbuffers, 32, 8) \
+    X(cdt_sobj, alloc, 40, 8) \
+    X(cdt_sobj, alloc_user, 48, 8)
 
 /* X(constant, value) */
 #define CDT_PINNED_VALUES(X) \
@@ -140,6 +143,13 @@
     X(CDT_CUSTOM_PARAM_INORDER, 256) \
     X(CDT_FRAME_PARAM_REGION_THRESHOLD, 1) \
     X(CDT_FRAME_PARAM_HEAD_ALLOCATOR, 2) \
+    X(CDT_FRAME_INFO_VERSION, 1) \
+    X(CDT_FRAME_INFO_FLAGS, 2) \
+    X(CDT_FRAME_INFO_HEADER_SIZE, 4) \
+    X(CDT_FRAME_INFO_PACKED_SIZE, 8) \
+    X(CDT_FRAME_INFO_REGION_COUNT, 16) \
+    X(CDT_FRAME_INFO_REGION_BYTES, 32) \
+    X(CDT_FRAME_INFO_FRAME_SIZE, 64) \
     X(CDT_DECODER_PARAM_MAX_FRAME_BYTES, 1) \
     X(CDT_DECODER_PARAM_MAX_REGIONS, 2) \
     X(CDT_UCX_CONTEXT_PARAM_ESTIMATED_NUM_EPS, 1) \
@@ -160,11 +170,17 @@
     X(CDT_UCX_CONNECT_PARAM_TIMEOUT, 1) \
     X(CDT_UCX_CONNECT_PARAM_FLAGS, 2) \
     X(CDT_UCX_CONNECT_NO_WAIT, 1) \
+    X(CDT_UCX_RECV_INFO_TAG, 1) \
+    X(CDT_UCX_RECV_INFO_FRAME_SIZE, 2) \
+    X(CDT_UCX_RECV_INFO_PACKED_SIZE, 4) \
+    X(CDT_UCX_RECV_INFO_REGION_COUNT, 8) \
+    X(CDT_UCX_RECV_INFO_REGION_BYTES, 16) \
     X(CDT_UCX_RECV_PARAM_PREPARE, 1) \
     X(CDT_UCX_RECV_PARAM_MAX_FRAME_BYTES, 2) \
     X(CDT_UCX_RECV_PARAM_MAX_REGIONS, 4) \
     X(CDT_UCX_RECV_PARAM_REST_TIMEOUT, 8) \
     X(CDT_UCX_SEND_PARAM_PROTOCOL, 1) \
-    X(CDT_UCX_SEND_PARAM_ZCOPY_THRESHOLD, 2)
+    X(CDT_UCX_SEND_PARAM_ZCOPY_THRESHOLD, 2) \
+    X(CDT_SOBJ_FIELD_ALLOC, 1)
 
 // clang-format on

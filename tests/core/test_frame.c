@@ -46,7 +46,7 @@ static int decode_shuffled(const unsigned char *wire, cdt_count size, void *buf,
     int rc = cdt_decoder_create(wire, size, &d);
     if (rc != CDT_SUCCESS)
         return rc;
-    cdt_frame_info info;
+    cdt_frame_info info = {.field_mask = CDT_FRAME_INFO_ALL};
     cdt_decoder_info(d, &info);
     rc = cdt_decoder_bind(d, buf, count, type);
     /* pieces of the whole frame in any order: region bytes may come before the packed stream
@@ -88,7 +88,7 @@ static int decode_in_place(const unsigned char *wire, cdt_count size, void *buf,
     int rc = cdt_decoder_create(wire, size, &d);
     if (rc != CDT_SUCCESS)
         return rc;
-    cdt_frame_info info;
+    cdt_frame_info info = {.field_mask = CDT_FRAME_INFO_ALL};
     cdt_decoder_info(d, &info);
     if ((rc = cdt_decoder_bind(d, buf, count, type)) == CDT_SUCCESS)
         rc = cdt_decoder_write(d, 0, wire, info.header_size + info.packed_size);
@@ -348,6 +348,7 @@ static void test_sobj(void)
         alloc_log log = {.fail_at = -1};
         cdt_sobj in = {0};
         if (hook) {
+            in.field_mask = CDT_SOBJ_FIELD_ALLOC;
             in.alloc = log_alloc;
             in.alloc_user = &log;
         }
@@ -376,7 +377,7 @@ static void test_sobj(void)
     }
     /* the allocator's error comes back unchanged */
     alloc_log log = {.fail_at = 2};
-    cdt_sobj in = {.alloc = log_alloc, .alloc_user = &log};
+    cdt_sobj in = {.field_mask = CDT_SOBJ_FIELD_ALLOC, .alloc = log_alloc, .alloc_user = &log};
     cdt_decoder d;
     CHECK_OK(cdt_decoder_create(wire, size, &d));
     CHECK_RC(cdt_sobj_recv_prepare(&in, d), CDT_ERR_USER_BASE - 1);
@@ -610,7 +611,7 @@ static void test_malformed(void)
     CHECK_RC(cdt_decoder_write(d, dsize - 2, dw, 4), CDT_ERR_FRAME_MALFORMED);
     CHECK_OK(cdt_decoder_free(d));
     double_vec_clear(&dv2);
-    cdt_frame_info info;
+    cdt_frame_info info = {.field_mask = CDT_FRAME_INFO_ALL};
     CHECK_OK(cdt_decoder_create(dw, dsize, &d));
     CHECK_OK(cdt_decoder_info(d, &info));
     CHECK_OK(cdt_decoder_bind(d, &dv2, 1, double_vec_type()));
@@ -736,7 +737,7 @@ static void test_region_before_head(void)
     cdt_sobj in = {0};
     cdt_decoder d;
     CHECK_OK(cdt_decoder_create(wire, size, &d));
-    cdt_frame_info info;
+    cdt_frame_info info = {.field_mask = CDT_FRAME_INFO_ALL};
     CHECK_OK(cdt_decoder_info(d, &info));
     cdt_count head = info.header_size + info.packed_size;
     CHECK_OK(cdt_sobj_recv_prepare(&in, d));
@@ -779,6 +780,64 @@ static void test_region_before_head(void)
     free(wire);
 }
 
+/* The output and adapter structs that can grow: cdt_frame_info fills only the fields its
+ * field_mask asks for and refuses a mask of 0 or with unknown bits; cdt_sobj refuses caller
+ * bits it does not know, keeps the caller's bits across prepare and release, and reads the
+ * allocator hook only when its bit is set. */
+static void test_growable_structs(void)
+{
+    char inband[] = "stream";
+    int32_t arr[64] = {1, 2, 3};
+    cdt_sobj_buffer buf = {arr, sizeof(arr), CDT_KIND_INT32};
+    cdt_sobj out = {.inband = inband, .inband_len = sizeof(inband), .buffers = &buf, .nbuffers = 1};
+    cdt_count size;
+    unsigned char *wire = encode(&out, 1, cdt_sobj_type(), &size);
+    cdt_decoder d;
+    CHECK_OK(cdt_decoder_create(wire, size, &d));
+
+    cdt_frame_info info;
+    memset(&info, 0x5a, sizeof info);
+    info.field_mask = CDT_FRAME_INFO_PACKED_SIZE | CDT_FRAME_INFO_REGION_COUNT;
+    CHECK_OK(cdt_decoder_info(d, &info));
+    CHECK(info.packed_size == (cdt_count)sizeof(inband) && info.region_count == 1);
+    cdt_frame_info untouched;
+    memset(&untouched, 0x5a, sizeof untouched);
+    CHECK(info.version == untouched.version && info.flags == untouched.flags &&
+          info.header_size == untouched.header_size && info.frame_size == untouched.frame_size &&
+          info.region_bytes == untouched.region_bytes);
+    info.field_mask = 0;
+    CHECK_RC(cdt_decoder_info(d, &info), CDT_ERR_INVALID_ARG);
+    info.field_mask = CDT_FRAME_INFO_ALL | (CDT_FRAME_INFO_ALL + 1);
+    CHECK_RC(cdt_decoder_info(d, &info), CDT_ERR_INVALID_ARG);
+    info.field_mask = CDT_FRAME_INFO_ALL;
+    CHECK_OK(cdt_decoder_info(d, &info));
+    CHECK(info.frame_size == size && info.region_bytes == (cdt_count)sizeof(arr));
+
+    /* an unknown caller bit: refused on receive and on send */
+    cdt_sobj in = {.field_mask = CDT_SOBJ_FIELD_ALLOC << 1};
+    CHECK_RC(cdt_sobj_recv_prepare(&in, d), CDT_ERR_INVALID_ARG);
+    CHECK(in.buffers == NULL && in.inband == NULL);
+    cdt_sobj bad = out;
+    bad.field_mask = CDT_SOBJ_FIELD_ALLOC << 5;
+    cdt_frame frame = NULL;
+    CHECK_RC(cdt_frame_encode(&bad, 1, cdt_sobj_type(), NULL, &frame), CDT_ERR_INVALID_ARG);
+    CHECK(frame == NULL);
+    /* a hook that is set but whose bit is not: the library's own block (the hook is never
+     * called: it would crash) */
+    in = (cdt_sobj){.alloc = (cdt_sobj_alloc_func_t *)(uintptr_t)1};
+    CHECK_OK(cdt_sobj_recv_prepare(&in, d));
+    CHECK(in.field_mask >= CDT_SOBJ_FIELD_LIBRARY_ && in.nbuffers == 1);
+    CHECK_OK(cdt_decoder_bind(d, &in, 1, cdt_sobj_type()));
+    CHECK_OK(cdt_decoder_write(d, 0, wire, size));
+    CHECK_OK(cdt_decoder_finish(d));
+    CHECK(memcmp(in.buffers[0].base, arr, sizeof(arr)) == 0);
+    cdt_sobj_release(&in);
+    CHECK(in.field_mask == 0 && in.buffers == NULL && in.inband == NULL);
+    cdt_sobj_release(&in); /* twice: nothing left to free */
+    CHECK_OK(cdt_decoder_free(d));
+    free(wire);
+}
+
 int main(void)
 {
     test_seed_roundtrips();
@@ -786,6 +845,7 @@ int main(void)
     test_plain_frames_match_decoder();
     test_strided_regions();
     test_sobj();
+    test_growable_structs();
     test_region_before_head();
     test_empty_regions();
     test_gather_ranges();

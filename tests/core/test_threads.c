@@ -358,7 +358,7 @@ static void mixed_custom(int id, int i)
         TCHECK_OK(cdt_frame_gather(f, 0, wire, fsize));
         cdt_decoder dec;
         TCHECK_OK(cdt_decoder_create(wire, fsize, &dec));
-        cdt_frame_info info;
+        cdt_frame_info info = {.field_mask = CDT_FRAME_INFO_ALL};
         TCHECK_OK(cdt_decoder_info(dec, &info));
         cdt_sobj r = {0};
         TCHECK_OK(cdt_sobj_recv_prepare(&r, dec));

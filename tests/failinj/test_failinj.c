@@ -438,7 +438,7 @@ static void decode_pieces(cdt_type t, int regions_by_iov)
     FI_CHECK(w != NULL);
     if (w == NULL)
         goto out;
-    cdt_frame_info info;
+    cdt_frame_info info = {.field_mask = CDT_FRAME_INFO_ALL};
     STEP(cdt_decoder_create(w, len, &d));
     STEP(cdt_decoder_info(d, &info));
     STEP(cdt_decoder_bind(d, dst, NOBJ, t));
@@ -567,7 +567,7 @@ static void decoder_sobj(int own_alloc)
     cdt_sobj o = {.inband = inband, .inband_len = sizeof(inband), .buffers = bufs, .nbuffers = 2};
     cdt_count len;
     unsigned char *w = wire_of(&o, 1, cdt_sobj_type(), NULL, &len);
-    cdt_sobj r = {.alloc = own_alloc ? part_alloc : NULL};
+    cdt_sobj r = {.field_mask = CDT_SOBJ_FIELD_ALLOC, .alloc = own_alloc ? part_alloc : NULL};
     cdt_decoder d = NULL;
     FI_CHECK(w != NULL);
     if (w == NULL)

@@ -296,7 +296,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (cdt_frame_header_size(wire, CDT_FRAME_FIXED_HEADER_SIZE, &hs) != CDT_SUCCESS ||
         cdt_decoder_create(wire, hs, &d) != CDT_SUCCESS)
         fail("a valid header refused");
-    cdt_frame_info info;
+    cdt_frame_info info = {.field_mask = CDT_FRAME_INFO_ALL};
     cdt_decoder_info(d, &info);
     if (getenv("CDT_FUZZ_VERBOSE") != NULL)
         fprintf(stderr, "%s: header %lld, packed %lld, %lld regions, frame %lld bytes\n",

@@ -59,8 +59,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     cdt_decoder d;
     if (cdt_decoder_create(data, len, &d) == CDT_SUCCESS) {
         cdt_count total = 0;
-        cdt_sobj obj = {.alloc = capped_alloc, .alloc_user = &total};
-        cdt_frame_info info;
+        cdt_sobj obj = {
+            .field_mask = CDT_SOBJ_FIELD_ALLOC, .alloc = capped_alloc, .alloc_user = &total};
+        cdt_frame_info info = {.field_mask = CDT_FRAME_INFO_ALL};
         cdt_decoder_info(d, &info);
         if (info.frame_size == len && cdt_sobj_recv_prepare(&obj, d) == CDT_SUCCESS) {
             if (cdt_decoder_bind(d, &obj, 1, cdt_sobj_type()) == CDT_SUCCESS) {

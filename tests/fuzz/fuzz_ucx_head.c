@@ -51,7 +51,7 @@ static void one(const uint8_t *data, size_t size, const cdt__ucx_limits *lim)
         cdt_decoder_params dp = cdt__ucx_decoder_params(lim);
         cdt_decoder d;
         if (cdt_decoder_create_advanced(h.part, h.part_len, &dp, &d) == CDT_SUCCESS) {
-            cdt_frame_info in;
+            cdt_frame_info in = {.field_mask = CDT_FRAME_INFO_ALL};
             check(cdt_decoder_info(d, &in) == CDT_SUCCESS);
             for (cdt_count i = 0; i < in.region_count && i < 64; i++) {
                 cdt_count len, off;

@@ -501,7 +501,10 @@ static int prepare_sobj(void *arg, cdt_decoder dec)
 static void limits_server(peer *p)
 {
     int calls = 0;
-    cdt_sobj hooked = {.alloc = counting_alloc, .alloc_user = &calls}, lib = {0};
+    cdt_sobj hooked = {.field_mask = CDT_SOBJ_FIELD_ALLOC,
+                       .alloc = counting_alloc,
+                       .alloc_user = &calls},
+             lib = {0};
     cdt_ucx_recv_params rp = {.field_mask = CDT_UCX_RECV_PARAM_PREPARE |
                                             CDT_UCX_RECV_PARAM_MAX_FRAME_BYTES |
                                             CDT_UCX_RECV_PARAM_MAX_REGIONS,

@@ -99,7 +99,24 @@ int cdt_decoder_info(cdt_decoder d, cdt_frame_info *info)
 {
     if (d == NULL || info == NULL)
         return CDT_ERR_INVALID_ARG;
-    *info = d->info;
+    uint64_t mask = info->field_mask;
+    if (mask == 0 || (mask & ~(uint64_t)CDT_FRAME_INFO_ALL) != 0)
+        return CDT_ERR_INVALID_ARG;
+    /* only the fields asked for: a caller compiled against an older header has no others */
+    if (mask & CDT_FRAME_INFO_VERSION)
+        info->version = d->info.version;
+    if (mask & CDT_FRAME_INFO_FLAGS)
+        info->flags = d->info.flags;
+    if (mask & CDT_FRAME_INFO_HEADER_SIZE)
+        info->header_size = d->info.header_size;
+    if (mask & CDT_FRAME_INFO_PACKED_SIZE)
+        info->packed_size = d->info.packed_size;
+    if (mask & CDT_FRAME_INFO_REGION_COUNT)
+        info->region_count = d->info.region_count;
+    if (mask & CDT_FRAME_INFO_REGION_BYTES)
+        info->region_bytes = d->info.region_bytes;
+    if (mask & CDT_FRAME_INFO_FRAME_SIZE)
+        info->frame_size = d->info.frame_size;
     return CDT_SUCCESS;
 }
 

@@ -38,7 +38,7 @@ static int whole_regions(cdt_op op, const unsigned char *data, const cdt_frame_i
 static bool decode_whole(const unsigned char *data, cdt_count len, void *buf, cdt_count count,
                          cdt_type type, int *rc)
 {
-    cdt_frame_info info;
+    cdt_frame_info info = {.field_mask = CDT_FRAME_INFO_ALL};
     if (cdt__frame_parse_fixed(data, len, &info) != CDT_SUCCESS || info.frame_size != len)
         return false;
     if (info.region_count == 0) {
@@ -75,7 +75,7 @@ int cdt_frame_decode(const void *data, cdt_count len, void *buf, cdt_count count
     rc = cdt_decoder_create(data, len, &d);
     if (rc != CDT_SUCCESS)
         return rc;
-    cdt_frame_info info;
+    cdt_frame_info info = {.field_mask = CDT_FRAME_INFO_ALL};
     rc = cdt_decoder_info(d, &info);
     if (rc == CDT_SUCCESS && len < info.frame_size)
         rc = CDT_ERR_FRAME_TRUNCATED;

@@ -74,7 +74,7 @@ static void body_ready(cdt_ucx_request r, const unsigned char *S, cdt_count slen
      * (cdt__ucx_parse_head); the decoder checks them before anything is sized in any case */
     cdt_decoder_params dp = cdt__ucx_decoder_params(&r->limits);
     int rc = cdt_decoder_create_advanced(S, slen, &dp, &r->dec);
-    cdt_frame_info in = {0};
+    cdt_frame_info in = {.field_mask = CDT_FRAME_INFO_ALL};
     if (rc == CDT_SUCCESS)
         rc = cdt_decoder_info(r->dec, &in);
     if (rc != CDT_SUCCESS) {

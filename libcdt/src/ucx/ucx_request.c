@@ -48,14 +48,35 @@ int cdt_ucx_request_cancel(cdt_ucx_request request)
     return CDT_SUCCESS;
 }
 
+static bool recv_info_mask_valid(const cdt_ucx_recv_info *info)
+{
+    return info->field_mask != 0 && (info->field_mask & ~(uint64_t)CDT_UCX_RECV_INFO_ALL) == 0;
+}
+
+/* only the fields asked for: a caller compiled against an older header has no others */
+static void recv_info_copy(cdt_ucx_recv_info *dst, const cdt_ucx_recv_info *src)
+{
+    uint64_t mask = dst->field_mask;
+    if (mask & CDT_UCX_RECV_INFO_TAG)
+        dst->tag = src->tag;
+    if (mask & CDT_UCX_RECV_INFO_FRAME_SIZE)
+        dst->frame_size = src->frame_size;
+    if (mask & CDT_UCX_RECV_INFO_PACKED_SIZE)
+        dst->packed_size = src->packed_size;
+    if (mask & CDT_UCX_RECV_INFO_REGION_COUNT)
+        dst->region_count = src->region_count;
+    if (mask & CDT_UCX_RECV_INFO_REGION_BYTES)
+        dst->region_bytes = src->region_bytes;
+}
+
 int cdt_ucx_request_recv_info(cdt_ucx_request request, cdt_ucx_recv_info *info)
 {
-    if (request == NULL || info == NULL || request->is_send)
+    if (request == NULL || info == NULL || request->is_send || !recv_info_mask_valid(info))
         return CDT_ERR_INVALID_ARG;
     pthread_mutex_lock(&request->w->lock);
     int rc = !request->done ? CDT_ERR_ORDER : request->status;
     if (rc == CDT_SUCCESS)
-        *info = request->info;
+        recv_info_copy(info, &request->info);
     pthread_mutex_unlock(&request->w->lock);
     return rc;
 }
@@ -111,6 +132,8 @@ int cdt_ucx_recv(cdt_ucx_worker worker, void *buf, cdt_count count, cdt_type typ
                  cdt_ucx_tag tag_mask, const cdt_ucx_recv_params *params, cdt_ucx_recv_info *info,
                  int64_t timeout_ms)
 {
+    if (info != NULL && !recv_info_mask_valid(info))
+        return CDT_ERR_INVALID_ARG;
     cdt_ucx_request r;
     int rc = cdt_ucx_irecv(worker, buf, count, type, tag, tag_mask, params, &r);
     if (rc != CDT_SUCCESS)
@@ -126,7 +149,7 @@ int cdt_ucx_recv(cdt_ucx_worker worker, void *buf, cdt_count count, cdt_type typ
             rc = CDT_ERR_TIMEOUT;
     }
     if (rc == CDT_SUCCESS && info != NULL)
-        *info = r->info;
+        recv_info_copy(info, &r->info);
     cdt_ucx_request_free(r);
     return rc;
 }

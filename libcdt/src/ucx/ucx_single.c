@@ -140,7 +140,7 @@ static int make_decoder(cdt_ucx_request r, const unsigned char *msg, size_t have
     if (rc != CDT_SUCCESS)
         return rc;
     r->dec = dec;
-    cdt_frame_info in = {0};
+    cdt_frame_info in = {.field_mask = CDT_FRAME_INFO_ALL};
     rc = cdt_decoder_info(dec, &in);
     if (rc != CDT_SUCCESS)
         return rc;
