@@ -56,13 +56,13 @@ function _outgoing(inband::Vector{UInt8}, arrays::Vector{Any})
         for a in arrays
     ]
     so = Ref(CdtSobj(
+        UInt64(0),
         Ptr{Cvoid}(pointer(inband)),
         Int64(length(inband)),
         isempty(bufs) ? Ptr{CdtSobjBuffer}(C_NULL) : pointer(bufs),
         Int64(length(bufs)),
         C_NULL,
         C_NULL,
-        Cint(0),
     ))
     return so, bufs
 end
@@ -206,7 +206,7 @@ _RecvState(mode::Symbol, arrays::Vector{Any} = Any[]) = _RecvState(
     Int64[],
     Cint[],
     nothing,
-    Ref(CdtSobj(C_NULL, 0, C_NULL, 0, C_NULL, C_NULL, 0)),
+    Ref(CdtSobj(0, C_NULL, 0, C_NULL, 0, C_NULL, C_NULL)),
     false,
 )
 
@@ -260,7 +260,15 @@ _alloc_cfunc() = @cfunction(
 
 # size st.sobj from the decoder's header through _alloc_cb, then bind the decoder to it
 function _prepare_bind(st::_RecvState, dec::Ptr{Cvoid})::Cint
-    st.sobj[] = CdtSobj(C_NULL, 0, C_NULL, 0, _alloc_cfunc(), pointer_from_objref(st), 0)
+    st.sobj[] = CdtSobj(
+        CDT_SOBJ_FIELD_ALLOC,
+        C_NULL,
+        0,
+        C_NULL,
+        0,
+        _alloc_cfunc(),
+        pointer_from_objref(st),
+    )
     rc = ccall(cfn(:cdt_sobj_recv_prepare), Cint, (Ref{CdtSobj}, Ptr{Cvoid}), st.sobj, dec)
     rc == 0 || return rc
     st.prepared = true

@@ -118,6 +118,9 @@ const CDT_ERR_JULIA_EXCEPTION = CDT_ERR_USER_BASE - Cint(1) # a Julia callback t
 const CDT_FRAME_FIXED_HEADER_SIZE = 48
 const CDT_DECODER_PARAM_MAX_FRAME_BYTES = UInt64(1) << 0
 const CDT_DECODER_PARAM_MAX_REGIONS = UInt64(1) << 1
+const CDT_FRAME_INFO_ALL = UInt64(0x7f)    # every field of CdtFrameInfo
+const CDT_UCX_RECV_INFO_ALL = UInt64(0x1f) # every field of CdtUcxRecvInfo
+const CDT_SOBJ_FIELD_ALLOC = UInt64(1) << 0
 
 const CDT_KIND_BYTE = Cint(1)
 const CDT_KIND_BOOL = Cint(15)
@@ -160,6 +163,7 @@ end
 
 "`cdt_frame_info` (cdt.h): what a valid header says."
 struct CdtFrameInfo
+    field_mask::UInt64 # in: the fields to fill (CDT_FRAME_INFO_ALL)
     version::UInt32
     flags::UInt32
     header_size::Int64
@@ -168,7 +172,7 @@ struct CdtFrameInfo
     region_bytes::Int64
     frame_size::Int64
 end
-CdtFrameInfo() = CdtFrameInfo(0, 0, 0, 0, 0, 0, 0)
+CdtFrameInfo() = CdtFrameInfo(CDT_FRAME_INFO_ALL, 0, 0, 0, 0, 0, 0, 0)
 
 "`cdt_decoder_params` (cdt.h): receiver limits."
 struct CdtDecoderParams
@@ -186,13 +190,13 @@ end
 
 "`cdt_sobj` (bindings/cdt_sobj.h): in-band bytes + out-of-band buffers."
 struct CdtSobj
+    field_mask::UInt64 # CDT_SOBJ_FIELD_ALLOC when alloc is set; high bits: the library's
     inband::Ptr{Cvoid}
     inband_len::Int64
     buffers::Ptr{CdtSobjBuffer}
     nbuffers::Int64
     alloc::Ptr{Cvoid}
     alloc_user::Ptr{Cvoid}
-    owns_memory_::Cint
 end
 
 "`cdt_ucx_context_params` (cdt_ucx.h)."
@@ -220,13 +224,14 @@ end
 
 "`cdt_ucx_recv_info` (cdt_ucx.h): what a completed receive matched."
 struct CdtUcxRecvInfo
+    field_mask::UInt64 # in: the fields to fill (CDT_UCX_RECV_INFO_ALL)
     tag::UInt64
     frame_size::Int64
     packed_size::Int64
     region_count::Int64
     region_bytes::Int64
 end
-CdtUcxRecvInfo() = CdtUcxRecvInfo(0, 0, 0, 0, 0)
+CdtUcxRecvInfo() = CdtUcxRecvInfo(CDT_UCX_RECV_INFO_ALL, 0, 0, 0, 0, 0)
 
 "`cdt_ucx_recv_params` (cdt_ucx.h)."
 struct CdtUcxRecvParams

@@ -54,8 +54,10 @@ extern "C" {
 #define CDT_API __attribute__((visibility("default")))
 #endif
 
+/* The version of this header. Before 1.0 every minor version may change the ABI (the shared
+ * library is libcdt.so.0.MINOR); from 1.0 only a major version does (docs/ABI.md). */
 #define CDT_VERSION_MAJOR 0
-#define CDT_VERSION_MINOR 1
+#define CDT_VERSION_MINOR 2
 #define CDT_VERSION_PATCH 0
 #define CDT_VERSION_NUMBER (CDT_VERSION_MAJOR * 10000 + CDT_VERSION_MINOR * 100 + CDT_VERSION_PATCH)
 

@@ -49,7 +49,7 @@ from ._backend import name as backend  # noqa: F401
 from ._core import ALIGN, Buffer, Frame, Limits, default_alloc, dumps, loads, safe_loads  # noqa: F401
 from ._restricted import DEFAULT as DEFAULT_ALLOWED, Restricted  # noqa: F401
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 
 def libcdt_version():

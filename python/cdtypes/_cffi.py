@@ -438,6 +438,7 @@ def _prepare(rx, so):
     """Size the object from the decoder's header and bind: a status."""
     if rx.alloc is None and rx.inplace is None:
         return _prepare_default(rx, so)
+    so.field_mask |= lib.CDT_SOBJ_FIELD_ALLOC
     so.alloc = lib.cdtpy_alloc_hook
     handle = ffi.new_handle(rx)  # the allocator runs inside cdt_sobj_recv_prepare only
     so.alloc_user = handle
@@ -454,11 +455,13 @@ def _prepare_default(rx, so):
     """_prepare with the default memory: allocated in C (cdtpy_alloc_default), no callback;
     each part then owned by a Python buffer that gives it back to cdtpy_free."""
     info = ffi.new("cdt_frame_info *")
+    info.field_mask = lib.CDT_FRAME_INFO_ALL
     rc = lib.cdt_decoder_info(rx.decoder, info)
     if rc != 0:
         return rc
     nreg = info.region_count
     slots = ffi.new("void *[]", nreg + 1)
+    so.field_mask |= lib.CDT_SOBJ_FIELD_ALLOC
     so.alloc = _ALLOC_DEFAULT
     so.alloc_user = slots
     rc = lib.cdt_sobj_recv_prepare(so, rx.decoder)
@@ -509,6 +512,7 @@ def _open_decoder(ptr, n, max_bytes, max_regions):
         _raise(rc, "cdt_decoder_create_advanced")
     dec = dp[0]
     info = ffi.new("cdt_frame_info *")
+    info.field_mask = lib.CDT_FRAME_INFO_ALL
     rc = lib.cdt_decoder_info(dec, info)
     if rc < 0:
         lib.cdt_decoder_free(dec)
@@ -627,6 +631,7 @@ class UcxRequest:
         if self._recv:
             if rc == 0:
                 info = ffi.new("cdt_ucx_recv_info *")
+                info.field_mask = lib.CDT_UCX_RECV_INFO_ALL
                 lib.cdt_ucx_request_recv_info(self._req, info)
                 self._tag = info.tag
             if self._prepared:
@@ -702,6 +707,7 @@ def cdtpy_prepare_hook(arg, decoder):
     try:
         if rx.max_bytes >= 0 or rx.max_regions >= 0:  # before anything is allocated
             info = ffi.new("cdt_frame_info *")
+            info.field_mask = lib.CDT_FRAME_INFO_ALL
             rc = lib.cdt_decoder_info(decoder, info)
             if rc != 0:
                 return rc

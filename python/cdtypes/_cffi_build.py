@@ -78,11 +78,15 @@ typedef struct cdt_ucx_request_s *cdt_ucx_request;
 #define CDT_UCX_RECV_PARAM_MAX_FRAME_BYTES ...
 #define CDT_UCX_RECV_PARAM_MAX_REGIONS ...
 #define CDT_UCX_INFINITE ...
+#define CDT_FRAME_INFO_ALL ...
+#define CDT_UCX_RECV_INFO_ALL ...
+#define CDT_SOBJ_FIELD_ALLOC ...
 
 typedef struct { void *base; cdt_count len; } cdt_iov;
 typedef struct {
-    uint32_t version; uint32_t flags; cdt_count header_size; cdt_count packed_size;
-    cdt_count region_count; cdt_count region_bytes; cdt_count frame_size;
+    uint64_t field_mask; uint32_t version; uint32_t flags; cdt_count header_size;
+    cdt_count packed_size; cdt_count region_count; cdt_count region_bytes; cdt_count frame_size;
+    ...;
 } cdt_frame_info;
 typedef struct { uint64_t field_mask; cdt_count max_frame_bytes; cdt_count max_regions; ...; }
     cdt_decoder_params;
@@ -90,11 +94,11 @@ typedef struct { void *base; cdt_count len; cdt_kind kind; } cdt_sobj_buffer;
 typedef int(cdt_sobj_alloc_func_t)(void *user, cdt_count index, cdt_count len, cdt_kind kind,
                                    void **base);
 typedef struct {
-    void *inband; cdt_count inband_len; cdt_sobj_buffer *buffers; cdt_count nbuffers;
+    uint64_t field_mask; void *inband; cdt_count inband_len; cdt_sobj_buffer *buffers; cdt_count nbuffers;
     cdt_sobj_alloc_func_t *alloc; void *alloc_user; ...;
 } cdt_sobj;
-typedef struct { cdt_ucx_tag tag; cdt_count frame_size; cdt_count packed_size;
-                 cdt_count region_count; cdt_count region_bytes; } cdt_ucx_recv_info;
+typedef struct { uint64_t field_mask; cdt_ucx_tag tag; cdt_count frame_size; cdt_count packed_size;
+                 cdt_count region_count; cdt_count region_bytes; ...; } cdt_ucx_recv_info;
 typedef int(cdt_ucx_recv_prepare_func_t)(void *arg, cdt_decoder decoder);
 typedef struct {
     uint64_t field_mask; cdt_ucx_recv_prepare_func_t *prepare; void *prepare_arg;

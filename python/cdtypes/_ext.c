@@ -1669,7 +1669,7 @@ typedef struct {
     receiver rx;  /* recv: what the transport writes */
     cdt_sobj so;
     int prepared;
-    cdt_ucx_recv_info info = {.field_mask = CDT_UCX_RECV_INFO_ALL};
+    cdt_ucx_recv_info info;
 } RequestObject;
 
 static PyTypeObject RequestType;

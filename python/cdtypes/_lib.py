@@ -64,8 +64,16 @@ class cdt_iov(ctypes.Structure):
     _fields_ = [("base", c_void_p), ("len", cdt_count)]
 
 
+CDT_FRAME_INFO_ALL = 0x7F  # every field of cdt_frame_info below
+CDT_UCX_RECV_INFO_ALL = 0x1F  # every field of cdt_ucx_recv_info below
+CDT_SOBJ_FIELD_ALLOC = 1 << 0
+
+
 class cdt_frame_info(ctypes.Structure):
+    """Set field_mask (CDT_FRAME_INFO_ALL) before asking: cdt_frame_info() does it."""
+
     _fields_ = [
+        ("field_mask", ctypes.c_uint64),
         ("version", ctypes.c_uint32),
         ("flags", ctypes.c_uint32),
         ("header_size", cdt_count),
@@ -74,6 +82,9 @@ class cdt_frame_info(ctypes.Structure):
         ("region_bytes", cdt_count),
         ("frame_size", cdt_count),
     ]
+
+    def __init__(self, field_mask=CDT_FRAME_INFO_ALL):
+        super().__init__(field_mask=field_mask)
 
 
 class cdt_frame_params(ctypes.Structure):
@@ -100,13 +111,13 @@ cdt_sobj_alloc_func_t = ctypes.CFUNCTYPE(
 
 class cdt_sobj(ctypes.Structure):
     _fields_ = [
+        ("field_mask", ctypes.c_uint64),
         ("inband", c_void_p),
         ("inband_len", cdt_count),
         ("buffers", P(cdt_sobj_buffer)),
         ("nbuffers", cdt_count),
         ("alloc", cdt_sobj_alloc_func_t),
         ("alloc_user", c_void_p),
-        ("owns_memory_", ctypes.c_int),
     ]
 
 
@@ -199,12 +210,16 @@ class cdt_ucx_listener_params(ctypes.Structure):
 
 class cdt_ucx_recv_info(ctypes.Structure):
     _fields_ = [
+        ("field_mask", ctypes.c_uint64),
         ("tag", cdt_ucx_tag),
         ("frame_size", cdt_count),
         ("packed_size", cdt_count),
         ("region_count", cdt_count),
         ("region_bytes", cdt_count),
     ]
+
+    def __init__(self, field_mask=CDT_UCX_RECV_INFO_ALL):
+        super().__init__(field_mask=field_mask)
 
 
 class cdt_ucx_recv_params(ctypes.Structure):

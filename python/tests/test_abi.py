@@ -104,3 +104,50 @@ def test_extension_calls_are_in_the_abi():
     assert not missing, "the backend calls functions outside the C ABI list: %s" % missing
     for n in impl.CALLS:
         assert hasattr(L.lib, n)
+
+
+def pinned_layout():
+    """tests/abi/abi_layout.h: {struct: (size, may_grow, {field: (offset, size)})}, the C
+    layout the ABI test pins (generated from the headers by tests/abi/gen_layout.py)."""
+    path = os.path.join(REPO, "tests", "abi", "abi_layout.h")
+    if not os.path.exists(path):
+        pytest.skip("tests/abi/abi_layout.h is not in this checkout")
+    structs = {}
+    with open(path) as f:
+        for line in f:
+            line = line.strip().rstrip("\\").strip()
+            if not line.startswith("X("):
+                continue
+            parts = [p.strip() for p in line[2:-1].split(",")]
+            if len(parts) == 3:
+                structs[parts[0]] = (int(parts[1]), parts[2] == "1", {})
+            elif len(parts) == 4:
+                structs[parts[0]][2][parts[1]] = (int(parts[2]), int(parts[3]))
+    return structs
+
+
+def test_ctypes_structs_match_the_c_layout():
+    """Every ctypes mirror of a public struct has the C offsets and sizes; a struct that may
+    grow (field_mask first) may mirror a prefix, any other one all of it."""
+    import ctypes
+
+    pinned = pinned_layout()
+    mirrors = {
+        name: cls
+        for name, cls in vars(L).items()
+        if name.startswith("cdt_") and isinstance(cls, type) and issubclass(cls, ctypes.Structure)
+    }
+    assert {"cdt_frame_info", "cdt_sobj", "cdt_ucx_recv_info"} <= set(mirrors)
+    problems = []
+    for name, cls in sorted(mirrors.items()):
+        if name not in pinned:
+            problems.append(f"{name}: not a public C struct")
+            continue
+        size, may_grow, fields = pinned[name]
+        if (ctypes.sizeof(cls) > size) if may_grow else (ctypes.sizeof(cls) != size):
+            problems.append(f"{name}: size {ctypes.sizeof(cls)}, C has {size}")
+        for fname, *_ in cls._fields_:
+            got = (getattr(cls, fname).offset, getattr(cls, fname).size)
+            if fields.get(fname) != got:
+                problems.append(f"{name}.{fname}: offset/size {got}, C has {fields.get(fname)}")
+    assert not problems, "\n".join(problems)

@@ -23,7 +23,8 @@ fn main() {
         None
     } else {
         pkg_config::Config::new()
-            .atleast_version("0.1.0")
+            // the ABI these bindings were generated for: 0.MINOR before 1.0 (docs/ABI.md)
+            .range_version("0.2.0".."0.3.0")
             .probe("cdt")
             .ok()
     };

@@ -19,6 +19,9 @@
     X(cdt_sobj_buffer, 24, 0) \
     X(cdt_sobj, 56, 1)
 
+/* the ABI these numbers are (docs/ABI.md: MAJOR.MINOR before 1.0, MAJOR from 1.0) */
+#define CDT_PINNED_ABI "0.2"
+
 /* X(struct, field, offset, size) */
 #define CDT_PINNED_FIELDS(X) \
     X(cdt_iov, base, 0, 8) \

@@ -5,8 +5,11 @@ tests/abi/abi_layout.h, which test_abi_layout checks the headers against at ever
 
 A consumer compiled against an older header keeps working only while these stay put (a
 params struct that starts with field_mask may grow at its end: a caller that sets fewer bits
-never reads the new fields). A failure of abi.layout means an ABI break; if it is intended
-(a new major version), rewrite the pinned table and say so in the change:
+never reads the new fields). A failure of abi.layout means an ABI break; if it is intended,
+it comes with a new ABI version (docs/ABI.md: the minor version before 1.0, the major
+version from 1.0): bump the version in cdt.h and CMakeLists.txt, rewrite the pinned table
+(which records the ABI version it pins; the test fails until both agree) and say so in the
+change:
 
   tests/abi/gen_layout.py            print the table of the current headers
   tests/abi/gen_layout.py --write    rewrite tests/abi/abi_layout.h
@@ -75,6 +78,18 @@ def measure(structs, enums):
         return subprocess.run([exe], capture_output=True, text=True, check=True).stdout
 
 
+def abi_version():
+    """The ABI version of the headers: MAJOR.MINOR while MAJOR is 0, else MAJOR (the SONAME
+    suffix, docs/ABI.md)."""
+    text = (ROOT / "libcdt/include/cdt.h").read_text()
+    v = {}
+    for key in ("MAJOR", "MINOR"):
+        for line in text.splitlines():
+            if line.startswith("#define CDT_VERSION_%s " % key):
+                v[key] = int(line.split()[2])
+    return "%d.%d" % (v["MAJOR"], v["MINOR"]) if v["MAJOR"] == 0 else "%d" % v["MAJOR"]
+
+
 def table(structs, enums):
     out = measure(structs, enums).splitlines()
     grows = {s for s, fields in structs if fields and fields[0] == "field_mask"}
@@ -94,6 +109,9 @@ def table(structs, enums):
         else:
             values.append("    X(%s, %s) \\" % (p[1], p[2]))
     body[-1] = body[-1][:-2]  # the last entry ends the macro
+    body.append("")
+    body.append("/* the ABI these numbers are (docs/ABI.md: MAJOR.MINOR before 1.0, MAJOR from 1.0) */")
+    body.append('#define CDT_PINNED_ABI "%s"' % abi_version())
     body.append("")
     body.append("/* X(struct, field, offset, size) */")
     body.append("#define CDT_PINNED_FIELDS(X) \\")

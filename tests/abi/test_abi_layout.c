@@ -14,6 +14,7 @@
 
 #include <stddef.h>
 #include <stdio.h>
+#include <string.h>
 
 static int failures, checked;
 
@@ -47,6 +48,23 @@ static void value(const char *name, long long v, long long pin)
     }
 }
 
+/* the version the table pins is this header's ABI version: MAJOR.MINOR before 1.0 */
+static void abi_version(void)
+{
+    char abi[32];
+    if (CDT_VERSION_MAJOR == 0)
+        snprintf(abi, sizeof abi, "%d.%d", CDT_VERSION_MAJOR, CDT_VERSION_MINOR);
+    else
+        snprintf(abi, sizeof abi, "%d", CDT_VERSION_MAJOR);
+    checked++;
+    if (strcmp(abi, CDT_PINNED_ABI) != 0) {
+        printf("the table pins ABI %s but the header is ABI %s: regenerate it with "
+               "tests/abi/gen_layout.py --write once the layout change is intended\n",
+               CDT_PINNED_ABI, abi);
+        failures++;
+    }
+}
+
 int main(void)
 {
     if (sizeof(void *) != 8 || sizeof(long) != 8) {
@@ -60,6 +78,7 @@ int main(void)
     CDT_PINNED_STRUCTS(STRUCT)
     CDT_PINNED_FIELDS(FIELD)
     CDT_PINNED_VALUES(VALUE)
+    abi_version();
     printf("%d layout facts checked, %d changed\n", checked, failures);
     return failures ? 1 : 0;
 }

@@ -293,7 +293,10 @@ impl<'b> Decoder<'b> {
 
     /// What the header says.
     pub fn info(&self) -> Result<FrameInfo> {
-        let mut info = sys::cdt_frame_info::default();
+        let mut info = sys::cdt_frame_info {
+            field_mask: sys::CDT_FRAME_INFO_ALL as u64,
+            ..Default::default()
+        };
         // SAFETY: valid decoder
         check(unsafe { sys::cdt_decoder_info(self.raw, &mut info) })?;
         Ok(info.into())

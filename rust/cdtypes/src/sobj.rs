@@ -186,9 +186,13 @@ impl RecvState {
     /// # Safety
     /// `decoder` is a valid decoder; `self` stays at its address until the decoder is freed.
     pub(crate) unsafe fn prepare(&mut self, decoder: sys::cdt_decoder) -> Result<()> {
-        let mut info = sys::cdt_frame_info::default();
+        let mut info = sys::cdt_frame_info {
+            field_mask: sys::CDT_FRAME_INFO_ALL as u64,
+            ..Default::default()
+        };
         check(sys::cdt_decoder_info(decoder, &mut info))?;
         self.limits.check(&info)?;
+        self.sobj.field_mask |= sys::CDT_SOBJ_FIELD_ALLOC as u64;
         self.sobj.alloc = Some(alloc_part);
         self.sobj.alloc_user = &mut self.store as *mut Store as *mut c_void;
         check(sys::cdt_sobj_recv_prepare(&mut self.sobj, decoder))?;

@@ -415,7 +415,10 @@ impl Worker {
                 sys::cdt_ucx_request_wait(raw, sys::CDT_UCX_INFINITE);
                 rc = sys::CDT_ERR_TIMEOUT;
             }
-            let mut info = sys::cdt_ucx_recv_info::default();
+            let mut info = sys::cdt_ucx_recv_info {
+                field_mask: sys::CDT_UCX_RECV_INFO_ALL as u64,
+                ..Default::default()
+            };
             if rc == sys::CDT_SUCCESS {
                 sys::cdt_ucx_request_recv_info(raw, &mut info);
             }
@@ -815,7 +818,10 @@ unsafe impl<T> Send for RecvRequest<T> {}
 
 impl<T: Unpack> RecvRequest<T> {
     fn complete(&mut self, rc: i32) -> Result<T> {
-        let mut info = sys::cdt_ucx_recv_info::default();
+        let mut info = sys::cdt_ucx_recv_info {
+            field_mask: sys::CDT_UCX_RECV_INFO_ALL as u64,
+            ..Default::default()
+        };
         // SAFETY: the request completed: read, freed once; the state is ours again
         let state = unsafe {
             if rc == sys::CDT_SUCCESS {

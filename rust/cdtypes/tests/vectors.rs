@@ -38,7 +38,10 @@ fn c_decode(bytes: &[u8]) -> Result<CDecoded, i32> {
         if rc != 0 {
             return Err(rc);
         }
-        let mut info = sys::cdt_frame_info::default();
+        let mut info = sys::cdt_frame_info {
+            field_mask: sys::CDT_FRAME_INFO_ALL as u64,
+            ..Default::default()
+        };
         assert_eq!(sys::cdt_decoder_info(dec, &mut info), 0);
         let mut obj = sys::cdt_sobj::default();
         let mut rc = sys::cdt_sobj_recv_prepare(&mut obj, dec);
