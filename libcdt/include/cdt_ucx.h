@@ -63,6 +63,7 @@ CDT_API const char *cdt_ucx_version_string(void);
 enum cdt_ucx_context_params_field {
     CDT_UCX_CONTEXT_PARAM_ESTIMATED_NUM_EPS = 1u << 0,
     CDT_UCX_CONTEXT_PARAM_SHARED_MEMORY = 1u << 1,
+    CDT_UCX_CONTEXT_PARAM_WAKEUP = 1u << 2,
 };
 
 /* How endpoints to a peer on the same machine may use shared memory (see
@@ -88,6 +89,13 @@ typedef struct cdt_ucx_context_params {
     /* shared memory between local processes. Default: the environment variable
      * CDT_UCX_SHARED_MEMORY (off, copy or full) when set, else CDT_UCX_SHM_OFF. */
     cdt_ucx_shared_memory shared_memory;
+    /* non-zero: workers can sleep instead of spinning (UCP_FEATURE_WAKEUP): blocking calls
+     * block in poll() once nothing has happened for a short spin, and cdt_ucx_worker_fd /
+     * cdt_ucx_worker_arm let an event loop wait for the worker. Transports that cannot wake
+     * a sleeper are then left out by UCX (UCX 1.13: its shared-memory transports), so local
+     * peers talk TCP. Default: the environment variable CDT_UCX_WAKEUP (1/y/yes or 0/n/no)
+     * when set, else 0 (blocking calls spin: the lowest latency, one core each). */
+    int wakeup;
 } cdt_ucx_context_params;
 
 /*! cdt_ucx_context_create() : read the UCX configuration (UCX_* environment variables such
@@ -190,6 +198,20 @@ CDT_API int cdt_ucx_worker_progress(cdt_ucx_worker worker);
  *  cdt_ucx_worker_address_free(). */
 CDT_API int cdt_ucx_worker_address(cdt_ucx_worker worker, void **address, size_t *length);
 CDT_API void cdt_ucx_worker_address_free(cdt_ucx_worker worker, void *address);
+/*! cdt_ucx_worker_fd() : a file descriptor that becomes readable when the worker has events
+ *  to progress, for poll/epoll/select or an event loop (asyncio's add_reader, libuv's
+ *  uv_poll). Only read it for readiness: the worker owns it (do not read from or close it).
+ *  The loop: progress until cdt_ucx_worker_progress returns 0, then cdt_ucx_worker_arm; on
+ *  CDT_SUCCESS wait for the fd, on CDT_ERR_BUSY progress again. A receive's rest_timeout_ms
+ *  and the transport's keepalive are timers that run inside progress: a loop that only wakes
+ *  on the fd also progresses on a timer (every 100 ms is plenty) while requests are pending.
+ *  Errors: CDT_ERR_UNSUPPORTED (the context was created without wakeup),
+ *  CDT_ERR_INVALID_ARG. */
+CDT_API int cdt_ucx_worker_fd(cdt_ucx_worker worker, int *fd);
+/*! cdt_ucx_worker_arm() : prepare to wait for the worker's fd. @return CDT_SUCCESS (nothing
+ *  is pending: wait for the fd), CDT_ERR_BUSY (events are pending: progress, then arm again),
+ *  CDT_ERR_UNSUPPORTED (no wakeup), CDT_ERR_INVALID_ARG. */
+CDT_API int cdt_ucx_worker_arm(cdt_ucx_worker worker);
 /*! cdt_ucx_worker_sender_id() : the sender id in use (given or drawn at random). */
 CDT_API uint32_t cdt_ucx_worker_sender_id(cdt_ucx_worker worker);
 /*! cdt_ucx_worker_handle() : the underlying ucp_worker_h (as void *), for programs that also

@@ -56,6 +56,7 @@
     X(cdt_ucx_context_params, field_mask, 0, 8) \
     X(cdt_ucx_context_params, estimated_num_eps, 8, 8) \
     X(cdt_ucx_context_params, shared_memory, 16, 4) \
+    X(cdt_ucx_context_params, wakeup, 20, 4) \
     X(cdt_ucx_worker_params, field_mask, 0, 8) \
     X(cdt_ucx_worker_params, sender_id, 8, 4) \
     X(cdt_ucx_worker_params, zcopy_threshold, 16, 8) \
@@ -157,6 +158,7 @@
     X(CDT_DECODER_PARAM_MAX_REGIONS, 2) \
     X(CDT_UCX_CONTEXT_PARAM_ESTIMATED_NUM_EPS, 1) \
     X(CDT_UCX_CONTEXT_PARAM_SHARED_MEMORY, 2) \
+    X(CDT_UCX_CONTEXT_PARAM_WAKEUP, 4) \
     X(CDT_UCX_SHM_OFF, 0) \
     X(CDT_UCX_SHM_COPY, 1) \
     X(CDT_UCX_SHM_FULL, 2) \

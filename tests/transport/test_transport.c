@@ -1068,6 +1068,105 @@ static void close_stuck_server(peer *p)
         cdt_ucx_worker_progress(p->w);
 }
 
+/* ---------------------------------------------------------------- wakeup ------------------ */
+
+/* Run with CDT_UCX_WAKEUP=1. The server receives NB_N objects in an application's event loop
+ * (the worker's fd in poll, cdt_ucx_worker_arm), then one object the client sends only after
+ * WAKEUP_DELAY_MS with a blocking receive, which must sleep rather than spin: its thread's CPU
+ * time stays a small part of the wait (a spinning wait uses all of it, or at least a third of
+ * it on a machine loaded three times over). */
+#define WAKEUP_DELAY_MS 600
+
+static void wakeup_client(peer *p)
+{
+    nonblocking_client(p);
+    struct timespec ts = {.tv_sec = 0, .tv_nsec = WAKEUP_DELAY_MS * 1000000L};
+    nanosleep(&ts, NULL);
+    double_vec dv;
+    CHECK_RC(double_vec_init(&dv, 3, 5000, 77));
+    CHECK_RC(cdt_ucx_send(p->ep, &dv, 1, double_vec_type(), NB_N, T_TIMEOUT_MS));
+    double_vec_clear(&dv);
+}
+
+static double thread_cpu_s(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+static double wall_s(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+static void wakeup_server(peer *p)
+{
+    int fd = -1;
+    CHECK_RC(cdt_ucx_worker_fd(p->w, &fd));
+    CHECK(fd >= 0);
+    /* a context without wakeup has no fd, whatever the environment says */
+    cdt_ucx_context plain;
+    cdt_ucx_worker pw;
+    cdt_ucx_context_params cp = {.field_mask = CDT_UCX_CONTEXT_PARAM_WAKEUP, .wakeup = 0};
+    CHECK_RC(cdt_ucx_context_create(&cp, &plain));
+    CHECK_RC(cdt_ucx_worker_create(plain, NULL, &pw));
+    CHECK(cdt_ucx_worker_fd(pw, &fd) == CDT_ERR_UNSUPPORTED);
+    CHECK(cdt_ucx_worker_arm(pw) == CDT_ERR_UNSUPPORTED);
+    cdt_ucx_worker_destroy(pw);
+    cdt_ucx_context_destroy(plain);
+    CHECK_RC(cdt_ucx_worker_fd(p->w, &fd));
+
+    double_vec dv[NB_N];
+    cdt_ucx_request req[NB_N];
+    memset(dv, 0, sizeof(dv));
+    for (int i = 0; i < NB_N; i++)
+        CHECK_RC(cdt_ucx_irecv(p->w, &dv[i], 1, double_vec_type(), (cdt_ucx_tag)i,
+                               CDT_UCX_TAG_MASK_FULL, NULL, &req[i]));
+    int left = NB_N, sleeps = 0;
+    double t_end = wall_s() + 30;
+    while (left > 0 && wall_s() < t_end) {
+        while (cdt_ucx_worker_progress(p->w) > 0) {
+        }
+        for (int i = 0; i < NB_N; i++) {
+            if (req[i] == NULL || cdt_ucx_request_test(req[i]) == CDT_INPROGRESS)
+                continue;
+            CHECK_RC(cdt_ucx_request_test(req[i]));
+            CHECK_RC(cdt_ucx_request_free(req[i]));
+            req[i] = NULL;
+            double_vec ref;
+            CHECK_RC(double_vec_init(&ref, 1 + i % 5, (i % 3) ? 20000 : 10, i));
+            CHECK(double_vec_equal(&ref, &dv[i]));
+            double_vec_clear(&ref);
+            double_vec_clear(&dv[i]);
+            left--;
+        }
+        int rc = cdt_ucx_worker_arm(p->w);
+        CHECK(rc == CDT_SUCCESS || rc == CDT_ERR_BUSY);
+        if (rc == CDT_SUCCESS) { /* the timer of the header's advice: 100 ms */
+            struct pollfd pfd = {.fd = fd, .events = POLLIN};
+            poll(&pfd, 1, 100);
+            sleeps++;
+        }
+    }
+    CHECK(left == 0);
+    CHECK(sleeps > 0);
+
+    double_vec late = {0}, ref;
+    double cpu0 = thread_cpu_s(), t0 = wall_s();
+    CHECK_RC(cdt_ucx_recv(p->w, &late, 1, double_vec_type(), NB_N, CDT_UCX_TAG_MASK_FULL, NULL,
+                          NULL, T_TIMEOUT_MS));
+    double cpu = thread_cpu_s() - cpu0, wall = wall_s() - t0;
+    CHECK_RC(double_vec_init(&ref, 3, 5000, 77));
+    CHECK(double_vec_equal(&ref, &late));
+    double_vec_clear(&ref);
+    double_vec_clear(&late);
+    fprintf(stderr, "blocking receive: %.0f ms waited, %.1f ms of CPU\n", 1e3 * wall, 1e3 * cpu);
+    CHECK(wall < 0.2 || cpu < 0.15 * wall);
+}
+
 int main(int argc, char **argv)
 {
     if (argc != 2) {
@@ -1125,6 +1224,13 @@ int main(int argc, char **argv)
         return run_pair(send_params_server, send_params_client, NULL, NULL, 0);
     if (strcmp(c, "send_timeout") == 0)
         return run_pair(close_stuck_server, send_timeout_client, NULL, NULL, 0);
+    if (strcmp(c, "wakeup") == 0) {
+        if (getenv("CDT_UCX_WAKEUP") == NULL) {
+            printf("skipped: runs with CDT_UCX_WAKEUP=1\n");
+            return 77;
+        }
+        return run_pair(wakeup_server, wakeup_client, NULL, NULL, 0);
+    }
     if (strcmp(c, "large") == 0) {
         if (getenv("CDT_TEST_LARGE") == NULL) {
             printf("skipped: set CDT_TEST_LARGE=1 to send a 4 GiB + 4 KiB object\n");

@@ -133,6 +133,16 @@ int cdt_ucx_context_create(const cdt_ucx_context_params *params, cdt_ucx_context
         else
             return CDT_ERR_INVALID_ARG; /* a misspelt setting must not pass unnoticed */
     }
+    bool wakeup = false;
+    const char *wenv = getenv("CDT_UCX_WAKEUP");
+    if (params != NULL && (params->field_mask & CDT_UCX_CONTEXT_PARAM_WAKEUP)) {
+        wakeup = params->wakeup != 0;
+    } else if (wenv != NULL && *wenv != '\0') {
+        if (strcmp(wenv, "1") == 0 || strcmp(wenv, "y") == 0 || strcmp(wenv, "yes") == 0)
+            wakeup = true;
+        else if (strcmp(wenv, "0") != 0 && strcmp(wenv, "n") != 0 && strcmp(wenv, "no") != 0)
+            return CDT_ERR_INVALID_ARG;
+    }
     cdt_ucx_context c = calloc(1, sizeof(*c));
     if (c == NULL)
         return CDT_ERR_NO_MEMORY;
@@ -159,6 +169,9 @@ int cdt_ucx_context_create(const cdt_ucx_context_params *params, cdt_ucx_context
         .features = UCP_FEATURE_TAG,
         .mt_workers_shared = 0,
     };
+    c->wakeup = wakeup;
+    if (c->wakeup)
+        p.features |= UCP_FEATURE_WAKEUP;
     if (params != NULL && (params->field_mask & CDT_UCX_CONTEXT_PARAM_ESTIMATED_NUM_EPS)) {
         p.field_mask |= UCP_PARAM_FIELD_ESTIMATED_NUM_EPS;
         p.estimated_num_eps = params->estimated_num_eps;

@@ -41,6 +41,7 @@ static inline bool cdt__ucx_separate(cdt_count len, cdt_count threshold, cdt_cou
 
 struct cdt_ucx_context_s {
     ucp_context_h ucp;
+    bool wakeup; /* UCP_FEATURE_WAKEUP: its workers have an event fd */
 };
 
 typedef struct cdt__ucx_req_list {
@@ -76,7 +77,9 @@ struct cdt_ucx_worker_s {
     struct cdt__ucx_drain *drains;        /* receives that discard an abandoned object's parts */
     struct cdt_ucx_request_s *orphans;    /* freed requests whose UCX message is still moving */
     int64_t next_expiry_ms;               /* when cdt__ucx_progress looks at deadlines next */
-    pthread_mutex_t cache_lock;           /* the buffer cache and the request pool only */
+    int efd;                              /* UCX's event fd with wakeup (ucx_wakeup.c), else -1 */
+    int sleepers; /* threads in cdt__ucx_sleep: progress that completes something wakes them */
+    pthread_mutex_t cache_lock; /* the buffer cache and the request pool only */
     /* freed requests kept for reuse (linked by `next`): a request carries its HEAD_MAX head
      * buffer, and malloc + free of it was the largest cost of a small object's send and
      * receive (callgrind) */
@@ -210,6 +213,14 @@ CDT__UCX_HIDDEN uint64_t cdt__ucx_next_key(cdt_ucx_worker w);
 /* ucx_recv_state.c, lock held: ucp_worker_progress, then the deadlines (rest timeouts,
  * drains) */
 CDT__UCX_HIDDEN unsigned cdt__ucx_progress(cdt_ucx_worker w);
+/* ucx_wakeup.c, lock not held: with wakeup, sleep until the worker has events, another
+ * thread's progress completed something, CDT__UCX_SLEEP_MAX_MS pass or the deadline does;
+ * without wakeup, return at once. */
+#define CDT__UCX_SLEEP_MAX_MS 10
+/* progress calls a blocking wait spins before it sleeps (a message in flight usually
+ * completes within them; a few tens of microseconds) */
+#define CDT__UCX_SPINS_BEFORE_SLEEP 256
+CDT__UCX_HIDDEN void cdt__ucx_sleep(cdt_ucx_worker w, int64_t deadline);
 /* ucx_recv_state.c, lock not held: progress until the UCX request completes (then it is freed)
  * or the deadline passes. Returns the UCX status, or UCS_ERR_TIMED_OUT (the request is then
  * still pending, the caller's to free). NULL and error pointers return at once. */

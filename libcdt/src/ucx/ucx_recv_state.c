@@ -2,12 +2,15 @@
  * ucx_recv_state.c - the life of a receive after its post, shared by both modes: the list of
  * matched receives and their rest deadlines, failing, abandoning and completing a receive,
  * the drains that discard the parts of an object nobody receives, and the worker's progress
- * (UCX's, then those deadlines), and waiting on one UCX request. ucx_single.c and ucx_recv.c
+ * (UCX's, then those deadlines), sleeping on the worker's event fd (contexts with wakeup),
+ * and waiting on one UCX request. ucx_single.c and ucx_recv.c
  * build on it; it calls neither.
  */
 #include "core/core.h"
 #include "ucx_internal.h"
 
+#include <errno.h>
+#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -232,6 +235,8 @@ void cdt__ucx_recv_matched(cdt_ucx_request r)
 unsigned cdt__ucx_progress(cdt_ucx_worker w)
 {
     unsigned n = ucp_worker_progress(w->ucp);
+    if (n > 0 && w->sleepers > 0)
+        ucp_worker_signal(w->ucp); /* what completed may be a sleeping thread's request */
     if (w->body_recvs != NULL || w->drains != NULL) {
         int64_t now = cdt__ucx_now_ms();
         if (now >= w->next_expiry_ms) {
@@ -242,6 +247,38 @@ unsigned cdt__ucx_progress(cdt_ucx_worker w)
     return n;
 }
 
+/* Sleeping instead of spinning (contexts with wakeup). UCX's rule: a thread may wait for the
+ * event fd only after ucp_worker_arm said nothing is pending, and arm is only meaningful right
+ * after progress returned 0; both run under the worker lock. Another thread may then progress
+ * and complete the sleeper's request, consuming the events that would have woken it:
+ * cdt__ucx_progress signals the worker whenever it completed something while a thread sleeps
+ * (w->sleepers), and every sleep is bounded by CDT__UCX_SLEEP_MAX_MS, which also keeps the
+ * worker's own timers (rest deadlines, drains, keepalive) running. */
+void cdt__ucx_sleep(cdt_ucx_worker w, int64_t deadline)
+{
+    if (w->efd < 0)
+        return;
+    pthread_mutex_lock(&w->lock);
+    /* arm only when progress finds nothing more: UCX reports BUSY otherwise */
+    bool armed = cdt__ucx_progress(w) == 0 && ucp_worker_arm(w->ucp) == UCS_OK;
+    if (armed)
+        w->sleepers++;
+    pthread_mutex_unlock(&w->lock);
+    if (!armed)
+        return;
+    int64_t wait = CDT__UCX_SLEEP_MAX_MS;
+    if (deadline != INT64_MAX) {
+        int64_t left = deadline - cdt__ucx_now_ms();
+        wait = left < 0 ? 0 : left < wait ? left : wait;
+    }
+    struct pollfd pfd = {.fd = w->efd, .events = POLLIN};
+    while (poll(&pfd, 1, (int)wait) < 0 && errno == EINTR) {
+    }
+    pthread_mutex_lock(&w->lock);
+    w->sleepers--;
+    pthread_mutex_unlock(&w->lock);
+}
+
 /* lock not held: progress until the UCX request completes or the deadline passes.
  * Returns the UCX status, or UCS_ERR_TIMED_OUT (the request is then still pending). */
 ucs_status_t cdt__ucx_wait_request(cdt_ucx_worker w, void *req, int64_t deadline)
@@ -250,7 +287,7 @@ ucs_status_t cdt__ucx_wait_request(cdt_ucx_worker w, void *req, int64_t deadline
         return UCS_OK;
     if (UCS_PTR_IS_ERR(req))
         return UCS_PTR_STATUS(req);
-    for (;;) {
+    for (unsigned spin = 1;; spin++) {
         pthread_mutex_lock(&w->lock);
         cdt__ucx_progress(w);
         ucs_status_t st = ucp_request_check_status(req);
@@ -261,5 +298,7 @@ ucs_status_t cdt__ucx_wait_request(cdt_ucx_worker w, void *req, int64_t deadline
             return st;
         if (cdt__ucx_now_ms() > deadline)
             return UCS_ERR_TIMED_OUT;
+        if (spin % CDT__UCX_SPINS_BEFORE_SLEEP == 0)
+            cdt__ucx_sleep(w, deadline);
     }
 }

@@ -25,12 +25,19 @@ int cdt_ucx_request_wait(cdt_ucx_request request, int64_t timeout_ms)
     if (request == NULL)
         return CDT_ERR_INVALID_ARG;
     int64_t deadline = timeout_ms < 0 ? INT64_MAX : cdt__ucx_now_ms() + timeout_ms;
-    for (unsigned spin = 0;; spin++) {
+    for (unsigned spin = 1;; spin++) {
         int rc = cdt_ucx_request_test(request);
         if (rc != CDT_INPROGRESS)
             return rc;
-        if ((spin & 63) == 0 && cdt__ucx_now_ms() > deadline)
-            return CDT_ERR_TIMEOUT;
+        if ((spin & 63) == 0) {
+            if (cdt__ucx_now_ms() > deadline)
+                return CDT_ERR_TIMEOUT;
+            /* with wakeup, sleep once a short spin found nothing (no-op without it) */
+            if (spin >= CDT__UCX_SPINS_BEFORE_SLEEP) {
+                cdt__ucx_sleep(request->w, deadline);
+                spin = 0;
+            }
+        }
     }
 }
 

@@ -100,6 +100,14 @@ int cdt_ucx_worker_create(cdt_ucx_context context, const cdt_ucx_worker_params *
         free(w);
         return CDT_ERR_TRANSPORT;
     }
+    w->efd = -1;
+    if (context->wakeup && ucp_worker_get_efd(w->ucp, &w->efd) != UCS_OK) {
+        ucp_worker_destroy(w->ucp);
+        pthread_mutex_destroy(&w->cache_lock);
+        pthread_mutex_destroy(&w->lock);
+        free(w);
+        return CDT_ERR_TRANSPORT;
+    }
     if (cdt__ucx_single_dt_create(w) != CDT_SUCCESS) {
         ucp_worker_destroy(w->ucp);
         pthread_mutex_destroy(&w->cache_lock);
