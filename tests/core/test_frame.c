@@ -813,6 +813,16 @@ static void test_growable_structs(void)
     CHECK_OK(cdt_decoder_info(d, &info));
     CHECK(info.frame_size == size && info.region_bytes == (cdt_count)sizeof(arr));
 
+    /* params with a field of a later library are refused */
+    cdt_decoder d2 = NULL;
+    cdt_decoder_params dp = {.field_mask = UINT64_C(1) << 40};
+    CHECK_RC(cdt_decoder_create_advanced(wire, size, &dp, &d2), CDT_ERR_INVALID_ARG);
+    CHECK(d2 == NULL);
+    cdt_frame_params fp = {.field_mask = UINT64_C(1) << 40};
+    cdt_frame f2 = NULL;
+    CHECK_RC(cdt_frame_encode(&out, 1, cdt_sobj_type(), &fp, &f2), CDT_ERR_INVALID_ARG);
+    CHECK(f2 == NULL);
+
     /* an unknown caller bit: refused on receive and on send */
     cdt_sobj in = {.field_mask = CDT_SOBJ_FIELD_ALLOC << 1};
     CHECK_RC(cdt_sobj_recv_prepare(&in, d), CDT_ERR_INVALID_ARG);

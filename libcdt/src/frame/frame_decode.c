@@ -51,6 +51,9 @@ int cdt_decoder_create_advanced(const void *data, cdt_count len, const cdt_decod
         return CDT_ERR_INVALID_ARG;
     cdt_count max_frame = INT64_MAX, max_regions = INT64_MAX;
     if (params != NULL) {
+        if (params->field_mask &
+            ~(uint64_t)(CDT_DECODER_PARAM_MAX_FRAME_BYTES | CDT_DECODER_PARAM_MAX_REGIONS))
+            return CDT_ERR_INVALID_ARG; /* a field of a later library: not this one's */
         if (params->field_mask & CDT_DECODER_PARAM_MAX_FRAME_BYTES)
             max_frame = params->max_frame_bytes;
         if (params->field_mask & CDT_DECODER_PARAM_MAX_REGIONS)

@@ -204,6 +204,9 @@ static int encode(const void *buf, cdt_count count, cdt_type type, const cdt_fra
 {
     if (out == NULL)
         return CDT_ERR_INVALID_ARG;
+    if (params != NULL && (params->field_mask & ~(uint64_t)(CDT_FRAME_PARAM_REGION_THRESHOLD |
+                                                            CDT_FRAME_PARAM_HEAD_ALLOCATOR)))
+        return CDT_ERR_INVALID_ARG; /* a field of a later library: not this one's */
     if (params != NULL && (params->field_mask & CDT_FRAME_PARAM_HEAD_ALLOCATOR) &&
         (params->head_alloc == NULL || params->head_release == NULL))
         return CDT_ERR_INVALID_ARG;

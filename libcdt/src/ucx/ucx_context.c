@@ -117,6 +117,11 @@ int cdt_ucx_context_create(const cdt_ucx_context_params *params, cdt_ucx_context
 {
     if (context == NULL)
         return CDT_ERR_INVALID_ARG;
+    if (params != NULL &&
+        (params->field_mask &
+         ~(uint64_t)(CDT_UCX_CONTEXT_PARAM_ESTIMATED_NUM_EPS | CDT_UCX_CONTEXT_PARAM_SHARED_MEMORY |
+                     CDT_UCX_CONTEXT_PARAM_WAKEUP)))
+        return CDT_ERR_INVALID_ARG; /* a field of a later library: not this one's */
     cdt_ucx_shared_memory shm = CDT_UCX_SHM_OFF;
     const char *env = getenv("CDT_UCX_SHARED_MEMORY");
     if (params != NULL && (params->field_mask & CDT_UCX_CONTEXT_PARAM_SHARED_MEMORY)) {

@@ -99,6 +99,8 @@ int cdt_ucx_listener_create(cdt_ucx_worker worker, const cdt_ucx_listener_params
     if (worker == NULL || listener == NULL)
         return CDT_ERR_INVALID_ARG;
     uint64_t fm = params != NULL ? params->field_mask : 0;
+    if (fm & ~(uint64_t)(CDT_UCX_LISTENER_PARAM_HOST | CDT_UCX_LISTENER_PARAM_PORT))
+        return CDT_ERR_INVALID_ARG; /* a field of a later library: not this one's */
     const char *host =
         (fm & CDT_UCX_LISTENER_PARAM_HOST) && params->host != NULL ? params->host : "0.0.0.0";
     uint16_t port = (fm & CDT_UCX_LISTENER_PARAM_PORT) ? params->port : 0;

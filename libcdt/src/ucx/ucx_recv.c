@@ -357,10 +357,15 @@ int cdt_ucx_irecv(cdt_ucx_worker worker, void *buf, cdt_count count, cdt_type ty
                   cdt_ucx_tag tag_mask, const cdt_ucx_recv_params *params, cdt_ucx_request *request)
 {
     uint64_t fm = params != NULL ? params->field_mask : 0;
+    if (fm & ~(uint64_t)(CDT_UCX_RECV_PARAM_PREPARE | CDT_UCX_RECV_PARAM_MAX_FRAME_BYTES |
+                         CDT_UCX_RECV_PARAM_MAX_REGIONS | CDT_UCX_RECV_PARAM_REST_TIMEOUT))
+        return CDT_ERR_INVALID_ARG; /* a field of a later library: not this one's */
     bool prepare = (fm & CDT_UCX_RECV_PARAM_PREPARE) && params->prepare != NULL;
     if (worker == NULL || request == NULL || tag > CDT_UCX_TAG_MAX ||
         (!prepare && (type == NULL || count < 0)))
         return CDT_ERR_INVALID_ARG;
+    if (!prepare && !(type->flags & CDT__TYPE_COMMITTED))
+        return CDT_ERR_NOT_COMMITTED; /* now, not when the object arrives */
     if (((fm & CDT_UCX_RECV_PARAM_MAX_FRAME_BYTES) && params->max_frame_bytes < 0) ||
         ((fm & CDT_UCX_RECV_PARAM_MAX_REGIONS) && params->max_regions < 0))
         return CDT_ERR_INVALID_ARG;

@@ -42,6 +42,9 @@ int cdt_ucx_worker_create(cdt_ucx_context context, const cdt_ucx_worker_params *
     if (context == NULL || worker == NULL)
         return CDT_ERR_INVALID_ARG;
     uint64_t fm = params != NULL ? params->field_mask : 0;
+    if (fm & ~(uint64_t)(CDT_UCX_WORKER_PARAM_SENDER_ID | CDT_UCX_WORKER_PARAM_ZCOPY_THRESHOLD |
+                         CDT_UCX_WORKER_PARAM_BUFFER_CACHE | CDT_UCX_WORKER_PARAM_PROTOCOL))
+        return CDT_ERR_INVALID_ARG; /* a field of a later library: not this one's */
     uint32_t sender_id = random_sender_id();
     cdt_count threshold = CDT__UCX_DEFAULT_ZCOPY_THRESHOLD;
     if (fm & CDT_UCX_WORKER_PARAM_SENDER_ID) {
