@@ -44,7 +44,8 @@ def constants(text):
     for m in re.finditer(r"X\((CDT_[A-Z_]+),\s*(-?\d+),", text):
         yield f"status {m.group(1)} = {m.group(2)}"
     for m in re.finditer(r"\b(CDT_KIND_[A-Z0-9_]+)\s*=\s*(\d+)", text):
-        yield f"kind {m.group(1)} = {m.group(2)}"
+        if not m.group(1).endswith("_"):  # sentinels such as CDT_KIND_COUNT_ are not ABI
+            yield f"kind {m.group(1)} = {m.group(2)}"
 
 
 def abi_lines():

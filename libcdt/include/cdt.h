@@ -8,7 +8,8 @@
  *   4. operations: resumable pack / unpack of (buf, count, type) at any byte offset
  *   5. iov extraction and copy between two layouts
  *   6. frames: one message = header + packed bytes + out-of-band regions (docs/FORMAT.md)
- * The UCX transport has its own header, cdt_ucx.h.
+ * The UCX transport has its own header, cdt_ucx.h; the serialized-object adapter every
+ * language binding uses, cdt_sobj.h. What a compiled program may rely on: docs/ABI.md.
  *
  * Conventions (apply to every function unless it says otherwise):
  *  - Functions return CDT_SUCCESS (0) or a negative status code; cdt_strerror() names it. The
@@ -152,6 +153,8 @@ typedef enum cdt_kind {
  *  Predefined types are never freed; cdt_type_free() on one is CDT_ERR_INVALID_ARG. */
 CDT_API cdt_type cdt_type_predefined(cdt_kind kind);
 
+/* The predefined types by name. They are function calls, not constants (unlike MPI_INT), so
+ * they cannot initialise a static variable; call cdt_type_predefined() at run time instead. */
 #define CDT_BYTE cdt_type_predefined(CDT_KIND_BYTE)
 #define CDT_CHAR cdt_type_predefined(CDT_KIND_CHAR)
 #define CDT_INT8 cdt_type_predefined(CDT_KIND_INT8)
@@ -176,9 +179,11 @@ CDT_API const char *cdt_kind_name(cdt_kind kind);
 /* Pass as `buf` when a type's displacements are absolute addresses (MPI_BOTTOM). */
 #define CDT_BOTTOM ((void *)0)
 
-/* Subarray storage order. */
-#define CDT_ORDER_C 0
-#define CDT_ORDER_FORTRAN 1
+/* Subarray storage order (the `order` argument of cdt_type_subarray). */
+enum cdt_order {
+    CDT_ORDER_C = 0,
+    CDT_ORDER_FORTRAN = 1,
+};
 
 /* Derived constructors, MPI-4.1 semantics with 64-bit counts. Each creates a new, uncommitted
  * type holding a reference to `oldtype` (the caller may free `oldtype` right away).
@@ -220,7 +225,8 @@ CDT_API int cdt_type_dup(cdt_type oldtype, cdt_type *newtype);
 
 /*! cdt_type_commit() : compile *type to its canonical form and pick its pack kernels. Must be
  *  called before a derived type is used in an operation. Idempotent; a no-op on predefined and
- *  custom types. */
+ *  custom types. *type is not changed (the pointer is MPI's signature): the same handle is
+ *  now committed. */
 CDT_API int cdt_type_commit(cdt_type *type);
 
 /*! cdt_type_free() : drop the caller's reference and set *type to NULL. The type lives on while
@@ -250,7 +256,10 @@ CDT_API int cdt_type_describe(cdt_type type, char *buf, size_t len, size_t *need
  *
  * The library drives these callbacks; `state` is what the state callback returned (NULL when
  * there is no state callback). On the send side buf is the object passed to the operation; on
- * the receive side it is the object to fill.
+ * the receive side it is the object to fill. The region callbacks take `void *buf` for both
+ * sides: when packing it is the caller's const object, and a callback must not write through
+ * it (the library never does). The state callback's `src` is likewise the object to fill on
+ * the receive side.
  * ---------------------------------------------------------------------------------------- */
 
 /* Called once when an operation begins. May be NULL (state is then NULL). When it fails, the
@@ -431,13 +440,16 @@ CDT_API int cdt_unpack(const void *src, cdt_count src_size, cdt_count *position,
  *  order (adjacent pieces are merged). */
 CDT_API int cdt_iov_count(const void *buf, cdt_count count, cdt_type type, cdt_count *n);
 /*! cdt_iov_get() : pieces [first, first + max) into iov; *n_out receives how many were written
- *  (fewer at the end). Cost is proportional to the pieces written, not to `first`, for
- *  regular types. */
+ *  (fewer at the end). Cost is proportional to the pieces written, not to `first`, when no
+ *  two blocks of the layout touch (so no pieces merge: the usual case of blocks with gaps
+ *  between them); otherwise the walk starts at piece 0. To walk all pieces, ask for them in
+ *  large batches. */
 CDT_API int cdt_iov_get(const void *buf, cdt_count count, cdt_type type, cdt_count first,
                         cdt_count max, cdt_iov iov[], cdt_count *n_out);
 /*! cdt_copy() : copy the data of (src, scount, stype) into (dst, dcount, dtype) as if packed and
  *  unpacked, without a temporary buffer. CDT_ERR_TRUNCATED when the source holds more bytes
- *  than the destination; a shorter source fills the destination's leading bytes. */
+ *  than the destination; a shorter source fills the destination's leading bytes. The source
+ *  and destination memory must not overlap (as MPI requires of its buffers). */
 CDT_API int cdt_copy(const void *src, cdt_count scount, cdt_type stype, void *dst, cdt_count dcount,
                      cdt_type dtype);
 
@@ -475,7 +487,8 @@ typedef void(cdt_frame_release_func_t)(void *arg, void *ptr, size_t bytes);
 typedef struct cdt_frame_params {
     uint64_t field_mask;
     /* Predefined/derived types whose data is one contiguous block of at least this many bytes
-     * travel as a region (zero-copy) instead of being packed. Default 8192; -1 disables. */
+     * travel as a region (zero-copy) instead of being packed. Default 8192; a negative value
+     * disables. */
     cdt_count region_threshold;
     /* CDT_FRAME_PARAM_HEAD_ALLOCATOR: where heads larger than the frame's own small inline
      * storage live. Default malloc/free. A transport that sends many large packed streams

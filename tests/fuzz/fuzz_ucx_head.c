@@ -7,6 +7,7 @@
  * behaviour is a bug, and so is a parsed head that breaks the parser's promises (checked
  * below).
  */
+#include "frame/frame_format.h"
 #include "ucx/ucx_head.h"
 
 #include <stdlib.h>
@@ -38,8 +39,8 @@ static void one(const uint8_t *data, size_t size, const cdt__ucx_limits *lim)
         check(h.part_len == CDT__UCX_HEAD_MAX - CDT__UCX_PREFIX_SIZE);
     if (h.part_len >= CDT_FRAME_FIXED_HEADER_SIZE) {
         /* what the receive sizes from the head never exceeds the receiver's limits */
-        cdt_count frame_size = (cdt_count)cdt__ucx_get_le64(h.part + 32);
-        cdt_count regions = (cdt_count)cdt__ucx_get_le64(h.part + 24);
+        cdt_count frame_size = (cdt_count)cdt__get_u64(h.part + CDT__OFF_FRAME_SIZE);
+        cdt_count regions = (cdt_count)cdt__get_u64(h.part + CDT__OFF_REGION_COUNT);
         if (lim != NULL && lim->max_frame_bytes >= 0)
             check(frame_size <= lim->max_frame_bytes &&
                   (h.tail_len == 0 || h.stream_len <= lim->max_frame_bytes));

@@ -2,8 +2,8 @@
  * derived.h - the derived datatype engine's internal structures (docs/ENGINE.md).
  *
  * A derived type keeps its constructor record (what the user asked for) and, once committed,
- * its canonical form: a small tree of loop nodes (seed 001's primitives) whose leaves are
- * contiguous byte runs. Nodes are immutable and reference counted, so a parent's form shares
+ * its canonical form: a small tree of loop nodes (docs/ENGINE.md, "Canonical form") whose leaves
+ * are contiguous byte runs. Nodes are immutable and reference counted, so a parent's form shares
  * the subtrees of its children. The form never depends on the count a type is used with.
  */
 #ifndef CDT_DERIVED_H

@@ -5,8 +5,9 @@
  * index in O(depth * log(entries)). iov pieces are maximal: runs that touch are merged. When
  * the form says no two consecutive runs touch (decided at commit), piece i is run i and
  * cdt_iov_get() starts right at `first`; otherwise it walks from the beginning.
- * cdt_copy() is seed 003's maximal block merge: the runs of both layouts are walked side by
- * side and each step copies the longest piece both sides hold contiguously.
+ * cdt_copy() is a maximal block merge (docs/ENGINE.md, "Fragments, iov, copy"): the runs of both
+ * layouts are walked side by side and each step copies the longest piece both sides hold
+ * contiguously.
  */
 #include "derived.h"
 

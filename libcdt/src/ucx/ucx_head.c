@@ -5,11 +5,9 @@
  */
 #include "ucx_head.h"
 
-#include <string.h>
+#include "frame/frame_format.h"
 
-/* FORMAT.md fixed header fields used here */
-#define FRAME_REGION_COUNT_AT 24
-#define FRAME_SIZE_AT 32
+#include <string.h>
 
 static bool over(cdt_count value, cdt_count limit)
 {
@@ -40,8 +38,8 @@ int cdt__ucx_check_frame_header(const unsigned char *frame, size_t len,
     int rc = cdt_frame_header_size(frame, (cdt_count)len, header_size);
     if (rc != CDT_SUCCESS)
         return rc;
-    cdt_count size = (cdt_count)cdt__ucx_get_le64(frame + FRAME_SIZE_AT);
-    cdt_count regions = (cdt_count)cdt__ucx_get_le64(frame + FRAME_REGION_COUNT_AT);
+    cdt_count size = (cdt_count)cdt__get_u64(frame + CDT__OFF_FRAME_SIZE);
+    cdt_count regions = (cdt_count)cdt__get_u64(frame + CDT__OFF_REGION_COUNT);
     if (size < *header_size || regions < 0)
         return CDT_ERR_FRAME_MALFORMED;
     if (limits != NULL &&
@@ -63,9 +61,9 @@ int cdt__ucx_parse_head(const unsigned char *msg, size_t len, const cdt__ucx_lim
     if (msg[4] != CDT__UCX_PREFIX_VERSION || msg[5] != CDT__UCX_MODE_SPLIT || msg[6] != 0 ||
         msg[7] != 0)
         return CDT_ERR_FRAME_VERSION;
-    uint64_t key = cdt__ucx_get_le64(msg + 8);
-    uint64_t threshold = cdt__ucx_get_le64(msg + 16);
-    uint64_t tail_len = cdt__ucx_get_le64(msg + 24);
+    uint64_t key = cdt__get_u64(msg + 8);
+    uint64_t threshold = cdt__get_u64(msg + 16);
+    uint64_t tail_len = cdt__get_u64(msg + 24);
     if (key > CDT__UCX_KEY_MASK || threshold < 1 || threshold > (uint64_t)INT64_MAX ||
         tail_len > (uint64_t)INT64_MAX)
         return CDT_ERR_FRAME_MALFORMED;
@@ -80,8 +78,8 @@ int cdt__ucx_parse_head(const unsigned char *msg, size_t len, const cdt__ucx_lim
         int rc = cdt_frame_header_size(part, part_len, &header_size);
         if (rc != CDT_SUCCESS)
             return rc;
-        cdt_count frame_size = (cdt_count)cdt__ucx_get_le64(part + FRAME_SIZE_AT);
-        cdt_count regions = (cdt_count)cdt__ucx_get_le64(part + FRAME_REGION_COUNT_AT);
+        cdt_count frame_size = (cdt_count)cdt__get_u64(part + CDT__OFF_FRAME_SIZE);
+        cdt_count regions = (cdt_count)cdt__get_u64(part + CDT__OFF_REGION_COUNT);
         if (frame_size < 0 || regions < 0)
             return CDT_ERR_FRAME_MALFORMED;
         if (limits != NULL &&
@@ -110,9 +108,9 @@ void cdt__ucx_put_prefix(unsigned char *p, uint64_t key, cdt_count threshold, cd
     p[5] = CDT__UCX_MODE_SPLIT;
     p[6] = 0;
     p[7] = 0;
-    cdt__ucx_put_le64(p + 8, key);
-    cdt__ucx_put_le64(p + 16, (uint64_t)threshold);
-    cdt__ucx_put_le64(p + 24, (uint64_t)tail_len);
+    cdt__put_u64(p + 8, key);
+    cdt__put_u64(p + 16, (uint64_t)threshold);
+    cdt__put_u64(p + 24, (uint64_t)tail_len);
 }
 
 void cdt__ucx_put_single_prefix(unsigned char *p)

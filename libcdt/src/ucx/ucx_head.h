@@ -101,17 +101,4 @@ CDT__UCX_HEAD_HIDDEN int cdt__ucx_check_frame_header(const unsigned char *frame,
                                                      const cdt__ucx_limits *limits,
                                                      cdt_count *header_size, cdt_count *frame_size);
 
-static inline void cdt__ucx_put_le64(unsigned char *p, uint64_t v)
-{
-    for (int i = 0; i < 8; i++)
-        p[i] = (unsigned char)(v >> (8 * i));
-}
-static inline uint64_t cdt__ucx_get_le64(const unsigned char *p)
-{
-    uint64_t v = 0;
-    for (int i = 0; i < 8; i++)
-        v |= (uint64_t)p[i] << (8 * i);
-    return v;
-}
-
 #endif

@@ -247,8 +247,8 @@ static int send_single(cdt_ucx_ep ep, cdt_ucx_request r, cdt_ucx_tag tag, cdt_uc
         cdt__ucx_put_trailer(r->head + r->single_len - CDT__UCX_TRAILER_SIZE, CDT_SUCCESS);
     pthread_mutex_lock(&w->lock);
     if (rc == CDT_SUCCESS && ep->status != CDT_SUCCESS)
-        rc = ep->status == CDT_ERR_TIMEOUT ? CDT_ERR_INVALID_ARG : CDT_ERR_PEER;
-    r->outstanding = 1; /* held while posting */
+        rc = CDT_ERR_PEER; /* the only failed state of an endpoint */
+    r->outstanding = 1;    /* held while posting */
     if (rc == CDT_SUCCESS && contiguous)
         rc = post(r, ep->ucp, r->head, r->single_len, tag, &r->head_sub);
     else if (rc == CDT_SUCCESS)
@@ -387,7 +387,7 @@ int cdt_ucx_isend_advanced(cdt_ucx_ep ep, const void *buf, cdt_count count, cdt_
     }
     pthread_mutex_lock(&w->lock);
     if (rc == CDT_SUCCESS && ep->status != CDT_SUCCESS)
-        rc = ep->status == CDT_ERR_TIMEOUT ? CDT_ERR_INVALID_ARG : CDT_ERR_PEER;
+        rc = CDT_ERR_PEER; /* the only failed state of an endpoint */
     uint64_t key = cdt__ucx_next_key(w);
     const unsigned char *msg = NULL, *tail = NULL;
     size_t msg_len = 0;
