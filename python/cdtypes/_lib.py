@@ -170,6 +170,7 @@ for _name, (_res, _args) in DECLARED.items():
 cdt_ucx_tag = ctypes.c_uint64
 CDT_UCX_INFINITE = -1
 CDT_UCX_TAG_MAX = (1 << 63) - 1
+CDT_UCX_CONTEXT_PARAM_WAKEUP = 1 << 2
 CDT_UCX_WORKER_PARAM_SENDER_ID = 1 << 0
 CDT_UCX_WORKER_PARAM_ZCOPY_THRESHOLD = 1 << 1
 CDT_UCX_WORKER_PARAM_BUFFER_CACHE = 1 << 2
@@ -187,7 +188,12 @@ cdt_ucx_recv_prepare_func_t = ctypes.CFUNCTYPE(ctypes.c_int, c_void_p, c_void_p)
 
 
 class cdt_ucx_context_params(ctypes.Structure):
-    _fields_ = [("field_mask", ctypes.c_uint64), ("estimated_num_eps", ctypes.c_size_t)]
+    _fields_ = [
+        ("field_mask", ctypes.c_uint64),
+        ("estimated_num_eps", ctypes.c_size_t),
+        ("shared_memory", ctypes.c_int),
+        ("wakeup", ctypes.c_int),
+    ]
 
 
 class cdt_ucx_worker_params(ctypes.Structure):
@@ -241,6 +247,8 @@ UCX_DECLARED = {
     "cdt_ucx_worker_create": (_int, [c_void_p, P(cdt_ucx_worker_params), P(c_void_p)]),
     "cdt_ucx_worker_destroy": (None, [c_void_p]),
     "cdt_ucx_worker_progress": (_int, [c_void_p]),
+    "cdt_ucx_worker_fd": (_int, [c_void_p, P(ctypes.c_int)]),
+    "cdt_ucx_worker_arm": (_int, [c_void_p]),
     "cdt_ucx_worker_address": (_int, [c_void_p, P(c_void_p), P(ctypes.c_size_t)]),
     "cdt_ucx_worker_address_free": (None, [c_void_p, c_void_p]),
     "cdt_ucx_worker_sender_id": (ctypes.c_uint32, [c_void_p]),

@@ -76,9 +76,14 @@ class Worker:
     endpoint uses). The environment variable CDT_UCX_PROTOCOL, when set, is the default
     instead. cdtypes receivers reuse their receive memory (the receive cache), where one
     message per object is the fastest: 512 buffers of 128 KiB, alternating runs, 1.2-1.9x as
-    fast as "auto" at 64 MiB and 1.2-1.6x at 4 MiB."""
+    fast as "auto" at 64 MiB and 1.2-1.6x at 4 MiB.
+    wakeup: True to let waits sleep instead of spinning: blocking calls sleep on the worker's
+    event fd after a short spin, and fileno()/arm() and Request.wait_async() serve an event
+    loop (asyncio). UCX then leaves out transports that cannot wake a sleeper (UCX 1.13: its
+    shared-memory transports). Default: the environment variable CDT_UCX_WAKEUP, else off
+    (spinning: the lowest latency, one core per waiting thread)."""
 
-    def __init__(self, sender_id=None, zcopy_threshold=None, protocol=None):
+    def __init__(self, sender_id=None, zcopy_threshold=None, protocol=None, wakeup=None):
         self._ctx = self._w = None
         self._children = []
         if protocol is None and not os.environ.get("CDT_UCX_PROTOCOL"):
@@ -86,7 +91,12 @@ class Worker:
         if protocol is not None and protocol not in _lib.CDT_UCX_PROTOCOLS:
             raise ValueError("protocol is 'auto-single', 'auto', 'split' or 'single'")
         ctx = ctypes.c_void_p()
-        check(lib.cdt_ucx_context_create(None, ctypes.byref(ctx)), "cdt_ucx_context_create")
+        cp = None
+        if wakeup is not None:
+            cp = _lib.cdt_ucx_context_params(field_mask=_lib.CDT_UCX_CONTEXT_PARAM_WAKEUP,
+                                             wakeup=1 if wakeup else 0)
+            cp = ctypes.byref(cp)
+        check(lib.cdt_ucx_context_create(cp, ctypes.byref(ctx)), "cdt_ucx_context_create")
         self._ctx = ctx.value
         p = _lib.cdt_ucx_worker_params()
         if sender_id is not None:
@@ -120,6 +130,24 @@ class Worker:
     def progress(self):
         """Run completions once; returns the number of UCX events."""
         return lib.cdt_ucx_worker_progress(self._handle())
+
+    def fileno(self):
+        """The worker's event fd (for select/poll/asyncio add_reader): readable when there is
+        something to progress. Needs a worker made with wakeup=True (else UnsupportedError).
+        Only wait on it after arm() returned True; progress on a timer too (every 100 ms)
+        while requests are pending: receive timeouts and keepalives run inside progress."""
+        fd = ctypes.c_int()
+        check(lib.cdt_ucx_worker_fd(self._handle(), ctypes.byref(fd)), "cdt_ucx_worker_fd")
+        return fd.value
+
+    def arm(self):
+        """Before waiting on fileno(): True when nothing is pending (wait now), False when
+        events are pending (progress, then arm again)."""
+        rc = lib.cdt_ucx_worker_arm(self._handle())
+        if rc == _ERR_BUSY:
+            return False
+        check(rc, "cdt_ucx_worker_arm")
+        return True
 
     def address(self):
         """This worker's address (bytes), for Worker.connect_address() in the peer."""
@@ -355,6 +383,35 @@ class Request:
             raise self._error
         return self._result
 
+    async def wait_async(self, timeout=None):
+        """wait() for asyncio: the event loop runs while the request is pending. The worker
+        must have been made with wakeup=True: the coroutine sleeps on its fd (add_reader)
+        and wakes at least every 100 ms to run the worker's timers."""
+        import asyncio
+
+        loop = asyncio.get_running_loop()
+        w = self._worker
+        fd = w.fileno()
+        deadline = None if timeout is None else loop.time() + timeout
+        while not self.test():
+            while w.progress() > 0:
+                pass
+            if self.test():
+                break
+            if deadline is not None and loop.time() >= deadline:
+                raise _lib.error(_ERR_TIMEOUT, "wait_async")
+            if not w.arm():
+                await asyncio.sleep(0)  # events pending: progress again, letting others run
+                continue
+            ready = loop.create_future()
+            loop.add_reader(fd, lambda: ready.done() or ready.set_result(None))
+            try:
+                step = 0.1 if deadline is None else max(0.0, min(0.1, deadline - loop.time()))
+                await asyncio.wait([ready], timeout=step)
+            finally:
+                loop.remove_reader(fd)
+        return self.wait(0)
+
     def cancel(self):
         """Cancel a receive that has not matched yet (it then fails with CanceledError)."""
         if self._r is not None:
@@ -387,6 +444,7 @@ class _SendRequest(Request):
     def __init__(self, ep, obj, tag):
         self._result = self._error = None
         self._r = _b.ucx_isend(ep._handle(), obj, tag)
+        self._worker = ep.worker
 
     def _complete(self, rc, r):
         check(rc, "send")

@@ -1,0 +1,97 @@
+"""Workers that sleep instead of spinning (wakeup=True): the worker's fd for an event loop,
+Request.wait_async under asyncio, and blocking calls, against an echo peer that sleeps too."""
+import asyncio
+import os
+import select
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import cdtypes
+
+try:
+    from cdtypes import ucx
+except ImportError as e:  # libcdt built without UCX
+    pytest.skip(str(e), allow_module_level=True)
+
+
+@pytest.fixture(scope="module")
+def echo():
+    script = os.path.join(os.path.dirname(__file__), "ucx_peer.py")
+    env = dict(os.environ, CDT_UCX_WAKEUP="1")
+    peer = subprocess.Popen([sys.executable, script], stdout=subprocess.PIPE, text=True, env=env)
+    try:
+        port = int(peer.stdout.readline())
+        with ucx.connect("127.0.0.1", port, timeout=30, wakeup=True) as ep:
+            yield ep
+            ep.send("stop", tag=0)
+        assert peer.wait(timeout=30) == 0
+    finally:
+        if peer.poll() is None:
+            peer.kill()
+            peer.wait()
+
+
+def test_fd_only_with_wakeup():
+    with ucx.Worker(wakeup=False) as w:
+        with pytest.raises(cdtypes.CdtError):
+            w.fileno()
+        with pytest.raises(cdtypes.CdtError):
+            w.arm()
+    with ucx.Worker(wakeup=True) as w:
+        assert w.fileno() >= 0
+        while w.progress() > 0:
+            pass
+        assert w.arm() in (True, False)
+
+
+def test_blocking_round_trip(echo):
+    obj = {"a": np.arange(1 << 16, dtype=np.float64), "s": "x" * 100}
+    echo.send(obj, tag=10, timeout=30)
+    back = echo.recv(tag=11, timeout=30)
+    assert back["s"] == obj["s"] and np.array_equal(back["a"], obj["a"])
+
+
+def test_asyncio_round_trips(echo):
+    async def main():
+        objs = [np.full(1000 + i, i, dtype=np.int32) for i in range(8)]
+        got = []
+        for i, o in enumerate(objs):
+            rreq = echo.irecv(tag=201 + 2 * i)
+            await echo.isend(o, tag=200 + 2 * i).wait_async(timeout=30)
+            got.append(await rreq.wait_async(timeout=30))
+        return objs, got
+
+    objs, got = asyncio.run(main())
+    assert all(np.array_equal(a, b) for a, b in zip(objs, got))
+
+
+def test_asyncio_timeout(echo):
+    async def main():
+        req = echo.irecv(tag=999)
+        with pytest.raises(cdtypes.CdtTimeoutError):
+            await req.wait_async(timeout=0.3)
+        req.cancel()
+        with pytest.raises(cdtypes.CdtError):
+            req.wait(timeout=30)
+
+    asyncio.run(main())
+
+
+def test_event_loop_by_hand(echo):
+    """select() on the worker's fd, as a program with its own loop does."""
+    w = echo.worker
+    fd = w.fileno()
+    rreq = echo.irecv(tag=301)
+    sreq = echo.isend([1, 2, 3], tag=300)
+    for _ in range(2000):
+        if rreq.test():
+            break
+        while w.progress() > 0:
+            pass
+        if w.arm():
+            select.select([fd], [], [], 0.1)
+    assert rreq.wait(0) == [1, 2, 3]
+    sreq.wait(timeout=30)
