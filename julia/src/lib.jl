@@ -112,6 +112,7 @@ const CDT_ERR_FRAME_MALFORMED = Cint(-11)
 const CDT_ERR_FRAME_TRUNCATED = Cint(-12)
 const CDT_ERR_FRAME_MISMATCH = Cint(-13)
 const CDT_ERR_TIMEOUT = Cint(-23)
+const CDT_ERR_BUSY = Cint(-24)
 const CDT_ERR_USER_BASE = Cint(-1000)
 const CDT_ERR_JULIA_EXCEPTION = CDT_ERR_USER_BASE - Cint(1) # a Julia callback threw
 
@@ -204,6 +205,7 @@ struct CdtUcxContextParams
     field_mask::UInt64
     estimated_num_eps::Csize_t
     shared_memory::Cint
+    wakeup::Cint
 end
 
 "`cdt_ucx_worker_params` (cdt_ucx.h)."

@@ -6,6 +6,7 @@ const CDT_UCX_TAG_MAX = UInt64(0x7fffffffffffffff)
 const CDT_UCX_TAG_MASK_FULL = CDT_UCX_TAG_MAX
 const CDT_UCX_TAG_MASK_ANY = UInt64(0)
 const CDT_UCX_INFINITE = Int64(-1)
+const CDT_UCX_CONTEXT_PARAM_WAKEUP = UInt64(1) << 2
 const CDT_UCX_WORKER_PARAM_SENDER_ID = UInt64(1) << 0
 const CDT_UCX_WORKER_PARAM_ZCOPY_THRESHOLD = UInt64(1) << 1
 const CDT_UCX_WORKER_PARAM_BUFFER_CACHE = UInt64(1) << 2
@@ -38,7 +39,7 @@ end
 
 """
     Worker(; sender_id=nothing, zcopy_threshold=nothing, buffer_cache_bytes=nothing,
-           protocol=nothing)
+           protocol=nothing, wakeup=nothing)
 
 A UCX context and worker: the progress engine of its listeners and endpoints. `sender_id`
 must differ among the workers that send to one receiver (default: random); arrays of at
@@ -48,6 +49,9 @@ large messages move by cross-memory attach and it has arrays of `zcopy_threshold
 more, split mode over TCP), `:split`, `:single`
 or `:auto_single` (as `:auto`, but one message per object over shared memory whatever its
 arrays: for receivers that reuse their receive memory) (docs/TRANSPORT.md).
+`wakeup=true` lets waits sleep on the worker's event fd instead of spinning (`worker_fd`,
+`arm` for an event loop; UCX then leaves out its shared-memory transports); default: the
+environment variable `CDT_UCX_WAKEUP`, else off.
 """
 mutable struct Worker
     ctx::Ptr{Cvoid}
@@ -60,18 +64,25 @@ function Worker(;
     zcopy_threshold = nothing,
     buffer_cache_bytes = nothing,
     protocol = nothing,
+    wakeup = nothing,
 )
     _need_ucx()
     protocol === nothing ||
         haskey(_PROTOCOLS, protocol) ||
         throw(ArgumentError("protocol is :auto, :split, :single or :auto_single"))
     ctx = Ref{Ptr{Cvoid}}(C_NULL)
+    cp = Ref(CdtUcxContextParams(
+        wakeup === nothing ? UInt64(0) : CDT_UCX_CONTEXT_PARAM_WAKEUP,
+        Csize_t(0),
+        Cint(0),
+        Cint(wakeup === true ? 1 : 0),
+    ))
     check(
         ccall(
             cfn(:cdt_ucx_context_create),
             Cint,
-            (Ptr{CdtUcxContextParams}, Ref{Ptr{Cvoid}}),
-            C_NULL,
+            (Ref{CdtUcxContextParams}, Ref{Ptr{Cvoid}}),
+            cp,
             ctx,
         ),
         "cdt_ucx_context_create",
@@ -150,6 +161,36 @@ progress(w::Worker) = Int(ccall(
     (Ptr{Cvoid},),
     _handle(w),
 ))
+
+"""
+    worker_fd(worker) -> RawFD
+
+The worker's event fd (a worker made with `wakeup=true`): readable when there is something
+to progress, e.g. `FileWatching.poll_fd(worker_fd(w), 0.1; readable=true)`. Wait on it only
+after `arm(worker)` returned true, and progress at least every 100 ms while requests are
+pending (receive timeouts and keepalives run inside progress).
+"""
+function worker_fd(w::Worker)
+    fd = Ref{Cint}(-1)
+    check(
+        ccall(cfn(:cdt_ucx_worker_fd), Cint, (Ptr{Cvoid}, Ref{Cint}), _handle(w), fd),
+        "cdt_ucx_worker_fd",
+    )
+    return RawFD(fd[])
+end
+
+"""
+    arm(worker) -> Bool
+
+Before waiting on `worker_fd`: true when nothing is pending (wait now), false when events are
+pending (progress, then arm again).
+"""
+function arm(w::Worker)
+    rc = ccall(cfn(:cdt_ucx_worker_arm), Cint, (Ptr{Cvoid},), _handle(w))
+    rc == CDT_ERR_BUSY && return false
+    check(rc, "cdt_ucx_worker_arm")
+    return true
+end
 
 "This worker's address, for `connect_address` in the peer."
 function address(w::Worker)

@@ -224,6 +224,15 @@ roundtrip(x; kw...) = decode(tobytes(encode(x; kw...)))
             w = CDTypes.Worker(protocol = :single)
             close(w)
             @test !isopen(w)
+            # an event fd only with wakeup
+            w = CDTypes.Worker(wakeup = false)
+            @test_throws CDTypesError CDTypes.worker_fd(w)
+            close(w)
+            w = CDTypes.Worker(wakeup = true)
+            @test CDTypes.worker_fd(w) isa RawFD
+            while CDTypes.progress(w) > 0 end
+            @test CDTypes.arm(w) isa Bool
+            close(w)
             l = CDTypes.listen(host = "127.0.0.1", port = 0)
             port = CDTypes.port(l)
             @test port > 0
