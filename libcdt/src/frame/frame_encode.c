@@ -26,8 +26,8 @@ static int collect_pieces(cdt_frame f, const region_src *src)
     cdt_count total = 0;
     for (cdt_count i = 0; i < f->region_count; i++) {
         cdt_count n;
-        int rc = cdt__layout_range_iov(src[i].base, src[i].len, src[i].type, 0, f->regions[i].bytes,
-                                       0, 0, NULL, &n);
+        int rc = cdt__layout_range_iov(src[i].base, src[i].len, src[i].type, 0,
+                                       f->regions[i].rec.bytes, 0, 0, NULL, &n);
         if (rc != CDT_SUCCESS)
             return rc;
         f->regions[i].first_piece = total;
@@ -45,7 +45,7 @@ static int collect_pieces(cdt_frame f, const region_src *src)
         cdt_count n;
         /* no piece array when no region has a piece (no offset from a null pointer) */
         cdt_iov *at = f->pieces != NULL ? f->pieces + r->first_piece : NULL;
-        int rc = cdt__layout_range_iov(src[i].base, src[i].len, src[i].type, 0, r->bytes, 0,
+        int rc = cdt__layout_range_iov(src[i].base, src[i].len, src[i].type, 0, r->rec.bytes, 0,
                                        r->n_pieces, at, &n);
         if (rc != CDT_SUCCESS)
             return rc;
@@ -71,7 +71,7 @@ static int layout_frame(cdt_frame f, cdt_count packed_size, const region_src *sr
         return CDT_ERR_OVERFLOW;
     f->head_len = off;
     for (cdt_count i = 0; i < f->region_count; i++) {
-        frame_region *r = &f->regions[i];
+        cdt__region_rec *r = &f->regions[i].rec;
         if (cdt__mul_overflows(src[i].len, src[i].type->size, &r->bytes))
             return CDT_ERR_OVERFLOW;
         r->kind = src[i].type->kind == CDT_KIND_MIXED ? CDT_KIND_BYTE : src[i].type->kind;
@@ -96,7 +96,7 @@ static int layout_frame(cdt_frame f, cdt_count packed_size, const region_src *sr
     unsigned char *h = f->head;
     cdt__frame_put_fixed(h, header_size, packed_size, f->region_count, f->frame_size);
     for (cdt_count i = 0; i < f->region_count; i++)
-        cdt__frame_put_region(h, i, f->regions[i].bytes, f->regions[i].kind);
+        cdt__frame_put_region(h, i, f->regions[i].rec.bytes, f->regions[i].rec.kind);
     return CDT_SUCCESS;
 }
 
@@ -137,11 +137,11 @@ static int build_iov(cdt_frame f)
     f->iov[n++] = (cdt_iov){f->head, f->head_len};
     for (cdt_count i = 0; i < f->region_count; i++) {
         frame_region *r = &f->regions[i];
-        if (r->frame_offset > off) /* also before an empty region: it moves the offset */
-            f->iov[n++] = (cdt_iov){(void *)zero_pad, r->frame_offset - off};
+        if (r->rec.frame_offset > off) /* also before an empty region: it moves the offset */
+            f->iov[n++] = (cdt_iov){(void *)zero_pad, r->rec.frame_offset - off};
         for (cdt_count p = 0; p < r->n_pieces; p++)
             f->iov[n++] = f->pieces[r->first_piece + p];
-        off = r->frame_offset + r->bytes;
+        off = r->rec.frame_offset + r->rec.bytes;
     }
     f->n_iov = n;
     for (cdt_count i = 0, at = 0; i < n; i++) {
