@@ -128,13 +128,7 @@ int cdt_decoder_region_info(cdt_decoder d, cdt_count index, cdt_count *len_bytes
 {
     if (d == NULL || index < 0 || index >= d->info.region_count)
         return CDT_ERR_INVALID_ARG;
-    if (len_bytes != NULL)
-        *len_bytes = d->regions[index].bytes;
-    if (kind != NULL)
-        *kind = d->regions[index].kind;
-    if (frame_offset != NULL)
-        *frame_offset = d->regions[index].frame_offset;
-    return CDT_SUCCESS;
+    return cdt__region_info(&d->regions[index].rec, len_bytes, kind, frame_offset);
 }
 
 int cdt_decoder_bind(cdt_decoder d, void *buf, cdt_count count, cdt_type type)
@@ -254,13 +248,13 @@ static int write_area(cdt_decoder d, cdt_count off, const unsigned char *src, cd
     /* find the region at or after off (regions are sorted by frame offset); a receiver writes
      * them in order, so the region after the last one written is tried first */
     cdt_count lo = 0, hi = in->region_count, h = d->region_hint;
-    if (h < in->region_count && off < d->regions[h].frame_offset + d->regions[h].bytes &&
-        (h == 0 || d->regions[h - 1].frame_offset + d->regions[h - 1].bytes <= off)) {
+    if (h < in->region_count && off < d->regions[h].rec.frame_offset + d->regions[h].rec.bytes &&
+        (h == 0 || d->regions[h - 1].rec.frame_offset + d->regions[h - 1].rec.bytes <= off)) {
         lo = h;
     } else {
         while (lo < hi) {
             cdt_count mid = lo + (hi - lo) / 2;
-            if (d->regions[mid].frame_offset + d->regions[mid].bytes <= off)
+            if (d->regions[mid].rec.frame_offset + d->regions[mid].rec.bytes <= off)
                 lo = mid + 1;
             else
                 hi = mid;
@@ -268,7 +262,7 @@ static int write_area(cdt_decoder d, cdt_count off, const unsigned char *src, cd
     }
     if (lo == in->region_count)
         return CDT_ERR_FRAME_MALFORMED; /* past the end: cannot happen after range checks */
-    dec_region *r = &d->regions[lo];
+    const cdt__region_rec *r = &d->regions[lo].rec;
     if (off < r->frame_offset) { /* padding before region lo */
         cdt_count n = r->frame_offset - off < len ? r->frame_offset - off : len;
         *consumed = n;
@@ -342,7 +336,7 @@ int cdt_decoder_region_iov_count(cdt_decoder d, cdt_count index, cdt_count *n)
         return rc;
     if (n == NULL)
         return CDT_ERR_INVALID_ARG;
-    return region_iov(d, index, 0, d->regions[index].bytes, 0, 0, NULL, n);
+    return region_iov(d, index, 0, d->regions[index].rec.bytes, 0, 0, NULL, n);
 }
 
 int cdt_decoder_region_iov(cdt_decoder d, cdt_count index, cdt_count first, cdt_count max,
@@ -353,7 +347,7 @@ int cdt_decoder_region_iov(cdt_decoder d, cdt_count index, cdt_count first, cdt_
         return rc;
     if (first < 0 || max < 0 || n_out == NULL || (iov == NULL && max > 0))
         return CDT_ERR_INVALID_ARG;
-    return region_iov(d, index, 0, d->regions[index].bytes, first, max, iov, n_out);
+    return region_iov(d, index, 0, d->regions[index].rec.bytes, first, max, iov, n_out);
 }
 
 int cdt_decoder_region_done(cdt_decoder d, cdt_count index)
@@ -361,7 +355,7 @@ int cdt_decoder_region_done(cdt_decoder d, cdt_count index)
     int rc = check_region_index(d, index);
     if (rc != CDT_SUCCESS)
         return rc;
-    dec_region *r = &d->regions[index];
+    cdt__region_rec *r = &d->regions[index].rec;
     if (r->done)
         return CDT_ERR_ORDER;
     rc = cdt__ranges_add(&d->arrived, r->frame_offset, r->frame_offset + r->bytes);
@@ -382,7 +376,7 @@ int cdt_decoder_finish(cdt_decoder d)
     if (!cdt__ranges_covers(&d->arrived, in->header_size, in->header_size + in->packed_size))
         return CDT_ERR_INCOMPLETE;
     for (cdt_count i = 0; i < in->region_count; i++) {
-        const dec_region *r = &d->regions[i];
+        const cdt__region_rec *r = &d->regions[i].rec;
         if (!cdt__ranges_covers(&d->arrived, r->frame_offset, r->frame_offset + r->bytes))
             return CDT_ERR_INCOMPLETE;
     }

@@ -16,7 +16,7 @@ static int whole_regions(cdt_op op, const unsigned char *data, const cdt_frame_i
 {
     cdt_count at = info->header_size + info->packed_size;
     for (cdt_count i = 0; i < info->region_count; i++) {
-        const dec_region *r = &regions[i];
+        const cdt__region_rec *r = &regions[i].rec;
         if (!cdt__frame_all_zero(data + at, r->frame_offset - at))
             return CDT_ERR_FRAME_MALFORMED;
         at = r->frame_offset + r->bytes;

@@ -19,14 +19,15 @@ typedef struct region_src {
     cdt_type type;
 } region_src;
 
+/* Each region's pieces (its byte range as an iov list) into f->pieces, in region order: one
+ * walk counts them, a second fills the one array. */
 static int collect_pieces(cdt_frame f, const region_src *src)
 {
     cdt_count total = 0;
     for (cdt_count i = 0; i < f->region_count; i++) {
         cdt_count n;
-        cdt_count bytes = src[i].len * src[i].type->size;
-        int rc =
-            cdt__layout_range_iov(src[i].base, src[i].len, src[i].type, 0, bytes, 0, 0, NULL, &n);
+        int rc = cdt__layout_range_iov(src[i].base, src[i].len, src[i].type, 0,
+                                       f->regions[i].rec.bytes, 0, 0, NULL, &n);
         if (rc != CDT_SUCCESS)
             return rc;
         f->regions[i].first_piece = total;
@@ -40,16 +41,20 @@ static int collect_pieces(cdt_frame f, const region_src *src)
             return CDT_ERR_NO_MEMORY;
     }
     for (cdt_count i = 0; i < f->region_count; i++) {
+        frame_region *r = &f->regions[i];
         cdt_count n;
-        cdt_count bytes = src[i].len * src[i].type->size;
         /* no piece array when no region has a piece (no offset from a null pointer) */
-        cdt_iov *at = f->pieces != NULL ? f->pieces + f->regions[i].first_piece : NULL;
-        int rc = cdt__layout_range_iov(src[i].base, src[i].len, src[i].type, 0, bytes, 0,
-                                       f->regions[i].n_pieces, at, &n);
+        cdt_iov *at = f->pieces != NULL ? f->pieces + r->first_piece : NULL;
+        int rc = cdt__layout_range_iov(src[i].base, src[i].len, src[i].type, 0, r->rec.bytes, 0,
+                                       r->n_pieces, at, &n);
         if (rc != CDT_SUCCESS)
             return rc;
-        if (n != f->regions[i].n_pieces)
-            return CDT_ERR_CALLBACK; /* the region changed between two calls */
+        /* internal consistency check, cannot fail: both walks are over the same committed
+         * layout, base and length (a custom type's regions were fetched once, into the
+         * operation). The bound above keeps a disagreement inside the array; this keeps it
+         * from leaving pieces unset. */
+        if (n != r->n_pieces)
+            return CDT_ERR_CALLBACK;
     }
     f->n_pieces = total;
     return CDT_SUCCESS;
@@ -66,7 +71,7 @@ static int layout_frame(cdt_frame f, cdt_count packed_size, const region_src *sr
         return CDT_ERR_OVERFLOW;
     f->head_len = off;
     for (cdt_count i = 0; i < f->region_count; i++) {
-        frame_region *r = &f->regions[i];
+        cdt__region_rec *r = &f->regions[i].rec;
         if (cdt__mul_overflows(src[i].len, src[i].type->size, &r->bytes))
             return CDT_ERR_OVERFLOW;
         r->kind = src[i].type->kind == CDT_KIND_MIXED ? CDT_KIND_BYTE : src[i].type->kind;
@@ -91,7 +96,7 @@ static int layout_frame(cdt_frame f, cdt_count packed_size, const region_src *sr
     unsigned char *h = f->head;
     cdt__frame_put_fixed(h, header_size, packed_size, f->region_count, f->frame_size);
     for (cdt_count i = 0; i < f->region_count; i++)
-        cdt__frame_put_region(h, i, f->regions[i].bytes, f->regions[i].kind);
+        cdt__frame_put_region(h, i, f->regions[i].rec.bytes, f->regions[i].rec.kind);
     return CDT_SUCCESS;
 }
 
@@ -132,11 +137,11 @@ static int build_iov(cdt_frame f)
     f->iov[n++] = (cdt_iov){f->head, f->head_len};
     for (cdt_count i = 0; i < f->region_count; i++) {
         frame_region *r = &f->regions[i];
-        if (r->frame_offset > off) /* also before an empty region: it moves the offset */
-            f->iov[n++] = (cdt_iov){(void *)zero_pad, r->frame_offset - off};
+        if (r->rec.frame_offset > off) /* also before an empty region: it moves the offset */
+            f->iov[n++] = (cdt_iov){(void *)zero_pad, r->rec.frame_offset - off};
         for (cdt_count p = 0; p < r->n_pieces; p++)
             f->iov[n++] = f->pieces[r->first_piece + p];
-        off = r->frame_offset + r->bytes;
+        off = r->rec.frame_offset + r->rec.bytes;
     }
     f->n_iov = n;
     for (cdt_count i = 0, at = 0; i < n; i++) {
@@ -199,40 +204,110 @@ static int write_small(cdt_op op, cdt_count packed_size, cdt_count n, const smal
     return rc;
 }
 
+static int check_params(const cdt_frame_params *params)
+{
+    if (params == NULL)
+        return CDT_SUCCESS;
+    if (params->field_mask &
+        ~(uint64_t)(CDT_FRAME_PARAM_REGION_THRESHOLD | CDT_FRAME_PARAM_HEAD_ALLOCATOR))
+        return CDT_ERR_INVALID_ARG; /* a field of a later library: not this one's */
+    if ((params->field_mask & CDT_FRAME_PARAM_HEAD_ALLOCATOR) &&
+        (params->head_alloc == NULL || params->head_release == NULL))
+        return CDT_ERR_INVALID_ARG;
+    return CDT_SUCCESS;
+}
+
+/* a pack operation on op (on the caller's stack), its packed size, and for a custom type its
+ * regions fetched; on failure nothing is left to release */
+static int begin_op(struct cdt_op_s *op, const void *buf, cdt_count count, cdt_type type,
+                    cdt_count *packed_size)
+{
+    int rc = cdt__op_init(op, (void *)buf, count, type, true);
+    if (rc != CDT_SUCCESS)
+        return rc;
+    rc = cdt_op_packed_size(op, packed_size);
+    if (rc == CDT_SUCCESS && type->cls == CDT__CLASS_CUSTOM)
+        rc = cdt__op_fetch_regions(op);
+    if (rc != CDT_SUCCESS)
+        cdt__op_fini(op);
+    return rc;
+}
+
+/* a frame object that the begun operation op moves into; on failure op is finished */
+static int new_frame(struct cdt_op_s *op, const cdt_frame_params *params, bool deferred,
+                     cdt_frame *out)
+{
+    cdt_frame f = malloc(sizeof(*f));
+    if (f == NULL) {
+        cdt__op_fini(op);
+        return CDT_ERR_NO_MEMORY;
+    }
+    /* everything but the inline arrays starts zeroed */
+    memset(f, 0, offsetof(struct cdt_frame_s, iov_inline));
+    f->deferred = deferred;
+    cdt__op_move(&f->op_storage, op);
+    f->op = &f->op_storage;
+    if (params != NULL && (params->field_mask & CDT_FRAME_PARAM_HEAD_ALLOCATOR)) {
+        f->head_alloc = params->head_alloc;
+        f->head_release = params->head_release;
+        f->head_alloc_arg = params->head_alloc_arg;
+    }
+    *out = f;
+    return CDT_SUCCESS;
+}
+
+/* The regions the frame sends by reference: a custom type's own (fetched into the operation),
+ * or for a layout whose packed stream is one contiguous block of at least the region
+ * threshold, that block, sent in place rather than copied (the packed stream is then empty:
+ * *packed_size becomes 0). Sets f->region_count and allocates f->regions; *src describes each
+ * region and is `whole` or an allocation for the caller to free (NULL: no regions). */
+static int choose_regions(cdt_frame f, const cdt_frame_params *params, region_src *whole,
+                          region_src **src, cdt_count *packed_size)
+{
+    cdt_op op = f->op;
+    *src = NULL;
+    if (op->type->cls == CDT__CLASS_CUSTOM) {
+        f->region_count = op->region_count;
+        if (f->region_count > 0) {
+            *src = malloc((size_t)f->region_count * sizeof(**src));
+            if (*src == NULL)
+                return CDT_ERR_NO_MEMORY;
+            for (cdt_count i = 0; i < f->region_count; i++)
+                (*src)[i] =
+                    (region_src){op->region_bases[i], op->region_lens[i], op->region_types[i]};
+        }
+    } else {
+        cdt_count threshold = default_threshold(params);
+        if (threshold >= 0 && *packed_size >= threshold && *packed_size > 0 &&
+            cdt__layout_is_contiguous(op->type, op->count)) {
+            *whole = (region_src){op->buf, op->count, op->type};
+            *src = whole;
+            *packed_size = 0;
+            f->region_count = 1;
+        }
+    }
+    if (f->region_count > 0) {
+        f->regions = calloc((size_t)f->region_count, sizeof(frame_region));
+        if (f->regions == NULL)
+            return CDT_ERR_NO_MEMORY;
+    }
+    return CDT_SUCCESS;
+}
+
 static int encode(const void *buf, cdt_count count, cdt_type type, const cdt_frame_params *params,
                   bool deferred, const small_dst *small, cdt_frame *out)
 {
     if (out == NULL)
         return CDT_ERR_INVALID_ARG;
-    if (params != NULL && (params->field_mask & ~(uint64_t)(CDT_FRAME_PARAM_REGION_THRESHOLD |
-                                                            CDT_FRAME_PARAM_HEAD_ALLOCATOR)))
-        return CDT_ERR_INVALID_ARG; /* a field of a later library: not this one's */
-    if (params != NULL && (params->field_mask & CDT_FRAME_PARAM_HEAD_ALLOCATOR) &&
-        (params->head_alloc == NULL || params->head_release == NULL))
-        return CDT_ERR_INVALID_ARG;
-    /* the operation starts on the stack: a small plain frame needs no frame object */
-    struct cdt_op_s op;
-    int rc = cdt__op_init(&op, (void *)buf, count, type, true);
+    int rc = check_params(params);
     if (rc != CDT_SUCCESS)
         return rc;
+    /* the operation starts on the stack: a small plain frame needs no frame object */
+    struct cdt_op_s op;
     cdt_count packed_size;
-    rc = cdt_op_packed_size(&op, &packed_size);
-    bool custom = type->cls == CDT__CLASS_CUSTOM;
-    if (rc == CDT_SUCCESS && custom)
-        rc = cdt__op_fetch_regions(&op);
-    if (rc != CDT_SUCCESS) {
-        cdt__op_fini(&op);
+    if ((rc = begin_op(&op, buf, count, type, &packed_size)) != CDT_SUCCESS)
         return rc;
-    }
-    region_src whole;
-    bool contiguous_block = false;
-    if (!custom) {
-        cdt_count threshold = default_threshold(params);
-        /* one large block: sent in place as a region rather than copied */
-        contiguous_block = threshold >= 0 && packed_size >= threshold && packed_size > 0 &&
-                           cdt__layout_is_contiguous(type, count);
-    }
-    cdt_count region_count = custom ? op.region_count : contiguous_block;
+    bool custom = type->cls == CDT__CLASS_CUSTOM;
     if (small != NULL && (!custom || op.region_count <= CDT__OP_INLINE_REGIONS)) {
         /* a whole message: a large contiguous block is no region there, just stream bytes */
         bool fits = false;
@@ -247,61 +322,23 @@ static int encode(const void *buf, cdt_count count, cdt_type type, const cdt_fra
         }
     }
 
-    cdt_frame f = malloc(sizeof(*f));
-    if (f == NULL) {
-        cdt__op_fini(&op);
-        return CDT_ERR_NO_MEMORY;
+    cdt_frame f;
+    if ((rc = new_frame(&op, params, deferred, &f)) != CDT_SUCCESS)
+        return rc;
+    region_src whole, *src = NULL;
+    if ((rc = choose_regions(f, params, &whole, &src, &packed_size)) != CDT_SUCCESS ||
+        (rc = layout_frame(f, packed_size, src, f->head_alloc)) != CDT_SUCCESS ||
+        (!deferred && (rc = pack_stream(f, f->header_size, packed_size)) != CDT_SUCCESS) ||
+        (rc = collect_pieces(f, src)) != CDT_SUCCESS || (rc = build_iov(f)) != CDT_SUCCESS) {
+        if (src != &whole)
+            free(src);
+        cdt_frame_free(f);
+        return rc;
     }
-    /* everything but the inline arrays starts zeroed */
-    memset(f, 0, offsetof(struct cdt_frame_s, iov_inline));
-    f->deferred = deferred;
-    /* the operation moves into the frame */
-    cdt__op_move(&f->op_storage, &op);
-    f->op = &f->op_storage;
-    cdt_frame_alloc_func_t *alloc = NULL;
-    if (params != NULL && (params->field_mask & CDT_FRAME_PARAM_HEAD_ALLOCATOR)) {
-        alloc = params->head_alloc;
-        f->head_alloc = alloc;
-        f->head_release = params->head_release;
-        f->head_alloc_arg = params->head_alloc_arg;
-    }
-    region_src *src = NULL;
-    f->region_count = region_count;
-    if (custom && f->region_count > 0) {
-        src = malloc((size_t)f->region_count * sizeof(*src));
-        if (src == NULL) {
-            rc = CDT_ERR_NO_MEMORY;
-            goto fail;
-        }
-        for (cdt_count i = 0; i < f->region_count; i++)
-            src[i] =
-                (region_src){f->op->region_bases[i], f->op->region_lens[i], f->op->region_types[i]};
-    } else if (contiguous_block) {
-        whole = (region_src){(void *)buf, count, type};
-        src = &whole;
-        packed_size = 0;
-    }
-    if (f->region_count > 0) {
-        f->regions = calloc((size_t)f->region_count, sizeof(frame_region));
-        if (f->regions == NULL) {
-            rc = CDT_ERR_NO_MEMORY;
-            goto fail;
-        }
-    }
-    if ((rc = layout_frame(f, packed_size, src, alloc)) != CDT_SUCCESS ||
-        (!deferred &&
-         (rc = pack_stream(f, f->head_len - packed_size, packed_size)) != CDT_SUCCESS) ||
-        (rc = collect_pieces(f, src)) != CDT_SUCCESS || (rc = build_iov(f)) != CDT_SUCCESS)
-        goto fail;
     if (src != &whole)
         free(src);
     *out = f;
     return CDT_SUCCESS;
-fail:
-    if (src != &whole)
-        free(src);
-    cdt_frame_free(f);
-    return rc;
 }
 
 int cdt_frame_encode(const void *buf, cdt_count count, cdt_type type,

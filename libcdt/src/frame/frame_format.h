@@ -120,6 +120,30 @@ static inline bool cdt__frame_align(cdt_count off, cdt_count *out)
     return true;
 }
 
+/* One region as a frame's header describes it. The sender's frame object (frame_region) and the
+ * decoder (dec_region) each keep one per region, so that cdt_frame_region_info and
+ * cdt_decoder_region_info are the one function below. */
+typedef struct cdt__region_rec {
+    cdt_count bytes, frame_offset;
+    cdt_kind kind;
+    /* decoder only: cdt_decoder_region_done was called. It fills the padding after kind, so the
+     * decoder's record stays as small as it was on its own (the sender's is unchanged too). */
+    bool done;
+} cdt__region_rec;
+
+/* the outputs of cdt_frame_region_info / cdt_decoder_region_info (each may be NULL) */
+static inline int cdt__region_info(const cdt__region_rec *r, cdt_count *len_bytes, cdt_kind *kind,
+                                   cdt_count *frame_offset)
+{
+    if (len_bytes != NULL)
+        *len_bytes = r->bytes;
+    if (kind != NULL)
+        *kind = r->kind;
+    if (frame_offset != NULL)
+        *frame_offset = r->frame_offset;
+    return CDT_SUCCESS;
+}
+
 /* cdt_frame_encode(), except that the packed stream is not packed now: cdt_frame_gather()
  * packs the part of it that is asked for, straight into the caller's memory (the transport's
  * single-mode messages: packing happens inside UCX's own copy, piece by piece). Such a frame

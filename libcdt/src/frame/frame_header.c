@@ -68,13 +68,13 @@ int cdt__frame_parse_regions(const unsigned char *h, cdt_frame_info *info, dec_r
         if (ksize == 0 || bytes % (uint64_t)ksize != 0)
             return CDT_ERR_FRAME_MALFORMED;
         dec_region *r = &regions[i];
-        r->bytes = (cdt_count)bytes;
-        r->kind = (cdt_kind)kind;
+        r->rec.bytes = (cdt_count)bytes;
+        r->rec.kind = (cdt_kind)kind;
         r->stream_offset = stream;
-        if (!cdt__frame_align(off, &r->frame_offset) ||
-            cdt__add_overflows(r->frame_offset, r->bytes, &off) ||
-            cdt__add_overflows(sum, r->bytes, &sum) ||
-            cdt__add_overflows(stream, r->bytes, &stream) || off > info->frame_size)
+        if (!cdt__frame_align(off, &r->rec.frame_offset) ||
+            cdt__add_overflows(r->rec.frame_offset, r->rec.bytes, &off) ||
+            cdt__add_overflows(sum, r->rec.bytes, &sum) ||
+            cdt__add_overflows(stream, r->rec.bytes, &stream) || off > info->frame_size)
             return CDT_ERR_FRAME_MALFORMED;
     }
     if (off != info->frame_size)
@@ -94,7 +94,7 @@ int cdt__frame_match_regions(cdt_op op, const cdt_frame_info *info, const dec_re
     if (op->region_count != info->region_count)
         return CDT_ERR_FRAME_MISMATCH;
     for (cdt_count i = 0; i < info->region_count; i++)
-        if (cdt__op_region_bytes(op, i) != regions[i].bytes)
+        if (cdt__op_region_bytes(op, i) != regions[i].rec.bytes)
             return CDT_ERR_FRAME_MISMATCH;
     return CDT_SUCCESS;
 }

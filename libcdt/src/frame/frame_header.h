@@ -11,9 +11,8 @@
 #include <stdbool.h>
 
 typedef struct dec_region {
-    cdt_count bytes, frame_offset, stream_offset; /* stream_offset: layout receivers */
-    cdt_kind kind;
-    bool done;
+    cdt__region_rec rec;
+    cdt_count stream_offset; /* layout receivers: where the region's bytes are in the stream */
 } dec_region;
 
 /* the fixed part of a header of `len` bytes: magic, version, flags, byte order, sizes */

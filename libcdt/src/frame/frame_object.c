@@ -56,13 +56,7 @@ int cdt_frame_region_info(cdt_frame f, cdt_count index, cdt_count *len_bytes, cd
 {
     if (f == NULL || index < 0 || index >= f->region_count)
         return CDT_ERR_INVALID_ARG;
-    if (len_bytes != NULL)
-        *len_bytes = f->regions[index].bytes;
-    if (kind != NULL)
-        *kind = f->regions[index].kind;
-    if (frame_offset != NULL)
-        *frame_offset = f->regions[index].frame_offset;
-    return CDT_SUCCESS;
+    return cdt__region_info(&f->regions[index].rec, len_bytes, kind, frame_offset);
 }
 
 static int copy_iov(const cdt_iov *src, cdt_count n, cdt_count first, cdt_count max, cdt_iov iov[],

@@ -10,8 +10,7 @@
 #include "core/core.h"
 
 typedef struct frame_region {
-    cdt_count bytes, frame_offset;
-    cdt_kind kind;
+    cdt__region_rec rec;
     cdt_count first_piece, n_pieces; /* into frame->pieces */
 } frame_region;
 

@@ -67,49 +67,48 @@ static void drain_regions(cdt_ucx_request r, const unsigned char *S, cdt_count s
     }
 }
 
-/* lock held: the inline stream S (header, packed stream, small regions) is complete */
-static void body_ready(cdt_ucx_request r, const unsigned char *S, cdt_count slen)
+/* lock held: the decoder of the inline stream S (r->dec), and the frame's sizes in *in and
+ * r->info. A receive abandoned meanwhile fails here with its abandon status: nothing goes into
+ * its memory. */
+static int open_decoder(cdt_ucx_request r, const unsigned char *S, cdt_count slen,
+                        cdt_frame_info *in)
 {
     /* the limits were checked on the fixed header already when it was in the head message
      * (cdt__ucx_parse_head); the decoder checks them before anything is sized in any case */
     cdt_decoder_params dp = cdt__ucx_decoder_params(&r->limits);
     int rc = cdt_decoder_create_advanced(S, slen, &dp, &r->dec);
-    cdt_frame_info in = {.field_mask = CDT_FRAME_INFO_ALL};
     if (rc == CDT_SUCCESS)
-        rc = cdt_decoder_info(r->dec, &in);
-    if (rc != CDT_SUCCESS) {
-        /* the sender may still have sent regions on their own */
-        drain_regions(r, S, slen, 0);
-        cdt__ucx_recv_fail(r, rc);
-        return;
-    }
-    if (r->abandon != CDT_SUCCESS) { /* nothing goes into the receive's memory */
-        drain_regions(r, S, slen, 0);
-        cdt__ucx_recv_fail(r, r->abandon);
-        return;
-    }
-    r->info.frame_size = in.frame_size;
-    r->info.packed_size = in.packed_size;
-    r->info.region_count = in.region_count;
-    r->info.region_bytes = in.region_bytes;
-    rc = r->prepare != NULL ? r->prepare(r->prepare_arg, r->dec)
-                            : cdt_decoder_bind(r->dec, r->buf, r->count, r->type);
-    cdt_count pos = in.header_size + in.packed_size;
-    if (rc == CDT_SUCCESS && pos > slen)
-        rc = CDT_ERR_FRAME_MALFORMED;
-    if (rc == CDT_SUCCESS)
-        rc = cdt_decoder_write(r->dec, in.header_size, S + in.header_size, in.packed_size);
-    cdt_count nsep = 0;
-    /* small regions follow each other in the inline stream; those that also follow each other
-     * in the frame (no padding between them) are written with one call */
+        rc = cdt_decoder_info(r->dec, in);
+    if (rc != CDT_SUCCESS)
+        return rc;
+    if (r->abandon != CDT_SUCCESS)
+        return r->abandon;
+    r->info.frame_size = in->frame_size;
+    r->info.packed_size = in->packed_size;
+    r->info.region_count = in->region_count;
+    r->info.region_bytes = in->region_bytes;
+    return CDT_SUCCESS;
+}
+
+/* lock held: the bound decoder gets what S carries after the header: the packed stream, then
+ * the small regions, which follow each other in S. *nsep: the regions sent on their own. */
+static int inline_write(cdt_ucx_request r, const unsigned char *S, cdt_count slen,
+                        const cdt_frame_info *in, cdt_count *nsep)
+{
+    cdt_count pos = in->header_size + in->packed_size;
+    if (pos > slen)
+        return CDT_ERR_FRAME_MALFORMED;
+    int rc = cdt_decoder_write(r->dec, in->header_size, S + in->header_size, in->packed_size);
+    /* small regions that also follow each other in the frame (no padding between them) are
+     * written with one call */
     cdt_count run_off = 0, run_len = 0, run_pos = pos;
-    for (cdt_count i = 0; rc == CDT_SUCCESS && i < in.region_count; i++) {
+    for (cdt_count i = 0; rc == CDT_SUCCESS && i < in->region_count; i++) {
         cdt_count len, off;
         rc = cdt_decoder_region_info(r->dec, i, &len, NULL, &off);
         if (rc != CDT_SUCCESS)
             break;
         if (cdt__ucx_separate(len, r->threshold, i)) {
-            nsep++;
+            (*nsep)++;
             continue;
         }
         if (len > slen - pos) {
@@ -131,40 +130,50 @@ static void body_ready(cdt_ucx_request r, const unsigned char *S, cdt_count slen
         rc = cdt_decoder_write(r->dec, run_off, S + run_pos, run_len);
     if (rc == CDT_SUCCESS && pos != slen)
         rc = CDT_ERR_FRAME_MALFORMED;
-    if (rc == CDT_SUCCESS && nsep > 0) {
-        r->subs = calloc((size_t)nsep, sizeof(*r->subs));
-        if (r->subs == NULL)
-            rc = CDT_ERR_NO_MEMORY;
+    return rc;
+}
+
+/* lock held: where the large region `index` of `len` bytes is received: straight into the
+ * destination when that is one piece, else into a staging buffer (s->tmp) that sub_cb writes
+ * through the decoder */
+static int region_dst(cdt_ucx_request r, cdt__ucx_sub *s, cdt_count index, cdt_count len,
+                      void **dst)
+{
+    cdt_count npieces;
+    *dst = NULL;
+    int rc = cdt_decoder_region_iov_count(r->dec, index, &npieces);
+    if (rc != CDT_SUCCESS)
+        return rc;
+    if (npieces == 1) {
+        cdt_iov iov = {0};
+        cdt_count got = 0;
+        rc = cdt_decoder_region_iov(r->dec, index, 0, 1, &iov, &got);
+        if (rc == CDT_SUCCESS && (got != 1 || iov.len != len))
+            rc = CDT_ERR_FRAME_MISMATCH;
+        *dst = iov.base;
+        return rc;
     }
-    if (rc != CDT_SUCCESS) {
-        drain_regions(r, S, slen, 0);
-        cdt__ucx_recv_fail(r, rc);
-        return;
-    }
-    /* large regions: straight into the destination when it is one piece */
-    for (cdt_count i = 0; i < in.region_count; i++) {
-        cdt_count len, npieces;
-        rc = cdt_decoder_region_info(r->dec, i, &len, NULL, NULL);
+    s->tmp = cdt__ucx_buf_get(r->w, (size_t)len);
+    *dst = s->tmp;
+    return s->tmp == NULL ? CDT_ERR_NO_MEMORY : CDT_SUCCESS;
+}
+
+/* lock held: a receive for each large region (r->subs has room for them all). On failure the
+ * regions from the failed one on are drained; those posted already are canceled by
+ * cdt__ucx_recv_fail (sub_cb drains the message of a canceled one). */
+static void post_regions(cdt_ucx_request r, const unsigned char *S, cdt_count slen,
+                         const cdt_frame_info *in)
+{
+    for (cdt_count i = 0; i < in->region_count; i++) {
+        cdt_count len;
+        int rc = cdt_decoder_region_info(r->dec, i, &len, NULL, NULL);
         if (rc != CDT_SUCCESS || !cdt__ucx_separate(len, r->threshold, i))
             continue;
         cdt__ucx_sub *s = &r->subs[r->nsubs++];
         s->index = i;
         s->len = len;
-        void *dst = NULL;
-        rc = cdt_decoder_region_iov_count(r->dec, i, &npieces);
-        if (rc == CDT_SUCCESS && npieces == 1) {
-            cdt_iov iov = {0};
-            cdt_count got = 0;
-            rc = cdt_decoder_region_iov(r->dec, i, 0, 1, &iov, &got);
-            if (rc == CDT_SUCCESS && (got != 1 || iov.len != len))
-                rc = CDT_ERR_FRAME_MISMATCH;
-            dst = iov.base;
-        } else if (rc == CDT_SUCCESS) {
-            s->tmp = cdt__ucx_buf_get(r->w, (size_t)len);
-            dst = s->tmp;
-            if (dst == NULL)
-                rc = CDT_ERR_NO_MEMORY;
-        }
+        void *dst;
+        rc = region_dst(r, s, i, len, &dst);
         if (rc == CDT_SUCCESS)
             rc = post(r, s, dst, (size_t)len, cdt__ucx_private_tag(r->key, (uint64_t)i));
         if (rc != CDT_SUCCESS) {
@@ -176,6 +185,31 @@ static void body_ready(cdt_ucx_request r, const unsigned char *S, cdt_count slen
             return;
         }
     }
+}
+
+/* lock held: the inline stream S (header, packed stream, small regions) is complete */
+static void body_ready(cdt_ucx_request r, const unsigned char *S, cdt_count slen)
+{
+    cdt_frame_info in = {.field_mask = CDT_FRAME_INFO_ALL};
+    cdt_count nsep = 0;
+    int rc = open_decoder(r, S, slen, &in);
+    if (rc == CDT_SUCCESS)
+        rc = r->prepare != NULL ? r->prepare(r->prepare_arg, r->dec)
+                                : cdt_decoder_bind(r->dec, r->buf, r->count, r->type);
+    if (rc == CDT_SUCCESS)
+        rc = inline_write(r, S, slen, &in, &nsep);
+    if (rc == CDT_SUCCESS && nsep > 0) {
+        r->subs = calloc((size_t)nsep, sizeof(*r->subs));
+        if (r->subs == NULL)
+            rc = CDT_ERR_NO_MEMORY;
+    }
+    if (rc != CDT_SUCCESS) {
+        /* nothing was posted: the sender may still have sent regions on their own */
+        drain_regions(r, S, slen, 0);
+        cdt__ucx_recv_fail(r, rc);
+        return;
+    }
+    post_regions(r, S, slen, &in);
 }
 
 static void sub_cb(void *ucx_req, ucs_status_t st, const ucp_tag_recv_info_t *info, void *user_data)
