@@ -124,7 +124,30 @@ fn expand(mut input: DeriveInput, pack: bool) -> syn::Result<Tokens> {
                     }
                     Fields::Unit => quote!(#name),
                 };
+                // a Vec of a fixed-size struct is unpacked into the receiving Vec as its bytes
+                // arrive (the type must be 'static for that: structs without generics)
+                let vec_on_arrival = if input.generics.params.is_empty() {
+                    quote!(
+                        #[doc(hidden)]
+                        fn vec_plan(p: &mut ::cdtypes::__Plan) {
+                            ::cdtypes::__plan_fixed_vec::<Self>(p)
+                        }
+                        #[doc(hidden)]
+                        fn unpack_vec(
+                            u: &mut ::cdtypes::Unpacker,
+                        ) -> ::cdtypes::Result<::std::vec::Vec<Self>> {
+                            ::cdtypes::__unpack_fixed_vec::<Self>(u)
+                        }
+                    )
+                } else {
+                    quote!()
+                };
                 quote!(
+                    #[doc(hidden)]
+                    fn plan(p: &mut ::cdtypes::__Plan) {
+                        #(<#tys as ::cdtypes::Unpack>::plan(p);)*
+                    }
+                    #vec_on_arrival
                     #[doc(hidden)]
                     const FIXED_SIZE: ::std::option::Option<usize> =
                         ::cdtypes::__fixed_sum(&[#(<#tys as ::cdtypes::Unpack>::FIXED_SIZE),*]);

@@ -11,8 +11,8 @@ use std::ptr;
 use cdtypes_sys as sys;
 
 use crate::error::{check, Error, Result};
+use crate::object::{send_type, Limits, RecvState, SendObj};
 use crate::pack::{Pack, Unpack};
-use crate::sobj::{sobj_type, Limits, RecvState, SendObj};
 use crate::types::{Datatype, Kind};
 
 /// What the header says about one region.
@@ -81,7 +81,7 @@ impl<'a> Frame<'a> {
         let mut raw = ptr::null_mut();
         // SAFETY: the object and everything it points at live as long as the frame
         check(unsafe {
-            sys::cdt_frame_encode(obj.as_ptr(), 1, sobj_type()?, ptr::null(), &mut raw)
+            sys::cdt_frame_encode(obj.as_ptr(), 1, send_type()?, ptr::null(), &mut raw)
         })?;
         Ok(Frame {
             raw,
@@ -223,7 +223,7 @@ pub fn from_bytes<T: Unpack>(bytes: &[u8]) -> Result<T> {
 
 /// [`from_bytes`] with limits on what the header may make the receiver allocate.
 pub fn from_bytes_with_limits<T: Unpack>(bytes: &[u8], limits: &Limits) -> Result<T> {
-    let mut state = RecvState::new(*limits);
+    let mut state = RecvState::new::<T>(*limits);
     let decoder = Decoder::new(bytes, limits)?;
     let info = decoder.info()?;
     if (bytes.len() as u64) < info.frame_size {
@@ -234,7 +234,14 @@ pub fn from_bytes_with_limits<T: Unpack>(bytes: &[u8], limits: &Limits) -> Resul
     }
     // SAFETY: state outlives the decoder (dropped below, before state)
     unsafe { state.prepare(decoder.raw)? };
-    decoder.write(0, bytes)?;
+    if let Err(e) = decoder.write(0, bytes) {
+        // what an Unpack impl found wrong while the stream arrived, when that was the error
+        return Err(state
+            .error
+            .take()
+            .filter(|s| s.code() == e.code())
+            .unwrap_or(e));
+    }
     decoder.finish()?;
     drop(decoder);
     state.into_value()

@@ -46,10 +46,10 @@
 
 mod error;
 mod frame;
+mod object;
 mod pack;
 #[cfg(feature = "serde")]
 pub mod serde;
-mod sobj;
 mod types;
 pub mod ucx;
 
@@ -58,10 +58,13 @@ pub use error::{Error, Result};
 pub use frame::{
     decode_typed, from_bytes, from_bytes_with_limits, to_vec, Decoder, Frame, FrameInfo, RegionInfo,
 };
+pub use object::Limits;
 #[doc(hidden)]
-pub use pack::{__fixed_sum, __pack_field, __unpack_field};
+pub use pack::{
+    __Plan, __fixed_sum, __pack_field, __plan_fixed_vec, __unpack_field, __unpack_fixed_vec,
+    __unpack_vec_default,
+};
 pub use pack::{Pack, Packer, PlainData, Schema, Unpack, Unpacker};
-pub use sobj::Limits;
 pub use types::{AsType, Datatype, Kind, Order, TypeBuilder};
 
 #[cfg(feature = "derive")]

@@ -8,6 +8,7 @@
 //! as `u64` followed by its elements, except a sequence of [`PlainData`] (and `String`), which
 //! is one region and nothing in the stream.
 use std::alloc::{self, Layout};
+use std::any::Any;
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet, VecDeque};
 use std::hash::{BuildHasher, Hash};
 use std::marker::PhantomData;
@@ -104,6 +105,11 @@ pub trait Pack {
         p.write_len(items.len());
         if let Some(size) = Self::FIXED_SIZE.filter(|s| *s > 0) {
             if let Some(total) = items.len().checked_mul(size) {
+                if total >= DEFER_MIN_BYTES {
+                    // packed later, straight into the frame or the transport's copy
+                    p.defer_fixed(items, size);
+                    return;
+                }
                 // one block of the stream, each element written at its offset
                 let start = p.stream.len();
                 p.stream.resize(start + total, 0);
@@ -178,30 +184,28 @@ pub trait Unpack: Sized {
     /// Read what [`Pack::pack_slice`] wrote.
     #[doc(hidden)]
     fn unpack_vec(u: &mut Unpacker) -> Result<Vec<Self>> {
-        let n = u.read_count()?;
-        if let Some(size) = Self::FIXED_SIZE.filter(|s| *s > 0) {
-            // the elements are one block of n * size stream bytes (checked before allocating)
-            let total = n
-                .checked_mul(size)
-                .ok_or_else(|| Error::mismatch(format!("sequence of {n} elements overflows")))?;
-            let bytes = u.read_bytes(total)?;
-            let mut v = Vec::with_capacity(n);
-            for b in bytes.chunks_exact(size) {
-                v.push(Self::unpack_fixed(b)?);
-            }
-            return Ok(v);
+        __unpack_vec_default(u)
+    }
+
+    /// Describe this type's stream for a receive that unpacks on arrival (see [`__Plan`]): by
+    /// default its fixed size, or "the rest is read by [`unpack`](Unpack::unpack)".
+    #[doc(hidden)]
+    fn plan(p: &mut __Plan) {
+        match Self::FIXED_SIZE {
+            Some(n) => p.fixed(n),
+            None => p.rest(),
         }
-        // n is at most the stream bytes and regions left, so this reserves at most
-        // size_of::<Self>() times what the frame holds; when even that cannot be had, the
-        // vector grows as elements arrive
-        let mut v = Vec::new();
-        if v.try_reserve_exact(n).is_err() {
-            v.reserve(n.min(4096));
+    }
+
+    /// [`plan`](Unpack::plan) of a `Vec<Self>`: by default a length and fixed-size elements
+    /// kept for [`unpack_vec`](Unpack::unpack_vec); derived structs unpack them on arrival,
+    /// plain data is a region (nothing in the stream).
+    #[doc(hidden)]
+    fn vec_plan(p: &mut __Plan) {
+        match Self::FIXED_SIZE {
+            Some(size) if size > 0 => p.inline_seq(size),
+            _ => p.rest(),
         }
-        for _ in 0..n {
-            v.push(Self::unpack(u)?);
-        }
-        Ok(v)
     }
 
     /// Bytes this type always reads from the stream when it reads no region; must equal the
@@ -250,6 +254,278 @@ pub trait Unpack: Sized {
     }
 }
 
+/// The default [`Unpack::unpack_vec`]: a length, then the elements (one block of fixed-size
+/// forms when the element has one).
+#[doc(hidden)]
+pub fn __unpack_vec_default<T: Unpack>(u: &mut Unpacker) -> Result<Vec<T>> {
+    let n = u.read_count()?;
+    read_elements(u, n)
+}
+
+/// The `n` elements of a sequence whose length was read.
+fn read_elements<T: Unpack>(u: &mut Unpacker, n: usize) -> Result<Vec<T>> {
+    if let Some(size) = T::FIXED_SIZE.filter(|s| *s > 0) {
+        // the elements are one block of n * size stream bytes (checked before allocating)
+        let total = n
+            .checked_mul(size)
+            .ok_or_else(|| Error::mismatch(format!("sequence of {n} elements overflows")))?;
+        let bytes = u.read_bytes(total)?;
+        let mut v = Vec::with_capacity(n);
+        for b in bytes.chunks_exact(size) {
+            v.push(T::unpack_fixed(b)?);
+        }
+        return Ok(v);
+    }
+    // n is at most the stream bytes and regions left, so this reserves at most
+    // size_of::<Self>() times what the frame holds; when even that cannot be had, the
+    // vector grows as elements arrive
+    let mut v = Vec::new();
+    if v.try_reserve_exact(n).is_err() {
+        v.reserve(n.min(4096));
+    }
+    for _ in 0..n {
+        v.push(T::unpack(u)?);
+    }
+    Ok(v)
+}
+
+/// [`Unpack::vec_plan`] of a derived fixed-size struct: its elements are unpacked into the
+/// receiving `Vec` as they arrive ([`__unpack_fixed_vec`] takes them).
+#[doc(hidden)]
+pub fn __plan_fixed_vec<T: Unpack + Send + 'static>(p: &mut __Plan) {
+    match T::FIXED_SIZE {
+        Some(size) if size > 0 => p.items.push(PlanItem::Seq {
+            size,
+            make: make_sink::<T>,
+        }),
+        _ => p.rest(),
+    }
+}
+
+/// [`Unpack::unpack_vec`] of a derived fixed-size struct: the elements unpacked on arrival
+/// when the receive planned them, else from the stream.
+#[doc(hidden)]
+pub fn __unpack_fixed_vec<T: Unpack + Send + 'static>(u: &mut Unpacker) -> Result<Vec<T>> {
+    if T::FIXED_SIZE.unwrap_or(0) == 0 {
+        return __unpack_vec_default(u);
+    }
+    let n = u.read_len()?;
+    if let Some(v) = u.take_unpacked::<T>()? {
+        if v.len() != n {
+            return Err(Error::mismatch(format!(
+                "a sequence of {n} elements arrived as {}",
+                v.len()
+            )));
+        }
+        return Ok(v);
+    }
+    u.check_count(n)?;
+    read_elements(u, n)
+}
+
+/// Elements of one planned sequence, unpacked as their bytes arrive (into a `Vec` allocated
+/// once from the sequence's length).
+pub(crate) trait SeqSink: Send {
+    /// Unpack whole elements (`bytes` is a multiple of the element's fixed size).
+    fn feed(&mut self, bytes: &[u8]) -> Result<()>;
+    /// The `Vec` of the elements.
+    fn finish(self: Box<Self>) -> Box<dyn Any + Send>;
+}
+
+struct VecSink<T> {
+    v: Vec<T>,
+    size: usize,
+}
+
+impl<T: Unpack + Send + 'static> SeqSink for VecSink<T> {
+    fn feed(&mut self, bytes: &[u8]) -> Result<()> {
+        let k = bytes.len() / self.size;
+        let len = self.v.len();
+        let spare = self.v.spare_capacity_mut();
+        if spare.len() < k {
+            return Err(Error::mismatch("more elements than the sequence announced"));
+        }
+        let mut written = 0;
+        let mut result = Ok(());
+        for (slot, b) in spare.iter_mut().zip(bytes.chunks_exact(self.size)) {
+            match T::unpack_fixed(b) {
+                Ok(x) => {
+                    slot.write(x);
+                    written += 1;
+                }
+                Err(e) => {
+                    result = Err(e);
+                    break;
+                }
+            }
+        }
+        // SAFETY: the first `written` spare slots were initialised above (within capacity)
+        unsafe { self.v.set_len(len + written) };
+        result
+    }
+    fn finish(self: Box<Self>) -> Box<dyn Any + Send> {
+        Box::new(self.v)
+    }
+}
+
+fn make_sink<T: Unpack + Send + 'static>(n: usize) -> Result<Box<dyn SeqSink>> {
+    let mut v: Vec<T> = Vec::new();
+    v.try_reserve_exact(n)
+        .map_err(|_| Error::from_code(sys::CDT_ERR_NO_MEMORY))?;
+    Ok(Box::new(VecSink {
+        v,
+        size: T::FIXED_SIZE.unwrap_or(1),
+    }))
+}
+
+/// One item of a receive plan.
+#[derive(Clone, Copy)]
+pub(crate) enum PlanItem {
+    /// Bytes kept for the unpacker.
+    Fixed(usize),
+    /// A `u64` length (kept), then that many elements of `size` bytes unpacked on arrival.
+    Seq {
+        size: usize,
+        make: fn(usize) -> Result<Box<dyn SeqSink>>,
+    },
+}
+
+/// How a type's packed stream is laid out, as far as a receive can tell before it arrives:
+/// fixed bytes, and sequences of fixed-size elements (a length, then the elements) that can
+/// be unpacked as they arrive. Anything else ends the plan: the rest of the stream is kept
+/// for [`Unpacker`]. A plan that disagrees with what [`Unpack::unpack`] reads makes the
+/// receive fail with a mismatch, never anything worse.
+#[doc(hidden)]
+pub struct __Plan {
+    items: Vec<PlanItem>,
+    ended: bool,
+}
+
+pub(crate) type Plan = __Plan;
+
+impl Default for __Plan {
+    fn default() -> Self {
+        // the fingerprint comes first
+        __Plan {
+            items: vec![PlanItem::Fixed(8)],
+            ended: false,
+        }
+    }
+}
+
+/// Most items a plan takes (a struct of many fields of sequences); the rest is kept.
+const PLAN_MAX_ITEMS: usize = 64;
+
+impl __Plan {
+    /// `n` fixed bytes.
+    pub fn fixed(&mut self, n: usize) {
+        if self.ended || n == 0 {
+            return;
+        }
+        if let Some(PlanItem::Fixed(m)) = self.items.last_mut() {
+            *m += n;
+        } else {
+            self.push(PlanItem::Fixed(n));
+        }
+    }
+
+    /// A sequence of fixed-size elements read by the unpacker (no gain from planning it: the
+    /// plan ends there).
+    pub fn inline_seq(&mut self, _size: usize) {
+        self.rest();
+    }
+
+    /// From here on the stream is read by the unpacker.
+    pub fn rest(&mut self) {
+        self.ended = true;
+    }
+
+    fn push(&mut self, item: PlanItem) {
+        if self.items.len() >= PLAN_MAX_ITEMS {
+            self.ended = true;
+        } else {
+            self.items.push(item);
+        }
+    }
+
+    /// Items up to the first sequence: a plan without one gains nothing.
+    pub(crate) fn into_items(mut self) -> Vec<PlanItem> {
+        if !self.items.iter().any(|i| matches!(i, PlanItem::Seq { .. })) {
+            self.items.clear();
+        }
+        self.items
+    }
+}
+
+/// The bytes a `Vec` of fixed-size elements must take in the stream before it is packed late
+/// (by the library, straight into the frame or the transport's copy) instead of into the
+/// packer's in-line bytes.
+const DEFER_MIN_BYTES: usize = 1024;
+
+/// A block of the stream packed late: `count` elements of `size` bytes at `base`.
+pub(crate) struct Deferred {
+    /// Offset in the in-line bytes before which the block stands.
+    pub(crate) at: usize,
+    pub(crate) count: usize,
+    pub(crate) size: usize,
+    base: *const u8,
+    pack: unsafe fn(*const u8, usize, usize, &mut [u8]),
+}
+
+/// Elements [from, to) of the slice at `base` in their fixed-size forms into `out`.
+///
+/// # Safety
+/// `base` points at a live `[T]` of at least `to` elements.
+unsafe fn pack_range<T: Pack>(base: *const u8, from: usize, to: usize, out: &mut [u8]) {
+    // SAFETY: the caller's contract
+    let items = unsafe { std::slice::from_raw_parts((base as *const T).add(from), to - from) };
+    let size = __fixed_size(T::FIXED_SIZE);
+    for (x, o) in items.iter().zip(out.chunks_exact_mut(size)) {
+        x.pack_fixed(o);
+    }
+}
+
+impl Deferred {
+    /// Bytes [rel, rel + out.len()) of the block into `out`.
+    pub(crate) fn pack_bytes(&self, rel: usize, out: &mut [u8]) {
+        let size = self.size;
+        let mut first = rel / size;
+        let mut at = 0;
+        let skip = rel % size;
+        let mut tmp = Vec::new();
+        let part = |tmp: &mut Vec<u8>, i: usize, from: usize, out: &mut [u8]| {
+            tmp.resize(size, 0);
+            // SAFETY: i < count, the block's slice is borrowed by the packed value
+            unsafe { (self.pack)(self.base, i, i + 1, tmp) };
+            let n = out.len().min(size - from);
+            out[..n].copy_from_slice(&tmp[from..from + n]);
+            n
+        };
+        if skip != 0 || out.len() < size {
+            // the rest of an element cut by the previous fragment (or this one)
+            at += part(&mut tmp, first, skip, out);
+            first += 1;
+        }
+        let whole = ((out.len() - at) / size).min(self.count.saturating_sub(first));
+        if whole > 0 {
+            // SAFETY: first + whole <= count
+            unsafe {
+                (self.pack)(
+                    self.base,
+                    first,
+                    first + whole,
+                    &mut out[at..at + whole * size],
+                )
+            };
+            at += whole * size;
+            first += whole;
+        }
+        if at < out.len() && first < self.count {
+            part(&mut tmp, first, 0, &mut out[at..]);
+        }
+    }
+}
+
 // Stream buffers kept for reuse by the thread that last dropped them: a sent value's stream
 // becomes the next stream or received in-band part, so large streams do not take fresh pages
 // (and their page faults) on every message. At most SPARE_COUNT buffers of SPARE_BYTES each.
@@ -292,6 +568,9 @@ pub(crate) fn give_buffer(buf: Vec<u8>) {
 /// Where a value writes itself: the packed stream and the list of regions.
 pub struct Packer<'a> {
     pub(crate) stream: Vec<u8>,
+    // blocks of the stream packed late (pointing into the value, borrowed for 'a)
+    pub(crate) deferred: Vec<Deferred>,
+    deferred_bytes: usize,
     pub(crate) regions: Vec<sys::cdt_sobj_buffer>,
     // regions the packer owns (copies made while packing); their heap memory does not move
     pub(crate) owned: Vec<Vec<u8>>,
@@ -303,6 +582,8 @@ impl<'a> Packer<'a> {
     pub(crate) fn new(fingerprint: u64) -> Self {
         let mut p = Packer {
             stream: take_buffer(64),
+            deferred: Vec::new(),
+            deferred_bytes: 0,
             regions: Vec::new(),
             owned: Vec::new(),
             error: None,
@@ -376,7 +657,8 @@ impl<'a> Packer<'a> {
         self.error.is_some()
     }
 
-    /// Overwrite stream bytes written earlier at `offset` (a length known only afterwards).
+    /// Overwrite in-line stream bytes written earlier at `offset` (from
+    /// [`inline_len`](Packer::inline_len): a length known only afterwards).
     #[cfg_attr(not(feature = "serde"), allow(dead_code))]
     pub(crate) fn patch(&mut self, offset: usize, bytes: &[u8]) {
         if let Some(dst) = self.stream.get_mut(offset..offset + bytes.len()) {
@@ -386,7 +668,25 @@ impl<'a> Packer<'a> {
 
     /// Bytes written to the stream so far (the fingerprint included).
     pub fn stream_len(&self) -> usize {
+        self.stream.len() + self.deferred_bytes
+    }
+
+    /// Bytes written to the in-line part of the stream so far (offsets for `patch`).
+    #[cfg_attr(not(feature = "serde"), allow(dead_code))]
+    pub(crate) fn inline_len(&self) -> usize {
         self.stream.len()
+    }
+
+    /// A block of fixed-size elements packed late, when the library asks for its bytes.
+    fn defer_fixed<T: Pack>(&mut self, items: &'a [T], size: usize) {
+        self.deferred.push(Deferred {
+            at: self.stream.len(),
+            count: items.len(),
+            size,
+            base: items.as_ptr().cast(),
+            pack: pack_range::<T>,
+        });
+        self.deferred_bytes += items.len() * size;
     }
 
     /// Regions so far.
@@ -429,6 +729,10 @@ impl RegionBuf {
 
     pub(crate) fn as_mut_ptr(&mut self) -> *mut u8 {
         self.ptr.as_ptr()
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.len
     }
 
     fn into_vec<T: PlainData>(self, kind: Kind) -> Result<Vec<T>> {
@@ -481,6 +785,8 @@ pub struct Unpacker {
     pos: usize,
     regions: Vec<Option<RegionBuf>>,
     next_region: usize,
+    // sequences unpacked as they arrived, each with the stream offset where it stood
+    unpacked: VecDeque<(usize, Box<dyn Any + Send>)>,
 }
 
 impl Drop for Unpacker {
@@ -490,12 +796,32 @@ impl Drop for Unpacker {
 }
 
 impl Unpacker {
-    pub(crate) fn new(stream: Vec<u8>, regions: Vec<RegionBuf>) -> Self {
+    pub(crate) fn new(
+        stream: Vec<u8>,
+        regions: Vec<RegionBuf>,
+        unpacked: VecDeque<(usize, Box<dyn Any + Send>)>,
+    ) -> Self {
         Unpacker {
             stream,
             pos: 0,
             regions: regions.into_iter().map(Some).collect(),
             next_region: 0,
+            unpacked,
+        }
+    }
+
+    /// The sequence unpacked on arrival that stood here, if any.
+    fn take_unpacked<T: 'static>(&mut self) -> Result<Option<Vec<T>>> {
+        if self.unpacked.front().is_none_or(|(at, _)| *at != self.pos) {
+            return Ok(None);
+        }
+        let (_, v) = self.unpacked.pop_front().expect("front");
+        match v.downcast::<Vec<T>>() {
+            Ok(v) => Ok(Some(*v)),
+            Err(_) => Err(Error::mismatch(format!(
+                "a sequence unpacked on arrival is read as Vec<{}>",
+                std::any::type_name::<T>()
+            ))),
         }
     }
 
@@ -515,7 +841,10 @@ impl Unpacker {
             )));
         }
         let value = T::unpack(&mut self)?;
-        if self.pos != self.stream.len() || self.next_region != self.regions.len() {
+        if self.pos != self.stream.len()
+            || self.next_region != self.regions.len()
+            || !self.unpacked.is_empty()
+        {
             return Err(Error::mismatch(format!(
                 "{} left {} stream bytes and {} regions unread",
                 std::any::type_name::<T>(),
@@ -578,6 +907,11 @@ impl Unpacker {
     /// length cannot make the receiver allocate or loop without bound.
     pub fn read_count(&mut self) -> Result<usize> {
         let n = self.read_len()?;
+        self.check_count(n)?;
+        Ok(n)
+    }
+
+    fn check_count(&self, n: usize) -> Result<()> {
         if n > self.remaining() + self.remaining_regions() {
             return Err(Error::mismatch(format!(
                 "sequence of {n} elements in {} stream bytes and {} regions",
@@ -585,7 +919,7 @@ impl Unpacker {
                 self.remaining_regions()
             )));
         }
-        Ok(n)
+        Ok(())
     }
 
     /// The next region as a `Vec<T>` (no copy).
@@ -740,6 +1074,9 @@ macro_rules! plain_checked {
             }
             fn unpack_vec(u: &mut Unpacker) -> Result<Vec<Self>> {
                 u.region()
+            }
+            fn vec_plan(_p: &mut __Plan) {
+                // a region: nothing in the stream
             }
             fn unpack_array<const N: usize>(u: &mut Unpacker) -> Result<[Self; N]> {
                 u.read_plain_array()
@@ -923,6 +1260,14 @@ impl<T: Unpack, const N: usize> Unpack for [T; N] {
     fn unpack_fixed(bytes: &[u8]) -> Result<Self> {
         T::unpack_fixed_array::<N>(bytes)
     }
+    fn vec_plan(p: &mut __Plan) {
+        // the stream of a Vec of the flattened elements (unpack_vec)
+        if N == 0 {
+            p.fixed(8);
+        } else {
+            T::vec_plan(p);
+        }
+    }
     fn describe(s: &mut Schema) {
         s.push("[");
         T::describe(s);
@@ -993,6 +1338,9 @@ macro_rules! tuple {
             fn unpack(u: &mut Unpacker) -> Result<Self> {
                 Ok(($($name::unpack(u)?,)+))
             }
+            fn plan(p: &mut __Plan) {
+                $($name::plan(p);)+
+            }
             const FIXED_SIZE: Option<usize> =
                 __fixed_sum(&[$(<$name as Unpack>::FIXED_SIZE),+]);
             #[inline]
@@ -1047,6 +1395,9 @@ impl<T: Pack + ?Sized> Pack for Box<T> {
 impl<T: Unpack> Unpack for Box<T> {
     fn unpack(u: &mut Unpacker) -> Result<Self> {
         T::unpack(u).map(Box::new)
+    }
+    fn plan(p: &mut __Plan) {
+        T::plan(p)
     }
     fn describe(s: &mut Schema) {
         T::describe(s)
@@ -1110,6 +1461,9 @@ impl<T: Unpack> Unpack for Vec<T> {
     fn unpack(u: &mut Unpacker) -> Result<Self> {
         T::unpack_vec(u)
     }
+    fn plan(p: &mut __Plan) {
+        T::vec_plan(p)
+    }
     fn describe(s: &mut Schema) {
         s.push("Vec");
         T::describe(s);
@@ -1138,6 +1492,9 @@ impl Unpack for String {
     fn unpack(u: &mut Unpacker) -> Result<Self> {
         let bytes = u.region_of_kind::<u8>(Kind::Char)?;
         String::from_utf8(bytes).map_err(|_| Error::mismatch("a String region is not UTF-8"))
+    }
+    fn plan(_p: &mut __Plan) {
+        // a region: nothing in the stream
     }
     fn describe(s: &mut Schema) {
         s.push("String");
