@@ -61,8 +61,8 @@ pub use frame::{
 pub use object::Limits;
 #[doc(hidden)]
 pub use pack::{
-    __Plan, __fixed_sum, __pack_field, __plan_fixed_vec, __unpack_field, __unpack_fixed_vec,
-    __unpack_vec_default,
+    __Plan, __fixed_sum, __pack_field, __pack_field_window, __plan_fixed_vec, __unpack_field,
+    __unpack_field_into, __unpack_fixed_vec, __unpack_vec_default,
 };
 pub use pack::{Pack, Packer, PlainData, Schema, Unpack, Unpacker};
 pub use types::{AsType, Datatype, Kind, Order, TypeBuilder};

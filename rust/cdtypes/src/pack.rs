@@ -141,6 +141,44 @@ pub trait Pack {
         let _ = out;
     }
 
+    /// Bytes [skip, skip + out.len()) of the fixed-size form into `out` (a fragment of the
+    /// stream that cuts the value): by default the whole form into a scratch buffer and the
+    /// part copied; arrays and derived structs write only the fields the window covers.
+    #[doc(hidden)]
+    #[inline]
+    fn pack_fixed_window(&self, skip: usize, out: &mut [u8]) {
+        let size = __fixed_size(Self::FIXED_SIZE);
+        if skip == 0 && out.len() == size {
+            return self.pack_fixed(out);
+        }
+        let mut small = [0u8; 64];
+        let mut big = Vec::new();
+        let tmp: &mut [u8] = if size <= small.len() {
+            &mut small[..size]
+        } else {
+            big.resize(size, 0);
+            &mut big
+        };
+        self.pack_fixed(tmp);
+        if let Some(src) = tmp.get(skip..skip + out.len()) {
+            out.copy_from_slice(src);
+        }
+    }
+
+    /// [`pack_fixed_window`](Pack::pack_fixed_window) of a fixed-size array's elements: by
+    /// default each element the window covers; plain data copies the byte range.
+    #[doc(hidden)]
+    #[inline]
+    fn pack_fixed_array_window(items: &[Self], skip: usize, out: &mut [u8])
+    where
+        Self: Sized,
+    {
+        let mut at = 0;
+        for x in items {
+            __pack_field_window(x, skip, out, &mut at);
+        }
+    }
+
     /// The fixed-size form of a fixed-size array's elements, one after another, into `out`
     /// (`items.len() * FIXED_SIZE` bytes): by default each element; plain-data types override
     /// it with one copy of the array's bytes. An element-wise loop over a `[i32; 2048]` field
@@ -230,6 +268,38 @@ pub trait Unpack: Sized {
         }
         // SAFETY: all N elements were written
         Ok(unsafe { out.assume_init() })
+    }
+
+    /// [`unpack_fixed`](Unpack::unpack_fixed) written straight into `dst` (a large struct is
+    /// not moved through the stack): derived structs write field by field, arrays of plain
+    /// data copy once.
+    ///
+    /// # Safety
+    /// `dst` is valid for writes of a `Self` (it may be uninitialised and unaligned: a field
+    /// of a packed struct; it is not dropped). On success `*dst` is initialised; on an error,
+    /// fields written so far are leaked.
+    #[doc(hidden)]
+    #[inline]
+    unsafe fn unpack_fixed_into(bytes: &[u8], dst: *mut Self) -> Result<()> {
+        let x = Self::unpack_fixed(bytes)?;
+        // SAFETY: the caller's contract (unaligned: the field of a packed struct)
+        unsafe { dst.write_unaligned(x) };
+        Ok(())
+    }
+
+    /// [`unpack_fixed_into`](Unpack::unpack_fixed_into) of N consecutive values at `dst`.
+    ///
+    /// # Safety
+    /// As `unpack_fixed_into`, for N values at `dst`.
+    #[doc(hidden)]
+    #[inline]
+    unsafe fn unpack_fixed_array_into<const N: usize>(bytes: &[u8], dst: *mut Self) -> Result<()> {
+        let mut at = 0;
+        for i in 0..N {
+            // SAFETY: i < N: inside the caller's N values
+            unsafe { __unpack_field_into::<Self>(bytes, &mut at, dst.add(i))? };
+        }
+        Ok(())
     }
 
     /// Read a value from exactly `FIXED_SIZE` bytes (what [`Pack::pack_fixed`] wrote).
@@ -348,11 +418,10 @@ impl<T: Unpack + Send + 'static> SeqSink for VecSink<T> {
         let mut written = 0;
         let mut result = Ok(());
         for (slot, b) in spare.iter_mut().zip(bytes.chunks_exact(self.size)) {
-            match T::unpack_fixed(b) {
-                Ok(x) => {
-                    slot.write(x);
-                    written += 1;
-                }
+            // SAFETY: a spare slot of the Vec, valid for a write of T; counted only once
+            // written whole
+            match unsafe { T::unpack_fixed_into(b, slot.as_mut_ptr()) } {
+                Ok(()) => written += 1,
                 Err(e) => {
                     result = Err(e);
                     break;
@@ -470,6 +539,17 @@ pub(crate) struct Deferred {
     pub(crate) size: usize,
     base: *const u8,
     pack: unsafe fn(*const u8, usize, usize, &mut [u8]),
+    pack_window: unsafe fn(*const u8, usize, usize, &mut [u8]),
+}
+
+/// Bytes [skip, skip + out.len()) of element `i` of the slice at `base`.
+///
+/// # Safety
+/// `base` points at a live `[T]` of more than `i` elements.
+unsafe fn pack_window<T: Pack>(base: *const u8, i: usize, skip: usize, out: &mut [u8]) {
+    // SAFETY: the caller's contract
+    let x = unsafe { &*(base as *const T).add(i) };
+    x.pack_fixed_window(skip, out);
 }
 
 /// Elements [from, to) of the slice at `base` in their fixed-size forms into `out`.
@@ -492,18 +572,19 @@ impl Deferred {
         let mut first = rel / size;
         let mut at = 0;
         let skip = rel % size;
-        let mut tmp = Vec::new();
-        let part = |tmp: &mut Vec<u8>, i: usize, from: usize, out: &mut [u8]| {
-            tmp.resize(size, 0);
-            // SAFETY: i < count, the block's slice is borrowed by the packed value
-            unsafe { (self.pack)(self.base, i, i + 1, tmp) };
+        // element i's bytes [from, from + n) where a fragment cuts it
+        let part = |i: usize, from: usize, out: &mut [u8]| {
             let n = out.len().min(size - from);
-            out[..n].copy_from_slice(&tmp[from..from + n]);
+            // SAFETY: i < count, the block's slice is borrowed by the packed value
+            unsafe { (self.pack_window)(self.base, i, from, &mut out[..n]) };
             n
         };
+        if first >= self.count {
+            return;
+        }
         if skip != 0 || out.len() < size {
             // the rest of an element cut by the previous fragment (or this one)
-            at += part(&mut tmp, first, skip, out);
+            at += part(first, skip, out);
             first += 1;
         }
         let whole = ((out.len() - at) / size).min(self.count.saturating_sub(first));
@@ -521,7 +602,7 @@ impl Deferred {
             first += whole;
         }
         if at < out.len() && first < self.count {
-            part(&mut tmp, first, 0, &mut out[at..]);
+            part(first, 0, &mut out[at..]);
         }
     }
 }
@@ -685,6 +766,7 @@ impl<'a> Packer<'a> {
             size,
             base: items.as_ptr().cast(),
             pack: pack_range::<T>,
+            pack_window: pack_window::<T>,
         });
         self.deferred_bytes += items.len() * size;
     }
@@ -1012,6 +1094,51 @@ pub fn __pack_field<T: Pack + ?Sized>(value: &T, out: &mut [u8], at: &mut usize)
     *at += size;
 }
 
+/// The part of the next field of a fixed-size value that the window [skip, skip + out.len())
+/// of its fixed-size form covers (derived code).
+#[doc(hidden)]
+#[inline]
+pub fn __pack_field_window<T: Pack + ?Sized>(
+    value: &T,
+    skip: usize,
+    out: &mut [u8],
+    at: &mut usize,
+) {
+    let size = __fixed_size(T::FIXED_SIZE);
+    let (lo, hi) = ((*at).max(skip), (*at + size).min(skip + out.len()));
+    if lo < hi {
+        if let Some(o) = out.get_mut(lo - skip..hi - skip) {
+            if hi - lo == size {
+                value.pack_fixed(o);
+            } else {
+                value.pack_fixed_window(lo - *at, o);
+            }
+        }
+    }
+    *at += size;
+}
+
+/// Unpack the next field of a fixed-size value from `bytes` at `*at` into `dst` (derived
+/// code).
+///
+/// # Safety
+/// `dst` is valid for writes of a `T` (see [`Unpack::unpack_fixed_into`]).
+#[doc(hidden)]
+#[inline]
+pub unsafe fn __unpack_field_into<T: Unpack>(
+    bytes: &[u8],
+    at: &mut usize,
+    dst: *mut T,
+) -> Result<()> {
+    let size = __fixed_size(T::FIXED_SIZE);
+    let b = bytes
+        .get(*at..*at + size)
+        .ok_or_else(|| Error::mismatch("fixed-size value cut short"))?;
+    *at += size;
+    // SAFETY: the caller's contract
+    unsafe { T::unpack_fixed_into(b, dst) }
+}
+
 /// Unpack the next field of a fixed-size value from `bytes` at `*at` (derived code).
 #[doc(hidden)]
 #[inline]
@@ -1056,6 +1183,15 @@ macro_rules! plain_checked {
                 }
             }
             #[inline]
+            fn pack_fixed_array_window(items: &[Self], skip: usize, out: &mut [u8]) {
+                let n = std::mem::size_of_val(items);
+                // SAFETY: PlainData has no padding, so all the slice's bytes are initialised
+                let bytes = unsafe { std::slice::from_raw_parts(items.as_ptr() as *const u8, n) };
+                if let Some(src) = bytes.get(skip..skip + out.len()) {
+                    out.copy_from_slice(src);
+                }
+            }
+            #[inline]
             fn pack_fixed_array(items: &[Self], out: &mut [u8]) {
                 let n = std::mem::size_of_val(items);
                 // SAFETY: PlainData has no padding, so all the slice's bytes are initialised
@@ -1089,6 +1225,23 @@ macro_rules! plain_checked {
             #[inline]
             fn unpack_fixed_array<const N: usize>(bytes: &[u8]) -> Result<[Self; N]> {
                 read_plain_array_from(bytes)
+            }
+            #[inline]
+            unsafe fn unpack_fixed_array_into<const N: usize>(
+                bytes: &[u8],
+                dst: *mut Self,
+            ) -> Result<()> {
+                if bytes.len() != N * size_of::<$t>() || !<$t as PlainData>::valid(bytes) {
+                    return Err(Error::mismatch(format!(
+                        "stream holds an invalid [{}; {N}]",
+                        $name
+                    )));
+                }
+                // SAFETY: N valid values (PlainData contract) into the caller's N slots
+                unsafe {
+                    std::ptr::copy_nonoverlapping(bytes.as_ptr(), dst as *mut u8, bytes.len())
+                };
+                Ok(())
             }
         }
     )*};
@@ -1234,6 +1387,10 @@ impl<T: Pack, const N: usize> Pack for [T; N] {
     fn pack_fixed(&self, out: &mut [u8]) {
         T::pack_fixed_array(self, out)
     }
+    #[inline]
+    fn pack_fixed_window(&self, skip: usize, out: &mut [u8]) {
+        T::pack_fixed_array_window(self, skip, out)
+    }
     fn describe(s: &mut Schema) {
         s.push("[");
         T::describe(s);
@@ -1259,6 +1416,11 @@ impl<T: Unpack, const N: usize> Unpack for [T; N] {
     #[inline]
     fn unpack_fixed(bytes: &[u8]) -> Result<Self> {
         T::unpack_fixed_array::<N>(bytes)
+    }
+    #[inline]
+    unsafe fn unpack_fixed_into(bytes: &[u8], dst: *mut Self) -> Result<()> {
+        // SAFETY: [T; N] is N consecutive T
+        unsafe { T::unpack_fixed_array_into::<N>(bytes, dst as *mut T) }
     }
     fn vec_plan(p: &mut __Plan) {
         // the stream of a Vec of the flattened elements (unpack_vec)
@@ -1328,6 +1490,13 @@ macro_rules! tuple {
                 let mut at = 0;
                 $(__pack_field($name, out, &mut at);)+
             }
+            #[allow(non_snake_case)]
+            #[inline]
+            fn pack_fixed_window(&self, skip: usize, out: &mut [u8]) {
+                let ($($name,)+) = self;
+                let mut at = 0;
+                $(__pack_field_window($name, skip, out, &mut at);)+
+            }
             fn describe(s: &mut Schema) {
                 s.push("(");
                 $($name::describe(s);)+
@@ -1377,6 +1546,10 @@ impl<T: Pack + ?Sized> Pack for &T {
     #[inline]
     fn pack_fixed(&self, out: &mut [u8]) {
         (**self).pack_fixed(out)
+    }
+    #[inline]
+    fn pack_fixed_window(&self, skip: usize, out: &mut [u8]) {
+        (**self).pack_fixed_window(skip, out)
     }
     fn describe(s: &mut Schema) {
         T::describe(s)
