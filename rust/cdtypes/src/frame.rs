@@ -247,6 +247,44 @@ pub fn from_bytes_with_limits<T: Unpack>(bytes: &[u8], limits: &Limits) -> Resul
     state.into_value()
 }
 
+/// [`from_bytes`] with the frame's bytes delivered as the given pieces `(offset, len)`, in the
+/// given order, as a transport would (tests: streams cut anywhere, pieces out of order).
+#[doc(hidden)]
+pub fn __from_pieces<T: Unpack>(bytes: &[u8], pieces: &[(usize, usize)]) -> Result<T> {
+    let limits = Limits::default();
+    let mut state = RecvState::new::<T>(limits);
+    let decoder = Decoder::new(bytes, &limits)?;
+    // SAFETY: state outlives the decoder (dropped below, before state)
+    unsafe { state.prepare(decoder.raw)? };
+    for &(at, len) in pieces {
+        let piece = bytes
+            .get(at..at + len)
+            .ok_or_else(|| Error::from_code(sys::CDT_ERR_INVALID_ARG))?;
+        if let Err(e) = decoder.write(at as u64, piece) {
+            return Err(state
+                .error
+                .take()
+                .filter(|s| s.code() == e.code())
+                .unwrap_or(e));
+        }
+    }
+    decoder.finish()?;
+    drop(decoder);
+    state.into_value()
+}
+
+/// The packed stream of `value` from `offset` into `out` as the library pulls it (fragment by
+/// fragment), and the stream's length (tests).
+#[doc(hidden)]
+pub fn __pack_stream_at<T: Pack + ?Sized>(
+    value: &T,
+    offset: usize,
+    out: &mut [u8],
+) -> Result<(usize, usize)> {
+    let obj = SendObj::new(value)?;
+    Ok((obj.pack_at(offset, out), obj.stream_len()))
+}
+
 /// Decode a frame of a predefined or derived type into `count` elements of `datatype` laid
 /// out in `out` (`cdt_frame_decode`).
 pub fn decode_typed(bytes: &[u8], out: &mut [u8], count: i64, datatype: &Datatype) -> Result<()> {

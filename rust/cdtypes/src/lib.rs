@@ -55,14 +55,17 @@ pub mod ucx;
 
 pub use cdtypes_sys as sys;
 pub use error::{Error, Result};
+#[doc(hidden)]
+pub use frame::{__from_pieces, __pack_stream_at};
 pub use frame::{
     decode_typed, from_bytes, from_bytes_with_limits, to_vec, Decoder, Frame, FrameInfo, RegionInfo,
 };
 pub use object::Limits;
 #[doc(hidden)]
 pub use pack::{
-    __Plan, __fixed_sum, __pack_field, __pack_field_window, __plan_fixed_vec, __unpack_field,
-    __unpack_field_into, __unpack_fixed_vec, __unpack_vec_default,
+    __Plan, __fixed_sum, __pack_field, __pack_field_window, __plan_fixed_vec,
+    __sequences_unpacked_on_arrival, __unpack_field, __unpack_field_into, __unpack_fixed_vec,
+    __unpack_vec_default,
 };
 pub use pack::{Pack, Packer, PlainData, Schema, Unpack, Unpacker};
 pub use types::{AsType, Datatype, Kind, Order, TypeBuilder};

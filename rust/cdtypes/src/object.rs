@@ -219,13 +219,11 @@ impl<'a> SendObj<'a> {
     }
 
     /// Bytes of the packed stream.
-    #[cfg(test)]
     pub(crate) fn stream_len(&self) -> usize {
         self.inner.total
     }
 
     /// Stream bytes [offset, offset + out.len()) into `out` (what the pack callback does).
-    #[cfg(test)]
     pub(crate) fn pack_at(&self, offset: usize, out: &mut [u8]) -> usize {
         self.inner.pack_at(offset, out)
     }

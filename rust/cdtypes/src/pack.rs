@@ -242,7 +242,17 @@ pub trait Unpack: Sized {
     fn vec_plan(p: &mut __Plan) {
         match Self::FIXED_SIZE {
             Some(size) if size > 0 => p.inline_seq(size),
-            _ => p.rest(),
+            _ => {
+                // elements with nothing in the stream (Strings, plain-data Vecs: regions)
+                // leave only the length there
+                let mut sub = __Plan::empty();
+                Self::plan(&mut sub);
+                if sub.items.is_empty() && !sub.ended {
+                    p.fixed(8);
+                } else {
+                    p.rest();
+                }
+            }
         }
     }
 
@@ -393,6 +403,16 @@ pub fn __unpack_fixed_vec<T: Unpack + Send + 'static>(u: &mut Unpacker) -> Resul
     read_elements(u, n)
 }
 
+thread_local! {
+    static ON_ARRIVAL: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
+/// Sequences this thread unpacked as their bytes arrived (tests: which path a receive took).
+#[doc(hidden)]
+pub fn __sequences_unpacked_on_arrival() -> u64 {
+    ON_ARRIVAL.with(|c| c.get())
+}
+
 /// Elements of one planned sequence, unpacked as their bytes arrive (into a `Vec` allocated
 /// once from the sequence's length).
 pub(crate) trait SeqSink: Send {
@@ -433,6 +453,7 @@ impl<T: Unpack + Send + 'static> SeqSink for VecSink<T> {
         result
     }
     fn finish(self: Box<Self>) -> Box<dyn Any + Send> {
+        ON_ARRIVAL.with(|c| c.set(c.get() + 1));
         Box::new(self.v)
     }
 }
@@ -473,8 +494,8 @@ pub struct __Plan {
 pub(crate) type Plan = __Plan;
 
 impl Default for __Plan {
+    /// A plan of a whole stream: the fingerprint comes first.
     fn default() -> Self {
-        // the fingerprint comes first
         __Plan {
             items: vec![PlanItem::Fixed(8)],
             ended: false,
@@ -486,15 +507,23 @@ impl Default for __Plan {
 const PLAN_MAX_ITEMS: usize = 64;
 
 impl __Plan {
+    fn empty() -> Self {
+        __Plan {
+            items: Vec::new(),
+            ended: false,
+        }
+    }
+
     /// `n` fixed bytes.
     pub fn fixed(&mut self, n: usize) {
         if self.ended || n == 0 {
             return;
         }
-        if let Some(PlanItem::Fixed(m)) = self.items.last_mut() {
-            *m += n;
-        } else {
-            self.push(PlanItem::Fixed(n));
+        // (the fingerprint, item 0, stays an item of its own: it is checked on arrival)
+        let merge = self.items.len() > 1;
+        match self.items.last_mut() {
+            Some(PlanItem::Fixed(m)) if merge => *m += n,
+            _ => self.push(PlanItem::Fixed(n)),
         }
     }
 
@@ -894,7 +923,7 @@ impl Unpacker {
 
     /// The sequence unpacked on arrival that stood here, if any.
     fn take_unpacked<T: 'static>(&mut self) -> Result<Option<Vec<T>>> {
-        if self.unpacked.front().is_none_or(|(at, _)| *at != self.pos) {
+        if !matches!(self.unpacked.front(), Some((at, _)) if *at == self.pos) {
             return Ok(None);
         }
         let (_, v) = self.unpacked.pop_front().expect("front");
