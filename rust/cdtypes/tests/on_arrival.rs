@@ -331,3 +331,13 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn large_received_vectors_round_trip() {
+    // over 4 MiB each: memory marked for huge pages, the on-arrival Vec and a region
+    let v: (Vec<Small>, Vec<u64>) = ((0..400_000).map(small).collect(), (0..700_000).collect());
+    let bytes = cdtypes::to_vec(&v).unwrap();
+    let p = pieces(bytes.len(), &[8192, 1 << 20, 3 << 20], 0, false);
+    let back: (Vec<Small>, Vec<u64>) = cdtypes::__from_pieces(&bytes, &p).unwrap();
+    assert!(back == v);
+}
