@@ -167,7 +167,23 @@ impl<'a> SendObj<'a> {
             return Err(e);
         }
         // the stream in order: in-line bytes up to each deferred block's position, the block
-        let mut pieces = Vec::with_capacity(2 * deferred.len() + 1);
+        // (none without deferred blocks: the stream is the in-line bytes)
+        let mut pieces = Vec::new();
+        if deferred.is_empty() {
+            let total = stream.len();
+            return Ok(SendObj {
+                inner: Box::new(SendInner {
+                    stream,
+                    deferred,
+                    pieces,
+                    total,
+                    regions,
+                }),
+                _owned: owned,
+                _borrow: PhantomData,
+            });
+        }
+        pieces.reserve_exact(2 * deferred.len() + 1);
         let (mut at, mut inline_at) = (0usize, 0usize);
         for (i, d) in deferred.iter().enumerate() {
             if d.at > inline_at {
@@ -242,6 +258,10 @@ impl SendInner {
         let end = self.total.min(offset.saturating_add(out.len()));
         if offset >= end {
             return 0;
+        }
+        if self.deferred.is_empty() {
+            out[..end - offset].copy_from_slice(&self.stream[offset..end]);
+            return end - offset;
         }
         let mut i = self.pieces.partition_point(|p| p.start + p.len <= offset);
         let mut at = offset;

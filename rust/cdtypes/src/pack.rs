@@ -53,16 +53,42 @@ impl Schema {
 
     /// The fingerprint of `T` as a sender describes it.
     pub fn of_pack<T: Pack + ?Sized>() -> u64 {
-        let mut s = Schema::default();
-        T::describe(&mut s);
-        s.finish()
+        Self::cached(<T as Pack>::describe)
     }
 
     /// The fingerprint of `T` as a receiver describes it.
     pub fn of_unpack<T: Unpack>() -> u64 {
-        let mut s = Schema::default();
-        T::describe(&mut s);
-        s.finish()
+        Self::cached(<T as Unpack>::describe)
+    }
+
+    /// The fingerprint a `describe` function makes, remembered by the thread (every message
+    /// needs it, and describing a type hashes its text and may allocate). Keyed by the
+    /// function's address: two functions at one address are the same code, which describes
+    /// the same way (`describe` is a pure function of the type).
+    fn cached(describe: fn(&mut Schema)) -> u64 {
+        const N: usize = 8;
+        thread_local! {
+            static CACHE: std::cell::Cell<([(usize, u64); N], usize)> =
+                const { std::cell::Cell::new(([(0, 0); N], 0)) };
+        }
+        let key = describe as usize;
+        let compute = || {
+            let mut s = Schema::default();
+            describe(&mut s);
+            s.finish()
+        };
+        CACHE
+            .try_with(|c| {
+                let (mut entries, next) = c.get();
+                if let Some((_, h)) = entries.iter().find(|(k, _)| *k == key) {
+                    return *h;
+                }
+                let h = compute();
+                entries[next % N] = (key, h);
+                c.set((entries, next + 1));
+                h
+            })
+            .unwrap_or_else(|_| compute())
     }
 }
 
@@ -90,7 +116,7 @@ pub trait Pack {
     fn pack<'a>(&'a self, p: &mut Packer<'a>);
 
     /// Describe the type for the fingerprint (see [`Schema`]). Must match the receiving
-    /// type's [`Unpack::describe`].
+    /// type's [`Unpack::describe`], and always describe the same way (it is remembered).
     fn describe(s: &mut Schema) {
         s.push(std::any::type_name::<Self>());
     }
