@@ -15,6 +15,18 @@
 //!   receive with timeouts).
 //! - [`TypeBuilder`] / [`Datatype`]: MPI-style derived datatypes.
 //!
+//! How a value moves: it is one of libcdt's custom types, so the library pulls the packed
+//! stream out of it fragment by fragment, at any offset, straight into the frame head or the
+//! transport's copy. A `Vec` of fixed-size values (derived structs whose fields are integers,
+//! floats, bools, chars, arrays and tuples of them) is not copied into a Rust-side stream
+//! first: element `i` is packed at `i * size` when the library asks for those bytes. On
+//! receive, a `Vec` of such derived structs is allocated once from its length and filled, field
+//! by field, as its bytes arrive (no copy of the received stream); everything else is read from
+//! the stream bytes as they arrived. The frame's bytes are the same either way (the stream
+//! layout of [`Pack`]: fingerprint, fields in order, a sequence as its `u64` length and its
+//! elements), so frames stay compatible with the other bindings and earlier versions. Received
+//! `Vec`s and regions of 4 MiB and more are marked for transparent huge pages.
+//!
 //! Every failure is an [`Error`] with libcdt's status code, name and message. Receiving a
 //! frame as another type, or a truncated or corrupt frame, is an error, never undefined
 //! behaviour: the stream starts with a type fingerprint ([`Schema`]) and every length and kind
