@@ -79,7 +79,7 @@ pub use pack::{
     __sequences_unpacked_on_arrival, __unpack_field, __unpack_field_into, __unpack_fixed_vec,
     __unpack_vec_default,
 };
-pub use pack::{Pack, Packer, PlainData, Schema, Unpack, Unpacker};
+pub use pack::{recycle, Pack, Packer, PlainData, Schema, Unpack, Unpacker};
 pub use types::{AsType, Datatype, Kind, Order, TypeBuilder};
 
 #[cfg(feature = "derive")]

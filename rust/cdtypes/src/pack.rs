@@ -485,14 +485,99 @@ impl<T: Unpack + Send + 'static> SeqSink for VecSink<T> {
 }
 
 fn make_sink<T: Unpack + Send + 'static>(n: usize) -> Result<Box<dyn SeqSink>> {
-    let mut v: Vec<T> = Vec::new();
-    v.try_reserve_exact(n)
-        .map_err(|_| Error::from_code(sys::CDT_ERR_NO_MEMORY))?;
-    advise_huge_pages(v.as_mut_ptr().cast(), v.capacity() * size_of::<T>());
+    let mut v: Vec<T> = match take_recycled::<T>(n) {
+        Some(v) => v,
+        None => {
+            let mut v: Vec<T> = Vec::new();
+            v.try_reserve_exact(n)
+                .map_err(|_| Error::from_code(sys::CDT_ERR_NO_MEMORY))?;
+            advise_huge_pages(v.as_mut_ptr().cast(), v.capacity() * size_of::<T>());
+            v
+        }
+    };
+    v.clear();
     Ok(Box::new(VecSink {
         v,
         size: T::FIXED_SIZE.unwrap_or(1),
     }))
+}
+
+/// Recycled `Vec`s smaller than this are not kept (fresh memory of that size is cheap).
+const RECYCLE_MIN_BYTES: usize = 64 << 10;
+/// At most this many recycled `Vec`s, and bytes in all, per thread.
+const RECYCLE_MAX_COUNT: usize = 8;
+const RECYCLE_MAX_BYTES: usize = 256 << 20;
+
+thread_local! {
+    // (capacity in bytes, the Vec) of Vecs handed back with `recycle`, oldest first
+    static RECYCLED: std::cell::RefCell<VecDeque<(usize, Box<dyn Any>)>> =
+        const { std::cell::RefCell::new(VecDeque::new()) };
+}
+
+/// Hand a `Vec` you no longer need to the receives of this thread: the next `Vec<T>` of a
+/// derived fixed-size struct that a receive unpacks as it arrives (see the crate docs) takes
+/// its memory when it holds between `n` and `2n` elements for `n` received ones, instead of
+/// fresh memory. Fresh memory costs a page fault and the kernel's zeroing per 4 KiB on its first
+/// write, which for an object of a few MiB takes longer than the transfer itself; receiving into
+/// reused memory is what the C transport does with a buffer it receives into again.
+///
+/// Kept per thread (the thread whose waits progress the receives), at most 8 `Vec`s and
+/// 256 MiB (the oldest go first); `Vec`s under 64 KiB, and `Vec`s of other element types, are
+/// dropped at once.
+///
+/// ```
+/// # use cdtypes::{Pack, Unpack};
+/// #[derive(Pack, Unpack, Clone, Copy, PartialEq, Debug)]
+/// struct P { x: f64, y: f64, id: u32 }
+///
+/// let frame = cdtypes::to_vec(&vec![P { x: 1.0, y: 2.0, id: 3 }; 10_000]).unwrap();
+/// let first: Vec<P> = cdtypes::from_bytes(&frame).unwrap();
+/// cdtypes::recycle(first);                         // done with it
+/// let again: Vec<P> = cdtypes::from_bytes(&frame).unwrap();  // lands in its memory
+/// assert_eq!(again.len(), 10_000);
+/// ```
+pub fn recycle<T: Unpack + Send + 'static>(mut v: Vec<T>) {
+    let bytes = v.capacity().saturating_mul(size_of::<T>());
+    if !(RECYCLE_MIN_BYTES..=RECYCLE_MAX_BYTES).contains(&bytes) {
+        return;
+    }
+    // only types whose Vec a receive unpacks on arrival take recycled memory
+    let mut plan = __Plan::empty();
+    T::vec_plan(&mut plan);
+    if !matches!(plan.items.first(), Some(PlanItem::Seq { .. })) {
+        return;
+    }
+    v.clear();
+    let _ = RECYCLED.try_with(|r| {
+        let Ok(mut r) = r.try_borrow_mut() else {
+            return;
+        };
+        r.push_back((bytes, Box::new(v)));
+        let mut total: usize = r.iter().map(|(b, _)| *b).sum();
+        while r.len() > RECYCLE_MAX_COUNT || total > RECYCLE_MAX_BYTES {
+            let Some((b, _)) = r.pop_front() else { break };
+            total -= b;
+        }
+    });
+}
+
+/// A recycled `Vec<T>` with room for `n` to `2n` elements (`n` > 0), if this thread has one.
+fn take_recycled<T: 'static>(n: usize) -> Option<Vec<T>> {
+    if n == 0 {
+        return None;
+    }
+    RECYCLED
+        .try_with(|r| {
+            let mut r = r.try_borrow_mut().ok()?;
+            let fits = |v: &Vec<T>| v.capacity() >= n && v.capacity() <= n.saturating_mul(2);
+            let i = r
+                .iter()
+                .position(|(_, v)| v.downcast_ref::<Vec<T>>().is_some_and(fits))?;
+            let (_, v) = r.remove(i)?;
+            v.downcast::<Vec<T>>().ok().map(|v| *v)
+        })
+        .ok()
+        .flatten()
 }
 
 /// Received memory of at least this many bytes is marked for transparent huge pages (as

@@ -341,3 +341,37 @@ fn large_received_vectors_round_trip() {
     let back: (Vec<Small>, Vec<u64>) = cdtypes::__from_pieces(&bytes, &p).unwrap();
     assert!(back == v);
 }
+
+#[test]
+fn recycled_vectors_are_received_into() {
+    let recs: Vec<Rec> = (0..100).map(rec).collect();
+    let bytes = cdtypes::to_vec(&recs).unwrap();
+    // a Vec of the right size: its memory takes the next receive, old contents overwritten
+    let old: Vec<Rec> = (0..150).map(|i| rec(i + 7)).collect();
+    let at = old.as_ptr();
+    cdtypes::recycle(old);
+    let got: Vec<Rec> = from_bytes(&bytes).unwrap();
+    assert_eq!(got.as_ptr(), at);
+    assert_eq!(got, recs);
+    // too small (fewer than n) or too large (more than 2n): fresh memory, the same values
+    for cap in [99usize, 201] {
+        let v: Vec<Rec> = Vec::with_capacity(cap);
+        let at = v.as_ptr();
+        cdtypes::recycle(v);
+        let got: Vec<Rec> = from_bytes(&bytes).unwrap();
+        assert_ne!(got.as_ptr(), at, "capacity {cap}");
+        assert_eq!(got, recs);
+    }
+    // a receive that fails after taking the memory: an error, and nothing else
+    let v: Vec<Rec> = Vec::with_capacity(100);
+    cdtypes::recycle(v);
+    let mut b = bytes.clone();
+    let first = first_element(&b);
+    b[first + 50 * (4 + 1 + 8 + 1200 + 4) + 4] = 9; // a bool that is 9
+    assert_eq!(name(from_bytes::<Vec<Rec>>(&b)), "CDT_ERR_FRAME_MISMATCH");
+    assert_eq!(from_bytes::<Vec<Rec>>(&bytes).unwrap(), recs);
+    // plain data and small Vecs are not kept (nothing to observe but that nothing breaks)
+    cdtypes::recycle(vec![0u32; 100_000]);
+    cdtypes::recycle(vec![small(1); 3]);
+    assert_eq!(from_bytes::<Vec<Rec>>(&bytes).unwrap(), recs);
+}
