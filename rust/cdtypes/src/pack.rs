@@ -400,7 +400,7 @@ fn read_elements<T: Unpack>(u: &mut Unpacker, n: usize) -> Result<Vec<T>> {
 #[doc(hidden)]
 pub fn __plan_fixed_vec<T: Unpack + Send + 'static>(p: &mut __Plan) {
     match T::FIXED_SIZE {
-        Some(size) if size > 0 => p.items.push(PlanItem::Seq {
+        Some(size) if size > 0 => p.push(PlanItem::Seq {
             size,
             make: make_sink::<T>,
         }),
@@ -692,7 +692,9 @@ impl __Plan {
     }
 
     fn push(&mut self, item: PlanItem) {
-        if self.items.len() >= PLAN_MAX_ITEMS {
+        if self.ended {
+            // after an item the plan cannot follow, the stream is the unpacker's
+        } else if self.items.len() >= PLAN_MAX_ITEMS {
             self.ended = true;
         } else {
             self.items.push(item);

@@ -375,3 +375,33 @@ fn recycled_vectors_are_received_into() {
     cdtypes::recycle(vec![small(1); 3]);
     assert_eq!(from_bytes::<Vec<Rec>>(&bytes).unwrap(), recs);
 }
+
+/// Fields the plan cannot follow (an Option, a map) end it: what comes after them, planned
+/// sequences included, is read from the kept bytes.
+#[derive(Pack, Unpack, Debug, PartialEq)]
+struct AfterUnplanned {
+    first: Vec<Rec>,
+    maybe: Option<u64>,
+    second: Vec<Rec>,
+    map: std::collections::BTreeMap<u32, Small>,
+    third: Vec<Small>,
+}
+
+#[test]
+fn the_plan_ends_at_what_it_cannot_follow() {
+    for maybe in [None, Some(7)] {
+        let v = AfterUnplanned {
+            first: (0..20).map(rec).collect(),
+            maybe,
+            second: (0..30).map(|i| rec(i + 1)).collect(),
+            map: (0..10).map(|i| (i, small(i as usize))).collect(),
+            third: (0..500).map(small).collect(),
+        };
+        let bytes = cdtypes::to_vec(&v).unwrap();
+        let before = cdtypes::__sequences_unpacked_on_arrival();
+        let p = pieces(bytes.len(), &[5000, 5001, 30_000], 0, false);
+        let back: AfterUnplanned = cdtypes::__from_pieces(&bytes, &p).unwrap();
+        assert_eq!(back, v);
+        assert_eq!(cdtypes::__sequences_unpacked_on_arrival() - before, 1);
+    }
+}
