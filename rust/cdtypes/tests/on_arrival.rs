@@ -405,3 +405,24 @@ fn the_plan_ends_at_what_it_cannot_follow() {
         assert_eq!(cdtypes::__sequences_unpacked_on_arrival() - before, 1);
     }
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(32))]
+
+    #[test]
+    fn prop_planned_and_unplanned_fields(
+        first in prop::collection::vec(arb_rec(), 0..8),
+        maybe in prop::option::of(any::<u64>()),
+        second in prop::collection::vec(arb_rec(), 0..8),
+        map in prop::collection::btree_map(any::<u32>(), arb_small(), 0..5),
+        third in prop::collection::vec(arb_small(), 0..700),
+        cuts in prop::collection::vec(any::<usize>(), 0..8),
+        reverse in any::<bool>(),
+    ) {
+        let v = AfterUnplanned { first, maybe, second, map, third };
+        let bytes = cdtypes::to_vec(&v).unwrap();
+        let p = pieces(bytes.len(), &cuts, 0, reverse);
+        let back: AfterUnplanned = cdtypes::__from_pieces(&bytes, &p).unwrap();
+        prop_assert_eq!(back, v);
+    }
+}
