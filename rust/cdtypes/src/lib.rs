@@ -25,7 +25,11 @@
 //! the stream bytes as they arrived. The frame's bytes are the same either way (the stream
 //! layout of [`Pack`]: fingerprint, fields in order, a sequence as its `u64` length and its
 //! elements), so frames stay compatible with the other bindings and earlier versions. Received
-//! `Vec`s and regions of 4 MiB and more are marked for transparent huge pages.
+//! `Vec`s and regions of 4 MiB and more are marked for transparent huge pages, and
+//! [`recycle`] hands a `Vec` you are done with to the next receive of that type on the thread.
+//! A fixed-size value's `pack_fixed` may therefore run inside the transport's progress, in the
+//! thread that progresses the worker, while the send is pending (derived code only reads the
+//! fields).
 //!
 //! Every failure is an [`Error`] with libcdt's status code, name and message. Receiving a
 //! frame as another type, or a truncated or corrupt frame, is an error, never undefined
