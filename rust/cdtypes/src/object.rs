@@ -439,6 +439,8 @@ pub(crate) struct RecvState {
     regions: Vec<RegionBuf>,
     region_kinds: Vec<sys::cdt_kind>,
     plan: Vec<PlanItem>,
+    /// The carry buffer of the last sequence, for the next one.
+    carry: Vec<u8>,
     step: Step,
     /// Sequences unpacked on arrival, each with the in-line offset where its elements were.
     done: VecDeque<(usize, Box<dyn Any + Send>)>,
@@ -460,6 +462,7 @@ impl RecvState {
             regions: Vec::new(),
             region_kinds: Vec::new(),
             plan: Vec::new(),
+            carry: Vec::new(),
             step: Step::Rest,
             done: VecDeque::new(),
             error: None,
@@ -578,13 +581,17 @@ impl RecvState {
                         left -= whole;
                     }
                     if left > 0 && !src.is_empty() {
-                        // the start of an element cut by the fragment's end
+                        // the start of an element cut by the fragment's end (room for the
+                        // whole element at once: its rest comes with the next fragment)
                         let k = src.len().min(size);
+                        carry.reserve_exact(size);
                         carry.extend_from_slice(&src[..k]);
                         self.fed += k;
                         src = &src[k..];
                     }
                     if left == 0 {
+                        carry.clear();
+                        self.carry = carry;
                         self.done.push_back((self.inline.len(), sink.finish()));
                         self.step = Step::Item {
                             item: item + 1,
@@ -646,7 +653,7 @@ impl RecvState {
             item,
             left: n,
             sink,
-            carry: Vec::new(),
+            carry: std::mem::take(&mut self.carry),
         })
     }
 
