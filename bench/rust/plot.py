@@ -10,7 +10,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 STYLE = {"raw": "k--", "cdtypes": "r-o", "c-transport": "m-^", "manual": "b-s",
-         "serde-bincode": "g-d", "cdtypes-serde": "y-v"}
+         "serde-bincode": "g-d", "cdtypes-serde": "y-v", "cdtypes-recycle": "c-x"}
 
 
 def main(csv_path, out_png):

@@ -15,7 +15,7 @@ from collections import defaultdict
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 import machine as bench_machine  # noqa: E402  (bench/machine.py)
 
-METHODS = ["raw", "cdtypes", "c-transport", "manual", "serde-bincode", "cdtypes-serde"]
+METHODS = ["raw", "cdtypes", "c-transport", "manual", "serde-bincode", "cdtypes-serde", "cdtypes-recycle"]
 MIB = 1 << 20
 
 
@@ -146,7 +146,10 @@ def main():
         "  (examples/c/seed_types.c; bench/transfer's `libcdt`);",
         "- `manual`: hand-written pack into one byte buffer, raw send, hand-written unpack;",
         "- `serde-bincode`: `bincode::serialize`, raw send, `bincode::deserialize` (what a Rust user does today);",
-        "- `cdtypes-serde`: the same value through cdtypes' serde bridge (`cdtypes::serde::Serde`).",
+        "- `cdtypes-serde`: the same value through cdtypes' serde bridge (`cdtypes::serde::Serde`);",
+        "- `cdtypes-recycle`: as `cdtypes`, each received value handed back with `cdtypes::recycle` once",
+        "  checked, so the next receive of a `Vec` of derived fixed-size structs lands in its memory",
+        "  (as `c-transport` receives into its slots again; for double-vec the same as `cdtypes`).",
         "",
         "The receivers of `manual` and `serde-bincode` are given the message length (a real one needs",
         "a probe or a second message). Latency: half the median round trip of a ping-pong; bandwidth:",

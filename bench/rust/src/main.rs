@@ -6,6 +6,9 @@
 //! `Vec<StructVec>`, `Vec<StructSimple>`, `Vec<StructSimpleNoGap>` (all `#[repr(C)]`, as the
 //! seed's Listings 6-8). Methods:
 //!   cdtypes        `Endpoint::isend` / `Worker::irecv` of the value (Pack / Unpack, derived)
+//!   cdtypes-recycle  as cdtypes, each received value handed back with `cdtypes::recycle` once
+//!                  checked, so the next receive lands in its memory (as c-transport receives
+//!                  into its slots again); the same as cdtypes for double-vec (regions)
 //!   cdtypes-serde  the same value through the serde bridge (`cdtypes::serde::Serde`)
 //!   manual         hand-written pack into one byte buffer, raw UCX send, hand-written unpack
 //!   serde-bincode  `bincode::serialize`, raw UCX send, `bincode::deserialize`
@@ -331,6 +334,8 @@ trait Case: Pack + Unpack + Serialize + DeserializeOwned + PartialEq + Send + Sy
     fn c_slot(&self) -> CSlot;
     /// The C receive slot holds `self`.
     fn c_check(&self, slot: &CSlot) -> bool;
+    /// Done with a received value (cdtypes-recycle).
+    fn recycle(self) {}
 }
 
 impl<E: Elem> Case for Vec<E> {
@@ -365,6 +370,9 @@ impl<E: Elem> Case for Vec<E> {
     }
     fn c_slot(&self) -> CSlot {
         CSlot::Structs(vec![0u64; (std::mem::size_of_val(&self[..])).div_ceil(8)])
+    }
+    fn recycle(self) {
+        cdtypes::recycle(self)
     }
     fn c_check(&self, slot: &CSlot) -> bool {
         match slot {
@@ -492,6 +500,7 @@ impl<'de, T: Deserialize<'de>> Deserialize<'de> for Shared<T> {
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 enum Method {
     Cdtypes,
+    CdtypesRecycle,
     CdtypesSerde,
     Manual,
     SerdeBincode,
@@ -499,19 +508,21 @@ enum Method {
     CTransport,
 }
 
-const METHODS: [Method; 6] = [
+const METHODS: [Method; 7] = [
     Method::Raw,
     Method::Cdtypes,
     Method::CTransport,
     Method::Manual,
     Method::SerdeBincode,
     Method::CdtypesSerde,
+    Method::CdtypesRecycle,
 ];
 
 impl Method {
     fn name(self) -> &'static str {
         match self {
             Method::Cdtypes => "cdtypes",
+            Method::CdtypesRecycle => "cdtypes-recycle",
             Method::CdtypesSerde => "cdtypes-serde",
             Method::Manual => "manual",
             Method::SerdeBincode => "serde-bincode",
@@ -535,6 +546,7 @@ enum Pend<T: Case> {
     },
     Send(SendRequest<Shared<T>>),
     Recv(RecvRequest<T>),
+    RecvRecycle(RecvRequest<T>),
     SerdeSend(SendRequest<Serde<Shared<T>>>),
     SerdeRecv(RecvRequest<Serde<Shared<T>>>),
     C {
@@ -543,9 +555,21 @@ enum Pend<T: Case> {
     },
 }
 
+/// A received value handed to `cdtypes::recycle` when dropped (cdtypes-recycle).
+struct Recycled<T: Case>(Option<T>);
+
+impl<T: Case> Drop for Recycled<T> {
+    fn drop(&mut self) {
+        if let Some(v) = self.0.take() {
+            v.recycle();
+        }
+    }
+}
+
 /// What a receive got (for the check after a measurement).
-enum Got<T> {
+enum Got<T: Case> {
     Value(T),
+    Recycled(Recycled<T>),
     CSlot(usize),
     RawSlot,
 }
@@ -609,7 +633,7 @@ impl<'e, T: Case> Bench<'e, T> {
                 after: After::Nothing,
                 _keep: None,
             },
-            Method::Cdtypes => Pend::Send(
+            Method::Cdtypes | Method::CdtypesRecycle => Pend::Send(
                 self.ep
                     .isend(Shared(self.value.clone()), tag)
                     .expect("isend"),
@@ -672,6 +696,9 @@ impl<'e, T: Case> Bench<'e, T> {
                 }
             }
             Method::Cdtypes => Pend::Recv(self.worker.irecv(tag, TAG_MASK_FULL).expect("irecv")),
+            Method::CdtypesRecycle => {
+                Pend::RecvRecycle(self.worker.irecv(tag, TAG_MASK_FULL).expect("irecv"))
+            }
             Method::CdtypesSerde => {
                 Pend::SerdeRecv(self.worker.irecv(tag, TAG_MASK_FULL).expect("irecv"))
             }
@@ -752,6 +779,9 @@ impl<'e, T: Case> Bench<'e, T> {
                 None
             }
             Pend::Recv(mut r) => Some(Got::Value(r.wait(LONG).expect("recv"))),
+            Pend::RecvRecycle(mut r) => {
+                Some(Got::Recycled(Recycled(Some(r.wait(LONG).expect("recv")))))
+            }
             Pend::SerdeRecv(mut r) => {
                 let Serde(Shared(v)) = r.wait(LONG).expect("recv");
                 Some(Got::Value(Arc::try_unwrap(v).ok().expect("unique")))
@@ -770,6 +800,7 @@ impl<'e, T: Case> Bench<'e, T> {
     fn check(&self, m: Method, got: Option<Got<T>>) {
         let ok = match got {
             Some(Got::Value(v)) => v == *self.value,
+            Some(Got::Recycled(r)) => r.0.as_ref() == Some(&*self.value),
             Some(Got::CSlot(s)) => self.value.c_check(&self.c_recv[s]),
             Some(Got::RawSlot) => true,
             None => false,

@@ -90,13 +90,19 @@ fn expand(mut input: DeriveInput, pack: bool) -> syn::Result<Tokens> {
             text.push_str(&format!("struct {name}{}", fields_text(&s.fields)));
             let tys: Vec<&syn::Type> = s.fields.iter().map(|f| &f.ty).collect();
             fixed = if pack {
-                let accesses = s.fields.iter().enumerate().map(|(i, f)| match &f.ident {
-                    Some(id) => quote!(self.#id),
-                    None => {
-                        let idx = Index::from(i);
-                        quote!(self.#idx)
-                    }
-                });
+                let accesses: Vec<Tokens> = s
+                    .fields
+                    .iter()
+                    .enumerate()
+                    .map(|(i, f)| match &f.ident {
+                        Some(id) => quote!(self.#id),
+                        None => {
+                            let idx = Index::from(i);
+                            quote!(self.#idx)
+                        }
+                    })
+                    .collect();
+                let accesses2 = &accesses;
                 quote!(
                     #[doc(hidden)]
                     const FIXED_SIZE: ::std::option::Option<usize> =
@@ -107,6 +113,13 @@ fn expand(mut input: DeriveInput, pack: bool) -> syn::Result<Tokens> {
                     fn pack_fixed(&self, out: &mut [u8]) {
                         let mut at = 0usize;
                         #(::cdtypes::__pack_field(&#accesses, out, &mut at);)*
+                    }
+                    #[doc(hidden)]
+                    #[allow(unused_variables, unused_mut)]
+                    #[inline]
+                    fn pack_fixed_window(&self, skip: usize, out: &mut [u8]) {
+                        let mut at = 0usize;
+                        #(::cdtypes::__pack_field_window(&#accesses2, skip, out, &mut at);)*
                     }
                 )
             } else {
@@ -124,7 +137,61 @@ fn expand(mut input: DeriveInput, pack: bool) -> syn::Result<Tokens> {
                     }
                     Fields::Unit => quote!(#name),
                 };
+                // a Vec of a fixed-size struct is unpacked into the receiving Vec as its bytes
+                // arrive (the type must be 'static for that: structs without generics)
+                let vec_on_arrival = if input.generics.params.is_empty() {
+                    quote!(
+                        #[doc(hidden)]
+                        fn vec_plan(p: &mut ::cdtypes::__Plan) {
+                            ::cdtypes::__plan_fixed_vec::<Self>(p)
+                        }
+                        #[doc(hidden)]
+                        fn unpack_vec(
+                            u: &mut ::cdtypes::Unpacker,
+                        ) -> ::cdtypes::Result<::std::vec::Vec<Self>> {
+                            ::cdtypes::__unpack_fixed_vec::<Self>(u)
+                        }
+                    )
+                } else {
+                    quote!()
+                };
+                // each field written where it lives in *dst (no move of a large value)
+                let into = s.fields.iter().enumerate().map(|(i, f)| {
+                    let ty = &f.ty;
+                    let place = match &f.ident {
+                        Some(id) => quote!((*dst).#id),
+                        None => {
+                            let idx = Index::from(i);
+                            quote!((*dst).#idx)
+                        }
+                    };
+                    quote!(::cdtypes::__unpack_field_into::<#ty>(
+                        bytes,
+                        &mut at,
+                        ::std::ptr::addr_of_mut!(#place),
+                    )?;)
+                });
                 quote!(
+                    #[doc(hidden)]
+                    #[allow(unused_variables, unused_mut, unused_unsafe)]
+                    #[inline]
+                    unsafe fn unpack_fixed_into(
+                        bytes: &[u8],
+                        dst: *mut Self,
+                    ) -> ::cdtypes::Result<()> {
+                        let mut at = 0usize;
+                        // SAFETY: dst is valid for a write of Self (the caller's contract), so
+                        // each field's place is valid for a write of the field
+                        unsafe {
+                            #(#into)*
+                        }
+                        ::std::result::Result::Ok(())
+                    }
+                    #[doc(hidden)]
+                    fn plan(p: &mut ::cdtypes::__Plan) {
+                        #(<#tys as ::cdtypes::Unpack>::plan(p);)*
+                    }
+                    #vec_on_arrival
                     #[doc(hidden)]
                     const FIXED_SIZE: ::std::option::Option<usize> =
                         ::cdtypes::__fixed_sum(&[#(<#tys as ::cdtypes::Unpack>::FIXED_SIZE),*]);

@@ -11,8 +11,8 @@ use std::ptr;
 use cdtypes_sys as sys;
 
 use crate::error::{check, Error, Result};
+use crate::object::{send_type, Limits, RecvState, SendObj};
 use crate::pack::{Pack, Unpack};
-use crate::sobj::{sobj_type, Limits, RecvState, SendObj};
 use crate::types::{Datatype, Kind};
 
 /// What the header says about one region.
@@ -81,7 +81,7 @@ impl<'a> Frame<'a> {
         let mut raw = ptr::null_mut();
         // SAFETY: the object and everything it points at live as long as the frame
         check(unsafe {
-            sys::cdt_frame_encode(obj.as_ptr(), 1, sobj_type()?, ptr::null(), &mut raw)
+            sys::cdt_frame_encode(obj.as_ptr(), 1, send_type()?, ptr::null(), &mut raw)
         })?;
         Ok(Frame {
             raw,
@@ -223,7 +223,7 @@ pub fn from_bytes<T: Unpack>(bytes: &[u8]) -> Result<T> {
 
 /// [`from_bytes`] with limits on what the header may make the receiver allocate.
 pub fn from_bytes_with_limits<T: Unpack>(bytes: &[u8], limits: &Limits) -> Result<T> {
-    let mut state = RecvState::new(*limits);
+    let mut state = RecvState::new::<T>(*limits);
     let decoder = Decoder::new(bytes, limits)?;
     let info = decoder.info()?;
     if (bytes.len() as u64) < info.frame_size {
@@ -234,10 +234,55 @@ pub fn from_bytes_with_limits<T: Unpack>(bytes: &[u8], limits: &Limits) -> Resul
     }
     // SAFETY: state outlives the decoder (dropped below, before state)
     unsafe { state.prepare(decoder.raw)? };
-    decoder.write(0, bytes)?;
+    if let Err(e) = decoder.write(0, bytes) {
+        // what an Unpack impl found wrong while the stream arrived, when that was the error
+        return Err(state
+            .error
+            .take()
+            .filter(|s| s.code() == e.code())
+            .unwrap_or(e));
+    }
     decoder.finish()?;
     drop(decoder);
     state.into_value()
+}
+
+/// [`from_bytes`] with the frame's bytes delivered as the given pieces `(offset, len)`, in the
+/// given order, as a transport would (tests: streams cut anywhere, pieces out of order).
+#[doc(hidden)]
+pub fn __from_pieces<T: Unpack>(bytes: &[u8], pieces: &[(usize, usize)]) -> Result<T> {
+    let limits = Limits::default();
+    let mut state = RecvState::new::<T>(limits);
+    let decoder = Decoder::new(bytes, &limits)?;
+    // SAFETY: state outlives the decoder (dropped below, before state)
+    unsafe { state.prepare(decoder.raw)? };
+    for &(at, len) in pieces {
+        let piece = bytes
+            .get(at..at + len)
+            .ok_or_else(|| Error::from_code(sys::CDT_ERR_INVALID_ARG))?;
+        if let Err(e) = decoder.write(at as u64, piece) {
+            return Err(state
+                .error
+                .take()
+                .filter(|s| s.code() == e.code())
+                .unwrap_or(e));
+        }
+    }
+    decoder.finish()?;
+    drop(decoder);
+    state.into_value()
+}
+
+/// The packed stream of `value` from `offset` into `out` as the library pulls it (fragment by
+/// fragment), and the stream's length (tests).
+#[doc(hidden)]
+pub fn __pack_stream_at<T: Pack + ?Sized>(
+    value: &T,
+    offset: usize,
+    out: &mut [u8],
+) -> Result<(usize, usize)> {
+    let obj = SendObj::new(value)?;
+    Ok((obj.pack_at(offset, out), obj.stream_len()))
 }
 
 /// Decode a frame of a predefined or derived type into `count` elements of `datatype` laid

@@ -15,6 +15,22 @@
 //!   receive with timeouts).
 //! - [`TypeBuilder`] / [`Datatype`]: MPI-style derived datatypes.
 //!
+//! How a value moves: it is one of libcdt's custom types, so the library pulls the packed
+//! stream out of it fragment by fragment, at any offset, straight into the frame head or the
+//! transport's copy. A `Vec` of fixed-size values (derived structs whose fields are integers,
+//! floats, bools, chars, arrays and tuples of them) is not copied into a Rust-side stream
+//! first: element `i` is packed at `i * size` when the library asks for those bytes. On
+//! receive, a `Vec` of such derived structs is allocated once from its length and filled, field
+//! by field, as its bytes arrive (no copy of the received stream); everything else is read from
+//! the stream bytes as they arrived. The frame's bytes are the same either way (the stream
+//! layout of [`Pack`]: fingerprint, fields in order, a sequence as its `u64` length and its
+//! elements), so frames stay compatible with the other bindings and earlier versions. Received
+//! `Vec`s and regions of 4 MiB and more are marked for transparent huge pages, and
+//! [`recycle`] hands a `Vec` you are done with to the next receive of that type on the thread.
+//! A fixed-size value's `pack_fixed` may therefore run inside the transport's progress, in the
+//! thread that progresses the worker, while the send is pending (derived code only reads the
+//! fields).
+//!
 //! Every failure is an [`Error`] with libcdt's status code, name and message. Receiving a
 //! frame as another type, or a truncated or corrupt frame, is an error, never undefined
 //! behaviour: the stream starts with a type fingerprint ([`Schema`]) and every length and kind
@@ -46,22 +62,28 @@
 
 mod error;
 mod frame;
+mod object;
 mod pack;
 #[cfg(feature = "serde")]
 pub mod serde;
-mod sobj;
 mod types;
 pub mod ucx;
 
 pub use cdtypes_sys as sys;
 pub use error::{Error, Result};
+#[doc(hidden)]
+pub use frame::{__from_pieces, __pack_stream_at};
 pub use frame::{
     decode_typed, from_bytes, from_bytes_with_limits, to_vec, Decoder, Frame, FrameInfo, RegionInfo,
 };
+pub use object::Limits;
 #[doc(hidden)]
-pub use pack::{__fixed_sum, __pack_field, __unpack_field};
-pub use pack::{Pack, Packer, PlainData, Schema, Unpack, Unpacker};
-pub use sobj::Limits;
+pub use pack::{
+    __Plan, __fixed_sum, __pack_field, __pack_field_window, __plan_fixed_vec,
+    __sequences_unpacked_on_arrival, __unpack_field, __unpack_field_into, __unpack_fixed_vec,
+    __unpack_vec_default,
+};
+pub use pack::{recycle, Pack, Packer, PlainData, Schema, Unpack, Unpacker};
 pub use types::{AsType, Datatype, Kind, Order, TypeBuilder};
 
 #[cfg(feature = "derive")]

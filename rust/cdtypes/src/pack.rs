@@ -8,6 +8,7 @@
 //! as `u64` followed by its elements, except a sequence of [`PlainData`] (and `String`), which
 //! is one region and nothing in the stream.
 use std::alloc::{self, Layout};
+use std::any::Any;
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet, VecDeque};
 use std::hash::{BuildHasher, Hash};
 use std::marker::PhantomData;
@@ -52,16 +53,42 @@ impl Schema {
 
     /// The fingerprint of `T` as a sender describes it.
     pub fn of_pack<T: Pack + ?Sized>() -> u64 {
-        let mut s = Schema::default();
-        T::describe(&mut s);
-        s.finish()
+        Self::cached(<T as Pack>::describe)
     }
 
     /// The fingerprint of `T` as a receiver describes it.
     pub fn of_unpack<T: Unpack>() -> u64 {
-        let mut s = Schema::default();
-        T::describe(&mut s);
-        s.finish()
+        Self::cached(<T as Unpack>::describe)
+    }
+
+    /// The fingerprint a `describe` function makes, remembered by the thread (every message
+    /// needs it, and describing a type hashes its text and may allocate). Keyed by the
+    /// function's address: two functions at one address are the same code, which describes
+    /// the same way (`describe` is a pure function of the type).
+    fn cached(describe: fn(&mut Schema)) -> u64 {
+        const N: usize = 8;
+        thread_local! {
+            static CACHE: std::cell::Cell<([(usize, u64); N], usize)> =
+                const { std::cell::Cell::new(([(0, 0); N], 0)) };
+        }
+        let key = describe as usize;
+        let compute = || {
+            let mut s = Schema::default();
+            describe(&mut s);
+            s.finish()
+        };
+        CACHE
+            .try_with(|c| {
+                let (mut entries, next) = c.get();
+                if let Some((_, h)) = entries.iter().find(|(k, _)| *k == key) {
+                    return *h;
+                }
+                let h = compute();
+                entries[next % N] = (key, h);
+                c.set((entries, next + 1));
+                h
+            })
+            .unwrap_or_else(|_| compute())
     }
 }
 
@@ -89,7 +116,7 @@ pub trait Pack {
     fn pack<'a>(&'a self, p: &mut Packer<'a>);
 
     /// Describe the type for the fingerprint (see [`Schema`]). Must match the receiving
-    /// type's [`Unpack::describe`].
+    /// type's [`Unpack::describe`], and always describe the same way (it is remembered).
     fn describe(s: &mut Schema) {
         s.push(std::any::type_name::<Self>());
     }
@@ -104,6 +131,11 @@ pub trait Pack {
         p.write_len(items.len());
         if let Some(size) = Self::FIXED_SIZE.filter(|s| *s > 0) {
             if let Some(total) = items.len().checked_mul(size) {
+                if total >= DEFER_MIN_BYTES {
+                    // packed later, straight into the frame or the transport's copy
+                    p.defer_fixed(items, size);
+                    return;
+                }
                 // one block of the stream, each element written at its offset
                 let start = p.stream.len();
                 p.stream.resize(start + total, 0);
@@ -133,6 +165,44 @@ pub trait Pack {
     #[inline]
     fn pack_fixed(&self, out: &mut [u8]) {
         let _ = out;
+    }
+
+    /// Bytes [skip, skip + out.len()) of the fixed-size form into `out` (a fragment of the
+    /// stream that cuts the value): by default the whole form into a scratch buffer and the
+    /// part copied; arrays and derived structs write only the fields the window covers.
+    #[doc(hidden)]
+    #[inline]
+    fn pack_fixed_window(&self, skip: usize, out: &mut [u8]) {
+        let size = __fixed_size(Self::FIXED_SIZE);
+        if skip == 0 && out.len() == size {
+            return self.pack_fixed(out);
+        }
+        let mut small = [0u8; 64];
+        let mut big = Vec::new();
+        let tmp: &mut [u8] = if size <= small.len() {
+            &mut small[..size]
+        } else {
+            big.resize(size, 0);
+            &mut big
+        };
+        self.pack_fixed(tmp);
+        if let Some(src) = tmp.get(skip..skip + out.len()) {
+            out.copy_from_slice(src);
+        }
+    }
+
+    /// [`pack_fixed_window`](Pack::pack_fixed_window) of a fixed-size array's elements: by
+    /// default each element the window covers; plain data copies the byte range.
+    #[doc(hidden)]
+    #[inline]
+    fn pack_fixed_array_window(items: &[Self], skip: usize, out: &mut [u8])
+    where
+        Self: Sized,
+    {
+        let mut at = 0;
+        for x in items {
+            __pack_field_window(x, skip, out, &mut at);
+        }
     }
 
     /// The fixed-size form of a fixed-size array's elements, one after another, into `out`
@@ -178,30 +248,38 @@ pub trait Unpack: Sized {
     /// Read what [`Pack::pack_slice`] wrote.
     #[doc(hidden)]
     fn unpack_vec(u: &mut Unpacker) -> Result<Vec<Self>> {
-        let n = u.read_count()?;
-        if let Some(size) = Self::FIXED_SIZE.filter(|s| *s > 0) {
-            // the elements are one block of n * size stream bytes (checked before allocating)
-            let total = n
-                .checked_mul(size)
-                .ok_or_else(|| Error::mismatch(format!("sequence of {n} elements overflows")))?;
-            let bytes = u.read_bytes(total)?;
-            let mut v = Vec::with_capacity(n);
-            for b in bytes.chunks_exact(size) {
-                v.push(Self::unpack_fixed(b)?);
+        __unpack_vec_default(u)
+    }
+
+    /// Describe this type's stream for a receive that unpacks on arrival (see [`__Plan`]): by
+    /// default its fixed size, or "the rest is read by [`unpack`](Unpack::unpack)".
+    #[doc(hidden)]
+    fn plan(p: &mut __Plan) {
+        match Self::FIXED_SIZE {
+            Some(n) => p.fixed(n),
+            None => p.rest(),
+        }
+    }
+
+    /// [`plan`](Unpack::plan) of a `Vec<Self>`: by default a length and fixed-size elements
+    /// kept for [`unpack_vec`](Unpack::unpack_vec); derived structs unpack them on arrival,
+    /// plain data is a region (nothing in the stream).
+    #[doc(hidden)]
+    fn vec_plan(p: &mut __Plan) {
+        match Self::FIXED_SIZE {
+            Some(size) if size > 0 => p.inline_seq(size),
+            _ => {
+                // elements with nothing in the stream (Strings, plain-data Vecs: regions)
+                // leave only the length there
+                let mut sub = __Plan::empty();
+                Self::plan(&mut sub);
+                if sub.items.is_empty() && !sub.ended {
+                    p.fixed(8);
+                } else {
+                    p.rest();
+                }
             }
-            return Ok(v);
         }
-        // n is at most the stream bytes and regions left, so this reserves at most
-        // size_of::<Self>() times what the frame holds; when even that cannot be had, the
-        // vector grows as elements arrive
-        let mut v = Vec::new();
-        if v.try_reserve_exact(n).is_err() {
-            v.reserve(n.min(4096));
-        }
-        for _ in 0..n {
-            v.push(Self::unpack(u)?);
-        }
-        Ok(v)
     }
 
     /// Bytes this type always reads from the stream when it reads no region; must equal the
@@ -228,6 +306,38 @@ pub trait Unpack: Sized {
         Ok(unsafe { out.assume_init() })
     }
 
+    /// [`unpack_fixed`](Unpack::unpack_fixed) written straight into `dst` (a large struct is
+    /// not moved through the stack): derived structs write field by field, arrays of plain
+    /// data copy once.
+    ///
+    /// # Safety
+    /// `dst` is valid for writes of a `Self` (it may be uninitialised and unaligned: a field
+    /// of a packed struct; it is not dropped). On success `*dst` is initialised; on an error,
+    /// fields written so far are leaked.
+    #[doc(hidden)]
+    #[inline]
+    unsafe fn unpack_fixed_into(bytes: &[u8], dst: *mut Self) -> Result<()> {
+        let x = Self::unpack_fixed(bytes)?;
+        // SAFETY: the caller's contract (unaligned: the field of a packed struct)
+        unsafe { dst.write_unaligned(x) };
+        Ok(())
+    }
+
+    /// [`unpack_fixed_into`](Unpack::unpack_fixed_into) of N consecutive values at `dst`.
+    ///
+    /// # Safety
+    /// As `unpack_fixed_into`, for N values at `dst`.
+    #[doc(hidden)]
+    #[inline]
+    unsafe fn unpack_fixed_array_into<const N: usize>(bytes: &[u8], dst: *mut Self) -> Result<()> {
+        let mut at = 0;
+        for i in 0..N {
+            // SAFETY: i < N: inside the caller's N values
+            unsafe { __unpack_field_into::<Self>(bytes, &mut at, dst.add(i))? };
+        }
+        Ok(())
+    }
+
     /// Read a value from exactly `FIXED_SIZE` bytes (what [`Pack::pack_fixed`] wrote).
     #[doc(hidden)]
     #[inline]
@@ -247,6 +357,437 @@ pub trait Unpack: Sized {
             v.push(Self::unpack(u)?);
         }
         Ok(v.try_into().ok().expect("N elements"))
+    }
+}
+
+/// The default [`Unpack::unpack_vec`]: a length, then the elements (one block of fixed-size
+/// forms when the element has one).
+#[doc(hidden)]
+pub fn __unpack_vec_default<T: Unpack>(u: &mut Unpacker) -> Result<Vec<T>> {
+    let n = u.read_count()?;
+    read_elements(u, n)
+}
+
+/// The `n` elements of a sequence whose length was read.
+fn read_elements<T: Unpack>(u: &mut Unpacker, n: usize) -> Result<Vec<T>> {
+    if let Some(size) = T::FIXED_SIZE.filter(|s| *s > 0) {
+        // the elements are one block of n * size stream bytes (checked before allocating)
+        let total = n
+            .checked_mul(size)
+            .ok_or_else(|| Error::mismatch(format!("sequence of {n} elements overflows")))?;
+        let bytes = u.read_bytes(total)?;
+        let mut v = Vec::with_capacity(n);
+        for b in bytes.chunks_exact(size) {
+            v.push(T::unpack_fixed(b)?);
+        }
+        return Ok(v);
+    }
+    // n is at most the stream bytes and regions left, so this reserves at most
+    // size_of::<Self>() times what the frame holds; when even that cannot be had, the
+    // vector grows as elements arrive
+    let mut v = Vec::new();
+    if v.try_reserve_exact(n).is_err() {
+        v.reserve(n.min(4096));
+    }
+    for _ in 0..n {
+        v.push(T::unpack(u)?);
+    }
+    Ok(v)
+}
+
+/// [`Unpack::vec_plan`] of a derived fixed-size struct: its elements are unpacked into the
+/// receiving `Vec` as they arrive ([`__unpack_fixed_vec`] takes them).
+#[doc(hidden)]
+pub fn __plan_fixed_vec<T: Unpack + Send + 'static>(p: &mut __Plan) {
+    match T::FIXED_SIZE {
+        Some(size) if size > 0 => p.push(PlanItem::Seq {
+            size,
+            make: make_sink::<T>,
+        }),
+        _ => p.rest(),
+    }
+}
+
+/// [`Unpack::unpack_vec`] of a derived fixed-size struct: the elements unpacked on arrival
+/// when the receive planned them, else from the stream.
+#[doc(hidden)]
+pub fn __unpack_fixed_vec<T: Unpack + Send + 'static>(u: &mut Unpacker) -> Result<Vec<T>> {
+    if T::FIXED_SIZE.unwrap_or(0) == 0 {
+        return __unpack_vec_default(u);
+    }
+    let n = u.read_len()?;
+    if let Some(v) = u.take_unpacked::<T>()? {
+        if v.len() != n {
+            return Err(Error::mismatch(format!(
+                "a sequence of {n} elements arrived as {}",
+                v.len()
+            )));
+        }
+        return Ok(v);
+    }
+    u.check_count(n)?;
+    read_elements(u, n)
+}
+
+thread_local! {
+    static ON_ARRIVAL: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
+/// Sequences this thread unpacked as their bytes arrived (tests: which path a receive took).
+#[doc(hidden)]
+pub fn __sequences_unpacked_on_arrival() -> u64 {
+    ON_ARRIVAL.with(|c| c.get())
+}
+
+/// Elements of one planned sequence, unpacked as their bytes arrive (into a `Vec` allocated
+/// once from the sequence's length).
+pub(crate) trait SeqSink: Send {
+    /// Unpack whole elements (`bytes` is a multiple of the element's fixed size).
+    fn feed(&mut self, bytes: &[u8]) -> Result<()>;
+    /// The `Vec` of the elements.
+    fn finish(self: Box<Self>) -> Box<dyn Any + Send>;
+}
+
+struct VecSink<T> {
+    v: Vec<T>,
+    size: usize,
+}
+
+impl<T: Unpack + Send + 'static> SeqSink for VecSink<T> {
+    fn feed(&mut self, bytes: &[u8]) -> Result<()> {
+        let k = bytes.len() / self.size;
+        let len = self.v.len();
+        let spare = self.v.spare_capacity_mut();
+        if spare.len() < k {
+            return Err(Error::mismatch("more elements than the sequence announced"));
+        }
+        let mut written = 0;
+        let mut result = Ok(());
+        for (slot, b) in spare.iter_mut().zip(bytes.chunks_exact(self.size)) {
+            // SAFETY: a spare slot of the Vec, valid for a write of T; counted only once
+            // written whole
+            match unsafe { T::unpack_fixed_into(b, slot.as_mut_ptr()) } {
+                Ok(()) => written += 1,
+                Err(e) => {
+                    result = Err(e);
+                    break;
+                }
+            }
+        }
+        // SAFETY: the first `written` spare slots were initialised above (within capacity)
+        unsafe { self.v.set_len(len + written) };
+        result
+    }
+    fn finish(self: Box<Self>) -> Box<dyn Any + Send> {
+        ON_ARRIVAL.with(|c| c.set(c.get() + 1));
+        Box::new(self.v)
+    }
+}
+
+fn make_sink<T: Unpack + Send + 'static>(n: usize) -> Result<Box<dyn SeqSink>> {
+    let mut v: Vec<T> = match take_recycled::<T>(n) {
+        Some(v) => v,
+        None => {
+            let mut v: Vec<T> = Vec::new();
+            v.try_reserve_exact(n)
+                .map_err(|_| Error::from_code(sys::CDT_ERR_NO_MEMORY))?;
+            advise_huge_pages(v.as_mut_ptr().cast(), v.capacity() * size_of::<T>());
+            v
+        }
+    };
+    v.clear();
+    Ok(Box::new(VecSink {
+        v,
+        size: T::FIXED_SIZE.unwrap_or(1),
+    }))
+}
+
+/// Recycled `Vec`s smaller than this are not kept (fresh memory of that size is cheap).
+const RECYCLE_MIN_BYTES: usize = 64 << 10;
+/// At most this many recycled `Vec`s, and bytes in all, per thread.
+const RECYCLE_MAX_COUNT: usize = 8;
+const RECYCLE_MAX_BYTES: usize = 256 << 20;
+
+thread_local! {
+    // (capacity in bytes, the Vec) of Vecs handed back with `recycle`, oldest first
+    static RECYCLED: std::cell::RefCell<VecDeque<(usize, Box<dyn Any>)>> =
+        const { std::cell::RefCell::new(VecDeque::new()) };
+}
+
+/// Hand a `Vec` you no longer need to the receives of this thread: the next `Vec<T>` of a
+/// derived fixed-size struct that a receive unpacks as it arrives (see the crate docs) takes
+/// its memory when it holds between `n` and `2n` elements for `n` received ones, instead of
+/// fresh memory. Fresh memory costs a page fault and the kernel's zeroing per 4 KiB on its first
+/// write, which for an object of a few MiB takes longer than the transfer itself; receiving into
+/// reused memory is what the C transport does with a buffer it receives into again.
+///
+/// Kept per thread (the thread whose waits progress the receives), at most 8 `Vec`s and
+/// 256 MiB (the oldest go first); `Vec`s under 64 KiB, and `Vec`s of other element types, are
+/// dropped at once.
+///
+/// ```
+/// # use cdtypes::{Pack, Unpack};
+/// #[derive(Pack, Unpack, Clone, Copy, PartialEq, Debug)]
+/// struct P { x: f64, y: f64, id: u32 }
+///
+/// let frame = cdtypes::to_vec(&vec![P { x: 1.0, y: 2.0, id: 3 }; 10_000]).unwrap();
+/// let first: Vec<P> = cdtypes::from_bytes(&frame).unwrap();
+/// cdtypes::recycle(first);                         // done with it
+/// let again: Vec<P> = cdtypes::from_bytes(&frame).unwrap();  // lands in its memory
+/// assert_eq!(again.len(), 10_000);
+/// ```
+pub fn recycle<T: Unpack + Send + 'static>(mut v: Vec<T>) {
+    let bytes = v.capacity().saturating_mul(size_of::<T>());
+    if !(RECYCLE_MIN_BYTES..=RECYCLE_MAX_BYTES).contains(&bytes) {
+        return;
+    }
+    // only types whose Vec a receive unpacks on arrival take recycled memory
+    let mut plan = __Plan::empty();
+    T::vec_plan(&mut plan);
+    if !matches!(plan.items.first(), Some(PlanItem::Seq { .. })) {
+        return;
+    }
+    v.clear();
+    let _ = RECYCLED.try_with(|r| {
+        let Ok(mut r) = r.try_borrow_mut() else {
+            return;
+        };
+        r.push_back((bytes, Box::new(v)));
+        let mut total: usize = r.iter().map(|(b, _)| *b).sum();
+        while r.len() > RECYCLE_MAX_COUNT || total > RECYCLE_MAX_BYTES {
+            let Some((b, _)) = r.pop_front() else { break };
+            total -= b;
+        }
+    });
+}
+
+/// A recycled `Vec<T>` with room for `n` to `2n` elements (`n` > 0), if this thread has one.
+fn take_recycled<T: 'static>(n: usize) -> Option<Vec<T>> {
+    if n == 0 {
+        return None;
+    }
+    RECYCLED
+        .try_with(|r| {
+            let mut r = r.try_borrow_mut().ok()?;
+            let fits = |v: &Vec<T>| v.capacity() >= n && v.capacity() <= n.saturating_mul(2);
+            let i = r
+                .iter()
+                .position(|(_, v)| v.downcast_ref::<Vec<T>>().is_some_and(fits))?;
+            let (_, v) = r.remove(i)?;
+            v.downcast::<Vec<T>>().ok().map(|v| *v)
+        })
+        .ok()
+        .flatten()
+}
+
+/// Received memory of at least this many bytes is marked for transparent huge pages (as
+/// libcdt's own receive memory, bindings/cdt_receive_memory.h).
+const HUGE_MIN_BYTES: usize = 4 << 20;
+
+/// Mark the whole pages of fresh receive memory `[p, p + len)` for transparent huge pages
+/// (`madvise(MADV_HUGEPAGE)`; only advice, ignored where the kernel has none). Where the kernel
+/// gives huge pages only on request (THP "madvise", a common default), the first write of each
+/// 4 KiB of fresh memory is a page fault, and the receiver's unpack (or the kernel's
+/// cross-process copy) takes them one by one: a 2 MiB page is one fault instead of 512.
+fn advise_huge_pages(p: *mut u8, len: usize) {
+    #[cfg(target_os = "linux")]
+    {
+        const PAGE: usize = 4096;
+        const MADV_HUGEPAGE: std::os::raw::c_int = 14;
+        extern "C" {
+            fn madvise(
+                addr: *mut std::os::raw::c_void,
+                len: usize,
+                advice: std::os::raw::c_int,
+            ) -> std::os::raw::c_int;
+        }
+        if len < HUGE_MIN_BYTES {
+            return;
+        }
+        let start = (p as usize).next_multiple_of(PAGE);
+        let end = (p as usize + len) / PAGE * PAGE;
+        if end > start {
+            // SAFETY: whole pages inside an allocation of ours; the advice changes no content
+            unsafe {
+                madvise(
+                    start as *mut std::os::raw::c_void,
+                    end - start,
+                    MADV_HUGEPAGE,
+                )
+            };
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = (p, len);
+}
+
+/// One item of a receive plan.
+#[derive(Clone, Copy)]
+pub(crate) enum PlanItem {
+    /// Bytes kept for the unpacker.
+    Fixed(usize),
+    /// A `u64` length (kept), then that many elements of `size` bytes unpacked on arrival.
+    Seq {
+        size: usize,
+        make: fn(usize) -> Result<Box<dyn SeqSink>>,
+    },
+}
+
+/// How a type's packed stream is laid out, as far as a receive can tell before it arrives:
+/// fixed bytes, and sequences of fixed-size elements (a length, then the elements) that can
+/// be unpacked as they arrive. Anything else ends the plan: the rest of the stream is kept
+/// for [`Unpacker`]. A plan that disagrees with what [`Unpack::unpack`] reads makes the
+/// receive fail with a mismatch, never anything worse.
+#[doc(hidden)]
+pub struct __Plan {
+    items: Vec<PlanItem>,
+    ended: bool,
+}
+
+pub(crate) type Plan = __Plan;
+
+impl Default for __Plan {
+    /// A plan of a whole stream: the fingerprint comes first.
+    fn default() -> Self {
+        __Plan {
+            items: vec![PlanItem::Fixed(8)],
+            ended: false,
+        }
+    }
+}
+
+/// Most items a plan takes (a struct of many fields of sequences); the rest is kept.
+const PLAN_MAX_ITEMS: usize = 64;
+
+impl __Plan {
+    fn empty() -> Self {
+        __Plan {
+            items: Vec::new(),
+            ended: false,
+        }
+    }
+
+    /// `n` fixed bytes.
+    pub fn fixed(&mut self, n: usize) {
+        if self.ended || n == 0 {
+            return;
+        }
+        // (the fingerprint, item 0, stays an item of its own: it is checked on arrival)
+        let merge = self.items.len() > 1;
+        match self.items.last_mut() {
+            Some(PlanItem::Fixed(m)) if merge => *m += n,
+            _ => self.push(PlanItem::Fixed(n)),
+        }
+    }
+
+    /// A sequence of fixed-size elements read by the unpacker (no gain from planning it: the
+    /// plan ends there).
+    pub fn inline_seq(&mut self, _size: usize) {
+        self.rest();
+    }
+
+    /// From here on the stream is read by the unpacker.
+    pub fn rest(&mut self) {
+        self.ended = true;
+    }
+
+    fn push(&mut self, item: PlanItem) {
+        if self.ended {
+            // after an item the plan cannot follow, the stream is the unpacker's
+        } else if self.items.len() >= PLAN_MAX_ITEMS {
+            self.ended = true;
+        } else {
+            self.items.push(item);
+        }
+    }
+
+    /// Items up to the first sequence: a plan without one gains nothing.
+    pub(crate) fn into_items(mut self) -> Vec<PlanItem> {
+        if !self.items.iter().any(|i| matches!(i, PlanItem::Seq { .. })) {
+            self.items.clear();
+        }
+        self.items
+    }
+}
+
+/// The bytes a `Vec` of fixed-size elements must take in the stream before it is packed late
+/// (by the library, straight into the frame or the transport's copy) instead of into the
+/// packer's in-line bytes.
+const DEFER_MIN_BYTES: usize = 1024;
+
+/// A block of the stream packed late: `count` elements of `size` bytes at `base`.
+pub(crate) struct Deferred {
+    /// Offset in the in-line bytes before which the block stands.
+    pub(crate) at: usize,
+    pub(crate) count: usize,
+    pub(crate) size: usize,
+    base: *const u8,
+    pack: unsafe fn(*const u8, usize, usize, &mut [u8]),
+    pack_window: unsafe fn(*const u8, usize, usize, &mut [u8]),
+}
+
+/// Bytes [skip, skip + out.len()) of element `i` of the slice at `base`.
+///
+/// # Safety
+/// `base` points at a live `[T]` of more than `i` elements.
+unsafe fn pack_window<T: Pack>(base: *const u8, i: usize, skip: usize, out: &mut [u8]) {
+    // SAFETY: the caller's contract
+    let x = unsafe { &*(base as *const T).add(i) };
+    x.pack_fixed_window(skip, out);
+}
+
+/// Elements [from, to) of the slice at `base` in their fixed-size forms into `out`.
+///
+/// # Safety
+/// `base` points at a live `[T]` of at least `to` elements.
+unsafe fn pack_range<T: Pack>(base: *const u8, from: usize, to: usize, out: &mut [u8]) {
+    // SAFETY: the caller's contract
+    let items = unsafe { std::slice::from_raw_parts((base as *const T).add(from), to - from) };
+    let size = __fixed_size(T::FIXED_SIZE);
+    for (x, o) in items.iter().zip(out.chunks_exact_mut(size)) {
+        x.pack_fixed(o);
+    }
+}
+
+impl Deferred {
+    /// Bytes [rel, rel + out.len()) of the block into `out`.
+    pub(crate) fn pack_bytes(&self, rel: usize, out: &mut [u8]) {
+        let size = self.size;
+        let mut first = rel / size;
+        let mut at = 0;
+        let skip = rel % size;
+        // element i's bytes [from, from + n) where a fragment cuts it
+        let part = |i: usize, from: usize, out: &mut [u8]| {
+            let n = out.len().min(size - from);
+            // SAFETY: i < count, the block's slice is borrowed by the packed value
+            unsafe { (self.pack_window)(self.base, i, from, &mut out[..n]) };
+            n
+        };
+        if first >= self.count {
+            return;
+        }
+        if skip != 0 || out.len() < size {
+            // the rest of an element cut by the previous fragment (or this one)
+            at += part(first, skip, out);
+            first += 1;
+        }
+        let whole = ((out.len() - at) / size).min(self.count.saturating_sub(first));
+        if whole > 0 {
+            // SAFETY: first + whole <= count
+            unsafe {
+                (self.pack)(
+                    self.base,
+                    first,
+                    first + whole,
+                    &mut out[at..at + whole * size],
+                )
+            };
+            at += whole * size;
+            first += whole;
+        }
+        if at < out.len() && first < self.count {
+            part(first, 0, &mut out[at..]);
+        }
     }
 }
 
@@ -292,6 +833,9 @@ pub(crate) fn give_buffer(buf: Vec<u8>) {
 /// Where a value writes itself: the packed stream and the list of regions.
 pub struct Packer<'a> {
     pub(crate) stream: Vec<u8>,
+    // blocks of the stream packed late (pointing into the value, borrowed for 'a)
+    pub(crate) deferred: Vec<Deferred>,
+    deferred_bytes: usize,
     pub(crate) regions: Vec<sys::cdt_sobj_buffer>,
     // regions the packer owns (copies made while packing); their heap memory does not move
     pub(crate) owned: Vec<Vec<u8>>,
@@ -303,6 +847,8 @@ impl<'a> Packer<'a> {
     pub(crate) fn new(fingerprint: u64) -> Self {
         let mut p = Packer {
             stream: take_buffer(64),
+            deferred: Vec::new(),
+            deferred_bytes: 0,
             regions: Vec::new(),
             owned: Vec::new(),
             error: None,
@@ -376,7 +922,8 @@ impl<'a> Packer<'a> {
         self.error.is_some()
     }
 
-    /// Overwrite stream bytes written earlier at `offset` (a length known only afterwards).
+    /// Overwrite in-line stream bytes written earlier at `offset` (from
+    /// [`inline_len`](Packer::inline_len): a length known only afterwards).
     #[cfg_attr(not(feature = "serde"), allow(dead_code))]
     pub(crate) fn patch(&mut self, offset: usize, bytes: &[u8]) {
         if let Some(dst) = self.stream.get_mut(offset..offset + bytes.len()) {
@@ -386,7 +933,26 @@ impl<'a> Packer<'a> {
 
     /// Bytes written to the stream so far (the fingerprint included).
     pub fn stream_len(&self) -> usize {
+        self.stream.len() + self.deferred_bytes
+    }
+
+    /// Bytes written to the in-line part of the stream so far (offsets for `patch`).
+    #[cfg_attr(not(feature = "serde"), allow(dead_code))]
+    pub(crate) fn inline_len(&self) -> usize {
         self.stream.len()
+    }
+
+    /// A block of fixed-size elements packed late, when the library asks for its bytes.
+    fn defer_fixed<T: Pack>(&mut self, items: &'a [T], size: usize) {
+        self.deferred.push(Deferred {
+            at: self.stream.len(),
+            count: items.len(),
+            size,
+            base: items.as_ptr().cast(),
+            pack: pack_range::<T>,
+            pack_window: pack_window::<T>,
+        });
+        self.deferred_bytes += items.len() * size;
     }
 
     /// Regions so far.
@@ -416,8 +982,10 @@ impl RegionBuf {
             let layout = Layout::from_size_align(len, align)
                 .map_err(|_| Error::from_code(sys::CDT_ERR_NO_MEMORY))?;
             // SAFETY: non-zero size
-            NonNull::new(unsafe { alloc::alloc(layout) })
-                .ok_or_else(|| Error::from_code(sys::CDT_ERR_NO_MEMORY))?
+            let p = NonNull::new(unsafe { alloc::alloc(layout) })
+                .ok_or_else(|| Error::from_code(sys::CDT_ERR_NO_MEMORY))?;
+            advise_huge_pages(p.as_ptr(), len);
+            p
         };
         Ok(RegionBuf {
             ptr,
@@ -429,6 +997,10 @@ impl RegionBuf {
 
     pub(crate) fn as_mut_ptr(&mut self) -> *mut u8 {
         self.ptr.as_ptr()
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.len
     }
 
     fn into_vec<T: PlainData>(self, kind: Kind) -> Result<Vec<T>> {
@@ -481,6 +1053,8 @@ pub struct Unpacker {
     pos: usize,
     regions: Vec<Option<RegionBuf>>,
     next_region: usize,
+    // sequences unpacked as they arrived, each with the stream offset where it stood
+    unpacked: VecDeque<(usize, Box<dyn Any + Send>)>,
 }
 
 impl Drop for Unpacker {
@@ -490,12 +1064,32 @@ impl Drop for Unpacker {
 }
 
 impl Unpacker {
-    pub(crate) fn new(stream: Vec<u8>, regions: Vec<RegionBuf>) -> Self {
+    pub(crate) fn new(
+        stream: Vec<u8>,
+        regions: Vec<RegionBuf>,
+        unpacked: VecDeque<(usize, Box<dyn Any + Send>)>,
+    ) -> Self {
         Unpacker {
             stream,
             pos: 0,
             regions: regions.into_iter().map(Some).collect(),
             next_region: 0,
+            unpacked,
+        }
+    }
+
+    /// The sequence unpacked on arrival that stood here, if any.
+    fn take_unpacked<T: 'static>(&mut self) -> Result<Option<Vec<T>>> {
+        if !matches!(self.unpacked.front(), Some((at, _)) if *at == self.pos) {
+            return Ok(None);
+        }
+        let (_, v) = self.unpacked.pop_front().expect("front");
+        match v.downcast::<Vec<T>>() {
+            Ok(v) => Ok(Some(*v)),
+            Err(_) => Err(Error::mismatch(format!(
+                "a sequence unpacked on arrival is read as Vec<{}>",
+                std::any::type_name::<T>()
+            ))),
         }
     }
 
@@ -515,7 +1109,10 @@ impl Unpacker {
             )));
         }
         let value = T::unpack(&mut self)?;
-        if self.pos != self.stream.len() || self.next_region != self.regions.len() {
+        if self.pos != self.stream.len()
+            || self.next_region != self.regions.len()
+            || !self.unpacked.is_empty()
+        {
             return Err(Error::mismatch(format!(
                 "{} left {} stream bytes and {} regions unread",
                 std::any::type_name::<T>(),
@@ -578,6 +1175,11 @@ impl Unpacker {
     /// length cannot make the receiver allocate or loop without bound.
     pub fn read_count(&mut self) -> Result<usize> {
         let n = self.read_len()?;
+        self.check_count(n)?;
+        Ok(n)
+    }
+
+    fn check_count(&self, n: usize) -> Result<()> {
         if n > self.remaining() + self.remaining_regions() {
             return Err(Error::mismatch(format!(
                 "sequence of {n} elements in {} stream bytes and {} regions",
@@ -585,7 +1187,7 @@ impl Unpacker {
                 self.remaining_regions()
             )));
         }
-        Ok(n)
+        Ok(())
     }
 
     /// The next region as a `Vec<T>` (no copy).
@@ -678,6 +1280,51 @@ pub fn __pack_field<T: Pack + ?Sized>(value: &T, out: &mut [u8], at: &mut usize)
     *at += size;
 }
 
+/// The part of the next field of a fixed-size value that the window [skip, skip + out.len())
+/// of its fixed-size form covers (derived code).
+#[doc(hidden)]
+#[inline]
+pub fn __pack_field_window<T: Pack + ?Sized>(
+    value: &T,
+    skip: usize,
+    out: &mut [u8],
+    at: &mut usize,
+) {
+    let size = __fixed_size(T::FIXED_SIZE);
+    let (lo, hi) = ((*at).max(skip), (*at + size).min(skip + out.len()));
+    if lo < hi {
+        if let Some(o) = out.get_mut(lo - skip..hi - skip) {
+            if hi - lo == size {
+                value.pack_fixed(o);
+            } else {
+                value.pack_fixed_window(lo - *at, o);
+            }
+        }
+    }
+    *at += size;
+}
+
+/// Unpack the next field of a fixed-size value from `bytes` at `*at` into `dst` (derived
+/// code).
+///
+/// # Safety
+/// `dst` is valid for writes of a `T` (see [`Unpack::unpack_fixed_into`]).
+#[doc(hidden)]
+#[inline]
+pub unsafe fn __unpack_field_into<T: Unpack>(
+    bytes: &[u8],
+    at: &mut usize,
+    dst: *mut T,
+) -> Result<()> {
+    let size = __fixed_size(T::FIXED_SIZE);
+    let b = bytes
+        .get(*at..*at + size)
+        .ok_or_else(|| Error::mismatch("fixed-size value cut short"))?;
+    *at += size;
+    // SAFETY: the caller's contract
+    unsafe { T::unpack_fixed_into(b, dst) }
+}
+
 /// Unpack the next field of a fixed-size value from `bytes` at `*at` (derived code).
 #[doc(hidden)]
 #[inline]
@@ -722,6 +1369,15 @@ macro_rules! plain_checked {
                 }
             }
             #[inline]
+            fn pack_fixed_array_window(items: &[Self], skip: usize, out: &mut [u8]) {
+                let n = std::mem::size_of_val(items);
+                // SAFETY: PlainData has no padding, so all the slice's bytes are initialised
+                let bytes = unsafe { std::slice::from_raw_parts(items.as_ptr() as *const u8, n) };
+                if let Some(src) = bytes.get(skip..skip + out.len()) {
+                    out.copy_from_slice(src);
+                }
+            }
+            #[inline]
             fn pack_fixed_array(items: &[Self], out: &mut [u8]) {
                 let n = std::mem::size_of_val(items);
                 // SAFETY: PlainData has no padding, so all the slice's bytes are initialised
@@ -741,6 +1397,9 @@ macro_rules! plain_checked {
             fn unpack_vec(u: &mut Unpacker) -> Result<Vec<Self>> {
                 u.region()
             }
+            fn vec_plan(_p: &mut __Plan) {
+                // a region: nothing in the stream
+            }
             fn unpack_array<const N: usize>(u: &mut Unpacker) -> Result<[Self; N]> {
                 u.read_plain_array()
             }
@@ -752,6 +1411,23 @@ macro_rules! plain_checked {
             #[inline]
             fn unpack_fixed_array<const N: usize>(bytes: &[u8]) -> Result<[Self; N]> {
                 read_plain_array_from(bytes)
+            }
+            #[inline]
+            unsafe fn unpack_fixed_array_into<const N: usize>(
+                bytes: &[u8],
+                dst: *mut Self,
+            ) -> Result<()> {
+                if bytes.len() != N * size_of::<$t>() || !<$t as PlainData>::valid(bytes) {
+                    return Err(Error::mismatch(format!(
+                        "stream holds an invalid [{}; {N}]",
+                        $name
+                    )));
+                }
+                // SAFETY: N valid values (PlainData contract) into the caller's N slots
+                unsafe {
+                    std::ptr::copy_nonoverlapping(bytes.as_ptr(), dst as *mut u8, bytes.len())
+                };
+                Ok(())
             }
         }
     )*};
@@ -897,6 +1573,10 @@ impl<T: Pack, const N: usize> Pack for [T; N] {
     fn pack_fixed(&self, out: &mut [u8]) {
         T::pack_fixed_array(self, out)
     }
+    #[inline]
+    fn pack_fixed_window(&self, skip: usize, out: &mut [u8]) {
+        T::pack_fixed_array_window(self, skip, out)
+    }
     fn describe(s: &mut Schema) {
         s.push("[");
         T::describe(s);
@@ -922,6 +1602,19 @@ impl<T: Unpack, const N: usize> Unpack for [T; N] {
     #[inline]
     fn unpack_fixed(bytes: &[u8]) -> Result<Self> {
         T::unpack_fixed_array::<N>(bytes)
+    }
+    #[inline]
+    unsafe fn unpack_fixed_into(bytes: &[u8], dst: *mut Self) -> Result<()> {
+        // SAFETY: [T; N] is N consecutive T
+        unsafe { T::unpack_fixed_array_into::<N>(bytes, dst as *mut T) }
+    }
+    fn vec_plan(p: &mut __Plan) {
+        // the stream of a Vec of the flattened elements (unpack_vec)
+        if N == 0 {
+            p.fixed(8);
+        } else {
+            T::vec_plan(p);
+        }
     }
     fn describe(s: &mut Schema) {
         s.push("[");
@@ -983,6 +1676,13 @@ macro_rules! tuple {
                 let mut at = 0;
                 $(__pack_field($name, out, &mut at);)+
             }
+            #[allow(non_snake_case)]
+            #[inline]
+            fn pack_fixed_window(&self, skip: usize, out: &mut [u8]) {
+                let ($($name,)+) = self;
+                let mut at = 0;
+                $(__pack_field_window($name, skip, out, &mut at);)+
+            }
             fn describe(s: &mut Schema) {
                 s.push("(");
                 $($name::describe(s);)+
@@ -992,6 +1692,9 @@ macro_rules! tuple {
         impl<$($name: Unpack),+> Unpack for ($($name,)+) {
             fn unpack(u: &mut Unpacker) -> Result<Self> {
                 Ok(($($name::unpack(u)?,)+))
+            }
+            fn plan(p: &mut __Plan) {
+                $($name::plan(p);)+
             }
             const FIXED_SIZE: Option<usize> =
                 __fixed_sum(&[$(<$name as Unpack>::FIXED_SIZE),+]);
@@ -1030,6 +1733,10 @@ impl<T: Pack + ?Sized> Pack for &T {
     fn pack_fixed(&self, out: &mut [u8]) {
         (**self).pack_fixed(out)
     }
+    #[inline]
+    fn pack_fixed_window(&self, skip: usize, out: &mut [u8]) {
+        (**self).pack_fixed_window(skip, out)
+    }
     fn describe(s: &mut Schema) {
         T::describe(s)
     }
@@ -1047,6 +1754,9 @@ impl<T: Pack + ?Sized> Pack for Box<T> {
 impl<T: Unpack> Unpack for Box<T> {
     fn unpack(u: &mut Unpacker) -> Result<Self> {
         T::unpack(u).map(Box::new)
+    }
+    fn plan(p: &mut __Plan) {
+        T::plan(p)
     }
     fn describe(s: &mut Schema) {
         T::describe(s)
@@ -1110,6 +1820,9 @@ impl<T: Unpack> Unpack for Vec<T> {
     fn unpack(u: &mut Unpacker) -> Result<Self> {
         T::unpack_vec(u)
     }
+    fn plan(p: &mut __Plan) {
+        T::vec_plan(p)
+    }
     fn describe(s: &mut Schema) {
         s.push("Vec");
         T::describe(s);
@@ -1138,6 +1851,9 @@ impl Unpack for String {
     fn unpack(u: &mut Unpacker) -> Result<Self> {
         let bytes = u.region_of_kind::<u8>(Kind::Char)?;
         String::from_utf8(bytes).map_err(|_| Error::mismatch("a String region is not UTF-8"))
+    }
+    fn plan(_p: &mut __Plan) {
+        // a region: nothing in the stream
     }
     fn describe(s: &mut Schema) {
         s.push("String");

@@ -206,7 +206,7 @@ impl<'p, 'a> Enc<'p, 'a> {
                 None
             }
             None => {
-                let offset = self.p.stream_len();
+                let offset = self.p.inline_len();
                 self.p.write(0u64);
                 Some((offset, 0))
             }

@@ -34,8 +34,8 @@ use cdtypes_sys as sys;
 
 use crate::error::{check, Error, Result};
 use crate::frame::datatype_raw;
+use crate::object::{send_type, ucx_prepare, Limits, RecvState, SendObj};
 use crate::pack::{Pack, Unpack};
-use crate::sobj::{sobj_type, ucx_prepare, Limits, RecvState, SendObj};
 use crate::types::Datatype;
 
 /// A message tag: 63 bits (`0..=TAG_MAX`).
@@ -330,7 +330,7 @@ impl Worker {
 
     /// Post a receive of one value whose tag matches `(tag, mask)`.
     pub fn irecv<T: Unpack>(&self, tag: Tag, mask: Tag) -> Result<RecvRequest<T>> {
-        let state = Box::into_raw(RecvState::new(self.inner.limits));
+        let state = Box::into_raw(RecvState::new::<T>(self.inner.limits));
         // the transport checks the limits on the head, before it sizes anything from it
         let limits = self.inner.limits;
         let mut field_mask = sys::CDT_UCX_RECV_PARAM_PREPARE as u64;
@@ -560,7 +560,7 @@ impl Endpoint {
         timeout: Option<Duration>,
     ) -> Result<()> {
         let obj = SendObj::new(value)?;
-        let req = self.isend_raw(obj.as_ptr(), 1, sobj_type()?, tag)?;
+        let req = self.isend_raw(obj.as_ptr(), 1, send_type()?, tag)?;
         self.wait_borrowed(req, timeout)
     }
 
@@ -576,7 +576,7 @@ impl Endpoint {
                 return Err(e);
             }
         };
-        let ty = match sobj_type() {
+        let ty = match send_type() {
             Ok(ty) => ty,
             Err(e) => {
                 drop(obj);

@@ -467,3 +467,58 @@ proptest! {
         prop_assert!(cdtypes::serde::from_bytes::<Record>(&bytes[..len]).is_err());
     }
 }
+
+/// A sequence of unknown length (its count is written after its elements).
+#[derive(Debug, PartialEq, Clone)]
+struct Unsized(Vec<u32>);
+
+impl Serialize for Unsized {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeSeq;
+        let mut q = s.serialize_seq(None)?;
+        for x in &self.0 {
+            q.serialize_element(x)?;
+        }
+        q.end()
+    }
+}
+
+impl<'de> Deserialize<'de> for Unsized {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        Vec::<u32>::deserialize(d).map(Unsized)
+    }
+}
+
+#[derive(Pack, Unpack, Debug, PartialEq, Clone, Copy)]
+struct Point {
+    x: f64,
+    y: f64,
+}
+
+#[derive(Pack, Unpack, Debug, PartialEq)]
+struct WithSerde {
+    points: Vec<Point>, // 16 KB: packed late, by the library
+    later: Serde<Unsized>,
+    more: Vec<Point>,
+}
+
+#[test]
+fn a_count_patched_after_late_packed_blocks() {
+    let v = WithSerde {
+        points: (0..1000)
+            .map(|i| Point {
+                x: i as f64,
+                y: -1.0,
+            })
+            .collect(),
+        later: Serde(Unsized((0..50).collect())),
+        more: (0..500)
+            .map(|i| Point {
+                x: 0.5,
+                y: i as f64,
+            })
+            .collect(),
+    };
+    let bytes = cdtypes::to_vec(&v).unwrap();
+    assert_eq!(from_bytes::<WithSerde>(&bytes).unwrap(), v);
+}

@@ -281,3 +281,82 @@ fn single_mode_protocol() {
     assert_eq!(ep.protocol().unwrap(), expected);
     client.join().unwrap();
 }
+
+#[derive(Pack, Unpack, Debug, PartialEq, Clone)]
+struct Cell {
+    id: u32,
+    on: bool,
+    w: f64,
+    data: [i32; 2048], // 8 KiB: every transport fragment cuts elements
+}
+
+#[derive(Pack, Unpack, Debug, PartialEq, Clone)]
+struct CellOther {
+    id: u32,
+    on: bool,
+    w: f64,
+    data: [i32; 2048],
+}
+
+#[derive(Pack, Unpack, Debug, PartialEq, Clone)]
+struct Mesh {
+    name: String,
+    cells: Vec<Cell>,
+    points: Vec<(f32, f32)>,
+}
+
+fn cells(n: usize) -> Vec<Cell> {
+    (0..n)
+        .map(|i| {
+            let mut data = [0i32; 2048];
+            for (j, x) in data.iter_mut().enumerate() {
+                *x = (i * 7 + j) as i32;
+            }
+            Cell {
+                id: i as u32,
+                on: i % 3 == 0,
+                w: i as f64 / 7.0,
+                data,
+            }
+        })
+        .collect()
+}
+
+/// Vecs of derived fixed-size structs (packed by the library fragment by fragment, unpacked
+/// into the receiving Vec as they arrive) over both protocols; a wrong-type receive fails.
+#[test]
+fn fixed_size_structs_over_ucx() {
+    use cdtypes::ucx::{Protocol, WorkerOptions};
+    for protocol in [Protocol::Single, Protocol::Split] {
+        let server = Worker::new().unwrap();
+        let listener = server.listen("127.0.0.1", 0).unwrap();
+        let port = listener.port().unwrap();
+        let client = std::thread::spawn(move || {
+            let worker = Worker::with_options(&WorkerOptions {
+                protocol: Some(protocol),
+                ..Default::default()
+            })
+            .unwrap();
+            let ep = worker.connect("127.0.0.1", port, LONG).unwrap();
+            ep.send(&cells(300), 1, LONG).unwrap(); // 2.5 MB
+            let mesh = Mesh {
+                name: "m".into(),
+                cells: cells(5),
+                points: (0..1000).map(|i| (i as f32, -(i as f32))).collect(),
+            };
+            ep.send(&mesh, 2, LONG).unwrap();
+            ep.send(&cells(40), 3, LONG).unwrap();
+            let done: bool = worker.recv(4, LONG).unwrap();
+            assert!(done);
+        });
+        let ep = listener.accept(LONG).unwrap();
+        let got: Vec<Cell> = server.recv(1, LONG).unwrap();
+        assert!(got == cells(300), "{protocol:?}");
+        let mesh: Mesh = server.recv(2, LONG).unwrap();
+        assert!(mesh.cells == cells(5) && mesh.points.len() == 1000);
+        let err = server.recv::<Vec<CellOther>>(3, LONG).unwrap_err();
+        assert_eq!(err.name(), "CDT_ERR_FRAME_MISMATCH", "{err}");
+        ep.send(&true, 4, LONG).unwrap();
+        client.join().unwrap();
+    }
+}
