@@ -90,6 +90,26 @@ impl Context {
         })
     }
 
+    /// Create a context whose workers sleep instead of spinning when `wakeup` is true
+    /// (cdt_ucx.h, `CDT_UCX_CONTEXT_PARAM_WAKEUP`): blocking calls sleep on the worker's
+    /// event fd after a short spin, and [`Worker::event_fd`] / [`Worker::arm`] serve an event
+    /// loop. UCX then leaves out transports that cannot wake a sleeper (UCX 1.13: its
+    /// shared-memory transports). [`Context::new`] follows the `CDT_UCX_WAKEUP` environment
+    /// variable instead (default off).
+    pub fn with_wakeup(wakeup: bool) -> Result<Self> {
+        let p = sys::cdt_ucx_context_params {
+            field_mask: sys::CDT_UCX_CONTEXT_PARAM_WAKEUP as u64,
+            wakeup: i32::from(wakeup),
+            ..Default::default()
+        };
+        let mut raw = ptr::null_mut();
+        // SAFETY: params valid for the call
+        check(unsafe { sys::cdt_ucx_context_create(&p, &mut raw) })?;
+        Ok(Context {
+            inner: Arc::new(ContextInner(raw)),
+        })
+    }
+
     /// Create a worker on this context.
     pub fn worker(&self, options: &WorkerOptions) -> Result<Worker> {
         let mut p = sys::cdt_ucx_worker_params::default();
@@ -233,6 +253,30 @@ impl Worker {
     pub fn progress(&self) -> i32 {
         // SAFETY: valid worker
         unsafe { sys::cdt_ucx_worker_progress(self.inner.raw) }
+    }
+
+    /// The worker's event fd (a worker of a [`Context::with_wakeup`] context): readable when
+    /// there is something to progress, for poll/epoll or an async runtime's fd readiness.
+    /// Wait on it only after [`Worker::arm`] returned `Ok(true)`, and progress on a timer too
+    /// (every 100 ms) while requests are pending: receive timeouts and keepalives run inside
+    /// progress. The worker owns the fd: only watch it.
+    pub fn event_fd(&self) -> Result<std::os::fd::RawFd> {
+        let mut fd = -1;
+        // SAFETY: valid worker
+        check(unsafe { sys::cdt_ucx_worker_fd(self.inner.raw, &mut fd) })?;
+        Ok(fd)
+    }
+
+    /// Before waiting on [`Worker::event_fd`]: `Ok(true)` when nothing is pending (wait
+    /// now), `Ok(false)` when events are pending (progress, then arm again).
+    pub fn arm(&self) -> Result<bool> {
+        // SAFETY: valid worker
+        let rc = unsafe { sys::cdt_ucx_worker_arm(self.inner.raw) };
+        if rc == sys::CDT_ERR_BUSY {
+            return Ok(false);
+        }
+        check(rc)?;
+        Ok(true)
     }
 
     /// The `cdt_ucx_worker` handle, for programs that also call libcdt or UCX directly

@@ -175,6 +175,73 @@ fn receive_timeout_and_cancel() {
 }
 
 #[test]
+fn wakeup_event_fd_and_sleeping_receive() {
+    // no fd without wakeup
+    let plain = cdtypes::ucx::Context::with_wakeup(false)
+        .unwrap()
+        .worker(&Default::default())
+        .unwrap();
+    assert_eq!(
+        plain.event_fd().unwrap_err().code(),
+        cdtypes::sys::CDT_ERR_UNSUPPORTED
+    );
+    assert!(plain.arm().is_err());
+
+    let ctx = cdtypes::ucx::Context::with_wakeup(true).unwrap();
+    let server = ctx.worker(&Default::default()).unwrap();
+    let listener = server.listen("127.0.0.1", 0).unwrap();
+    let port = listener.port().unwrap();
+    let client = ctx.worker(&Default::default()).unwrap();
+    let fd = server.event_fd().unwrap();
+    assert!(fd >= 0);
+    let sender = std::thread::spawn(move || {
+        let ep = client.connect("127.0.0.1", port, LONG).unwrap();
+        std::thread::sleep(Duration::from_millis(200));
+        ep.send(&vec![1.5f64; 10_000], 5, LONG).unwrap();
+        // stay until the receiver has it
+        ep.worker().recv::<u8>(6, LONG).unwrap();
+    });
+    let ep = listener.accept(LONG).unwrap();
+    // an event loop by hand: poll the fd once armed
+    let mut req = server.irecv::<Vec<f64>>(5, TAG_MASK_FULL).unwrap();
+    let mut got = None;
+    for _ in 0..3000 {
+        if let Some(v) = req.test().unwrap() {
+            got = Some(v);
+            break;
+        }
+        while server.progress() > 0 {}
+        if server.arm().unwrap() {
+            let mut pfd = libc_pollfd(fd);
+            // SAFETY: one valid pollfd
+            unsafe { poll(&mut pfd, 1, 100) };
+        }
+    }
+    assert_eq!(got.unwrap(), vec![1.5f64; 10_000]);
+    ep.send(&1u8, 6, LONG).unwrap();
+    sender.join().unwrap();
+}
+
+#[repr(C)]
+struct PollFd {
+    fd: i32,
+    events: i16,
+    revents: i16,
+}
+
+fn libc_pollfd(fd: i32) -> PollFd {
+    PollFd {
+        fd,
+        events: 1, // POLLIN
+        revents: 0,
+    }
+}
+
+extern "C" {
+    fn poll(fds: *mut PollFd, nfds: u64, timeout: i32) -> i32;
+}
+
+#[test]
 fn one_process_loopback_with_threads_and_limits() {
     let server = Worker::with_options(&cdtypes::ucx::WorkerOptions {
         limits: cdtypes::Limits {
