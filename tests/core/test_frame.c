@@ -483,6 +483,76 @@ static void test_strided_regions(void)
     CHECK_OK(cdt_type_free(&strided_region_type));
 }
 
+/* A region whose layout's runs touch across elements (a resized vector: element j's second
+ * block ends where element j + 1 begins), so its pieces merge runs: the frame's region iov,
+ * asked for in windows of every start and size, is the layout's own iov (cdt_iov_get). */
+static cdt_type touching_type;
+static int touching_query(void *state, const void *buf, cdt_count count, cdt_count *size)
+{
+    (void)state;
+    (void)buf;
+    (void)count;
+    *size = 0;
+    return CDT_SUCCESS;
+}
+static int touching_pack(void *state, const void *buf, cdt_count count, cdt_count offset, void *dst,
+                         cdt_count dst_size, cdt_count *used)
+{
+    (void)state, (void)buf, (void)count, (void)offset, (void)dst, (void)dst_size;
+    *used = 0;
+    return CDT_SUCCESS;
+}
+static int touching_region_count(void *state, void *buf, cdt_count count, cdt_count *n)
+{
+    (void)state, (void)buf, (void)count;
+    *n = 1;
+    return CDT_SUCCESS;
+}
+static int touching_regions(void *state, void *buf, cdt_count count, cdt_count n, void *bases[],
+                            cdt_count lens[], cdt_type types[])
+{
+    (void)state, (void)count, (void)n;
+    bases[0] = buf;
+    lens[0] = 6;
+    types[0] = touching_type;
+    return CDT_SUCCESS;
+}
+
+static void test_region_iov_windows(void)
+{
+    cdt_type vec;
+    CHECK_OK(cdt_type_vector(2, 1, 2, CDT_INT32, &vec));
+    CHECK_OK(cdt_type_resized(vec, 0, 12, &touching_type));
+    CHECK_OK(cdt_type_free(&vec));
+    CHECK_OK(cdt_type_commit(&touching_type));
+    cdt_type t;
+    CHECK_OK(cdt_type_create_custom(NULL, NULL, touching_query, touching_pack, NULL,
+                                    touching_region_count, touching_regions, NULL, 0, &t));
+    int32_t data[60];
+    for (int i = 0; i < 60; i++)
+        data[i] = i;
+    cdt_frame_params p = {.field_mask = CDT_FRAME_PARAM_REGION_THRESHOLD, .region_threshold = 0};
+    cdt_frame f;
+    CHECK_OK(cdt_frame_encode(data, 1, t, &p, &f));
+    cdt_count n = 0, want_n = 0;
+    CHECK_OK(cdt_frame_region_iov_count(f, 0, &n));
+    CHECK_OK(cdt_iov_count(data, 6, touching_type, &want_n));
+    CHECK(n == want_n && n == 7); /* [0,4) then six merged [8,16)-like pieces */
+    for (cdt_count first = 0; first <= n; first++)
+        for (cdt_count max = 1; max <= n + 1; max++) {
+            cdt_iov got[16], want[16];
+            cdt_count ng = -1, nw = -2;
+            CHECK_OK(cdt_frame_region_iov(f, 0, first, max, got, &ng));
+            CHECK_OK(cdt_iov_get(data, 6, touching_type, first, max, want, &nw));
+            CHECK(ng == nw);
+            for (cdt_count i = 0; i < ng && i < nw; i++)
+                CHECK(got[i].base == want[i].base && got[i].len == want[i].len);
+        }
+    CHECK_OK(cdt_frame_free(f));
+    CHECK_OK(cdt_type_free(&t));
+    CHECK_OK(cdt_type_free(&touching_type));
+}
+
 /* empty regions and odd lengths: padding rules of FORMAT.md section 1 */
 static void test_empty_regions(void)
 {
@@ -854,6 +924,7 @@ int main(void)
     test_layout_frames();
     test_plain_frames_match_decoder();
     test_strided_regions();
+    test_region_iov_windows();
     test_sobj();
     test_growable_structs();
     test_region_before_head();

@@ -293,35 +293,46 @@ int cdt__layout_range_iov_pieces(void *buf, cdt_count count, cdt_type type, cdt_
         *n_out = iov != NULL ? written : 1;
         return CDT_SUCCESS;
     }
-    /* walk the layout's pieces in batches and clip them to the byte range */
-    enum { BATCH = 64 };
-    cdt_iov batch[BATCH];
-    cdt_count pos = 0, piece = 0, end = start + len;
-    while (pos < end) {
-        cdt_count got;
-        int rc = cdt_iov_get(buf, count, type, piece, BATCH, batch, &got);
-        if (rc != CDT_SUCCESS)
-            return rc;
-        if (got == 0)
-            return CDT_ERR_TRUNCATED;
-        for (cdt_count i = 0; i < got && pos < end; i++) {
-            cdt_count lo = pos, hi = pos + batch[i].len;
-            pos = hi;
-            if (hi <= start)
-                continue;
-            if (produced >= first && iov != NULL) {
-                if (written == max)
-                    goto done;
-                cdt_count a = lo < start ? start : lo, b = hi > end ? end : hi;
-                iov[written].base = (char *)batch[i].base + (a - lo);
-                iov[written].len = b - a;
-                written++;
-            }
-            produced++;
+    /* one walk of the runs, merged into pieces as cdt_iov_get() gives them and clipped to the
+     * byte range: linear in the pieces up to the range's end (walking in batches through
+     * cdt_iov_get restarted at run 0 for every batch of a layout whose runs may touch) */
+    cdt__runs it;
+    int rc = cdt__runs_init(&it, buf, count, type);
+    if (rc != CDT_SUCCESS)
+        return rc;
+    cdt_count pos = 0, end = start + len, cur_len = 0, l;
+    char *cur = NULL, *a;
+    for (;;) {
+        bool more = cdt__runs_next(&it, &a, &l);
+        if (more && cur != NULL && cur + cur_len == a) {
+            cur_len += l;
+            continue;
         }
-        piece += got;
+        if (cur != NULL) { /* the piece [pos, pos + cur_len) of the stream is complete */
+            cdt_count lo = pos, hi = pos + cur_len;
+            pos = hi;
+            if (hi > start) {
+                if (produced >= first && iov != NULL) {
+                    if (written == max)
+                        break;
+                    cdt_count b0 = lo < start ? start : lo, b1 = hi > end ? end : hi;
+                    iov[written].base = cur + (b0 - lo);
+                    iov[written].len = b1 - b0;
+                    written++;
+                }
+                produced++;
+            }
+            if (pos >= end)
+                break;
+        }
+        if (!more) {
+            cdt__runs_fini(&it);
+            return CDT_ERR_TRUNCATED; /* the range ends past the layout's data */
+        }
+        cur = a;
+        cur_len = l;
     }
-done:
+    cdt__runs_fini(&it);
     *n_out = iov != NULL ? written : produced;
     return CDT_SUCCESS;
 }
