@@ -109,9 +109,10 @@ static void op_spare_key_make(void)
 
 /* an unloaded library must leave no destructor behind for the threads still running. Only
  * the unloading thread's spare can be freed here: the spares of other threads still alive at
- * dlclose stay allocated (one operation's storage, about 150 bytes, per such thread), a
- * bounded leak taken over a registry of every thread's spare that each begin would have to
- * reach (docs/ENGINE.md, "Cost of an operation": the cache saves 118 instructions each). */
+ * dlclose stay allocated (one operation's storage, about 150 bytes, per such thread): a
+ * bounded leak, accepted rather than a global registry of spares kept under a lock as threads
+ * come and go (docs/ENGINE.md, "Cost of an operation": the cache saves 118 instructions per
+ * operation). */
 __attribute__((destructor)) static void op_spare_unload(void)
 {
     if (op_spare_key_ok)
