@@ -11,6 +11,9 @@ int cdt_ucx_request_test(cdt_ucx_request request)
 {
     if (request == NULL)
         return CDT_ERR_INVALID_ARG;
+    /* a done request's status is final: no lock needed to read it */
+    if (__atomic_load_n(&request->done, __ATOMIC_ACQUIRE))
+        return request->status;
     cdt_ucx_worker w = request->w;
     pthread_mutex_lock(&w->lock);
     if (!request->done)

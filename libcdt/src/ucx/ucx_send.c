@@ -30,7 +30,7 @@ static void send_done(cdt_ucx_request r)
 {
     send_unlink(r);
     cdt__ucx_send_release(r);
-    r->done = true;
+    cdt__ucx_request_finish(r);
 }
 
 void cdt__ucx_send_track(struct cdt_ucx_ep_s *ep, cdt_ucx_request r)
@@ -68,7 +68,7 @@ void cdt__ucx_ep_end_sends(struct cdt_ucx_ep_s *ep, int status)
             continue; /* left to UCX: it completes the request when it lets go */
         cdt__ucx_request_set_error(r, status);
         r->detached = true;
-        r->done = true;
+        cdt__ucx_request_finish(r);
     }
 }
 
