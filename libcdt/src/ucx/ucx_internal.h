@@ -159,6 +159,9 @@ struct cdt_ucx_request_s {
     /* written under the lock, by cdt__ucx_request_finish only (atomic: cdt_ucx_request_test
      * reads it without the lock) */
     bool done;
+    /* done inside its posting call with nothing left in UCX or in any list (written before
+     * the request is handed out, never after): no other thread can reach it */
+    bool settled;
     bool matched;    /* recv: head arrived */
     bool in_body;    /* recv: in w->body_recvs */
     bool has_key;    /* recv: the head was parsed, key is valid */

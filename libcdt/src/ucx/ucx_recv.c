@@ -456,6 +456,8 @@ int cdt_ucx_irecv(cdt_ucx_worker worker, void *buf, cdt_count count, cdt_type ty
     int rc = post_recv(r, &r->head_sub, r, 1, worker->dt_recv, tag & mask, mask, head_cb);
     if (rc == CDT_SUCCESS && --r->outstanding == 0)
         cdt__ucx_recv_done(r);
+    /* completed inside the call, UCX done with it: cdt_ucx_request_free takes no lock */
+    r->settled = r->done && r->head_sub.ucx == NULL;
     pthread_mutex_unlock(&worker->lock);
     if (rc != CDT_SUCCESS) {
         if (!r->done)

@@ -95,6 +95,10 @@ int cdt_ucx_request_free(cdt_ucx_request request)
 {
     if (request == NULL)
         return CDT_SUCCESS;
+    if (request->settled) {
+        cdt__ucx_request_release(request);
+        return CDT_SUCCESS;
+    }
     cdt_ucx_worker w = request->w;
     pthread_mutex_lock(&w->lock);
     bool done = request->done;

@@ -88,6 +88,20 @@ static void send_cb(void *ucx_req, ucs_status_t st, void *user_data)
     }
 }
 
+/* lock held, released here: every message of the send was posted (the hold taken while
+ * posting is dropped). A send that completed inside the posting call is settled: nothing in
+ * UCX or in any list refers to it, and cdt_ucx_request_free takes no lock for it. */
+static int send_posted(struct cdt_ucx_ep_s *ep, cdt_ucx_request r, cdt_ucx_request *request)
+{
+    if (--r->outstanding == 0)
+        send_done(r);
+    cdt__ucx_send_track(ep, r);
+    r->settled = r->done && r->outstanding == 0;
+    pthread_mutex_unlock(&ep->w->lock);
+    *request = r;
+    return CDT_SUCCESS;
+}
+
 /* lock held: post one message of `len` elements of `dt`; the sub completes it */
 static int post_dt(cdt_ucx_request r, ucp_ep_h ep, const void *data, size_t len, ucp_datatype_t dt,
                    uint64_t tag, cdt__ucx_sub *s)
@@ -260,12 +274,7 @@ static int send_single(cdt_ucx_ep ep, cdt_ucx_request r, cdt_ucx_tag tag, cdt_uc
         cdt__ucx_request_release(r);
         return rc;
     }
-    if (--r->outstanding == 0)
-        send_done(r);
-    cdt__ucx_send_track(ep, r);
-    pthread_mutex_unlock(&w->lock);
-    *request = r;
-    return CDT_SUCCESS;
+    return send_posted(ep, r, request);
 }
 
 /* split mode, a frame without regions already in the head buffer after the prefix: the head
@@ -290,12 +299,7 @@ static int send_plain(cdt_ucx_ep ep, cdt_ucx_request r, cdt_count threshold, cdt
         cdt__ucx_request_release(r);
         return rc;
     }
-    if (--r->outstanding == 0)
-        send_done(r);
-    cdt__ucx_send_track(ep, r);
-    pthread_mutex_unlock(&w->lock);
-    *request = r;
-    return CDT_SUCCESS;
+    return send_posted(ep, r, request);
 }
 
 int cdt_ucx_isend(cdt_ucx_ep ep, const void *buf, cdt_count count, cdt_type type, cdt_ucx_tag tag,
@@ -476,10 +480,5 @@ int cdt_ucx_isend_advanced(cdt_ucx_ep ep, const void *buf, cdt_count count, cdt_
             post(r, ep->ucp, NULL, 0, stag, s); /* the abort marker */
         }
     }
-    if (--r->outstanding == 0)
-        send_done(r);
-    cdt__ucx_send_track(ep, r);
-    pthread_mutex_unlock(&w->lock);
-    *request = r;
-    return CDT_SUCCESS;
+    return send_posted(ep, r, request);
 }
