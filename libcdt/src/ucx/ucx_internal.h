@@ -159,8 +159,8 @@ struct cdt_ucx_request_s {
     /* written under the lock, by cdt__ucx_request_finish only (atomic: cdt_ucx_request_test
      * reads it without the lock) */
     bool done;
-    /* done inside its posting call with nothing left in UCX or in any list (written before
-     * the request is handed out, never after): no other thread can reach it */
+    /* done, with nothing left in UCX or in any list, as seen under the lock by the posting
+     * call or a test: no other thread reaches it any more, and the free takes no lock */
     bool settled;
     bool matched;    /* recv: head arrived */
     bool in_body;    /* recv: in w->body_recvs */
