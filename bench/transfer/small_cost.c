@@ -11,10 +11,11 @@
  * same packed byte count. After WARM_ROUNDS uncounted rounds, the measured rounds run inside
  * measured_round, which callgrind's --toggle-collect counts alone (no start-up, no shutdown).
  *
- * usage: bench_small_cost METHOD ROUNDS [BYTES [CASE]]
+ * usage: bench_small_cost METHOD ROUNDS [BYTES [CASE [SIDE]]]
  *   METHOD: libcdt | raw; BYTES: bytes of the object (default 64); CASE: struct_simple (the
  *   default: an array of BYTES / 32 elements) or double_vec_1k (arrays of 256 int32, one
- *   shorter array for less than 1 KiB; each array a region, allocated by the receiving type)
+ *   shorter array for less than 1 KiB; each array a region, allocated by the receiving type);
+ *   SIDE: send or recv, counted alone (see SIDE below)
  */
 #include "cdt_ucx.h"
 #include "seed_types.h"
@@ -23,6 +24,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <ucp/api/ucp.h>
+#if defined(__has_include)
+#if __has_include(<valgrind/callgrind.h>)
+#include <valgrind/callgrind.h>
+#endif
+#endif
 
 #define OK(call)                                                                                   \
     do {                                                                                           \
@@ -53,13 +59,31 @@ typedef struct round_args {
     cdt_ucx_worker a, b;
     cdt_ucx_ep ep;
     void *src, *dst;
-    int dv; /* double_vec: the received arrays are freed after each round */
+    int dv;   /* double_vec: the received arrays are freed after each round */
+    int side; /* the side whose calls callgrind counts in measured rounds (SIDE_*), or 0 */
     long n;
     cdt_type t;
     cdt_count packed;
 } round_args;
 
 #define WARM_ROUNDS 200
+
+/* Counting one side: run with --collect-atstart=no and SIDE send or recv; the program turns
+ * collection on around that side's calls of the measured rounds only (post, test and free of
+ * its request, the progress of its worker). Without callgrind's header, no side is counted. */
+enum { SIDE_SEND = 1, SIDE_RECV = 2 };
+#ifdef CALLGRIND_TOGGLE_COLLECT
+#define SIDE(x, which, call)                                                                       \
+    do {                                                                                           \
+        if ((x)->side == (which))                                                                  \
+            CALLGRIND_TOGGLE_COLLECT;                                                              \
+        call;                                                                                      \
+        if ((x)->side == (which))                                                                  \
+            CALLGRIND_TOGGLE_COLLECT;                                                              \
+    } while (0)
+#else
+#define SIDE(x, which, call) call
+#endif
 
 /* one object sent by worker a and received by worker b */
 static void one_round(const round_args *x)
@@ -74,37 +98,42 @@ static void one_round(const round_args *x)
                                       UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA,
                                   .cb.recv = raw_recv_cb,
                                   .user_data = &got};
-        void *s = ucp_tag_send_nbx(cdt_ucx_ep_handle(x->ep), x->src, (size_t)x->packed, 7, &sp);
+        void *s, *r;
+        SIDE(x, SIDE_SEND,
+             s = ucp_tag_send_nbx(cdt_ucx_ep_handle(x->ep), x->src, (size_t)x->packed, 7, &sp));
         if (s == NULL)
             sent = 1;
-        void *r = ucp_tag_recv_nbx(cdt_ucx_worker_handle(x->b), x->dst, (size_t)x->packed, 7,
-                                   UINT64_MAX, &rp);
+        SIDE(x, SIDE_RECV,
+             r = ucp_tag_recv_nbx(cdt_ucx_worker_handle(x->b), x->dst, (size_t)x->packed, 7,
+                                  UINT64_MAX, &rp));
         if (r == NULL)
             got = 1;
         while (!sent || !got) {
-            ucp_worker_progress(cdt_ucx_worker_handle(x->a));
-            ucp_worker_progress(cdt_ucx_worker_handle(x->b));
+            SIDE(x, SIDE_SEND, ucp_worker_progress(cdt_ucx_worker_handle(x->a)));
+            SIDE(x, SIDE_RECV, ucp_worker_progress(cdt_ucx_worker_handle(x->b)));
         }
         if (s != NULL && !UCS_PTR_IS_ERR(s))
-            ucp_request_free(s);
+            SIDE(x, SIDE_SEND, ucp_request_free(s));
         if (r != NULL && !UCS_PTR_IS_ERR(r))
-            ucp_request_free(r);
+            SIDE(x, SIDE_RECV, ucp_request_free(r));
         return;
     }
     cdt_ucx_request s, r;
-    OK(cdt_ucx_isend(x->ep, x->src, (cdt_count)x->n, x->t, 7, &s));
-    OK(cdt_ucx_irecv(x->b, x->dst, (cdt_count)x->n, x->t, 7, CDT_UCX_TAG_MASK_FULL, NULL, &r));
+    SIDE(x, SIDE_SEND, OK(cdt_ucx_isend(x->ep, x->src, (cdt_count)x->n, x->t, 7, &s)));
+    SIDE(
+        x, SIDE_RECV,
+        OK(cdt_ucx_irecv(x->b, x->dst, (cdt_count)x->n, x->t, 7, CDT_UCX_TAG_MASK_FULL, NULL, &r)));
     int rs = CDT_INPROGRESS, rr = CDT_INPROGRESS;
     while (rs == CDT_INPROGRESS || rr == CDT_INPROGRESS) {
         if (rs == CDT_INPROGRESS)
-            rs = cdt_ucx_request_test(s);
+            SIDE(x, SIDE_SEND, rs = cdt_ucx_request_test(s));
         if (rr == CDT_INPROGRESS)
-            rr = cdt_ucx_request_test(r);
+            SIDE(x, SIDE_RECV, rr = cdt_ucx_request_test(r));
     }
     OK(rs);
     OK(rr);
-    OK(cdt_ucx_request_free(s));
-    OK(cdt_ucx_request_free(r));
+    SIDE(x, SIDE_SEND, OK(cdt_ucx_request_free(s)));
+    SIDE(x, SIDE_RECV, OK(cdt_ucx_request_free(r)));
     if (x->dv)
         double_vec_clear(x->dst);
 }
@@ -126,6 +155,10 @@ int main(int argc, char **argv)
     long rounds = atol(argv[2]);
     long bytes = argc > 3 ? atol(argv[3]) : 64;
     int dv = argc > 4 && strcmp(argv[4], "double_vec_1k") == 0;
+    const char *sidearg = argc > 5 ? argv[5] : "";
+    int side = strcmp(sidearg, "send") == 0   ? SIDE_SEND
+               : strcmp(sidearg, "recv") == 0 ? SIDE_RECV
+                                              : 0;
     if (argc > 4 && !dv && strcmp(argv[4], "struct_simple") != 0) {
         fprintf(stderr, "unknown case %s\n", argv[4]);
         return 2;
@@ -170,9 +203,10 @@ int main(int argc, char **argv)
     }
     if (src == NULL || dst == NULL)
         return 1;
-    round_args ra = {raw, a, b, ep, src, dst, dv && !raw, n, t, packed};
+    round_args ra = {raw, a, b, ep, src, dst, dv && !raw, 0, n, t, packed};
     for (long i = 0; i < WARM_ROUNDS; i++) /* pools, caches and lazy binding: not counted */
         one_round(&ra);
+    ra.side = side;
     for (long i = 0; i < rounds; i++)
         measured_round(&ra);
     cdt_ucx_protocol proto = CDT_UCX_PROTOCOL_SPLIT;

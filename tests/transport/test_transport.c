@@ -60,7 +60,8 @@ static void custom_server(peer *p)
     CHECK_RC(cdt_ucx_recv(p->w, ss2, SS_N, struct_simple_type(), TAG, CDT_UCX_TAG_MASK_FULL, NULL,
                           &info, T_TIMEOUT_MS));
     CHECK(struct_simple_equal(ss, ss2, SS_N) && info.region_count == 0);
-    CHECK(info.packed_size == 20 * SS_N);
+    CHECK(info.packed_size == 20 * SS_N && info.region_bytes == 0);
+    CHECK(info.frame_size == CDT_FRAME_FIXED_HEADER_SIZE + 20 * SS_N);
     /* an info mask of 0 or with unknown bits is refused before anything is posted (the next
      * object is still there for the receive below) */
     cdt_ucx_recv_info bad = {.field_mask = 0};

@@ -158,10 +158,13 @@ static cdt_count default_threshold(const cdt_frame_params *params)
     return 8192;
 }
 
-/* where a plain frame (no regions) may be written whole instead of making a frame object */
+/* where a plain frame (no regions) may be written whole instead of making a frame object;
+ * plain: only the frame cdt_frame_encode would make, one without regions (a custom type's, or
+ * a large contiguous block sent in place), is written there */
 typedef struct small_dst {
     unsigned char *dst;
     cdt_count cap, *frame_len;
+    bool plain;
 } small_dst;
 
 /* The whole frame of a begun pack operation with n <= CDT__OP_INLINE_REGIONS regions (a custom
@@ -308,7 +311,14 @@ static int encode(const void *buf, cdt_count count, cdt_type type, const cdt_fra
     if ((rc = begin_op(&op, buf, count, type, &packed_size)) != CDT_SUCCESS)
         return rc;
     bool custom = type->cls == CDT__CLASS_CUSTOM;
-    if (small != NULL && (!custom || op.region_count <= CDT__OP_INLINE_REGIONS)) {
+    bool want_small = small != NULL && (!custom || op.region_count <= CDT__OP_INLINE_REGIONS);
+    if (want_small && small->plain) {
+        /* the rule of choose_regions: no region at all, or no plain frame */
+        cdt_count threshold = default_threshold(params);
+        want_small = custom ? op.region_count == 0
+                            : threshold < 0 || packed_size < threshold || packed_size == 0;
+    }
+    if (want_small) {
         /* a whole message: a large contiguous block is no region there, just stream bytes */
         bool fits = false;
         rc = write_small(&op, packed_size, custom ? op.region_count : 0, small, &fits);
@@ -351,8 +361,16 @@ int cdt__frame_encode_small(const void *buf, cdt_count count, cdt_type type,
                             const cdt_frame_params *params, void *dst, cdt_count cap,
                             cdt_count *frame_len, cdt_frame *out)
 {
-    small_dst small = {dst, cap, frame_len};
+    small_dst small = {dst, cap, frame_len, false};
     return encode(buf, count, type, params, true, &small, out);
+}
+
+int cdt__frame_encode_plain(const void *buf, cdt_count count, cdt_type type,
+                            const cdt_frame_params *params, void *dst, cdt_count cap,
+                            cdt_count *frame_len, cdt_frame *out)
+{
+    small_dst small = {dst, cap, frame_len, true};
+    return encode(buf, count, type, params, false, &small, out);
 }
 
 int cdt__frame_encode_deferred(const void *buf, cdt_count count, cdt_type type,

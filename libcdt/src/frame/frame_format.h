@@ -163,5 +163,12 @@ CDT__HIDDEN int cdt__frame_materialize(cdt_frame f);
 CDT__HIDDEN int cdt__frame_encode_small(const void *buf, cdt_count count, cdt_type type,
                                         const cdt_frame_params *params, void *dst, cdt_count cap,
                                         cdt_count *frame_len, cdt_frame *out);
+/* frame_encode.c: cdt_frame_encode, except that a frame without regions that fits dst[0, cap)
+ * is written there whole instead (*out = NULL, *frame_len its length): the same bytes as the
+ * frame object's head, with no frame object and no allocation (the transport's split-mode
+ * head message of a small object). A frame with regions is always a frame object. */
+CDT__HIDDEN int cdt__frame_encode_plain(const void *buf, cdt_count count, cdt_type type,
+                                        const cdt_frame_params *params, void *dst, cdt_count cap,
+                                        cdt_count *frame_len, cdt_frame *out);
 
 #endif

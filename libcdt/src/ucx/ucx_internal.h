@@ -51,6 +51,7 @@ typedef struct cdt__ucx_req_list {
 /* staging buffers a worker keeps for reuse (ucx_bufcache.c) */
 #define CDT__UCX_CACHE_SLOTS 64
 #define CDT__UCX_REQ_POOL 32 /* freed requests a worker keeps */
+#define CDT__UCX_REQ_SLOTS 4 /* of them, kept without a lock */
 #define CDT__UCX_CACHE_MIN ((size_t)64 << 10)
 #define CDT__UCX_DEFAULT_CACHE_LIMIT ((size_t)256 << 20)
 typedef struct cdt__ucx_cached_buf {
@@ -85,6 +86,10 @@ struct cdt_ucx_worker_s {
      * receive (callgrind) */
     struct cdt_ucx_request_s *req_pool;
     int req_pooled;
+    /* the first freed requests are kept here instead, each slot taken and filled by one atomic
+     * operation: the usual object (one request at a time per direction) takes no lock for its
+     * request's memory */
+    struct cdt_ucx_request_s *req_slot[CDT__UCX_REQ_SLOTS];
     size_t cache_limit, cache_bytes;
     int cache_n;
     cdt__ucx_cached_buf cache[CDT__UCX_CACHE_SLOTS];
@@ -151,7 +156,12 @@ typedef struct cdt__ucx_drain {
 struct cdt_ucx_request_s {
     cdt_ucx_worker w;
     bool is_send;
+    /* written under the lock, by cdt__ucx_request_finish only (atomic: cdt_ucx_request_test
+     * reads it without the lock) */
     bool done;
+    /* done, with nothing left in UCX or in any list, as seen under the lock by the posting
+     * call or a test: no other thread reaches it any more, and the free takes no lock */
+    bool settled;
     bool matched;    /* recv: head arrived */
     bool in_body;    /* recv: in w->body_recvs */
     bool has_key;    /* recv: the head was parsed, key is valid */
@@ -254,6 +264,12 @@ CDT__UCX_HIDDEN void cdt__ucx_orphans_free_all(cdt_ucx_worker w);
 /* cdt_ucx_worker_destroy: free the pooled requests */
 CDT__UCX_HIDDEN void cdt__ucx_request_pool_clear(cdt_ucx_worker w);
 CDT__UCX_HIDDEN void cdt__ucx_request_set_error(cdt_ucx_request r, int status);
+/* lock held: the request is done (its status final): what cdt_ucx_request_test sees without
+ * the lock */
+static inline void cdt__ucx_request_finish(cdt_ucx_request r)
+{
+    __atomic_store_n(&r->done, true, __ATOMIC_RELEASE);
+}
 /* ucx_bufcache.c: staging memory (bytes as asked; give back the same count) */
 CDT__UCX_HIDDEN void *cdt__ucx_buf_get(cdt_ucx_worker w, size_t bytes);
 CDT__UCX_HIDDEN void cdt__ucx_buf_put(cdt_ucx_worker w, void *p, size_t bytes);

@@ -306,6 +306,26 @@ static void drain_abandoned_head(cdt_ucx_request r, size_t length)
     drain_regions(r, h.part, h.part_len, 0);
 }
 
+/* lock held: the usual small object in split mode, a frame without regions that is the whole
+ * head message after its prefix, into the caller's buffer: validated and decoded in one call
+ * (cdt_frame_decode, no decoder). false: not such a message; body_ready takes it. */
+static bool decode_plain(cdt_ucx_request r, const unsigned char *S, cdt_count slen)
+{
+    if (r->prepare != NULL || r->abandon != CDT_SUCCESS || slen < CDT_FRAME_FIXED_HEADER_SIZE ||
+        cdt__get_u64(S + CDT__OFF_REGION_COUNT) != 0)
+        return false;
+    int rc = cdt_frame_decode(S, slen, r->buf, r->count, r->type);
+    if (rc != CDT_SUCCESS) {
+        cdt__ucx_recv_fail(r, rc); /* no regions: nothing was sent on its own */
+        return true;
+    }
+    r->info.frame_size = slen; /* the decode checked that the frame is exactly S */
+    r->info.packed_size = (cdt_count)cdt__get_u64(S + CDT__OFF_PACKED_SIZE);
+    r->info.region_count = 0;
+    r->info.region_bytes = 0;
+    return true;
+}
+
 /* lock held: a split-mode head message arrived */
 static void head_arrived(cdt_ucx_request r, size_t length)
 {
@@ -327,7 +347,8 @@ static void head_arrived(cdt_ucx_request r, size_t length)
         r->abandon = CDT_ERR_FRAME_MALFORMED; /* its parts are drained */
     }
     if (h.tail_len == 0) {
-        body_ready(r, h.part, h.part_len);
+        if (!decode_plain(r, h.part, h.part_len))
+            body_ready(r, h.part, h.part_len);
         return;
     }
     /* the limits on the frame were checked: the inline stream fits them */
@@ -435,6 +456,8 @@ int cdt_ucx_irecv(cdt_ucx_worker worker, void *buf, cdt_count count, cdt_type ty
     int rc = post_recv(r, &r->head_sub, r, 1, worker->dt_recv, tag & mask, mask, head_cb);
     if (rc == CDT_SUCCESS && --r->outstanding == 0)
         cdt__ucx_recv_done(r);
+    /* completed inside the call, UCX done with it: cdt_ucx_request_free takes no lock */
+    r->settled = r->done && r->head_sub.ucx == NULL;
     pthread_mutex_unlock(&worker->lock);
     if (rc != CDT_SUCCESS) {
         if (!r->done)

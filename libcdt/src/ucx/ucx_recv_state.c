@@ -146,7 +146,7 @@ void cdt__ucx_recv_done(cdt_ucx_request r)
     body_unlink(r);
     cdt__type_release(r->type); /* the reference irecv took */
     r->type = NULL;
-    r->done = true;
+    cdt__ucx_request_finish(r);
 }
 
 /* lock held: stop the receive with `status`. Its receives that have not matched a message are

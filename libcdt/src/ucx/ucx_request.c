@@ -7,15 +7,30 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* lock held: UCX still holds the done request's memory. A single-mode receive completes when
+ * it fails, while UCX may still deliver the rest of its message (into nothing), and a send
+ * ended by its endpoint's failure or close may still be held by UCX. */
+static bool held_by_ucx(cdt_ucx_request r)
+{
+    return r->is_send ? r->outstanding > 0 : r->head_sub.ucx != NULL;
+}
+
 int cdt_ucx_request_test(cdt_ucx_request request)
 {
     if (request == NULL)
         return CDT_ERR_INVALID_ARG;
+    /* a done request's status is final: no lock needed to read it */
+    if (__atomic_load_n(&request->done, __ATOMIC_ACQUIRE))
+        return request->status;
     cdt_ucx_worker w = request->w;
     pthread_mutex_lock(&w->lock);
     if (!request->done)
         cdt__ucx_progress(w);
     int rc = request->done ? request->status : CDT_INPROGRESS;
+    /* done and seen under the lock: whoever completed it has let go, and nothing refers to it
+     * any more unless UCX still holds it; the free then needs no lock */
+    if (request->done && !held_by_ucx(request))
+        request->settled = true;
     pthread_mutex_unlock(&w->lock);
     return rc;
 }
@@ -92,14 +107,14 @@ int cdt_ucx_request_free(cdt_ucx_request request)
 {
     if (request == NULL)
         return CDT_SUCCESS;
+    if (request->settled) {
+        cdt__ucx_request_release(request);
+        return CDT_SUCCESS;
+    }
     cdt_ucx_worker w = request->w;
     pthread_mutex_lock(&w->lock);
     bool done = request->done;
-    /* a single-mode receive completes when it fails, while UCX may still deliver the rest of
-     * its message (into nothing), and a send ended by its endpoint's failure or close may still
-     * be held by UCX: the request's memory is UCX's until then */
-    bool live =
-        done && (request->is_send ? request->outstanding > 0 : request->head_sub.ucx != NULL);
+    bool live = done && held_by_ucx(request); /* the request's memory is UCX's until then */
     if (live)
         cdt__ucx_orphan(request);
     pthread_mutex_unlock(&w->lock);

@@ -9,17 +9,46 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* a request from one of the worker's slots (acquire: what its last owner wrote is seen) */
+static cdt_ucx_request slot_take(cdt_ucx_worker w)
+{
+    for (int i = 0; i < CDT__UCX_REQ_SLOTS; i++) {
+        if (__atomic_load_n(&w->req_slot[i], __ATOMIC_RELAXED) == NULL)
+            continue;
+        cdt_ucx_request r = __atomic_exchange_n(&w->req_slot[i], NULL, __ATOMIC_ACQUIRE);
+        if (r != NULL)
+            return r;
+    }
+    return NULL;
+}
+
+/* r into an empty slot of its worker (release); false when every slot is full */
+static bool slot_put(cdt_ucx_worker w, cdt_ucx_request r)
+{
+    for (int i = 0; i < CDT__UCX_REQ_SLOTS; i++) {
+        cdt_ucx_request empty = NULL;
+        if (__atomic_load_n(&w->req_slot[i], __ATOMIC_RELAXED) == NULL &&
+            __atomic_compare_exchange_n(&w->req_slot[i], &empty, r, false, __ATOMIC_RELEASE,
+                                        __ATOMIC_RELAXED))
+            return true;
+    }
+    return false;
+}
+
 cdt_ucx_request cdt__ucx_request_new(cdt_ucx_worker w, bool is_send)
 {
-    /* from the worker's pool when it has one; the head buffer need not be zeroed, only the
-     * fields before it */
-    pthread_mutex_lock(&w->cache_lock);
-    cdt_ucx_request r = w->req_pool;
-    if (r != NULL) {
-        w->req_pool = r->next;
-        w->req_pooled--;
+    /* from the worker's slots or pool when it has one; the head buffer need not be zeroed,
+     * only the fields before it */
+    cdt_ucx_request r = slot_take(w);
+    if (r == NULL) {
+        pthread_mutex_lock(&w->cache_lock);
+        r = w->req_pool;
+        if (r != NULL) {
+            w->req_pool = r->next;
+            w->req_pooled--;
+        }
+        pthread_mutex_unlock(&w->cache_lock);
     }
-    pthread_mutex_unlock(&w->cache_lock);
     if (r == NULL)
         r = malloc(sizeof(*r));
     if (r == NULL)
@@ -76,6 +105,8 @@ void cdt__ucx_orphans_free_all(cdt_ucx_worker w)
 void cdt__ucx_request_release(cdt_ucx_request r)
 {
     cdt_ucx_worker w = r->w;
+    if (slot_put(w, r))
+        return;
     pthread_mutex_lock(&w->cache_lock);
     if (w->req_pooled < CDT__UCX_REQ_POOL) {
         r->next = w->req_pool;
@@ -89,6 +120,8 @@ void cdt__ucx_request_release(cdt_ucx_request r)
 
 void cdt__ucx_request_pool_clear(cdt_ucx_worker w)
 {
+    for (cdt_ucx_request r; (r = slot_take(w)) != NULL;)
+        free(r);
     while (w->req_pool != NULL) {
         cdt_ucx_request r = w->req_pool;
         w->req_pool = r->next;

@@ -30,7 +30,7 @@ static void send_done(cdt_ucx_request r)
 {
     send_unlink(r);
     cdt__ucx_send_release(r);
-    r->done = true;
+    cdt__ucx_request_finish(r);
 }
 
 void cdt__ucx_send_track(struct cdt_ucx_ep_s *ep, cdt_ucx_request r)
@@ -68,7 +68,7 @@ void cdt__ucx_ep_end_sends(struct cdt_ucx_ep_s *ep, int status)
             continue; /* left to UCX: it completes the request when it lets go */
         cdt__ucx_request_set_error(r, status);
         r->detached = true;
-        r->done = true;
+        cdt__ucx_request_finish(r);
     }
 }
 
@@ -86,6 +86,20 @@ static void send_cb(void *ucx_req, ucs_status_t st, void *user_data)
         if (r->orphaned) /* freed by the caller after it was ended early */
             cdt__ucx_orphan_release(r);
     }
+}
+
+/* lock held, released here: every message of the send was posted (the hold taken while
+ * posting is dropped). A send that completed inside the posting call is settled: nothing in
+ * UCX or in any list refers to it, and cdt_ucx_request_free takes no lock for it. */
+static int send_posted(struct cdt_ucx_ep_s *ep, cdt_ucx_request r, cdt_ucx_request *request)
+{
+    if (--r->outstanding == 0)
+        send_done(r);
+    cdt__ucx_send_track(ep, r);
+    r->settled = r->done && r->outstanding == 0;
+    pthread_mutex_unlock(&ep->w->lock);
+    *request = r;
+    return CDT_SUCCESS;
 }
 
 /* lock held: post one message of `len` elements of `dt`; the sub completes it */
@@ -260,12 +274,32 @@ static int send_single(cdt_ucx_ep ep, cdt_ucx_request r, cdt_ucx_tag tag, cdt_uc
         cdt__ucx_request_release(r);
         return rc;
     }
-    if (--r->outstanding == 0)
+    return send_posted(ep, r, request);
+}
+
+/* split mode, a frame without regions already in the head buffer after the prefix: the head
+ * message alone (what build() makes of such a frame, without a frame object) */
+static int send_plain(cdt_ucx_ep ep, cdt_ucx_request r, cdt_count threshold, cdt_count frame_len,
+                      cdt_ucx_tag tag, cdt_ucx_request *request)
+{
+    cdt_ucx_worker w = ep->w;
+    int rc = CDT_SUCCESS;
+    pthread_mutex_lock(&w->lock);
+    if (ep->status != CDT_SUCCESS)
+        rc = CDT_ERR_PEER; /* the only failed state of an endpoint */
+    cdt__ucx_put_prefix(r->head, cdt__ucx_next_key(w), threshold, 0);
+    r->outstanding = 1; /* held while posting */
+    if (rc == CDT_SUCCESS)
+        rc = post(r, ep->ucp, r->head, (size_t)(CDT__UCX_PREFIX_SIZE + frame_len), tag,
+                  &r->head_sub);
+    if (rc != CDT_SUCCESS) { /* nothing was sent */
+        pthread_mutex_unlock(&w->lock);
+        r->outstanding = 0;
         send_done(r);
-    cdt__ucx_send_track(ep, r);
-    pthread_mutex_unlock(&w->lock);
-    *request = r;
-    return CDT_SUCCESS;
+        cdt__ucx_request_release(r);
+        return rc;
+    }
+    return send_posted(ep, r, request);
 }
 
 int cdt_ucx_isend(cdt_ucx_ep ep, const void *buf, cdt_count count, cdt_type type, cdt_ucx_tag tag,
@@ -343,7 +377,14 @@ int cdt_ucx_isend_advanced(cdt_ucx_ep ep, const void *buf, cdt_count count, cdt_
             return send_single(ep, r, tag, request);
         }
     } else {
-        rc = cdt_frame_encode(buf, count, type, &fp, &r->frame);
+        /* split mode: a frame without regions that fits the head message is written there
+         * whole (the head message is then prefix + frame, no tail) */
+        const cdt_count room = CDT__UCX_HEAD_MAX - CDT__UCX_PREFIX_SIZE;
+        cdt_count frame_len = 0;
+        rc = cdt__frame_encode_plain(buf, count, type, &fp, r->head + CDT__UCX_PREFIX_SIZE, room,
+                                     &frame_len, &r->frame);
+        if (rc == CDT_SUCCESS && r->frame == NULL)
+            return send_plain(ep, r, threshold, frame_len, tag, request);
     }
     if (rc == CDT_SUCCESS && mode == CDT__UCX_MODE_SINGLE && protocol == CDT_UCX_PROTOCOL_AUTO &&
         cma && has_large_region(r->frame, threshold)) {
@@ -439,10 +480,5 @@ int cdt_ucx_isend_advanced(cdt_ucx_ep ep, const void *buf, cdt_count count, cdt_
             post(r, ep->ucp, NULL, 0, stag, s); /* the abort marker */
         }
     }
-    if (--r->outstanding == 0)
-        send_done(r);
-    cdt__ucx_send_track(ep, r);
-    pthread_mutex_unlock(&w->lock);
-    *request = r;
-    return CDT_SUCCESS;
+    return send_posted(ep, r, request);
 }
