@@ -1,4 +1,7 @@
+import contextlib
 import os
+import subprocess
+import sys
 
 import pytest
 
@@ -8,3 +11,25 @@ REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 @pytest.fixture
 def repo_root():
     return REPO
+
+
+@contextlib.contextmanager
+def echo_peer(env=None, **connect_args):
+    """An endpoint connected to ucx_peer.py (an echo in its own process, which sends every
+    object back with tag + 1); `env`: extra environment of the peer; `connect_args`: of
+    ucx.connect. The peer is told to stop, and must exit cleanly, when the block ends."""
+    from cdtypes import ucx
+
+    script = os.path.join(os.path.dirname(__file__), "ucx_peer.py")
+    peer = subprocess.Popen([sys.executable, script], stdout=subprocess.PIPE, text=True,
+                            env=dict(os.environ, **(env or {})))
+    try:
+        port = int(peer.stdout.readline())
+        with ucx.connect("127.0.0.1", port, timeout=30, **connect_args) as ep:
+            yield ep
+            ep.send("stop", tag=0)
+        assert peer.wait(timeout=30) == 0
+    finally:
+        if peer.poll() is None:
+            peer.kill()
+            peer.wait()

@@ -1,12 +1,11 @@
 """cdtypes.ucx between two processes: a listener that echoes, and this test connecting."""
 import os
-import subprocess
-import sys
 
 import numpy as np
 import pytest
 
 import cdtypes
+from conftest import echo_peer
 
 try:
     from cdtypes import ucx
@@ -16,18 +15,8 @@ except ImportError as e:  # libcdt built without UCX
 
 @pytest.fixture(scope="module")
 def echo():
-    script = os.path.join(os.path.dirname(__file__), "ucx_peer.py")
-    peer = subprocess.Popen([sys.executable, script], stdout=subprocess.PIPE, text=True)
-    try:
-        port = int(peer.stdout.readline())
-        with ucx.connect("127.0.0.1", port, timeout=30) as ep:
-            yield ep
-            ep.send("stop", tag=0)
-        assert peer.wait(timeout=30) == 0
-    finally:
-        if peer.poll() is None:
-            peer.kill()
-            peer.wait()
+    with echo_peer() as ep:
+        yield ep
 
 
 def same(a, b):
@@ -140,24 +129,14 @@ def test_protocol_choice_and_single_mode(protocol):
     'auto-single' follows the transport as 'auto' does (TCP here unless shared memory is on)."""
     with pytest.raises(ValueError):
         ucx.Worker(protocol="fast")
-    script = os.path.join(os.path.dirname(__file__), "ucx_peer.py")
-    peer = subprocess.Popen([sys.executable, script], stdout=subprocess.PIPE, text=True)
-    try:
-        port = int(peer.stdout.readline())
-        with ucx.connect("127.0.0.1", port, timeout=30, protocol=protocol) as ep:
-            if protocol == "single" or shared_memory():
-                assert ep.protocol == "single"
-            else:
-                assert ep.protocol == "split"
-            for i, obj in enumerate(OBJECTS):
-                ep.send(obj, tag=100 + 2 * i, timeout=30)
-                assert same(obj, ep.recv(tag=101 + 2 * i, timeout=30))
-            ep.send("stop", tag=0)
-        assert peer.wait(timeout=30) == 0
-    finally:
-        if peer.poll() is None:
-            peer.kill()
-            peer.wait()
+    with echo_peer(protocol=protocol) as ep:
+        if protocol == "single" or shared_memory():
+            assert ep.protocol == "single"
+        else:
+            assert ep.protocol == "split"
+        for i, obj in enumerate(OBJECTS):
+            ep.send(obj, tag=100 + 2 * i, timeout=30)
+            assert same(obj, ep.recv(tag=101 + 2 * i, timeout=30))
 
 
 def test_protocol_default_follows_the_transport(echo):

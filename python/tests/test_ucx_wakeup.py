@@ -1,15 +1,13 @@
 """Workers that sleep instead of spinning (wakeup=True): the worker's fd for an event loop,
 Request.wait_async under asyncio, and blocking calls, against an echo peer that sleeps too."""
 import asyncio
-import os
 import select
-import subprocess
-import sys
 
 import numpy as np
 import pytest
 
 import cdtypes
+from conftest import echo_peer
 
 try:
     from cdtypes import ucx
@@ -19,19 +17,8 @@ except ImportError as e:  # libcdt built without UCX
 
 @pytest.fixture(scope="module")
 def echo():
-    script = os.path.join(os.path.dirname(__file__), "ucx_peer.py")
-    env = dict(os.environ, CDT_UCX_WAKEUP="1")
-    peer = subprocess.Popen([sys.executable, script], stdout=subprocess.PIPE, text=True, env=env)
-    try:
-        port = int(peer.stdout.readline())
-        with ucx.connect("127.0.0.1", port, timeout=30, wakeup=True) as ep:
-            yield ep
-            ep.send("stop", tag=0)
-        assert peer.wait(timeout=30) == 0
-    finally:
-        if peer.poll() is None:
-            peer.kill()
-            peer.wait()
+    with echo_peer(env={"CDT_UCX_WAKEUP": "1"}, wakeup=True) as ep:
+        yield ep
 
 
 def test_fd_only_with_wakeup():
