@@ -235,12 +235,7 @@ pub fn from_bytes_with_limits<T: Unpack>(bytes: &[u8], limits: &Limits) -> Resul
     // SAFETY: state outlives the decoder (dropped below, before state)
     unsafe { state.prepare(decoder.raw)? };
     if let Err(e) = decoder.write(0, bytes) {
-        // what an Unpack impl found wrong while the stream arrived, when that was the error
-        return Err(state
-            .error
-            .take()
-            .filter(|s| s.code() == e.code())
-            .unwrap_or(e));
+        return Err(state.write_error(e));
     }
     decoder.finish()?;
     drop(decoder);
@@ -261,11 +256,7 @@ pub fn __from_pieces<T: Unpack>(bytes: &[u8], pieces: &[(usize, usize)]) -> Resu
             .get(at..at + len)
             .ok_or_else(|| Error::from_code(sys::CDT_ERR_INVALID_ARG))?;
         if let Err(e) = decoder.write(at as u64, piece) {
-            return Err(state
-                .error
-                .take()
-                .filter(|s| s.code() == e.code())
-                .unwrap_or(e));
+            return Err(state.write_error(e));
         }
     }
     decoder.finish()?;

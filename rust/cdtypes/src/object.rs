@@ -669,6 +669,15 @@ impl RecvState {
         Ok(())
     }
 
+    /// The error to report for a failed decoder write `e`: what an Unpack impl found wrong
+    /// while the stream arrived, when that was the error, else `e`.
+    pub(crate) fn write_error(&mut self, e: Error) -> Error {
+        self.error
+            .take()
+            .filter(|s| s.code() == e.code())
+            .unwrap_or(e)
+    }
+
     /// The received value. Only after the decoder finished successfully: that is what makes
     /// every stream byte and region written.
     pub(crate) fn into_value<T: Unpack>(mut self: Box<Self>) -> Result<T> {
