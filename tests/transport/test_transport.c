@@ -208,6 +208,16 @@ static void nonblocking_client(peer *p)
     }
 }
 
+/* the i-th object nonblocking_client sends, received into *got (then cleared) */
+static void check_nb_object(double_vec *got, int i)
+{
+    double_vec ref;
+    CHECK_RC(double_vec_init(&ref, 1 + i % 5, (i % 3) ? 20000 : 10, i));
+    CHECK(double_vec_equal(&ref, got));
+    double_vec_clear(&ref);
+    double_vec_clear(got);
+}
+
 static void nonblocking_server(peer *p)
 {
     double_vec dv[NB_N];
@@ -232,11 +242,7 @@ static void nonblocking_server(peer *p)
             CHECK(info.tag == (cdt_ucx_tag)i);
             CHECK_RC(cdt_ucx_request_free(req[i]));
             req[i] = NULL;
-            double_vec ref;
-            CHECK_RC(double_vec_init(&ref, 1 + i % 5, (i % 3) ? 20000 : 10, i));
-            CHECK(double_vec_equal(&ref, &dv[i]));
-            double_vec_clear(&ref);
-            double_vec_clear(&dv[i]);
+            check_nb_object(&dv[i], i);
             left--;
         }
     }
@@ -1140,11 +1146,7 @@ static void wakeup_server(peer *p)
             CHECK_RC(cdt_ucx_request_test(req[i]));
             CHECK_RC(cdt_ucx_request_free(req[i]));
             req[i] = NULL;
-            double_vec ref;
-            CHECK_RC(double_vec_init(&ref, 1 + i % 5, (i % 3) ? 20000 : 10, i));
-            CHECK(double_vec_equal(&ref, &dv[i]));
-            double_vec_clear(&ref);
-            double_vec_clear(&dv[i]);
+            check_nb_object(&dv[i], i);
             left--;
         }
         int rc = cdt_ucx_worker_arm(p->w);
