@@ -558,6 +558,10 @@ static void transports_server(peer *p)
  * send ends within about the keepalive interval, and its object may be freed at once. */
 static void receiver_exit_client(peer *p)
 {
+    /* a first small object: the server exits only once the endpoint is up (without it, a
+     * server that spins quickly could exit while this side is still connecting) */
+    int32_t hello = 1;
+    CHECK_RC(cdt_ucx_send(p->ep, &hello, 1, CDT_INT32, TAG + 1, T_TIMEOUT_MS));
     double_vec v;
     CHECK_RC(double_vec_init(&v, 64, 2 * 1024 * 1024, 1));
     int rc = cdt_ucx_send(p->ep, &v, 1, double_vec_type(), TAG, T_TIMEOUT_MS);
@@ -570,6 +574,9 @@ static void receiver_exit_client(peer *p)
 
 static void receiver_exit_server(peer *p)
 {
+    int32_t hello = 0;
+    CHECK_RC(cdt_ucx_recv(p->w, &hello, 1, CDT_INT32, TAG + 1, CDT_UCX_TAG_MASK_FULL, NULL, NULL,
+                          T_TIMEOUT_MS));
     double_vec v = {0};
     cdt_ucx_request r;
     CHECK_RC(cdt_ucx_irecv(p->w, &v, 1, double_vec_type(), TAG, CDT_UCX_TAG_MASK_FULL, NULL, &r));

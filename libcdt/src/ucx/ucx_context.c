@@ -77,26 +77,41 @@ static bool tls_selects(const char *const *names, int n)
     return exclude ? !listed : listed;
 }
 
+/* Whether ucp_config_modify matches a transport's setting by its prefixed name. Up to UCX 1.16
+ * it hands a name no table registers to every transport's configuration, which knows its
+ * fields without the transport's prefix ("MEMORY_INVALIDATE" reaches cma; a prefixed
+ * "CMA_MEMORY_INVALIDATE" is accepted and silently has no effect). From 1.17 names match with
+ * the prefix, and from 1.20.1 an unknown name is UCS_ERR_INVALID_PARAM. */
+static bool config_names_prefixed(void)
+{
+    unsigned major, minor, release;
+    ucp_get_version(&major, &minor, &release);
+    return major > 1 || (major == 1 && minor >= 17);
+}
+
 static int shared_memory_config(ucp_config_t *config, cdt_ucx_shared_memory mode)
 {
-    /* ucp_config_modify hands names it does not know to every transport's configuration,
-     * which knows its fields without the transport's prefix: "MM_ERROR_HANDLING" reaches sysv and
-     * posix (UCX_SYSV_ / UCX_POSIX_ / UCX_MM_ERROR_HANDLING), "MEMORY_INVALIDATE" cma */
+    /* "MM_ERROR_HANDLING" reaches sysv and posix in every version (UCX_SYSV_ / UCX_POSIX_ /
+     * UCX_MM_ERROR_HANDLING: the mm transports' common table has the MM_ prefix) */
     static const struct {
-        const char *field;
+        const char *field;          /* the name up to UCX 1.16 */
+        const char *field_prefixed; /* the name from UCX 1.17 */
         const char *env[3];
         const char *tls[4];          /* UCX_TLS names that select the transport */
         cdt_ucx_shared_memory needs; /* the mode from which it is set */
     } settings[] = {
         {"MM_ERROR_HANDLING",
+         "MM_ERROR_HANDLING",
          {"UCX_SYSV_ERROR_HANDLING", "UCX_POSIX_ERROR_HANDLING", "UCX_MM_ERROR_HANDLING"},
          {"sm", "shm", "sysv", "posix"},
          CDT_UCX_SHM_COPY},
         {"MEMORY_INVALIDATE",
+         "CMA_MEMORY_INVALIDATE",
          {"UCX_CMA_MEMORY_INVALIDATE", NULL, NULL},
          {"sm", "shm", "cma", NULL},
          CDT_UCX_SHM_FULL},
     };
+    bool prefixed = config_names_prefixed();
     if (mode == CDT_UCX_SHM_OFF)
         return CDT_SUCCESS;
     for (size_t i = 0; i < sizeof(settings) / sizeof(settings[0]); i++) {
@@ -107,7 +122,8 @@ static int shared_memory_config(ucp_config_t *config, cdt_ucx_shared_memory mode
          * an unused variable */
         if (user_set || mode < settings[i].needs || !tls_selects(settings[i].tls, 4))
             continue;
-        if (ucp_config_modify(config, settings[i].field, "y") != UCS_OK)
+        const char *field = prefixed ? settings[i].field_prefixed : settings[i].field;
+        if (ucp_config_modify(config, field, "y") != UCS_OK)
             return CDT_ERR_TRANSPORT;
     }
     return CDT_SUCCESS;
