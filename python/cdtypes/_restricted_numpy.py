@@ -89,7 +89,7 @@ def _dtype_start(args):
 def _metadata(md):
     if md is not None and type(md) is not dict:
         forbid("numpy dtype metadata must be a dict")
-    return md or None
+    return md  # NumPy 1 gives datetimes an empty dict, which pickle keeps
 
 
 def _datetime(base, info):
