@@ -291,6 +291,8 @@ REFUSED = [
     ("numpy_array_function", lambda: Reduces(np.array, [1, 2])),
     ("numpy_frombuffer", lambda: Reduces(np.frombuffer, b"\x00" * 8)),
 ]
+if hasattr(np, "dtypes") and hasattr(np.dtypes, "StringDType"):  # NumPy 2
+    REFUSED.append(("stringdtype", lambda: np.array(["a", "bc"], dtype=np.dtypes.StringDType())))
 
 
 @pytest.mark.parametrize("name,make", REFUSED, ids=[r[0] for r in REFUSED])
