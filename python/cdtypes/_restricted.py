@@ -156,6 +156,10 @@ class Restricted:
             k for k in self._entries
             if self._entries[k] is _restricted_numpy.STAGED.get(k)
             or self._entries[k] is _restricted_numpy.CLASSES.get(k))
+        # a default two-step entry the caller replaced with NumPy's own (numpy.dtype, ...)
+        self._numpy_setstate = numpy and any(
+            k in self._entries and self._entries[k] is not get
+            for k, get in _restricted_numpy.STAGED.items())
         self._classes = []  # the classes of CLASSES resolved so far: the stream may not call them
         self._resolved = {}
 
@@ -194,7 +198,7 @@ class Restricted:
             except _NeedsStaging:
                 pass
             return StagingUnpickler(self.find_class, self._classes, io.BytesIO(stream),
-                                    buffers).load()
+                                    buffers, self._numpy_setstate).load()
         return _Unpickler(self, io.BytesIO(stream), buffers=buffers).load()
 
     def __repr__(self):

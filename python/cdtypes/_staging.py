@@ -120,11 +120,14 @@ class StagingUnpickler(_BASE):
 
     dispatch = dict(_BASE.dispatch)
 
-    def __init__(self, find_class, uncallable, file, buffers):
+    def __init__(self, find_class, uncallable, file, buffers, numpy_setstate=False):
         super().__init__(file, buffers=buffers)
         self.memo = _Memo()
         self._find_class = find_class
         self._uncallable = uncallable  # classes allowed as values and arguments, not calls
+        # the caller's allow-list holds NumPy's own numpy.dtype or _reconstruct: their objects
+        # get their state from NumPy's __setstate__, as with C pickle
+        self._numpy_setstate = numpy_setstate
         self._open = 0  # Staged globals and Pending objects pushed and not yet consumed
 
     def find_class(self, module, name):
@@ -178,7 +181,7 @@ class StagingUnpickler(_BASE):
                 self._open -= 1
                 return
             if (isinstance(inst, (type, types.FunctionType, types.BuiltinFunctionType, _Frozen))
-                    or _is_numpy_object(inst)):
+                    or (not self._numpy_setstate and _is_numpy_object(inst))):
                 forbid("BUILD on %s is not allowed" % type(inst).__name__)
         _BASE.load_build(self)
 

@@ -401,6 +401,11 @@ def test_in_band_arrays_load_and_object_arrays_are_refused():
     # entries added by the caller replace the checked ones: NumPy's own functions then run
     out = cdtypes.loads(frame_of(np.arange(10)[::2]), allowed=[ma._reconstruct, np.ndarray, np.dtype])
     np.testing.assert_array_equal(out, np.arange(10)[::2])
+    # numpy.dtype alone: the checked _reconstruct builds the array, NumPy's dtype its state
+    obj = {"a": np.arange(10)[::2], "d": np.dtype(">f8"), "m": np.ma.masked_array([1.0], mask=[1])}
+    out = cdtypes.loads(frame_of(obj), allowed=[np.dtype])
+    np.testing.assert_array_equal(out["a"], obj["a"])
+    assert out["d"] == obj["d"] and type(out["m"]) is np.ma.MaskedArray
 
 
 def test_mutated_streams_never_crash_restricted_mode():
