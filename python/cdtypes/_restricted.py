@@ -16,6 +16,7 @@ builtin values, standard containers and cdtypes' own plain arrays stay on the fa
 
 import io
 import pickle
+import re
 
 from . import _restricted_numpy
 from ._staging import Refused, Sealed, StagingUnpickler
@@ -46,6 +47,7 @@ def _counter(mapping=None):
 
 
 _FRACTION_BITS = 1 << 15  # Fraction(n, d) reduces n/d by their gcd: quadratic in their size
+_FRACTION_STR = re.compile(r"-?[0-9]+(/[0-9]+)?\Z")
 
 
 def _fraction(numerator, denominator=None):
@@ -54,8 +56,9 @@ def _fraction(numerator, denominator=None):
     import fractions
 
     if type(numerator) is str and denominator is None:
-        if len(numerator) > 2 * _FRACTION_BITS // 3:
-            _forbid("fractions.Fraction: string too long")
+        # str(Fraction) only: "1e999999999" would make Fraction compute 10**999999999
+        if len(numerator) > _FRACTION_BITS // 3 or not _FRACTION_STR.match(numerator):
+            _forbid("fractions.Fraction: only 'n' or 'n/d', of bounded size")
         return fractions.Fraction(numerator)
     if (type(numerator) is not int or type(denominator) is not int
             or max(numerator.bit_length(), denominator.bit_length()) > _FRACTION_BITS):

@@ -290,6 +290,9 @@ REFUSED = [
     ("calling_ndarray", lambda: Reduces(np.ndarray, (2,), "f8", b"\x00" * 16)),
     ("numpy_array_function", lambda: Reduces(np.array, [1, 2])),
     ("numpy_frombuffer", lambda: Reduces(np.frombuffer, b"\x00" * 8)),
+    # allowed constructors with arguments that would cost time or memory out of proportion
+    ("fraction_exponent", lambda: Reduces(fractions.Fraction, "1e999999999")),
+    ("fraction_huge_ints", lambda: Reduces(fractions.Fraction, 3**30000, 3**29999 * 2)),
 ]
 if hasattr(np, "dtypes") and hasattr(np.dtypes, "StringDType"):  # NumPy 2
     REFUSED.append(("stringdtype", lambda: np.array(["a", "bc"], dtype=np.dtypes.StringDType())))
