@@ -128,13 +128,12 @@ class Restricted:
 
     ``Restricted()`` holds the defaults: complex, slice, collections.OrderedDict / deque /
     Counter, datetime's date, time, datetime, timedelta and timezone, decimal.Decimal,
-    fractions.Fraction and, with ``numpy=True``,
-    NumPy dtypes, arrays (any layout; ndarray, recarray, matrix, masked arrays) and scalars
-    whose dtype holds no Python objects (through constructors that check their arguments
-    first; docs/SECURITY.md lists them). Values pickle writes as opcodes (None, bool, int,
-    float, str, bytes, bytearray, tuple, list, dict, set, frozenset) need no entry. ``extra``
-    adds entries: ``"module.qualname"`` strings, ``(module, qualname)`` pairs, or the
-    classes/functions themselves. Use it as
+    fractions.Fraction and, with ``numpy=True``, NumPy dtypes, arrays (any layout; ndarray,
+    recarray, matrix, masked arrays) and scalars whose dtype holds no Python objects (through
+    constructors that check their arguments first; docs/SECURITY.md lists them). Values
+    pickle writes as opcodes (None, bool, int, float, str, bytes, bytearray, tuple, list,
+    dict, set, frozenset) need no entry. ``extra`` adds entries: ``"module.qualname"``
+    strings, ``(module, qualname)`` pairs, or the classes/functions themselves. Use it as
     ``cdtypes.loads(data, allowed=Restricted([MyPoint]))``.
 
     Every class you add is trusted with its own unpickling: pickle calls it (REDUCE/NEWOBJ)

@@ -228,7 +228,8 @@ def test_corpus_round_trips_as_pickle_does(name, obj, loader):
 
 # PyPy's pickler memoizes by id(), and PyPy's id(b"") can equal another object's among many:
 # pickle itself then writes b"" as a reference to that object
-_WHOLE = [(n, v) for n, v in CORPUS if not (n == "empty_bytes" and sys.implementation.name == "pypy")]
+_WHOLE = [(n, v) for n, v in CORPUS
+          if not (n == "empty_bytes" and sys.implementation.name == "pypy")]
 
 
 @pytest.mark.parametrize("loader", sorted(LOADERS))

@@ -399,7 +399,8 @@ def test_in_band_arrays_load_and_object_arrays_are_refused():
     import numpy._core.multiarray as ma
 
     # entries added by the caller replace the checked ones: NumPy's own functions then run
-    out = cdtypes.loads(frame_of(np.arange(10)[::2]), allowed=[ma._reconstruct, np.ndarray, np.dtype])
+    out = cdtypes.loads(frame_of(np.arange(10)[::2]),
+                        allowed=[ma._reconstruct, np.ndarray, np.dtype])
     np.testing.assert_array_equal(out, np.arange(10)[::2])
     # numpy.dtype alone: the checked _reconstruct builds the array, NumPy's dtype its state
     obj = {"a": np.arange(10)[::2], "d": np.dtype(">f8"), "m": np.ma.masked_array([1.0], mask=[1])}
