@@ -77,6 +77,8 @@ def TestOneInput(data):
 def make_corpus(directory):
     """Seeds: frames of typical objects (modes 0-2) and their pickle streams (mode 3)."""
     import collections
+    import decimal
+    import fractions
     import pickle
 
     import numpy as np
@@ -88,6 +90,15 @@ def make_corpus(directory):
         {"s": {1, 2}, "f": frozenset({3}), "c": complex(1, 2), "t": (np.float32(1.5), np.int64(-2))},
         collections.OrderedDict(a=collections.deque([1, 2], maxlen=3)),
         np.asfortranarray(np.arange(6, dtype=np.complex64).reshape(2, 3)),
+        # the staging unpickler's objects: bare dtypes, in-band arrays, subclasses, scalars
+        {"f8": np.dtype(">f8"), "t": np.dtype("M8[ns]"), "r": np.dtype((np.record, [("a", "u1")])),
+         "s": np.dtype({"names": ["a"], "formats": [("<f4", (2,))], "titles": ["A"]})},
+        [np.arange(10)[::-3], np.broadcast_to(np.arange(3.0), (2, 3)),
+         np.arange(24).reshape(2, 3, 4).transpose(1, 0, 2)],
+        [np.ma.masked_array([1.0, 2.0], mask=[0, 1], fill_value=5.0),
+         np.rec.fromarrays([np.arange(2), np.ones(2)], names="a,b"),
+         np.datetime64("2020-01-01", "D"), np.void(b"ab"), decimal.Decimal("1.5"),
+         fractions.Fraction(1, 3)],
     ]
     os.makedirs(directory, exist_ok=True)
     for i, obj in enumerate(objects):

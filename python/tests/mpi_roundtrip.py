@@ -2,7 +2,7 @@
 message on the user's communicator plus one message of its large buffers on its duplicate."""
 import sys
 import threading
-from fractions import Fraction
+from ipaddress import IPv4Address
 
 import numpy as np
 from mpi4py import MPI
@@ -69,7 +69,7 @@ if rank == 0:
     mpi.send(objects[1], dest=1, tag=300)                      # over max_bytes (header)
     mpi.send(objects[6], dest=1, tag=304)                      # over max_bytes (message size)
     mpi.send(objects[1], dest=1, tag=301)                      # over max_regions
-    mpi.send({"f": Fraction(1, 3)}, dest=1, tag=302)           # not in the allow-list
+    mpi.send({"f": IPv4Address("10.0.0.1")}, dest=1, tag=302)  # not in the allow-list
     mpi.send(objects[0], dest=1, tag=303)                      # within everything
     for i, obj in enumerate(objects):                          # a communicator not attached
         mpi.send(obj, dest=1, tag=i, comm=sub)

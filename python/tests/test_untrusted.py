@@ -388,18 +388,25 @@ def test_crafted_numpy_dtype_is_refused(args, state):
         cdtypes.safe_loads(frame_of(FakeDtype(args, state)))
 
 
-def test_object_arrays_and_in_band_arrays_need_an_explicit_entry():
-    # non-contiguous / object arrays go in-band through numpy's _reconstruct and
-    # ndarray.__setstate__, which see the stream's state unchecked: not in the default list
-    for a in (np.arange(10)[::2], np.array([1, "x"], dtype=object)):
-        data = frame_of(a)
-        with pytest.raises(cdtypes.ForbiddenError, match="_reconstruct"):
-            cdtypes.safe_loads(data)
+def test_in_band_arrays_load_and_object_arrays_are_refused():
+    # non-contiguous arrays go in-band through numpy's _reconstruct and a BUILD state, which
+    # the restricted loader checks (test_restricted_corpus.py has the whole corpus); object
+    # arrays stay refused
+    out = cdtypes.safe_loads(frame_of(np.arange(10)[::2]))
+    np.testing.assert_array_equal(out, np.arange(10)[::2])
+    with pytest.raises(cdtypes.ForbiddenError, match="'O8'"):
+        cdtypes.safe_loads(frame_of(np.array([1, "x"], dtype=object)))
     import numpy._core.multiarray as ma
 
-    # adding numpy.dtype itself replaces the checked dtype constructor by NumPy's own
-    out = cdtypes.loads(frame_of(np.arange(10)[::2]), allowed=[ma._reconstruct, np.ndarray, np.dtype])
+    # entries added by the caller replace the checked ones: NumPy's own functions then run
+    out = cdtypes.loads(frame_of(np.arange(10)[::2]),
+                        allowed=[ma._reconstruct, np.ndarray, np.dtype])
     np.testing.assert_array_equal(out, np.arange(10)[::2])
+    # numpy.dtype alone: the checked _reconstruct builds the array, NumPy's dtype its state
+    obj = {"a": np.arange(10)[::2], "d": np.dtype(">f8"), "m": np.ma.masked_array([1.0], mask=[1])}
+    out = cdtypes.loads(frame_of(obj), allowed=[np.dtype])
+    np.testing.assert_array_equal(out["a"], obj["a"])
+    assert out["d"] == obj["d"] and type(out["m"]) is np.ma.MaskedArray
 
 
 def test_mutated_streams_never_crash_restricted_mode():
