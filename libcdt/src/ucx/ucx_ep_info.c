@@ -136,6 +136,19 @@ static bool am_is_local(const char *lanes)
     return false;
 }
 
+/* transports whose active messages go through a FIFO in the receiver's shared memory (UCX's mm
+ * family): a sender that dies inside its send there wedges the receiver (TRANSPORT.md §9.1) */
+static bool am_is_fifo(const char *lanes)
+{
+    static const char *const fifo[] = {"am=sysv/", "am=posix/", "am=xpmem/"};
+    for (size_t i = 0; i < sizeof(fifo) / sizeof(fifo[0]); i++) {
+        const char *p = strstr(lanes, fifo[i]);
+        if (p != NULL && (p == lanes || p[-1] == ' '))
+            return true;
+    }
+    return false;
+}
+
 int cdt__ucx_ep_mode(struct cdt_ucx_ep_s *ep)
 {
     int known = __atomic_load_n(&ep->mode, __ATOMIC_ACQUIRE);
@@ -149,6 +162,7 @@ int cdt__ucx_ep_mode(struct cdt_ucx_ep_s *ep)
         ep->lanes_known = true;
         ep->peer_accesses_memory = strstr(lanes, "rma=cma/") != NULL;
         ep->am_local = am_is_local(lanes);
+        ep->am_fifo = am_is_fifo(lanes);
     }
     int mode = proto == CDT_UCX_PROTOCOL_SINGLE ? CDT__UCX_MODE_SINGLE : CDT__UCX_MODE_SPLIT;
     if (proto == CDT_UCX_PROTOCOL_AUTO || proto == CDT_UCX_PROTOCOL_AUTO_SINGLE)

@@ -105,6 +105,7 @@ struct cdt_ucx_ep_s {
      * process's memory itself (cma: then a send is never ended before UCX ends it); whether
      * its messages go through memory of this machine (single mode's transports) */
     bool lanes_known, peer_accesses_memory, am_local;
+    bool am_fifo; /* active messages through a shared-memory FIFO (sysv, posix, xpmem) */
     /* false for an accepted endpoint, or one connected with CDT_UCX_CONNECT_NO_WAIT, until its
      * first send saw it wired up (written under the lock, read atomically without it;
      * cdt__ucx_ep_wait_wired) */

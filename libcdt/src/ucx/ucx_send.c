@@ -341,16 +341,19 @@ int cdt_ucx_isend_advanced(cdt_ucx_ep ep, const void *buf, cdt_count count, cdt_
         return CDT_ERR_NO_MEMORY;
     /* the endpoint's mode is fixed once known: only the first sends take the lock for it */
     int mode = __atomic_load_n(&ep->mode, __ATOMIC_ACQUIRE) - 1;
-    bool local, cma; /* the lane facts: written before the mode was published, or under the lock */
+    bool local, cma, fifo; /* the lane facts: written before the mode was published, or under
+                            * the lock */
     if (mode < 0) {
         pthread_mutex_lock(&w->lock);
         mode = cdt__ucx_ep_mode(ep);
         local = ep->am_local;
         cma = ep->peer_accesses_memory;
+        fifo = ep->am_fifo;
         pthread_mutex_unlock(&w->lock);
     } else {
         local = ep->am_local;
         cma = ep->peer_accesses_memory;
+        fifo = ep->am_fifo;
     }
     /* a protocol named for this send wins over the worker's; AUTO and AUTO_SINGLE follow the
      * transport of the endpoint's messages */
@@ -394,6 +397,16 @@ int cdt_ucx_isend_advanced(cdt_ucx_ep ep, const void *buf, cdt_count count, cdt_
          * a receiving type that allocates per object (docs/TRANSPORT.md §1). Without cma the
          * rendezvous runs over TCP, and one message through the segments wins. */
         mode = CDT__UCX_MODE_SPLIT;
+        rc = cdt__frame_materialize(r->frame);
+    }
+    if (rc == CDT_SUCCESS && mode == CDT__UCX_MODE_SINGLE && fifo &&
+        type->cls == CDT__CLASS_CUSTOM) {
+        /* No user code inside UCX's send window over a shared-memory FIFO: there a sender
+         * that dies between reserving the receiver's FIFO slot and publishing it wedges the
+         * receiver for every other sender (TRANSPORT.md §9.1), and a deferred frame would run
+         * the custom type's pack callbacks in that window. Packed now, the window holds
+         * memory copies only (the stream from the head buffer, the regions from their
+         * memory). Derived types keep packing late: their kernels are the library's copies. */
         rc = cdt__frame_materialize(r->frame);
     }
     if (rc != CDT_SUCCESS) {
