@@ -201,10 +201,19 @@ CDT_API void cdt_ucx_worker_address_free(cdt_ucx_worker worker, void *address);
 /*! cdt_ucx_worker_fd() : a file descriptor that becomes readable when the worker has events
  *  to progress, for poll/epoll/select or an event loop (asyncio's add_reader, libuv's
  *  uv_poll). Only read it for readiness: the worker owns it (do not read from or close it).
- *  The loop: progress until cdt_ucx_worker_progress returns 0, then cdt_ucx_worker_arm; on
- *  CDT_SUCCESS wait for the fd, on CDT_ERR_BUSY progress again. A receive's rest_timeout_ms
- *  and the transport's keepalive are timers that run inside progress: a loop that only wakes
- *  on the fd also progresses on a timer (every 100 ms is plenty) while requests are pending.
+ *  The loop: progress until cdt_ucx_worker_progress returns 0, test the requests, then
+ *  cdt_ucx_worker_arm; on CDT_SUCCESS wait for the fd, on CDT_ERR_BUSY progress again.
+ *  Besides messages, the fd becomes readable at every request's completion, whichever call
+ *  or thread completed it (progress, test or wait in another thread, cdt_ucx_request_cancel
+ *  from another thread, an endpoint's failure or close), and when a deadline of the worker
+ *  is due with nothing arriving: a receive's rest_timeout_ms, and the end of the receives
+ *  that discard a failed object's parts. The worker keeps a timer at its earliest deadline
+ *  behind the fd (the fd is an epoll set of UCX's event fd and that timer), so a loop that
+ *  sleeps on the fd alone, without a timeout, misses none of them; progress when woken runs
+ *  the deadline. A completion after the loop's test and before its arm makes the arm return
+ *  CDT_ERR_BUSY. UCX's keepalive also runs inside progress: it only matters over transports
+ *  whose dead peer says nothing (with wakeup UCX 1.13 uses TCP, whose peer's exit makes the
+ *  fd readable).
  *  Errors: CDT_ERR_UNSUPPORTED (the context was created without wakeup),
  *  CDT_ERR_INVALID_ARG. */
 CDT_API int cdt_ucx_worker_fd(cdt_ucx_worker worker, int *fd);
