@@ -201,10 +201,19 @@ CDT_API void cdt_ucx_worker_address_free(cdt_ucx_worker worker, void *address);
 /*! cdt_ucx_worker_fd() : a file descriptor that becomes readable when the worker has events
  *  to progress, for poll/epoll/select or an event loop (asyncio's add_reader, libuv's
  *  uv_poll). Only read it for readiness: the worker owns it (do not read from or close it).
- *  The loop: progress until cdt_ucx_worker_progress returns 0, then cdt_ucx_worker_arm; on
- *  CDT_SUCCESS wait for the fd, on CDT_ERR_BUSY progress again. A receive's rest_timeout_ms
- *  and the transport's keepalive are timers that run inside progress: a loop that only wakes
- *  on the fd also progresses on a timer (every 100 ms is plenty) while requests are pending.
+ *  The loop: progress until cdt_ucx_worker_progress returns 0, test the requests, then
+ *  cdt_ucx_worker_arm; on CDT_SUCCESS wait for the fd, on CDT_ERR_BUSY progress again.
+ *  Besides messages, the fd becomes readable at every request's completion, whichever call
+ *  or thread completed it (progress, test or wait in another thread, cdt_ucx_request_cancel
+ *  from another thread, an endpoint's failure or close), and when a deadline of the worker
+ *  is due with nothing arriving: a receive's rest_timeout_ms, and the end of the receives
+ *  that discard a failed object's parts. The worker keeps a timer at its earliest deadline
+ *  behind the fd (the fd is an epoll set of UCX's event fd and that timer), so a loop that
+ *  sleeps on the fd alone, without a timeout, misses none of them; progress when woken runs
+ *  the deadline. A completion after the loop's test and before its arm makes the arm return
+ *  CDT_ERR_BUSY. UCX's keepalive also runs inside progress: it only matters over transports
+ *  whose dead peer says nothing (with wakeup UCX 1.13 uses TCP, whose peer's exit makes the
+ *  fd readable).
  *  Errors: CDT_ERR_UNSUPPORTED (the context was created without wakeup),
  *  CDT_ERR_INVALID_ARG. */
 CDT_API int cdt_ucx_worker_fd(cdt_ucx_worker worker, int *fd);
@@ -315,8 +324,12 @@ CDT_API int cdt_ucx_ep_protocol(cdt_ucx_ep ep, cdt_ucx_protocol *protocol);
  *  A flush ends once every message is announced, so a send whose receive was never posted
  *  can outlive it; the close is then forced. Sends still pending when it closes complete with
  *  CDT_ERR_CANCELED (or CDT_ERR_PEER when the peer had failed first), and their objects may be
- *  freed (over cross-memory attach, CDT_UCX_SHM_FULL, only once the request says so: UCX may
- *  keep it); receives whose data was coming from it fail with CDT_ERR_PEER. */
+ *  freed, except over cross-memory attach (CDT_UCX_SHM_FULL, `rma=cma`): there the request
+ *  completes when UCX lets go of it, and a live receiver that matches the send later may
+ *  still copy the object's large regions out of this process's memory, so the object stays
+ *  valid while the receiving process lives unless the request completed with CDT_SUCCESS
+ *  (cdt_ucx_send has the whole rule); receives whose data was coming from it fail with
+ *  CDT_ERR_PEER. */
 CDT_API int cdt_ucx_ep_close(cdt_ucx_ep ep, int64_t timeout_ms);
 
 /* ------------------------------------------------------------------------------------------
@@ -439,8 +452,23 @@ CDT_API int cdt_ucx_isend_advanced(cdt_ucx_ep ep, const void *buf, cdt_count cou
                                    cdt_ucx_tag tag, const cdt_ucx_send_params *params,
                                    cdt_ucx_request *request);
 /*! cdt_ucx_send() : isend + wait + free. On CDT_ERR_TIMEOUT the send is abandoned but may
- *  still be moving: the object must stay valid until the endpoint is closed (which ends the
- *  send) or the worker destroyed; the worker frees the request itself. */
+ *  still be moving (a receive posted later still matches it); the worker keeps its request
+ *  until UCX lets go of it and frees it then. What may still read the object, and so when
+ *  the caller may free, change or reuse it (docs/TRANSPORT.md §6, "A send that timed out"):
+ *  - no cross-memory attach (CDT_UCX_SHM_OFF, CDT_UCX_SHM_COPY, or any endpoint whose
+ *    cdt_ucx_ep_transports() shows no `cma`): only this process reads it (UCX sending its
+ *    large regions, or in single mode the type's pack callback inside progress), and only
+ *    while the send is live. cdt_ucx_ep_close ends the send: once it returns the object may
+ *    be freed; so may it once cdt_ucx_ep_status reports CDT_ERR_PEER, or after
+ *    cdt_ucx_worker_destroy. Until then keep it unchanged.
+ *  - cross-memory attach (CDT_UCX_SHM_FULL to a local peer, `rma=cma`): a receiver that
+ *    matches the send later copies the object's large regions (zcopy_threshold bytes or more,
+ *    split mode: AUTO's choice for such objects) straight out of this process's memory, and
+ *    neither cdt_ucx_ep_close, the endpoint's failure nor cdt_ucx_worker_destroy can revoke
+ *    that (UCX 1.13). The object must stay valid and unchanged while the receiving process
+ *    lives. A program that must reuse the memory sends with cdt_ucx_isend and keeps the
+ *    request: the object is free once the request completed with CDT_SUCCESS (the receiver
+ *    has it), or once the receiving process has exited. */
 CDT_API int cdt_ucx_send(cdt_ucx_ep ep, const void *buf, cdt_count count, cdt_type type,
                          cdt_ucx_tag tag, int64_t timeout_ms);
 

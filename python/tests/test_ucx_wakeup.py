@@ -1,7 +1,10 @@
 """Workers that sleep instead of spinning (wakeup=True): the worker's fd for an event loop,
-Request.wait_async under asyncio, and blocking calls, against an echo peer that sleeps too."""
+Request.wait_async under asyncio, and blocking calls, against an echo peer that sleeps too;
+an event loop asleep on the fd is woken by a cancel from another thread."""
 import asyncio
 import select
+import threading
+import time
 
 import numpy as np
 import pytest
@@ -82,3 +85,36 @@ def test_event_loop_by_hand(echo):
             select.select([fd], [], [], 0.1)
     assert rreq.wait(0) == [1, 2, 3]
     sreq.wait(timeout=30)
+
+
+def test_sleeper_woken_by_cancel_from_another_thread():
+    """One worker, no peer: nothing but the cancel can make the fd readable. The loop sleeps
+    on the fd without a timer of its own; a missed wakeup fails the bounded select (2 s)."""
+    with ucx.Worker(wakeup=True) as w:
+        fd = w.fileno()
+        req = w.irecv(tag=4242)
+        armed = threading.Event()
+
+        def cancel_when_asleep():
+            armed.wait(30)
+            time.sleep(0.05)  # most likely inside select by now
+            req.cancel()
+
+        canceler = threading.Thread(target=cancel_when_asleep)
+        canceler.start()
+        try:
+            while not req.test():
+                while w.progress() > 0:
+                    pass
+                if req.test():
+                    break
+                if not w.arm():
+                    continue  # events pending: progress again
+                armed.set()
+                readable, _, _ = select.select([fd], [], [], 2.0)
+                assert readable, "missed wakeup: the fd stayed unreadable 2 s after a cancel"
+        finally:
+            armed.set()
+            canceler.join()
+        with pytest.raises(cdtypes.CanceledError):
+            req.wait(0)

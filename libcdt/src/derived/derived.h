@@ -129,9 +129,12 @@ CDT__HIDDEN cdt__node *cdt__node_predefined(cdt_type t); /* static: never freed 
 CDT__HIDDEN bool cdt__node_equal(const cdt__node *a, const cdt__node *b); /* offsets included */
 /* each of kids[0..n) equal to an earlier one is replaced by (a reference to) that one */
 CDT__HIDDEN void cdt__share_equal(cdt__node **kids, cdt_count n);
-/* a finalized STRUCT node's zip, when its members qualify (else n is left as it was) */
+/* a finalized STRUCT node's zip, when its members qualify (else n is left as it was); the zip
+ * is freed with its node (cdt__node_release) */
 CDT__HIDDEN int cdt__zip_build(cdt__node *n);
-CDT__HIDDEN void cdt__zip_free(cdt__zip *z);
+/* cdt__node_done, then the zip of a STRUCT node whose members qualify: how the commit finishes
+ * a node that may be a struct */
+CDT__HIDDEN cdt__node *cdt__form_done(cdt__node *n);
 
 /* pack_kernels.c: whole instances, base = address of the instance (off not yet added) */
 CDT__HIDDEN char *cdt__kern_pack(const cdt__node *n, const char *base, char *dst);

@@ -2,7 +2,8 @@
  * form_node.c - the nodes of the canonical form: allocation, reference counts, the static
  * leaves of the predefined kinds, and finalize(), which derives every cached field a kernel
  * reads (size, block counts, prefixes, the kernel itself) once a node's shape is set.
- * type_commit.c decides the shapes; this file only makes nodes consistent with them.
+ * type_commit.c decides the shapes; this file only makes nodes consistent with them. It calls
+ * no other file of derived/: commit-time sharing (form_share.c) builds on it.
  */
 #include "derived.h"
 
@@ -42,7 +43,10 @@ void cdt__node_release(cdt__node *n)
     free(n->lens);
     free(n->prefix);
     free(n->bprefix);
-    cdt__zip_free(n->zip);
+    if (n->zip != NULL) { /* built by form_share.c; a node's memory, freed with it */
+        free(n->zip->idx32);
+        free(n->zip);
+    }
     free(n);
 }
 
@@ -176,8 +180,7 @@ static int finalize(cdt__node *n)
         n->nblocks = n->bprefix[n->count];
         n->first = n->disps[0] + n->children[0]->first;
         n->last_end = n->disps[n->count - 1] + n->children[n->count - 1]->last_end;
-        n->kern = CDT__K_STRUCT;
-        cdt__zip_build(n); /* members over one index list: CDT__K_ZIP */
+        n->kern = CDT__K_STRUCT; /* cdt__form_done may replace it by CDT__K_ZIP */
         break;
     }
     return CDT_SUCCESS;

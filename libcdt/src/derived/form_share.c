@@ -10,7 +10,9 @@
  *     same particle indices, byte displacements 24 * idx and 8 * idx): the struct's kernel
  *     (DIR(zip) in pack_template.h) walks one list for all members instead of one per member.
  * Nodes stay immutable: sharing replaces references in a list being built, and the zip is
- * attached to the struct node that finalize is filling in.
+ * attached to a struct node right after cdt__node_done filled it in (cdt__form_done), before
+ * anything else sees it. This file builds on form_node.c (nodes, their references); that
+ * file never calls this one (a zip is freed with its node there, as the node's other lists).
  */
 #include "derived.h"
 
@@ -131,14 +133,6 @@ static cdt_count member_scale(const cdt_count *d, cdt_count count)
     return g > INT64_MAX ? 0 : (cdt_count)g * sign;
 }
 
-void cdt__zip_free(cdt__zip *z)
-{
-    if (z == NULL)
-        return;
-    free(z->idx32);
-    free(z);
-}
-
 /* idx * g fits 32 bits for every entry */
 static bool fits32(const cdt_count *idx, cdt_count count, cdt_count g)
 {
@@ -210,6 +204,16 @@ int cdt__zip_build(cdt__node *n)
     return CDT_SUCCESS;
 no:
     free(idx);
-    cdt__zip_free(z);
+    if (z != NULL)
+        free(z->idx32);
+    free(z);
     return CDT_SUCCESS;
+}
+
+cdt__node *cdt__form_done(cdt__node *n)
+{
+    n = cdt__node_done(n);
+    if (n != NULL)
+        cdt__zip_build(n); /* members over one index list: CDT__K_ZIP */
+    return n;
 }

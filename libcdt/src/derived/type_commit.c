@@ -69,7 +69,7 @@ static cdt__node *shift(cdt__node *n, cdt_count delta)
         if (m->children != NULL)
             m->children[i] = cdt__node_retain(n->children[i]);
     }
-    return cdt__node_done(m);
+    return cdt__form_done(m); /* a struct keeps its zip */
 }
 
 /* node offset of a node whose off is movable into a parent's displacement */
@@ -279,7 +279,7 @@ static cdt__node *list_build(list *l)
     l->kids = NULL;
     l->disps = NULL;
     l->n = 0;
-    n = cdt__node_done(n);
+    n = cdt__form_done(n);
 out:
     list_free(l);
     return n;

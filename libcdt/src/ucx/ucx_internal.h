@@ -78,8 +78,15 @@ struct cdt_ucx_worker_s {
     struct cdt__ucx_drain *drains;        /* receives that discard an abandoned object's parts */
     struct cdt_ucx_request_s *orphans;    /* freed requests whose UCX message is still moving */
     int64_t next_expiry_ms;               /* when cdt__ucx_progress looks at deadlines next */
-    int efd;                              /* UCX's event fd with wakeup (ucx_wakeup.c), else -1 */
-    int sleepers; /* threads in cdt__ucx_sleep: progress that completes something wakes them */
+    /* with wakeup (ucx_wakeup.c), else all -1: the event fd handed out and slept on (an epoll
+     * set of UCX's own event fd and timer_fd), UCX's event fd, and a timer that makes the
+     * event fd readable when the earliest deadline of the worker is due (timer_at, ms of
+     * cdt__ucx_now_ms; INT64_MAX: not armed) */
+    int efd, ucx_efd, timer_fd;
+    int64_t timer_at;
+    /* ucp_worker_signal was called since the last ucp_worker_arm: UCX's event fd is readable
+     * until the next arm reads it, so more completions need not signal again */
+    bool wake_pending;
     pthread_mutex_t cache_lock; /* the buffer cache and the request pool only */
     /* freed requests kept for reuse (linked by `next`): a request carries its HEAD_MAX head
      * buffer, and malloc + free of it was the largest cost of a small object's send and
@@ -222,11 +229,15 @@ CDT__UCX_HIDDEN int cdt__ucx_status(ucs_status_t st);
 CDT__UCX_HIDDEN int64_t cdt__ucx_now_ms(void);
 CDT__UCX_HIDDEN uint64_t cdt__ucx_next_key(cdt_ucx_worker w);
 /* ucx_recv_state.c, lock held: ucp_worker_progress, then the deadlines (rest timeouts,
- * drains) */
+ * drains), at least every 10 ms and whenever the worker's timer is due */
 CDT__UCX_HIDDEN unsigned cdt__ucx_progress(cdt_ucx_worker w);
-/* ucx_wakeup.c, lock not held: with wakeup, sleep until the worker has events, another
- * thread's progress completed something, CDT__UCX_SLEEP_MAX_MS pass or the deadline does;
- * without wakeup, return at once. */
+/* ucx_wakeup.c: with wakeup, the worker's event fd (an epoll set of UCX's event fd and the
+ * deadline timer, w->efd); without, w->efd = -1. Close: after ucp_worker_destroy. */
+CDT__UCX_HIDDEN int cdt__ucx_wakeup_open(cdt_ucx_worker w);
+CDT__UCX_HIDDEN void cdt__ucx_wakeup_close(cdt_ucx_worker w);
+/* ucx_recv_state.c, lock not held: with wakeup, sleep until the worker has events, a request
+ * completed (cdt__ucx_wake), the worker's timer is due, CDT__UCX_SLEEP_MAX_MS pass or the
+ * deadline does; without wakeup, return at once. */
 #define CDT__UCX_SLEEP_MAX_MS 10
 /* progress calls a blocking wait spins before it sleeps (a message in flight usually
  * completes within them; a few tens of microseconds) */
@@ -265,11 +276,24 @@ CDT__UCX_HIDDEN void cdt__ucx_orphans_free_all(cdt_ucx_worker w);
 /* cdt_ucx_worker_destroy: free the pooled requests */
 CDT__UCX_HIDDEN void cdt__ucx_request_pool_clear(cdt_ucx_worker w);
 CDT__UCX_HIDDEN void cdt__ucx_request_set_error(cdt_ucx_request r, int status);
+/* ucx_recv_state.c, lock held: make the worker's event fd readable (with wakeup), so that a
+ * thread asleep on it, the library's or an application's, wakes and progresses: at every
+ * request's completion (also by cancel, a deadline or an endpoint's end) and after progress
+ * that handled events. One signal per arm: after ucp_worker_arm, whose read of UCX's event fd
+ * is what makes the next signal needed (cdt__ucx_armed). */
+CDT__UCX_HIDDEN void cdt__ucx_wake(cdt_ucx_worker w);
+/* lock held: ucp_worker_arm returned (either way: it read UCX's signal, if there was one) */
+static inline void cdt__ucx_armed(cdt_ucx_worker w)
+{
+    w->wake_pending = false;
+}
 /* lock held: the request is done (its status final): what cdt_ucx_request_test sees without
- * the lock */
+ * the lock; a sleeper on the worker's event fd is woken to see it */
 static inline void cdt__ucx_request_finish(cdt_ucx_request r)
 {
     __atomic_store_n(&r->done, true, __ATOMIC_RELEASE);
+    if (r->w->efd >= 0)
+        cdt__ucx_wake(r->w);
 }
 /* ucx_bufcache.c: staging memory (bytes as asked; give back the same count) */
 CDT__UCX_HIDDEN void *cdt__ucx_buf_get(cdt_ucx_worker w, size_t bytes);

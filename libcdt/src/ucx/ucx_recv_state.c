@@ -2,8 +2,9 @@
  * ucx_recv_state.c - the life of a receive after its post, shared by both modes: the list of
  * matched receives and their rest deadlines, failing, abandoning and completing a receive,
  * the drains that discard the parts of an object nobody receives, and the worker's progress
- * (UCX's, then those deadlines), sleeping on the worker's event fd (contexts with wakeup),
- * and waiting on one UCX request. ucx_single.c and ucx_recv.c
+ * (UCX's, then those deadlines), the timer and signal that wake a sleeper on the worker's
+ * event fd at a deadline or a completion, sleeping on that fd (contexts with wakeup), and
+ * waiting on one UCX request. ucx_single.c and ucx_recv.c
  * build on it; it calls neither.
  */
 #include "core/core.h"
@@ -13,8 +14,51 @@
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/timerfd.h>
 
 static unsigned char discard_byte[8]; /* drained messages land here, truncated */
+
+/* ---- the deadline timer (wakeup): the worker's event fd becomes readable when its earliest
+ * deadline is due, so that a thread asleep on it learns of a deadline with nothing arriving
+ * on the wire. Armed early (a new deadline before the timer), and moved later only once it
+ * fired: a deadline that ends early (its receive completed) costs one spurious wakeup, not
+ * a system call per receive. ---- */
+
+/* lock held: the timer fires at `at` (ms of cdt__ucx_now_ms, CLOCK_MONOTONIC), or never */
+static void timer_set(cdt_ucx_worker w, int64_t at)
+{
+    struct itimerspec its = {0}; /* all zero: disarmed (its expiration count reset too) */
+    if (at != INT64_MAX) {
+        its.it_value.tv_sec = (time_t)(at / 1000);
+        its.it_value.tv_nsec = (long)(at % 1000) * 1000000L;
+        if (its.it_value.tv_sec == 0 && its.it_value.tv_nsec == 0)
+            its.it_value.tv_nsec = 1; /* zero would disarm it */
+    }
+    if (timerfd_settime(w->timer_fd, TFD_TIMER_ABSTIME, &its, NULL) == 0)
+        w->timer_at = at;
+    else
+        w->timer_at = 0; /* cannot happen with a valid fd; progress then expires every call */
+}
+
+/* lock held: a receive or drain is due at `deadline` (expired once now > deadline) */
+static void deadline_added(cdt_ucx_worker w, int64_t deadline)
+{
+    if (w->timer_fd >= 0 && deadline < INT64_MAX - 1 && deadline + 1 < w->timer_at)
+        timer_set(w, deadline + 1);
+}
+
+/* lock held, after the deadlines were looked at: the timer at the earliest one left */
+static void timer_rearm(cdt_ucx_worker w)
+{
+    int64_t next = INT64_MAX;
+    for (cdt_ucx_request r = w->body_recvs; r != NULL; r = r->next)
+        if (r->status == CDT_SUCCESS && r->rest_deadline < next)
+            next = r->rest_deadline;
+    for (cdt__ucx_drain *d = w->drains; d != NULL; d = d->next)
+        if (d->deadline < next)
+            next = d->deadline;
+    timer_set(w, next < INT64_MAX - 1 ? next + 1 : INT64_MAX);
+}
 
 /* ---- drains: receive and discard the parts of an object that is not received ---- */
 
@@ -72,6 +116,7 @@ void cdt__ucx_post_drain(cdt_ucx_worker w, uint64_t tag, int64_t deadline)
         w->drains->prev = d;
     w->drains = d;
     d->linked = true;
+    deadline_added(w, deadline);
 }
 
 void cdt__ucx_drains_cancel_all(cdt_ucx_worker w)
@@ -230,18 +275,30 @@ void cdt__ucx_recv_matched(cdt_ucx_request r)
     r->matched = true;
     r->rest_deadline = r->rest_timeout_ms < 0 ? INT64_MAX : cdt__ucx_now_ms() + r->rest_timeout_ms;
     cdt__ucx_body_link(r);
+    deadline_added(r->w, r->rest_deadline);
+}
+
+void cdt__ucx_wake(cdt_ucx_worker w)
+{
+    if (w->efd >= 0 && !w->wake_pending) {
+        ucp_worker_signal(w->ucp);
+        w->wake_pending = true;
+    }
 }
 
 unsigned cdt__ucx_progress(cdt_ucx_worker w)
 {
     unsigned n = ucp_worker_progress(w->ucp);
-    if (n > 0 && w->sleepers > 0)
-        ucp_worker_signal(w->ucp); /* what completed may be a sleeping thread's request */
-    if (w->body_recvs != NULL || w->drains != NULL) {
+    if (n > 0 && w->efd >= 0)
+        cdt__ucx_wake(w); /* another thread asleep may have work in what this call handled */
+    if (w->body_recvs != NULL || w->drains != NULL || w->timer_at != INT64_MAX) {
         int64_t now = cdt__ucx_now_ms();
-        if (now >= w->next_expiry_ms) {
+        bool timer_due = now >= w->timer_at;
+        if (now >= w->next_expiry_ms || timer_due) {
             w->next_expiry_ms = now + 10;
             cdt__ucx_expire(w, now);
+            if (timer_due)
+                timer_rearm(w); /* also makes the event fd unreadable again */
         }
     }
     return n;
@@ -250,19 +307,22 @@ unsigned cdt__ucx_progress(cdt_ucx_worker w)
 /* Sleeping instead of spinning (contexts with wakeup). UCX's rule: a thread may wait for the
  * event fd only after ucp_worker_arm said nothing is pending, and arm is only meaningful right
  * after progress returned 0; both run under the worker lock. Another thread may then progress
- * and complete the sleeper's request, consuming the events that would have woken it:
- * cdt__ucx_progress signals the worker whenever it completed something while a thread sleeps
- * (w->sleepers), and every sleep is bounded by CDT__UCX_SLEEP_MAX_MS, which also keeps the
- * worker's own timers (rest deadlines, drains, keepalive) running. */
+ * and complete the sleeper's request, consuming the events that would have woken it: every
+ * completion signals the worker (cdt__ucx_request_finish), as does progress that handled
+ * events; the deadline timer makes the fd readable when a rest deadline or drain is due; and
+ * every sleep is bounded by CDT__UCX_SLEEP_MAX_MS, which keeps UCX's own timers (keepalive)
+ * running. */
 void cdt__ucx_sleep(cdt_ucx_worker w, int64_t deadline)
 {
     if (w->efd < 0)
         return;
     pthread_mutex_lock(&w->lock);
     /* arm only when progress finds nothing more: UCX reports BUSY otherwise */
-    bool armed = cdt__ucx_progress(w) == 0 && ucp_worker_arm(w->ucp) == UCS_OK;
-    if (armed)
-        w->sleepers++;
+    bool armed = false;
+    if (cdt__ucx_progress(w) == 0) {
+        armed = ucp_worker_arm(w->ucp) == UCS_OK;
+        cdt__ucx_armed(w);
+    }
     pthread_mutex_unlock(&w->lock);
     if (!armed)
         return;
@@ -274,9 +334,6 @@ void cdt__ucx_sleep(cdt_ucx_worker w, int64_t deadline)
     struct pollfd pfd = {.fd = w->efd, .events = POLLIN};
     while (poll(&pfd, 1, (int)wait) < 0 && errno == EINTR) {
     }
-    pthread_mutex_lock(&w->lock);
-    w->sleepers--;
-    pthread_mutex_unlock(&w->lock);
 }
 
 /* lock not held: progress until the UCX request completes or the deadline passes.

@@ -33,6 +33,15 @@ static void send_done(cdt_ucx_request r)
     cdt__ucx_request_finish(r);
 }
 
+/* lock not held: a send whose first message could not be posted (nothing was sent) goes back
+ * unseen: no caller ever had it, and no sleeper waits for it */
+static void send_unposted(cdt_ucx_request r)
+{
+    r->outstanding = 0;
+    cdt__ucx_send_release(r);
+    cdt__ucx_request_release(r);
+}
+
 void cdt__ucx_send_track(struct cdt_ucx_ep_s *ep, cdt_ucx_request r)
 {
     if (r->done)
@@ -269,9 +278,7 @@ static int send_single(cdt_ucx_ep ep, cdt_ucx_request r, cdt_ucx_tag tag, cdt_uc
         rc = post_dt(r, ep->ucp, r, 1, w->dt_send, tag, &r->head_sub);
     if (rc != CDT_SUCCESS) {
         pthread_mutex_unlock(&w->lock);
-        r->outstanding = 0;
-        send_done(r);
-        cdt__ucx_request_release(r);
+        send_unposted(r);
         return rc;
     }
     return send_posted(ep, r, request);
@@ -294,9 +301,7 @@ static int send_plain(cdt_ucx_ep ep, cdt_ucx_request r, cdt_count threshold, cdt
                   &r->head_sub);
     if (rc != CDT_SUCCESS) { /* nothing was sent */
         pthread_mutex_unlock(&w->lock);
-        r->outstanding = 0;
-        send_done(r);
-        cdt__ucx_request_release(r);
+        send_unposted(r);
         return rc;
     }
     return send_posted(ep, r, request);
@@ -453,9 +458,7 @@ int cdt_ucx_isend_advanced(cdt_ucx_ep ep, const void *buf, cdt_count count, cdt_
         rc = post(r, ep->ucp, msg, msg_len, tag, &r->head_sub);
     if (rc != CDT_SUCCESS) { /* nothing was sent */
         pthread_mutex_unlock(&w->lock);
-        r->outstanding = 0;
-        send_done(r);
-        cdt__ucx_request_release(r);
+        send_unposted(r);
         return rc;
     }
     /* From here the message exists: later failures are the request's status, and the receiver

@@ -1,9 +1,53 @@
 /*
  * ucx_wakeup.c - the worker's event fd for an application's event loop (cdt_ucx_worker_fd,
- * cdt_ucx_worker_arm). The library's own blocking calls sleep on the same fd through
- * cdt__ucx_sleep (ucx_recv_state.c, beside the progress it pairs with).
+ * cdt_ucx_worker_arm), and making it (cdt__ucx_wakeup_open). The fd is an epoll set of UCX's
+ * own event fd and a timer that the receive side sets to its earliest deadline
+ * (ucx_recv_state.c), so a sleeper wakes for a deadline too. The library's own blocking calls
+ * sleep on the same fd through cdt__ucx_sleep (ucx_recv_state.c, beside the progress it pairs
+ * with).
  */
 #include "ucx_internal.h"
+
+#include <sys/epoll.h>
+#include <sys/timerfd.h>
+#include <unistd.h>
+
+int cdt__ucx_wakeup_open(cdt_ucx_worker w)
+{
+    w->efd = w->ucx_efd = w->timer_fd = -1;
+    w->timer_at = INT64_MAX;
+    if (!w->ctx->wakeup)
+        return CDT_SUCCESS;
+    if (ucp_worker_get_efd(w->ucp, &w->ucx_efd) != UCS_OK)
+        return CDT_ERR_TRANSPORT;
+    int set = epoll_create1(EPOLL_CLOEXEC);
+    int timer = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+    /* level-triggered: readable while UCX has events or the timer has fired and was not reset
+     * (progress resets it when it looks at the deadlines) */
+    struct epoll_event ucx_ev = {.events = EPOLLIN, .data.fd = w->ucx_efd};
+    struct epoll_event timer_ev = {.events = EPOLLIN, .data.fd = timer};
+    if (set < 0 || timer < 0 || epoll_ctl(set, EPOLL_CTL_ADD, w->ucx_efd, &ucx_ev) != 0 ||
+        epoll_ctl(set, EPOLL_CTL_ADD, timer, &timer_ev) != 0) {
+        if (set >= 0)
+            close(set);
+        if (timer >= 0)
+            close(timer);
+        w->ucx_efd = -1;
+        return CDT_ERR_TRANSPORT;
+    }
+    w->efd = set;
+    w->timer_fd = timer;
+    return CDT_SUCCESS;
+}
+
+void cdt__ucx_wakeup_close(cdt_ucx_worker w)
+{
+    if (w->efd >= 0)
+        close(w->efd);
+    if (w->timer_fd >= 0)
+        close(w->timer_fd);
+    w->efd = w->timer_fd = w->ucx_efd = -1;
+}
 
 int cdt_ucx_worker_fd(cdt_ucx_worker worker, int *fd)
 {
@@ -23,6 +67,7 @@ int cdt_ucx_worker_arm(cdt_ucx_worker worker)
         return CDT_ERR_UNSUPPORTED;
     pthread_mutex_lock(&worker->lock);
     ucs_status_t st = ucp_worker_arm(worker->ucp);
+    cdt__ucx_armed(worker); /* the next completion signals again */
     pthread_mutex_unlock(&worker->lock);
     if (st == UCS_OK)
         return CDT_SUCCESS;

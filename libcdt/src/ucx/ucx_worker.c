@@ -103,8 +103,8 @@ int cdt_ucx_worker_create(cdt_ucx_context context, const cdt_ucx_worker_params *
         free(w);
         return CDT_ERR_TRANSPORT;
     }
-    w->efd = -1;
-    if (context->wakeup && ucp_worker_get_efd(w->ucp, &w->efd) != UCS_OK) {
+    w->ctx = context;
+    if (cdt__ucx_wakeup_open(w) != CDT_SUCCESS) {
         ucp_worker_destroy(w->ucp);
         pthread_mutex_destroy(&w->cache_lock);
         pthread_mutex_destroy(&w->lock);
@@ -113,13 +113,13 @@ int cdt_ucx_worker_create(cdt_ucx_context context, const cdt_ucx_worker_params *
     }
     if (cdt__ucx_single_dt_create(w) != CDT_SUCCESS) {
         ucp_worker_destroy(w->ucp);
+        cdt__ucx_wakeup_close(w);
         pthread_mutex_destroy(&w->cache_lock);
         pthread_mutex_destroy(&w->lock);
         free(w);
         return CDT_ERR_TRANSPORT;
     }
     w->protocol = protocol;
-    w->ctx = context;
     w->sender_id = sender_id;
     random_bytes(w->key_secret, sizeof(w->key_secret));
     w->zcopy_threshold = threshold;
@@ -143,8 +143,12 @@ void cdt_ucx_worker_destroy(cdt_ucx_worker worker)
         free(l);
     }
     cdt__ucx_ep_force_close_all(worker);
+    /* nobody sleeps on the worker any more: the completions ucp_worker_destroy still calls
+     * back must not signal a UCX worker half torn down (cdt__ucx_wake) */
+    worker->wake_pending = true;
     pthread_mutex_unlock(&worker->lock);
     ucp_worker_destroy(worker->ucp);
+    cdt__ucx_wakeup_close(worker);      /* UCX closed its own event fd */
     cdt__ucx_single_dt_destroy(worker); /* no request uses them any more */
     cdt__ucx_drains_free_all(worker);   /* UCX calls back no more */
     cdt__ucx_orphans_free_all(worker);
