@@ -5,7 +5,8 @@ sender meant or a clear cdtypes error, within a bounded time, never an object ho
 that its receive did not write. Rank 2 (with 3 ranks) is an honest sender whose objects are
 received between the hostile ones: none of rank 0's parts may ever reach them.
 
-Both ranks draw the same cases from one seed (argv[1]). A case whose parts never come under the
+Both ranks draw the same cases from one seed (argv[1]; argv[2], optional, names the kinds of
+case to run, separated by commas). A case whose parts never come under the
 id the receiver waits for is received with a short PARTS_TIMEOUT; every other case with a long
 one, so that no outcome depends on timing."""
 import functools
