@@ -7,6 +7,15 @@
 # (made by `CDTypes.mpi_attach(comm)`, collective) under a tag that is the object's id: no
 # lock, and a user's receive never sees a part. On a communicator that is not attached the
 # whole frame travels in the head message (one copy on each side).
+#
+# The receiver enforces python/cdtypes/mpi.py's receiver rules: the parts message is matched
+# (Mprobe) under (the head's source, the head's id) and its byte count compared with the sum of
+# the separate regions the head announced before a byte lands in the arrays (fewer or more:
+# CDTypesError naming the peer, the message consumed unread); a failed receive drains at most
+# one message under that id, unread, waiting at most PARTS_TIMEOUT seconds; an id a drain gave
+# up on is owed, and the next object from that source under that id first consumes one message
+# per owed part. This binding has no receive limits: its receives wait for the parts as
+# MPI_Recv would.
 module CDTypesMPIExt
 
 using CDTypes
@@ -21,6 +30,13 @@ const MAX_BLOCK = 1 << 30 # MPI counts are Cint: a part is sent in blocks of at 
 const DUPS = Dict{Any, MPI.Comm}() # comm.val -> its duplicate for the parts messages
 const DUPS_LOCK = ReentrantLock()
 const NEXT_ID = Threads.Atomic{UInt32}(0)
+# seconds a drain waits for the parts message it drops
+const PARTS_TIMEOUT = Ref(10.0)
+# the parts owed, per (duplicate's val, source): [id => count], at most OWED_MAX ids (oldest
+# forgotten beyond)
+const OWED = Dict{Tuple{Any, Int}, Vector{Pair{Int, Int}}}()
+const OWED_MAX = 1024
+const OWED_LOCK = ReentrantLock()
 
 """
     CDTypes.mpi_attach(comm) -> MPI.Comm
@@ -191,17 +207,88 @@ function CDTypes.send(
     return nothing
 end
 
-# receive and drop the parts of an object that will not be rebuilt, so its send completes
+# n more parts under (source, oid) that may still arrive on the duplicate pc
+function _owe!(pc, source::Integer, oid::Integer, n::Integer)
+    lock(OWED_LOCK) do
+        owed = get!(() -> Pair{Int, Int}[], OWED, (pc.val, Int(source)))
+        i = findfirst(p -> p.first == oid, owed)
+        i === nothing ? push!(owed, oid => n) : (owed[i] = oid => owed[i].second + n)
+        length(owed) > OWED_MAX && popfirst!(owed)
+    end
+    return
+end
+
+# how many stale parts precede the next message under (source, oid); forgets them
+function _take_owed!(pc, source::Integer, oid::Integer)
+    return lock(OWED_LOCK) do
+        key = (pc.val, Int(source))
+        owed = get(OWED, key, nothing)
+        owed === nothing && return 0
+        i = findfirst(p -> p.first == oid, owed)
+        i === nothing && return 0
+        n = owed[i].second
+        deleteat!(owed, i)
+        isempty(owed) && delete!(OWED, key)
+        return n
+    end
+end
+
+function _error_class(code::Integer)
+    class = Ref{Cint}(0)
+    MPI.API.MPI_Error_class(code, class)
+    return class[]
+end
+
+# consume a matched message unread: a zero-byte receive, which MPI ends with a truncation
+# error when the message has bytes
+function _discard(msg::MPI.Message)
+    try
+        MPI.Mrecv!(UInt8[], msg)
+    catch e
+        truncated = e isa MPI.MPIError && _error_class(e.code) == MPI.API.MPI_ERR_TRUNCATE[]
+        truncated || rethrow()
+    end
+    return
+end
+
+# receive the parts message of an object into buf (nbytes in all): the late parts of earlier
+# objects under this id first, then its byte count checked before anything is received
+function _recv_parts(pc, src::Integer, oid::Integer, buf, nbytes::Integer)
+    for _ in 1:_take_owed!(pc, src, oid)
+        _discard(MPI.Mprobe(pc; source = src, tag = oid))
+    end
+    msg, status = MPI.Mprobe(pc, MPI.Status; source = src, tag = oid)
+    n = MPI.Get_count(status, UInt8)
+    if n != nbytes
+        _discard(msg)
+        throw(CDTypesError(
+            n < nbytes ? CDTypes.CDT_ERR_FRAME_TRUNCATED : CDTypes.CDT_ERR_FRAME_MALFORMED,
+            "rank $src sent a parts message of $n bytes for object $oid, its head announced $nbytes",
+        ))
+    end
+    MPI.Mrecv!(buf, msg)
+    return
+end
+
+# drop the parts of an object that will not be rebuilt, so its send completes: one message
+# under (source, oid), consumed unread, waited for at most PARTS_TIMEOUT seconds (then owed)
 function _drain(pc, source::Integer, oid::Integer, nbytes::Integer)
     (pc === nothing || nbytes == 0) && return
-    scratch = Vector{UInt8}(undef, nbytes)
-    GC.@preserve scratch MPI.Recv!(
-        _parts_buffer([pointer(scratch)], [Int(nbytes)]),
-        pc;
-        source = source,
-        tag = oid,
-    )
-    return
+    stale = _take_owed!(pc, source, oid)
+    deadline = time() + PARTS_TIMEOUT[]
+    while true
+        found, msg = MPI.Improbe(pc; source = source, tag = oid)
+        if found
+            _discard(msg)
+            stale == 0 && return
+            stale -= 1
+        elseif time() >= deadline
+            _owe!(pc, source, oid, stale + 1)
+            return
+        else
+            sleep(0.001)
+        end
+    end
 end
 
 """
@@ -326,7 +413,7 @@ function _receive(comm, head::Vector{UInt8}, src::Integer, oid::Int, t::Int)
                 ptrs = [_region_ptr(:decoder, dec, i) for i in sep]
                 lens = [regions[i + 1].len for i in sep]
                 posted = true
-                MPI.Recv!(_parts_buffer(ptrs, lens), pc; source = src, tag = oid)
+                _recv_parts(pc, src, oid, _parts_buffer(ptrs, lens), sep_bytes)
                 for i in sep
                     CDTypes.check(
                         ccall(

@@ -16,6 +16,39 @@ The duplicate is made by attach(comm), which is collective over comm: COMM_WORLD
 this module is imported (import it on every rank, as mpi4py itself). A communicator that is not
 attached still works: its objects travel whole in the head message (one copy on each side).
 
+Receiver rules (what a receiver checks and how it drains; nothing here changes the wire):
+
+1. Head. Its byte count (MPI_Get_count after Mprobe) is what the receiver allocates and
+   receives; with max_bytes, a head over max_bytes is refused (LimitError) before any buffer is
+   allocated. Its frame bytes must equal the header's frame size less the separate regions
+   (shorter: FrameTruncatedError, longer: FrameMalformedError).
+2. Parts. The parts message is matched on the duplicate under (the head's source, the head's
+   object id) with Mprobe/Improbe, and its byte count is compared with the sum of the separate
+   regions the head announced BEFORE anything is received into the object's buffers: fewer
+   bytes raise FrameTruncatedError, more raise FrameMalformedError, each naming the peer, and
+   the message is consumed unread (a zero-byte receive). After the receive the count is checked
+   again. So every byte of every buffer of a rebuilt object was written by this receive; the
+   receive memory, which is reused from earlier objects (the receive cache), is never handed
+   out holding bytes nothing wrote.
+3. Bounded waits. A receive from an untrusted peer (max_bytes, max_regions or allowed given)
+   waits at most PARTS_TIMEOUT seconds, from the match of the head, for the parts message to be
+   matched (CdtTimeoutError naming the peer otherwise): the sender posts both at once, so only a
+   peer that lies about its parts, or one stalled that long, meets it. A trusted receive waits
+   as MPI_Recv would.
+4. Drains. A receive that fails after its head was matched (limits, a malformed head, a count
+   mismatch, the allow-list, alloc raising) drains that object's parts so its sender's send
+   completes: at most ONE message under (source, id), consumed unread (zero bytes received
+   whatever its size), waited for at most PARTS_TIMEOUT seconds. A head is read for its id only
+   up to HEAD_DRAIN_MAX bytes (a longer one is consumed unread and its parts cannot be named).
+   A head that cannot be parsed names no parts, so nothing is drained for it.
+5. Stale parts. A drain that gives up records its (source, id) as owed on the duplicate: such a
+   part may still arrive, and MPI matches one sender's messages under one tag in order, so the
+   next object from that source under that id first consumes one message per owed part, unread,
+   and only then receives its own (bounded as in rule 3). Parts are only ever matched with an
+   explicit source, so a part can never reach an object from another rank; at most OWED_MAX
+   owed ids are kept per source (the oldest are forgotten beyond that, which only that
+   source's own later objects could meet).
+
     from cdtypes import mpi
     mpi.send(obj, dest=1, tag=7)            # rank 0
     obj = mpi.recv(source=0, tag=7)         # rank 1
@@ -30,19 +63,25 @@ do not trust, receive with allowed=True and max_bytes= / max_regions= (docs/SECU
 
 import itertools
 import threading
+import time
 
 from mpi4py import MPI
 
 from . import _core, _lib
 from ._backend import impl as _b
+from ._mpi_parts import Owed, PartsReceive, discard as _discard
 
-__all__ = ["send", "isend", "recv", "irecv", "attach", "Request", "RecvRequest", "THRESHOLD"]
+__all__ = ["send", "isend", "recv", "irecv", "attach", "Request", "RecvRequest", "THRESHOLD",
+           "PARTS_TIMEOUT"]
 
 # buffers of at least this many bytes travel as their own message (measured: bench/run python;
 # below it, copying into the head message costs less than one more MPI message)
 THRESHOLD = 64 * 1024
 # a head message over max_bytes is still received (to find and drain its parts) up to this size
 HEAD_DRAIN_MAX = 1 << 20
+# seconds an untrusted receive, and every drain, waits for an object's parts message once its
+# head was matched (receiver rules 3 and 4)
+PARTS_TIMEOUT = 10.0
 _PREFIX = _b.MPI_PREFIX
 _BYTE = MPI.BYTE
 _ids = itertools.count(1)
@@ -59,7 +98,8 @@ def _thread_check():
             "with a lower thread level (mpi4py.rc.thread_level)")
 
 
-_KEYVAL = MPI.Comm.Create_keyval()
+_KEYVAL = MPI.Comm.Create_keyval()  # on a user's communicator: its duplicate for the parts
+_OWED_KEYVAL = MPI.Comm.Create_keyval()  # on a duplicate: its Owed (receiver rule 5)
 
 
 def attach(comm):
@@ -68,6 +108,7 @@ def attach(comm):
     pc = comm.Get_attr(_KEYVAL)
     if pc is None:
         pc = comm.Dup()
+        pc.Set_attr(_OWED_KEYVAL, Owed())
         comm.Set_attr(_KEYVAL, pc)
     return pc
 
@@ -178,61 +219,70 @@ def _limits(max_bytes, max_regions, allowed):
     return _core.Limits(max_bytes, max_regions), _core._policy(allowed)
 
 
-def _discard(comm, msg=None, source=None, tag=None):
-    """Consume a message without receiving its bytes (a zero-byte receive, which MPI completes
-    with a truncation error)."""
-    try:
-        if msg is not None:
-            msg.Recv([bytearray(1), 0, _BYTE])
-        else:
-            comm.Recv([bytearray(1), 0, _BYTE], source, tag)
-    except MPI.Exception as e:
-        if e.Get_error_class() != MPI.ERR_TRUNCATE:
-            raise
+def _parts_receive(pc, source, oid, nbytes, post, untrusted):
+    deadline = time.monotonic() + PARTS_TIMEOUT if untrusted else None
+    return PartsReceive(pc, pc.Get_attr(_OWED_KEYVAL), source, oid, nbytes, post, deadline)
 
 
 def _drain(comm, head, source):
-    """The parts of an object that will not be rebuilt: receive and drop them, so that its
-    sender's send completes."""
+    """The parts of an object that will not be rebuilt, to consume unread so that its sender's
+    send completes (receiver rule 4): a PartsReceive, or None when the head names none."""
     try:
         oid, lens = _b.mpi_parts(head)
     except _lib.CdtError:
-        return  # not even a frame header: nothing to find
+        return None  # not even a frame header: nothing to find
     pc = comm.Get_attr(_KEYVAL)
     if pc is None or not lens:
-        return
-    _discard(pc, None, source, oid)  # the one parts message
+        return None
+    return _parts_receive(pc, source, oid, sum(lens), None, True)
+
+
+def _receive_into(parts):
+    """post() of a PartsReceive: the receive of the matched parts message into ``parts``
+    ((buffers, layout) from the backend)."""
+    def post(message):
+        buf, dt = _parts_message(parts)
+        try:
+            return message.Irecv(buf)
+        finally:
+            if dt is not None:
+                dt.Free()
+    return post
 
 
 def _start(comm, msg, st, alloc, limits):
-    """The head message was matched: receive it, allocate everything from its header, post the
-    receives of the large buffers. Returns (incoming, requests)."""
+    """The head message was matched: receive it and allocate everything from its header.
+    Returns (incoming, parts, error): parts is the PartsReceive still to complete (None when
+    the head held everything); when the object will not be rebuilt, incoming is None, error is
+    what the receive raises once parts (its drain, or None) completed."""
     n = st.Get_count(_BYTE)
     source = st.Get_source()
     if limits is not None and limits.max_bytes is not None and n - _PREFIX > limits.max_bytes:
-        detail = "the message has %d bytes, max_bytes is %d" % (n - _PREFIX, limits.max_bytes)
-        if n <= HEAD_DRAIN_MAX:
-            head = bytearray(n)
-            msg.Recv([head, _BYTE])
-            _drain(comm, head, source)
-        else:
+        err = _lib.error(_lib.CDT_ERR_LIMIT, "the message has %d bytes, max_bytes is %d"
+                         % (n - _PREFIX, limits.max_bytes))
+        if n > HEAD_DRAIN_MAX:
             _discard(comm, msg)
-        raise _lib.error(_lib.CDT_ERR_LIMIT, detail)
+            return None, None, err
+        head = bytearray(n)
+        msg.Recv([head, _BYTE])
+        return None, _drain(comm, head, source), err
     head = bytearray(n)
     msg.Recv([head, _BYTE])
     try:
         inc, oid, dests, layout = _b.mpi_unpack(
             head, alloc, *(limits.codes() if limits else (-1, -1)))
-    except BaseException:
-        _drain(comm, head, source)
-        raise
+    except BaseException as e:
+        return None, _drain(comm, head, source), e
     if not dests:
-        return inc, None
+        return inc, None, None
     pc = comm.Get_attr(_KEYVAL)
     if pc is None:
-        raise _lib.error(-11, "the message has separate parts, but the communicator is not "
-                              "attached here (cdtypes.mpi.attach)")
-    return inc, [_post_parts(pc.Irecv, (dests, layout), source, oid)]
+        return None, None, _lib.error(
+            -11, "the message has separate parts, but the communicator is not attached here "
+                 "(cdtypes.mpi.attach)")
+    nbytes = sum(layout[0]) if layout is not None else len(dests[0])
+    return inc, _parts_receive(pc, source, oid, nbytes, _receive_into((dests, layout)),
+                               limits is not None), None
 
 
 def _rebuild(inc, limits, policy):
@@ -260,9 +310,13 @@ def recv(source=MPI.ANY_SOURCE, tag=MPI.ANY_TAG, comm=None, status=None, *, allo
     limits, policy = _limits(max_bytes, max_regions, allowed)
     st = status if status is not None else MPI.Status()
     msg = comm.Mprobe(source, tag, st)
-    inc, reqs = _start(comm, msg, st, alloc, limits)
-    if reqs:
-        MPI.Request.Waitall(reqs)
+    inc, parts, err = _start(comm, msg, st, alloc, limits)
+    try:
+        if parts is not None:
+            parts.wait()
+    finally:
+        if err is not None:
+            raise err
     return _rebuild(inc, limits, policy)
 
 
@@ -273,7 +327,7 @@ class RecvRequest:
     def __init__(self, source, tag, comm, alloc, limits, policy):
         self._args = (source, tag, comm, alloc, limits, policy)
         self.status = MPI.Status()
-        self._inc = self._reqs = None
+        self._inc = self._parts = None
         self._matched = self._done = False
         self._result = self._error = None
 
@@ -281,17 +335,31 @@ class RecvRequest:
         self._matched = True
         _, _, comm, alloc, limits, _ = self._args
         try:
-            self._inc, self._reqs = _start(comm, msg, self.status, alloc, limits)
-        except BaseException as e:
-            self._error, self._done = e, True
-
-    def _end(self):
-        self._done = True
-        try:
-            self._result = _rebuild(self._inc, self._args[4], self._args[5])
+            self._inc, self._parts, self._error = _start(comm, msg, self.status, alloc, limits)
         except BaseException as e:
             self._error = e
-        self._inc = self._reqs = None
+
+    def _finish(self, block):
+        """Complete the parts message (the object's, or the drain of a failed one), then
+        rebuild: True once done."""
+        if self._parts is not None:
+            try:
+                if block:
+                    self._parts.wait()
+                elif not self._parts.test():
+                    return False
+            except BaseException as e:
+                if self._error is None:
+                    self._error = e
+            self._parts = None
+        self._done = True
+        if self._error is None:
+            try:
+                self._result = _rebuild(self._inc, self._args[4], self._args[5])
+            except BaseException as e:
+                self._error = e
+        self._inc = None
+        return True
 
     def test(self):
         """True once the object arrived (or the receive failed or was canceled)."""
@@ -302,10 +370,7 @@ class RecvRequest:
                 if msg is None:
                     return False
                 self._begin(msg)
-            if not self._done:
-                if self._reqs and not MPI.Request.Testall(self._reqs):
-                    return False
-                self._end()
+            return self._finish(False)
         return True
 
     def wait(self):
@@ -314,10 +379,7 @@ class RecvRequest:
             if not self._matched:
                 source, tag, comm = self._args[:3]
                 self._begin(comm.Mprobe(source, tag, self.status))
-            if not self._done:
-                if self._reqs:
-                    MPI.Request.Waitall(self._reqs)
-                self._end()
+            self._finish(True)
         if self._error is not None:
             raise self._error
         return self._result

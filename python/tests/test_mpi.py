@@ -37,3 +37,17 @@ def test_mpi_one_message_round_trips():
     )
     assert r.returncode == 0, "mpiexec failed:\n%s\n%s" % (r.stdout, r.stderr)
     assert "ok" in r.stdout
+
+
+@pytest.mark.parametrize("nranks,seed", [(2, 1), (3, 2)])
+def test_mpi_hostile_rank(nranks, seed):
+    """A rank that writes heads and parts messages by hand (truncated, extended, wrong ids and
+    counts, parts that never come or come late): each receive gives the object meant or a clear
+    error, in bounded time, and no part reaches another object (mpi_hostile.py)."""
+    script = os.path.join(os.path.dirname(__file__), "mpi_hostile.py")
+    r = subprocess.run(
+        mpi_launcher() + ["-n", str(nranks), sys.executable, script, str(seed)],
+        capture_output=True, text=True, timeout=120,
+    )
+    assert r.returncode == 0, "mpiexec failed:\n%s\n%s" % (r.stdout, r.stderr)
+    assert ": ok" in r.stdout
