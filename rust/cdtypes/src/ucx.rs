@@ -597,7 +597,10 @@ impl Endpoint {
     /// (zero-copy). A posted send cannot be withdrawn: when it does not complete within
     /// `timeout`, the endpoint is closed by force (later calls fail) and `CDT_ERR_TIMEOUT` is
     /// returned.
-    pub fn send<T: Pack + ?Sized>(
+    ///
+    /// `T: Sync`: while this call waits, the transport packs the value (through its [`Pack`]
+    /// impl) and reads its regions on whichever thread progresses the worker.
+    pub fn send<T: Pack + Sync + ?Sized>(
         &self,
         value: &T,
         tag: Tag,
@@ -609,6 +612,11 @@ impl Endpoint {
     }
 
     /// Start sending `value` (owned by the request until it completes).
+    ///
+    /// `V: Send + 'static`: the request owns the value, and the transport reads it (packs it
+    /// through its [`Pack`] impl, reads its regions) on whichever thread progresses the
+    /// worker. No `Sync`: nothing else can reach the value while the send is pending, and the
+    /// worker's mutex orders the transport's reads.
     pub fn isend<V: Pack + Send + 'static>(&self, value: V, tag: Tag) -> Result<SendRequest<V>> {
         let value = Box::into_raw(Box::new(value));
         // SAFETY: the box lives until the request completes (or is leaked with it)
