@@ -96,3 +96,29 @@ fn exit_leaves_nothing_to_ucx() {
     assert_eq!(left_pending.unwrap(), vec![5u8; BIG]);
     drop(ep);
 }
+
+/// A send keeps its endpoint open: dropping the endpoint, then the request, while the send is
+/// pending still delivers it (the endpoint closes once the send completed).
+#[test]
+fn a_pending_send_outlives_its_endpoint_handle() {
+    let server = Worker::new().unwrap();
+    let listener = server.listen("127.0.0.1", 0).unwrap();
+    let port = listener.port().unwrap();
+    let client = std::thread::spawn(move || {
+        let worker = Worker::new().unwrap();
+        let ep = worker.connect("127.0.0.1", port, LONG).unwrap();
+        let req = ep.isend(vec![8u8; BIG], 8).unwrap();
+        drop(ep);
+        drop(worker);
+        drop(req); // the endpoint waits for the send, then closes
+    });
+    let _ep = listener.accept(LONG).unwrap();
+    let got = server.recv::<Vec<u8>>(8, LONG);
+    // answer the client's close until it is done
+    while !client.is_finished() {
+        server.progress();
+        std::thread::yield_now();
+    }
+    client.join().unwrap();
+    assert_eq!(got.unwrap(), vec![8u8; BIG]);
+}
