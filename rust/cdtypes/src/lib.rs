@@ -57,7 +57,9 @@
 //! [`ucx::Worker`], [`ucx::Endpoint`], [`ucx::Listener`]) are `Send + Sync`, as the C library
 //! allows (cdt.h: committed types may be shared by threads; cdt_ucx.h: every transport
 //! function may be called from any thread). Requests are `Send` (one owner at a time);
-//! uncommitted [`TypeBuilder`]s and [`Decoder`]s are not shared.
+//! uncommitted [`TypeBuilder`]s and [`Decoder`]s are not shared. The transport reads a value
+//! on whichever thread progresses the worker: [`ucx::Endpoint::send`] needs `T: Sync`,
+//! [`ucx::Endpoint::isend`] moves the value (`Send + 'static`); see [`ucx`].
 #![warn(missing_docs)]
 
 mod error;

@@ -23,12 +23,27 @@
 //! Timeouts are `Option<Duration>` (`None` waits without bound). Receives match on the worker
 //! (any endpoint of it) by tag and mask. All handles here are `Send + Sync` (every transport
 //! function may be called from any thread); requests are `Send`.
+//!
+//! What the transport reads, it reads from whichever thread progresses the worker (a blocking
+//! call of another thread, [`Worker::progress`], a request's test or wait): it packs a value
+//! (a `Vec` of fixed-size structs through their [`Pack`] impl, late, straight into its copy)
+//! and reads its regions there. Hence the bounds: [`Endpoint::send`] lends `&T` to those
+//! threads while it waits (`T: Sync`); [`Endpoint::isend`] moves the value into the request
+//! (`V: Send + 'static`: the worker's mutex orders every read of it, and nothing else can reach
+//! it until the send completed).
+//!
+//! Lifetimes: a request keeps its worker (and a send its endpoint) alive. A request dropped
+//! while pending is handed to its endpoint (sends: they still go out) or worker (receives:
+//! canceled), which frees it and its memory once it completed, and waits for it (up to 5 s,
+//! progressing) before the endpoint closes or the worker is destroyed, so that no request
+//! outlives its worker.
+use std::any::Any;
 use std::ffi::{CStr, CString};
 use std::marker::PhantomData;
 use std::os::raw::c_void;
 use std::ptr;
-use std::sync::{Arc, RwLock};
-use std::time::Duration;
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::{Duration, Instant};
 
 use cdtypes_sys as sys;
 
@@ -51,6 +66,61 @@ fn ms(timeout: Option<Duration>) -> i64 {
     match timeout {
         None => sys::CDT_UCX_INFINITE,
         Some(d) => d.as_millis().min(i64::MAX as u128) as i64,
+    }
+}
+
+/// How long an endpoint's close waits for what was sent to be flushed, and a closing
+/// endpoint or a worker being destroyed for the requests dropped while pending.
+const CLOSE_FLUSH: Duration = Duration::from_secs(5);
+
+#[derive(Clone, Copy)]
+struct RawReq(sys::cdt_ucx_request);
+// SAFETY: cdt_ucx.h: every function may be called from any thread
+unsafe impl Send for RawReq {}
+
+/// Requests dropped while pending, each with the memory the library may still use (a send's
+/// packed form and value, a receive's state). A request is freed, and its memory with it,
+/// once it completed; the memory of one still pending when the worker is destroyed is dropped
+/// after the worker (UCX reads it no more).
+#[derive(Default)]
+struct Abandoned(Mutex<Vec<(RawReq, Box<dyn Send>)>>);
+
+impl Abandoned {
+    fn list(&self) -> std::sync::MutexGuard<'_, Vec<(RawReq, Box<dyn Send>)>> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn push(&self, req: RawReq, keep: Box<dyn Send>) {
+        self.sweep();
+        self.list().push((req, keep));
+    }
+
+    /// Free the requests that completed; whether none is left.
+    fn sweep(&self) -> bool {
+        let mut list = self.list();
+        list.retain(|(req, _)| {
+            // SAFETY: a valid request, freed once (it leaves the list)
+            unsafe {
+                if sys::cdt_ucx_request_test(req.0) == sys::CDT_INPROGRESS {
+                    return true;
+                }
+                sys::cdt_ucx_request_free(req.0);
+            }
+            false
+        });
+        list.is_empty()
+    }
+
+    /// Progress until every request completed, at most `limit`.
+    fn settle(&self, limit: Duration) {
+        let start = Instant::now();
+        while !self.sweep() && start.elapsed() < limit {
+            std::thread::yield_now();
+        }
+    }
+
+    fn take(&self) -> Vec<(RawReq, Box<dyn Send>)> {
+        std::mem::take(&mut *self.list())
     }
 }
 
@@ -136,6 +206,7 @@ impl Context {
             inner: Arc::new(WorkerInner {
                 raw,
                 limits: options.limits,
+                abandoned: Abandoned::default(),
                 _ctx: self.inner.clone(),
             }),
         })
@@ -192,6 +263,8 @@ pub struct WorkerOptions {
 struct WorkerInner {
     raw: sys::cdt_ucx_worker,
     limits: Limits,
+    /// Receives dropped while pending, and sends left over by their closed endpoint.
+    abandoned: Abandoned,
     _ctx: Arc<ContextInner>,
 }
 // SAFETY: cdt_ucx.h: every function may be called from any thread
@@ -199,8 +272,20 @@ unsafe impl Send for WorkerInner {}
 unsafe impl Sync for WorkerInner {}
 impl Drop for WorkerInner {
     fn drop(&mut self) {
-        // SAFETY: endpoints, listeners and requests hold an Arc to this: all are gone
-        unsafe { sys::cdt_ucx_worker_destroy(self.raw) };
+        // requests dropped while pending finish first (their peers may still be there): UCX
+        // warns about every request it holds when its worker is destroyed
+        self.abandoned.settle(CLOSE_FLUSH);
+        let left = self.abandoned.take();
+        // SAFETY: endpoints, listeners and live requests hold an Arc to this: all are gone; the
+        // abandoned requests are freed here (pending ones: invalid after the destroy)
+        unsafe {
+            for (req, _) in &left {
+                sys::cdt_ucx_request_free(req.0);
+            }
+            sys::cdt_ucx_worker_destroy(self.raw);
+        }
+        // UCX reads their memory no more
+        drop(left);
     }
 }
 
@@ -374,6 +459,7 @@ impl Worker {
 
     /// Post a receive of one value whose tag matches `(tag, mask)`.
     pub fn irecv<T: Unpack>(&self, tag: Tag, mask: Tag) -> Result<RecvRequest<T>> {
+        self.inner.abandoned.sweep();
         let state = Box::into_raw(RecvState::new::<T>(self.inner.limits));
         // the transport checks the limits on the head, before it sizes anything from it
         let limits = self.inner.limits;
@@ -516,21 +602,49 @@ struct RawEp(sys::cdt_ucx_ep);
 unsafe impl Send for RawEp {}
 unsafe impl Sync for RawEp {}
 
-/// A connection to one peer worker. Closed (flushed, then forced) when dropped.
+/// A connection to one peer worker. Closed (flushed, then forced) when dropped, once the
+/// sends started on it are over (a [`SendRequest`] keeps its endpoint open).
 pub struct Endpoint {
+    inner: Arc<EndpointInner>,
+}
+
+struct EndpointInner {
     // NULL once closed; a send that timed out closes it (see `send`)
     raw: RwLock<RawEp>,
+    /// Sends dropped while pending: they go out before the endpoint closes.
+    abandoned: Abandoned,
     worker: Arc<WorkerInner>,
 }
 
-/// How long dropping an endpoint waits for what was sent to be flushed.
-const CLOSE_FLUSH_MS: i64 = 5000;
+impl EndpointInner {
+    /// The sends left after the endpoint closed (ended by the close) go to the worker.
+    fn hand_over_abandoned(&self) {
+        for (req, keep) in self.abandoned.take() {
+            self.worker.abandoned.push(req, keep);
+        }
+    }
+}
+
+impl Drop for EndpointInner {
+    fn drop(&mut self) {
+        self.abandoned.settle(CLOSE_FLUSH);
+        let ep = self.raw.get_mut().unwrap_or_else(|e| e.into_inner());
+        if !ep.0.is_null() {
+            // SAFETY: ours; freed by the call, before the worker (Arc)
+            unsafe { sys::cdt_ucx_ep_close(ep.0, ms(Some(CLOSE_FLUSH))) };
+        }
+        self.hand_over_abandoned();
+    }
+}
 
 impl Endpoint {
     fn new(raw: sys::cdt_ucx_ep, worker: Arc<WorkerInner>) -> Self {
         Endpoint {
-            raw: RwLock::new(RawEp(raw)),
-            worker,
+            inner: Arc::new(EndpointInner {
+                raw: RwLock::new(RawEp(raw)),
+                abandoned: Abandoned::default(),
+                worker,
+            }),
         }
     }
 
@@ -549,7 +663,7 @@ impl Endpoint {
         ty: sys::cdt_type,
         tag: Tag,
     ) -> Result<sys::cdt_ucx_request> {
-        let ep = self.raw.read().unwrap_or_else(|e| e.into_inner());
+        let ep = self.inner.raw.read().unwrap_or_else(|e| e.into_inner());
         if ep.0.is_null() {
             return Err(Self::closed());
         }
@@ -585,7 +699,7 @@ impl Endpoint {
     }
 
     fn force_close(&self) {
-        let mut ep = self.raw.write().unwrap_or_else(|e| e.into_inner());
+        let mut ep = self.inner.raw.write().unwrap_or_else(|e| e.into_inner());
         if !ep.0.is_null() {
             // SAFETY: no other call uses it (write lock); freed here, then NULL
             unsafe { sys::cdt_ucx_ep_close(ep.0, 0) };
@@ -597,7 +711,10 @@ impl Endpoint {
     /// (zero-copy). A posted send cannot be withdrawn: when it does not complete within
     /// `timeout`, the endpoint is closed by force (later calls fail) and `CDT_ERR_TIMEOUT` is
     /// returned.
-    pub fn send<T: Pack + ?Sized>(
+    ///
+    /// `T: Sync`: while this call waits, the transport packs the value (through its [`Pack`]
+    /// impl) and reads its regions on whichever thread progresses the worker.
+    pub fn send<T: Pack + Sync + ?Sized>(
         &self,
         value: &T,
         tag: Tag,
@@ -609,40 +726,27 @@ impl Endpoint {
     }
 
     /// Start sending `value` (owned by the request until it completes).
+    ///
+    /// `V: Send + 'static`: the request owns the value, and the transport reads it (packs it
+    /// through its [`Pack`] impl, reads its regions) on whichever thread progresses the
+    /// worker, and a request dropped while pending hands it to the endpoint, which drops it
+    /// on whichever thread frees the request. No `Sync`: nothing else can reach the value while
+    /// the send is pending, and the worker's mutex orders the transport's reads.
     pub fn isend<V: Pack + Send + 'static>(&self, value: V, tag: Tag) -> Result<SendRequest<V>> {
-        let value = Box::into_raw(Box::new(value));
-        // SAFETY: the box lives until the request completes (or is leaked with it)
-        let obj: SendObj<'static> = match SendObj::new(unsafe { &*value }) {
-            Ok(obj) => obj,
-            Err(e) => {
-                // SAFETY: not posted: ours again
-                drop(unsafe { Box::from_raw(value) });
-                return Err(e);
-            }
-        };
-        let ty = match send_type() {
-            Ok(ty) => ty,
-            Err(e) => {
-                drop(obj);
-                // SAFETY: not posted: ours again
-                drop(unsafe { Box::from_raw(value) });
-                return Err(e);
-            }
-        };
-        match self.isend_raw(obj.as_ptr(), 1, ty, tag) {
-            Ok(raw) => Ok(SendRequest {
-                raw,
-                obj: Some(obj),
-                value,
-                worker: self.worker.clone(),
-            }),
-            Err(e) => {
-                drop(obj);
-                // SAFETY: not posted: ours again
-                drop(unsafe { Box::from_raw(value) });
-                Err(e)
-            }
-        }
+        self.inner.abandoned.sweep();
+        let value = Box::new(value);
+        // SAFETY: the box's contents stay where they are while the box moves, and the packed
+        // form is dropped before the value (`SendRequest::obj` before `value`, or together in
+        // `Abandoned`, in that order)
+        let obj: SendObj<'static> = SendObj::new(unsafe { &*(&*value as *const V) })?;
+        let raw = self.isend_raw(obj.as_ptr(), 1, send_type()?, tag)?;
+        Ok(SendRequest {
+            raw,
+            obj: Some(obj),
+            value: Some(value),
+            endpoint: self.inner.clone(),
+            _value: PhantomData,
+        })
     }
 
     /// Send `count` elements of a predefined or derived `datatype` laid out in `buf`.
@@ -662,7 +766,7 @@ impl Endpoint {
     /// Receive one value with `tag` on this endpoint's worker (from any of its peers).
     pub fn recv<T: Unpack>(&self, tag: Tag, timeout: Option<Duration>) -> Result<T> {
         Worker {
-            inner: self.worker.clone(),
+            inner: self.inner.worker.clone(),
         }
         .recv(tag, timeout)
     }
@@ -671,19 +775,19 @@ impl Endpoint {
     /// directly (`cdt_ucx_ep_handle` gives its `ucp_ep_h`). It stays valid until the endpoint
     /// is closed or dropped.
     pub fn as_raw(&self) -> sys::cdt_ucx_ep {
-        self.raw.read().unwrap_or_else(|e| e.into_inner()).0
+        self.inner.raw.read().unwrap_or_else(|e| e.into_inner()).0
     }
 
     /// The worker this endpoint belongs to.
     pub fn worker(&self) -> Worker {
         Worker {
-            inner: self.worker.clone(),
+            inner: self.inner.worker.clone(),
         }
     }
 
     /// `Ok` while usable; `CDT_ERR_PEER` after a peer failure.
     pub fn status(&self) -> Result<()> {
-        let ep = self.raw.read().unwrap_or_else(|e| e.into_inner());
+        let ep = self.inner.raw.read().unwrap_or_else(|e| e.into_inner());
         if ep.0.is_null() {
             return Err(Self::closed());
         }
@@ -694,7 +798,7 @@ impl Endpoint {
     /// How objects sent on this endpoint travel: [`Protocol::Single`] or [`Protocol::Split`]
     /// (fixed at its first send, once UCX has chosen its transports).
     pub fn protocol(&self) -> Result<Protocol> {
-        let ep = self.raw.read().unwrap_or_else(|e| e.into_inner());
+        let ep = self.inner.raw.read().unwrap_or_else(|e| e.into_inner());
         if ep.0.is_null() {
             return Err(Self::closed());
         }
@@ -714,7 +818,7 @@ impl Endpoint {
     /// (`CDT_UCX_SHARED_MEMORY=copy`), `"am=sysv/memory rma=cma/memory"` with cross-memory
     /// attach (`full`).
     pub fn transports(&self) -> Result<String> {
-        let ep = self.raw.read().unwrap_or_else(|e| e.into_inner());
+        let ep = self.inner.raw.read().unwrap_or_else(|e| e.into_inner());
         if ep.0.is_null() {
             return Err(Self::closed());
         }
@@ -736,8 +840,12 @@ impl Endpoint {
 
     /// Flush what was sent (at most `timeout`, then force) and close.
     pub fn close(self, timeout: Option<Duration>) -> Result<()> {
+        // sends dropped while pending go out first, within the same time
+        self.inner
+            .abandoned
+            .settle(timeout.unwrap_or(Duration::MAX));
         let rc = {
-            let mut ep = self.raw.write().unwrap_or_else(|e| e.into_inner());
+            let mut ep = self.inner.raw.write().unwrap_or_else(|e| e.into_inner());
             if ep.0.is_null() {
                 return Ok(());
             }
@@ -746,30 +854,26 @@ impl Endpoint {
             ep.0 = ptr::null_mut();
             rc
         };
+        // sends dropped while pending were ended by the close
+        self.inner.hand_over_abandoned();
         check(rc)
     }
 }
 
-impl Drop for Endpoint {
-    fn drop(&mut self) {
-        let ep = self.raw.get_mut().unwrap_or_else(|e| e.into_inner());
-        if !ep.0.is_null() {
-            // SAFETY: ours; freed by the call, before the worker (Arc)
-            unsafe { sys::cdt_ucx_ep_close(ep.0, CLOSE_FLUSH_MS) };
-        }
-    }
-}
-
-/// A pending send that owns its value. Dropping it while pending leaks the value (the
-/// library may still read it); completing it ([`wait`](SendRequest::wait)) first is normal.
+/// A pending send that owns its value. It keeps its endpoint open. Dropped while pending,
+/// the send still goes out: the endpoint keeps the value until the send completed, and waits
+/// for it (up to 5 s) before it closes.
 pub struct SendRequest<V> {
+    // NULL once complete
     raw: sys::cdt_ucx_request,
+    // the packed form, dropped before the value it points into
     obj: Option<SendObj<'static>>,
-    value: *mut V,
-    worker: Arc<WorkerInner>,
+    value: Option<Box<dyn Any + Send>>,
+    endpoint: Arc<EndpointInner>,
+    _value: PhantomData<fn() -> V>,
 }
 
-// SAFETY: the request may be completed from any thread; V is Send
+// SAFETY: the request may be completed from any thread; the value is Send (isend)
 unsafe impl<V: Send> Send for SendRequest<V> {}
 
 impl<V> SendRequest<V> {
@@ -813,42 +917,39 @@ impl<V> SendRequest<V> {
     }
 
     /// The value back, once the send completed; `Err(self)` while pending.
-    pub fn into_value(mut self) -> std::result::Result<V, Self> {
+    pub fn into_value(mut self) -> std::result::Result<V, Self>
+    where
+        V: 'static,
+    {
         if !self.raw.is_null() {
             return Err(self);
         }
         self.obj = None;
-        // SAFETY: completed: the library no longer reads it; taken once (value set NULL)
-        let v = unsafe { *Box::from_raw(self.value) };
-        self.value = ptr::null_mut();
-        Ok(v)
+        let value = self.value.take().expect("the value is taken once");
+        Ok(*value.downcast::<V>().expect("the value isend boxed"))
     }
 }
 
 impl<V> Drop for SendRequest<V> {
     fn drop(&mut self) {
-        if !self.raw.is_null() {
-            // SAFETY: valid request; progress a last time
-            let rc = unsafe { sys::cdt_ucx_request_test(self.raw) };
-            if rc == sys::CDT_INPROGRESS {
-                // still read by the library: leak the value and its packed form
-                std::mem::forget(self.obj.take());
-                return;
-            }
-            // SAFETY: completed
-            unsafe { sys::cdt_ucx_request_free(self.raw) };
+        if self.raw.is_null() {
+            return;
         }
-        self.obj = None;
-        if !self.value.is_null() {
-            // SAFETY: ours, completed
-            drop(unsafe { Box::from_raw(self.value) });
+        // SAFETY: valid request; progress a last time
+        if unsafe { sys::cdt_ucx_request_test(self.raw) } == sys::CDT_INPROGRESS {
+            // still read by the library: the endpoint frees it once it completed
+            let keep = Box::new((self.obj.take(), self.value.take()));
+            self.endpoint.abandoned.push(RawReq(self.raw), keep);
+            return;
         }
-        let _ = &self.worker;
+        // SAFETY: completed; the value and its packed form go with self
+        unsafe { sys::cdt_ucx_request_free(self.raw) };
     }
 }
 
-/// A pending receive of a `T`. Dropping it while pending cancels it (a receive that already
-/// matched a message is waited for, up to a second, and otherwise its memory is leaked).
+/// A pending receive of a `T`. It keeps its worker alive. Dropping it while pending cancels
+/// it; a receive that already matched a message and is still arriving is handed to the worker,
+/// which frees it (and its memory) once it completed.
 pub struct RecvRequest<T> {
     raw: sys::cdt_ucx_request,
     state: *mut RecvState,
@@ -938,15 +1039,17 @@ impl<T> Drop for RecvRequest<T> {
         if self.raw.is_null() {
             return;
         }
-        // SAFETY: valid request; freed only once complete, the state only with it
+        // SAFETY: valid request; freed only once complete, the state (ours: boxed in irecv)
+        // only with it
         unsafe {
             sys::cdt_ucx_request_cancel(self.raw);
-            if sys::cdt_ucx_request_wait(self.raw, 1000) == sys::CDT_ERR_TIMEOUT {
-                return; // matched and still arriving: leave the memory to it
+            let state = Box::from_raw(self.state);
+            if sys::cdt_ucx_request_test(self.raw) == sys::CDT_INPROGRESS {
+                // matched and still arriving into the state's memory
+                self.worker.abandoned.push(RawReq(self.raw), state);
+                return;
             }
             sys::cdt_ucx_request_free(self.raw);
-            drop(Box::from_raw(self.state));
         }
-        let _ = &self.worker;
     }
 }
