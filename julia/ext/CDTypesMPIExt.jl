@@ -1,39 +1,41 @@
-# CDTypes over MPI.jl: the protocol of python/cdtypes/mpi.py (docs/PYTHON.md, "MPI"). The
-# receiver matches ONE message per object (MPI_Mprobe, wildcards allowed) and learns every
-# length from it: the head message holds a 16-byte prefix (magic "CDT2", u32 object id, u64
-# threshold), the frame header, the Julia stream and the arrays below THRESHOLD bytes. The
-# larger arrays travel together as one more message, read where they lie on the sender and
-# received straight into the arrays allocated for them, on a duplicate of the communicator
-# (made by `CDTypes.mpi_attach(comm)`, collective) under a tag that is the object's id: no
-# lock, and a user's receive never sees a part. On a communicator that is not attached the
-# whole frame travels in the head message (one copy on each side).
+# CDTypes over MPI.jl: the protocol specified in docs/MPI.md (normative; the section numbers
+# in this file's comments are that document's, and its section 13.2 lists where this binding
+# departs from it), shared with python/cdtypes/mpi.py. The receiver matches ONE message per
+# object (MPI_Mprobe, wildcards allowed) and learns every length from it: the head message
+# holds a 16-byte prefix (magic "CDT2", u32 object id, u64 threshold), the frame header, the
+# Julia stream and the arrays below THRESHOLD bytes. The larger arrays travel together as one
+# more message, read where they lie on the sender and received straight into the arrays
+# allocated for them, on a duplicate of the communicator (made by `CDTypes.mpi_attach(comm)`,
+# collective) under a tag that is the object's id: no lock, and a user's receive never sees a
+# part. On a communicator that is not attached the whole frame travels in the head message
+# (one copy on each side).
 #
-# The receiver enforces python/cdtypes/mpi.py's receiver rules: the parts message is matched
-# (Mprobe) under (the head's source, the head's id) and its byte count compared with the sum of
-# the separate regions the head announced before a byte lands in the arrays (fewer or more:
+# The receiver enforces the rules of docs/MPI.md §7.3 and §8: the parts message is matched
+# (Mprobe) under (the head's source, the head's id) and its byte count compared with the sum
+# of the separate regions the head announced before a byte lands in the arrays (fewer or more:
 # CDTypesError naming the peer, the message consumed unread); a failed receive drains at most
 # one message under that id, unread, waiting at most PARTS_TIMEOUT seconds; an id a drain gave
 # up on is owed, and the next object from that source under that id first consumes one message
 # per owed part. This binding has no receive limits: its receives wait for the parts as
-# MPI_Recv would.
+# MPI_Recv would (docs/MPI.md §8.2).
 module CDTypesMPIExt
 
 using CDTypes
 using MPI
 using CDTypes: CdtIov
 
-const MAGIC = 0x32544443 # "CDT2", little-endian
+const MAGIC = 0x32544443 # "CDT2", little-endian (docs/MPI.md §4.1, §11)
 const PREFIX = 16
 const THRESHOLD = 64 * 1024
-const TAG_SPACE = 32767 # the tag upper bound every MPI guarantees
+const TAG_SPACE = 32767 # the tag upper bound every MPI guarantees (docs/MPI.md §3.2)
 const MAX_BLOCK = 1 << 30 # MPI counts are Cint: a part is sent in blocks of at most this
 const DUPS = Dict{Any, MPI.Comm}() # comm.val -> its duplicate for the parts messages
 const DUPS_LOCK = ReentrantLock()
 const NEXT_ID = Threads.Atomic{UInt32}(0)
-# seconds a drain waits for the parts message it drops
+# seconds a drain waits for the parts message it drops (docs/MPI.md §8.3)
 const PARTS_TIMEOUT = Ref(10.0)
 # the parts owed, per (duplicate's val, source): [id => count], at most OWED_MAX ids (oldest
-# forgotten beyond)
+# forgotten beyond; docs/MPI.md §8.4)
 const OWED = Dict{Tuple{Any, Int}, Vector{Pair{Int, Int}}}()
 const OWED_MAX = 1024
 const OWED_LOCK = ReentrantLock()
@@ -42,8 +44,8 @@ const OWED_LOCK = ReentrantLock()
     CDTypes.mpi_attach(comm) -> MPI.Comm
 
 Duplicate `comm` for the large arrays of CDTypes objects (collective over `comm`: every rank
-calls it once; later calls return the same duplicate). Without it, objects sent on `comm`
-travel whole in one message (correct, one copy per side).
+calls it once; later calls return the same duplicate; docs/MPI.md §2.2). Without it, objects
+sent on `comm` travel whole in one message (correct, one copy per side).
 """
 function CDTypes.mpi_attach(comm::MPI.Comm)
     return lock(DUPS_LOCK) do
@@ -68,6 +70,7 @@ _get(h::Vector{UInt8}, at::Int, n::Int) = reduce(
 _separate(len, threshold) = threshold > 0 && len >= threshold
 
 # the one message of every separate part: (base pointer, count, datatype) over their memory
+# (docs/MPI.md §5)
 function _parts_buffer(ptrs::Vector{Ptr{UInt8}}, lens::Vector{Int})
     base = ptrs[1]
     blocks = Cint[]
@@ -158,7 +161,7 @@ end
 
 Send `obj` to rank `dest` (blocking, like MPI_Send): one head message on `comm`, plus, when
 `comm` is attached (`CDTypes.mpi_attach`) and the object has arrays of 64 KiB or more, one
-message of those arrays read in place.
+message of those arrays read in place (docs/MPI.md §6; the head §4, the id §3.2).
 """
 function CDTypes.send(
     obj,
@@ -207,7 +210,7 @@ function CDTypes.send(
     return nothing
 end
 
-# n more parts under (source, oid) that may still arrive on the duplicate pc
+# n more parts under (source, oid) that may still arrive on the duplicate pc (docs/MPI.md §8.4)
 function _owe!(pc, source::Integer, oid::Integer, n::Integer)
     lock(OWED_LOCK) do
         owed = get!(() -> Pair{Int, Int}[], OWED, (pc.val, Int(source)))
@@ -240,7 +243,7 @@ function _error_class(code::Integer)
 end
 
 # consume a matched message unread: a zero-byte receive, which MPI ends with a truncation
-# error when the message has bytes
+# error when the message has bytes (docs/MPI.md §8.3)
 function _discard(msg::MPI.Message)
     try
         MPI.Mrecv!(UInt8[], msg)
@@ -253,6 +256,7 @@ end
 
 # receive the parts message of an object into buf (nbytes in all): the late parts of earlier
 # objects under this id first, then its byte count checked before anything is received
+# (docs/MPI.md §7.3)
 function _recv_parts(pc, src::Integer, oid::Integer, buf, nbytes::Integer)
     for _ in 1:_take_owed!(pc, src, oid)
         _discard(MPI.Mprobe(pc; source = src, tag = oid))
@@ -271,7 +275,8 @@ function _recv_parts(pc, src::Integer, oid::Integer, buf, nbytes::Integer)
 end
 
 # drop the parts of an object that will not be rebuilt, so its send completes: one message
-# under (source, oid), consumed unread, waited for at most PARTS_TIMEOUT seconds (then owed)
+# under (source, oid), consumed unread, waited for at most PARTS_TIMEOUT seconds (then owed;
+# docs/MPI.md §8.3)
 function _drain(pc, source::Integer, oid::Integer, nbytes::Integer)
     (pc === nothing || nbytes == 0) && return
     stale = _take_owed!(pc, source, oid)
@@ -297,7 +302,8 @@ end
 Receive one object sent by `CDTypes.send(obj, comm; ...)` (nothing: any source / any tag).
 Every array of the object is allocated from the head message's header and its bytes land in
 it (the large ones straight from the parts message). Throws `CDTypesError` for a message
-that is not such an object; its parts, if any, are received and dropped.
+that is not such an object; its parts, if any, are received and dropped. The head is matched
+as docs/MPI.md §7.1 says and checked in the order of §7.2.
 """
 function CDTypes.recv(
     comm::MPI.Comm;
@@ -321,6 +327,7 @@ function CDTypes.recv(
     return _receive(comm, head, status.source, oid, t)
 end
 
+# docs/MPI.md §7.2 from step 4 on, then §7.3 and the finish
 function _receive(comm, head::Vector{UInt8}, src::Integer, oid::Int, t::Int)
     pc = _attached(comm)
     nframe = length(head) - PREFIX

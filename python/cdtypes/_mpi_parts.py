@@ -1,7 +1,8 @@
 """The receiving end of one object's parts message (cdtypes.mpi, receiver rules 2 to 5 in its
 docstring): matched under (source, id) on the parts communicator, its byte count checked
 against what the head announced before a byte lands in the object's buffers, the wait for it
-bounded, and the parts that earlier drains gave up on consumed first."""
+bounded, and the parts that earlier drains gave up on consumed first. Specified in
+docs/MPI.md §7.3 (the parts receive), §8.3 (drains) and §8.4 (owed parts)."""
 
 import threading
 import time
@@ -11,6 +12,7 @@ from mpi4py import MPI
 from . import _lib
 
 # per source, at most this many ids whose parts a drain gave up waiting for are remembered
+# (docs/MPI.md §8.4, §12)
 OWED_MAX = 1024
 _BYTE = MPI.BYTE
 # a wait with a deadline polls (Improbe) without sleeping for this long, as MPI's own blocking
@@ -21,7 +23,7 @@ _SPIN, _SLEEP_MIN, _SLEEP_MAX = 0.01, 1e-5, 1e-3
 
 def discard(comm, msg=None, source=None, tag=None):
     """Consume a message without receiving its bytes (a zero-byte receive, which MPI completes
-    with a truncation error when the message has any)."""
+    with a truncation error when the message has any; docs/MPI.md §8.3)."""
     try:
         if msg is not None:
             msg.Recv([bytearray(1), 0, _BYTE])
@@ -36,7 +38,7 @@ class Owed:
     """The parts messages that drains gave up waiting for, per (source, id), on one parts
     communicator. Each may still arrive; MPI matches one sender's messages under one tag in the
     order they were sent, so the next object from that source under that id consumes that many
-    messages before its own."""
+    messages before its own. docs/MPI.md §8.4."""
 
     def __init__(self):
         self._lock = threading.Lock()
@@ -76,7 +78,8 @@ class PartsReceive:
     post None drains: the message is consumed unread, whatever its size. ``deadline``
     (time.monotonic()) bounds the wait for the message to be matched; None waits as MPI_Recv.
     A receive that passes its deadline raises CdtTimeoutError; a drain gives up quietly. Either
-    way the id is recorded as owed (Owed) so that its late part never reaches another object."""
+    way the id is recorded as owed (Owed) so that its late part never reaches another object.
+    docs/MPI.md §7.3 (steps 1-5) and §8.3."""
 
     def __init__(self, pc, owed, source, oid, nbytes, post, deadline):
         self._pc, self._owed, self._post = pc, owed, post

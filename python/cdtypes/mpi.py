@@ -1,5 +1,6 @@
 """Python objects over mpi4py: the receiver matches ONE message per object and learns every
-length from it.
+length from it. The protocol is specified in docs/MPI.md (normative); the section numbers in
+this module's comments are that document's.
 
 The object's frame (header with every length, pickle stream, buffers) is split the way libcdt's
 UCX transport splits it: the head message carries a 16-byte prefix (object id, threshold), the
@@ -16,37 +17,38 @@ The duplicate is made by attach(comm), which is collective over comm: COMM_WORLD
 this module is imported (import it on every rank, as mpi4py itself). A communicator that is not
 attached still works: its objects travel whole in the head message (one copy on each side).
 
-Receiver rules (what a receiver checks and how it drains; nothing here changes the wire):
+Receiver rules (what a receiver checks and how it drains; nothing here changes the wire;
+docs/MPI.md §7 and §8 in full):
 
-1. Head. Its byte count (MPI_Get_count after Mprobe) is what the receiver allocates and
-   receives; with max_bytes, a head over max_bytes is refused (LimitError) before any buffer is
-   allocated. Its frame bytes must equal the header's frame size less the separate regions
-   (shorter: FrameTruncatedError, longer: FrameMalformedError).
-2. Parts. The parts message is matched on the duplicate under (the head's source, the head's
-   object id) with Mprobe/Improbe, and its byte count is compared with the sum of the separate
-   regions the head announced BEFORE anything is received into the object's buffers: fewer
-   bytes raise FrameTruncatedError, more raise FrameMalformedError, each naming the peer, and
-   the message is consumed unread (a zero-byte receive). After the receive the count is checked
-   again. So every byte of every buffer of a rebuilt object was written by this receive; the
-   receive memory, which is reused from earlier objects (the receive cache), is never handed
-   out holding bytes nothing wrote.
-3. Bounded waits. A receive from an untrusted peer (max_bytes, max_regions or allowed given)
-   waits at most PARTS_TIMEOUT seconds, from the match of the head, for the parts message to be
-   matched (CdtTimeoutError naming the peer otherwise): the sender posts both at once, so only a
-   peer that lies about its parts, or one stalled that long, meets it. A trusted receive waits
-   as MPI_Recv would.
-4. Drains. A receive that fails after its head was matched (limits, a malformed head, a count
-   mismatch, the allow-list, alloc raising) drains that object's parts so its sender's send
-   completes: at most ONE message under (source, id), consumed unread (zero bytes received
+1. Head (docs/MPI.md §7.2). Its byte count (MPI_Get_count after Mprobe) is what the receiver
+   allocates and receives; with max_bytes, a head over max_bytes is refused (LimitError) before
+   any buffer is allocated. Its frame bytes must equal the header's frame size less the
+   separate regions (shorter: FrameTruncatedError, longer: FrameMalformedError).
+2. Parts (§7.3). The parts message is matched on the duplicate under (the head's source, the
+   head's object id) with Mprobe/Improbe, and its byte count is compared with the sum of the
+   separate regions the head announced BEFORE anything is received into the object's buffers:
+   fewer bytes raise FrameTruncatedError, more raise FrameMalformedError, each naming the peer,
+   and the message is consumed unread (a zero-byte receive). After the receive the count is
+   checked again. So every byte of every buffer of a rebuilt object was written by this
+   receive; the receive memory, which is reused from earlier objects (the receive cache), is
+   never handed out holding bytes nothing wrote.
+3. Bounded waits (§7.3 step 5, §8.2). A receive from an untrusted peer (max_bytes, max_regions
+   or allowed given) waits at most PARTS_TIMEOUT seconds, from the match of the head, for the
+   parts message to be matched (CdtTimeoutError naming the peer otherwise): the sender posts
+   both at once, so only a peer that lies about its parts, or one stalled that long, meets it.
+   A trusted receive waits as MPI_Recv would.
+4. Drains (§8.3). A receive that fails after its head was matched (limits, a malformed head, a
+   count mismatch, the allow-list, alloc raising) drains that object's parts so its sender's
+   send completes: at most ONE message under (source, id), consumed unread (zero bytes received
    whatever its size), waited for at most PARTS_TIMEOUT seconds. A head is read for its id only
    up to HEAD_DRAIN_MAX bytes (a longer one is consumed unread and its parts cannot be named).
    A head that cannot be parsed names no parts, so nothing is drained for it.
-5. Stale parts. A drain that gives up records its (source, id) as owed on the duplicate: such a
-   part may still arrive, and MPI matches one sender's messages under one tag in order, so the
-   next object from that source under that id first consumes one message per owed part, unread,
-   and only then receives its own (bounded as in rule 3). Parts are only ever matched with an
-   explicit source, so a part can never reach an object from another rank; at most OWED_MAX
-   owed ids are kept per source (the oldest are forgotten beyond that, which only that
+5. Stale parts (§8.4). A drain that gives up records its (source, id) as owed on the duplicate:
+   such a part may still arrive, and MPI matches one sender's messages under one tag in order,
+   so the next object from that source under that id first consumes one message per owed part,
+   unread, and only then receives its own (bounded as in rule 3). Parts are only ever matched
+   with an explicit source, so a part can never reach an object from another rank; at most
+   OWED_MAX owed ids are kept per source (the oldest are forgotten beyond that, which only that
    source's own later objects could meet).
 
     from cdtypes import mpi
@@ -74,24 +76,26 @@ from ._mpi_parts import Owed, PartsReceive, discard as _discard
 __all__ = ["send", "isend", "recv", "irecv", "attach", "Request", "RecvRequest", "THRESHOLD",
            "PARTS_TIMEOUT"]
 
-# buffers of at least this many bytes travel as their own message (measured: bench/run python;
-# below it, copying into the head message costs less than one more MPI message)
+# buffers of at least this many bytes travel as their own message (docs/MPI.md §4.2; measured:
+# bench/run python; below it, copying into the head message costs less than one more MPI
+# message)
 THRESHOLD = 64 * 1024
 # a head message over max_bytes is still received (to find and drain its parts) up to this size
+# (docs/MPI.md §7.2 step 1, §12)
 HEAD_DRAIN_MAX = 1 << 20
 # seconds an untrusted receive, and every drain, waits for an object's parts message once its
-# head was matched (receiver rules 3 and 4)
+# head was matched (receiver rules 3 and 4; docs/MPI.md §8.2, §8.3)
 PARTS_TIMEOUT = 10.0
 _PREFIX = _b.MPI_PREFIX
 _BYTE = MPI.BYTE
-_ids = itertools.count(1)
+_ids = itertools.count(1)  # object ids, docs/MPI.md §3.2
 _MAIN = threading.main_thread().ident
 
 
 _MULTIPLE = MPI.Query_thread() >= MPI.THREAD_MULTIPLE
 
 
-def _thread_check():
+def _thread_check():  # docs/MPI.md §9, threads
     if not _MULTIPLE and threading.get_ident() != _MAIN:
         raise RuntimeError(
             "cdtypes.mpi from a second thread needs MPI_THREAD_MULTIPLE; MPI was initialised "
@@ -104,7 +108,7 @@ _OWED_KEYVAL = MPI.Comm.Create_keyval()  # on a duplicate: its Owed (receiver ru
 
 def attach(comm):
     """Duplicate ``comm`` for the large buffers of cdtypes.mpi objects (collective over comm:
-    every rank calls it). Idempotent; COMM_WORLD is attached at import."""
+    every rank calls it). Idempotent; COMM_WORLD is attached at import (docs/MPI.md §2.2)."""
     pc = comm.Get_attr(_KEYVAL)
     if pc is None:
         pc = comm.Dup()
@@ -114,10 +118,10 @@ def attach(comm):
 
 
 attach(MPI.COMM_WORLD)
-_TAG_SPACE = max(32767, MPI.COMM_WORLD.Get_attr(MPI.TAG_UB) or 32767)
+_TAG_SPACE = max(32767, MPI.COMM_WORLD.Get_attr(MPI.TAG_UB) or 32767)  # docs/MPI.md §3.2
 
 
-def _pack(obj, comm):
+def _pack(obj, comm):  # the head (docs/MPI.md §4) and the separate parts (§5.1)
     pc = comm.Get_attr(_KEYVAL)
     oid = next(_ids) % _TAG_SPACE
     frame, head, parts, layout = _b.mpi_pack(obj, oid, THRESHOLD if pc is not None else 0)
@@ -157,7 +161,7 @@ def _parts_message(parts):
     there is one, else an hindexed datatype over their addresses (with its handle, to free once
     the send or receive is posted; MPI frees it when the operation completes). ``parts`` is
     (buffers, layout) from the backend: layout holds the buffers' lengths and addresses, made
-    in C (a Python loop over 512 buffers cost 90 us on each side)."""
+    in C (a Python loop over 512 buffers cost 90 us on each side). docs/MPI.md §5.2."""
     bufs, layout = parts
     if len(bufs) == 1:
         return [bufs[0], _BYTE], None
@@ -181,7 +185,8 @@ def _post_parts(post, parts, peer, oid):
 
 
 def isend(obj, dest, tag=0, comm=None):
-    """Start sending ``obj``; returns a Request (wait() before modifying the object's arrays)."""
+    """Start sending ``obj``; returns a Request (wait() before modifying the object's arrays).
+    docs/MPI.md §6."""
     if comm is None:
         comm = MPI.COMM_WORLD
     _thread_check()
@@ -197,7 +202,7 @@ def isend(obj, dest, tag=0, comm=None):
 
 
 def send(obj, dest, tag=0, comm=None):
-    """Send ``obj`` to ``dest`` (blocking, like MPI_Send)."""
+    """Send ``obj`` to ``dest`` (blocking, like MPI_Send). docs/MPI.md §6."""
     if comm is None:
         comm = MPI.COMM_WORLD
     _thread_check()
@@ -226,7 +231,8 @@ def _parts_receive(pc, source, oid, nbytes, post, untrusted):
 
 def _drain(comm, head, source):
     """The parts of an object that will not be rebuilt, to consume unread so that its sender's
-    send completes (receiver rule 4): a PartsReceive, or None when the head names none."""
+    send completes (receiver rule 4, docs/MPI.md §8.3): a PartsReceive, or None when the head
+    names none."""
     try:
         oid, lens = _b.mpi_parts(head)
     except _lib.CdtError:
@@ -254,7 +260,9 @@ def _start(comm, msg, st, alloc, limits):
     """The head message was matched: receive it and allocate everything from its header.
     Returns (incoming, parts, error): parts is the PartsReceive still to complete (None when
     the head held everything); when the object will not be rebuilt, incoming is None, error is
-    what the receive raises once parts (its drain, or None) completed."""
+    what the receive raises once parts (its drain, or None) completed. The checks of
+    docs/MPI.md §7.2, steps 1-9 (step 7, the attachment, comes after the allocation here:
+    §13.1)."""
     n = st.Get_count(_BYTE)
     source = st.Get_source()
     if limits is not None and limits.max_bytes is not None and n - _PREFIX > limits.max_bytes:
@@ -303,7 +311,8 @@ def recv(source=MPI.ANY_SOURCE, tag=MPI.ANY_TAG, comm=None, status=None, *, allo
     (LimitError) a frame larger than that from the message size or the frame header before any
     buffer is allocated (the object's messages are consumed); ``max_regions`` refuses a frame
     with more buffers from its header; ``allowed`` (True, or a cdtypes.Restricted) unpickles
-    with an allow-list of globals (ForbiddenError otherwise), as in cdtypes.loads."""
+    with an allow-list of globals (ForbiddenError otherwise), as in cdtypes.loads.
+    docs/MPI.md §7 (the head matched by Mprobe, §7.1), §8 (limits)."""
     if comm is None:
         comm = MPI.COMM_WORLD
     _thread_check()
@@ -322,7 +331,8 @@ def recv(source=MPI.ANY_SOURCE, tag=MPI.ANY_TAG, comm=None, status=None, *, allo
 
 class RecvRequest:
     """A receive posted by irecv: test() -> bool, wait() -> the object, cancel() (possible
-    until the object's head message was matched). ``status`` is the head message's status."""
+    until the object's head message was matched). ``status`` is the head message's status.
+    The head is matched by Improbe in test() and Mprobe in wait() (docs/MPI.md §9)."""
 
     def __init__(self, source, tag, comm, alloc, limits, policy):
         self._args = (source, tag, comm, alloc, limits, policy)
@@ -386,7 +396,7 @@ class RecvRequest:
 
     def cancel(self):
         """Cancel the receive if no message was matched yet (True); a matched object is
-        received whole (False)."""
+        received whole (False). docs/MPI.md §9, cancellation."""
         if self._matched or self._done:
             return False
         self._done = True
