@@ -1747,16 +1747,26 @@ static int ucx_prepare(void *arg, cdt_decoder decoder)
     return rc;
 }
 
-/* the request completed with rc: keep the status, release what the transport no longer uses */
+/* the request completed with rc: keep the status, release what the transport no longer uses.
+ * Called with the GIL held; the two transport calls take the worker's lock, so they run with
+ * the GIL released: a thread inside the worker's progress holds that lock and takes the GIL in
+ * a receive's prepare callback (ucx_prepare), and holding the GIL while waiting for the lock
+ * would invert that order (two threads receiving on one worker deadlocked). */
 static void request_complete(RequestObject *r, int rc)
 {
+    cdt_ucx_request req = r->req;
+    r->req = NULL;
     r->done = 1;
     r->status = rc;
+    int info = r->is_recv && rc == 0;
+    if (info)
+        r->info.field_mask = CDT_UCX_RECV_INFO_ALL;
+    PyThreadState *ts = PyEval_SaveThread();
+    if (info)
+        C.cdt_ucx_request_recv_info(req, &r->info);
+    C.cdt_ucx_request_free(req);
+    PyEval_RestoreThread(ts);
     if (r->is_recv) {
-        if (rc == 0) {
-            r->info.field_mask = CDT_UCX_RECV_INFO_ALL;
-            C.cdt_ucx_request_recv_info(r->req, &r->info);
-        }
         if (r->prepared)
             C.cdt_sobj_release(&r->so);
         r->prepared = 0;
@@ -1764,8 +1774,6 @@ static void request_complete(RequestObject *r, int rc)
     } else {
         out_release(&r->out);
     }
-    C.cdt_ucx_request_free(r->req);
-    r->req = NULL;
 }
 
 static PyObject *request_test(PyObject *self, PyObject *unused)
