@@ -2,7 +2,7 @@
 connection, then serves commands that arrive on tag 0:
 
     ("burst", {tag: count}, sinks, may_close)
-        send `count` objects (tag, i, payload) on each tag, taking turns between the tags; then
+        send `count` objects (tag, i, payload, array) on each tag, taking turns between the tags; then
         receive `sinks` objects on tag 1 (the test's senders); then send "done" on tag 2.
         may_close: the test closes the connection part-way (exit 0 when it is gone)
     "stop"
@@ -11,10 +11,13 @@ connection, then serves commands that arrive on tag 0:
 Receives time out after 60 s (the test's own watchdog fires long before)."""
 import sys
 
+import numpy as np
+
 import cdtypes
 from cdtypes import ucx
 
 PAYLOAD = b"p" * 100
+ARRAY = np.arange(16)  # one out-of-band buffer: the receiver's allocator runs for every object
 
 with ucx.listen(host="127.0.0.1") as listener:
     print(listener.port, flush=True)
@@ -29,7 +32,7 @@ with ucx.listen(host="127.0.0.1") as listener:
                 i = 0
                 while left:
                     for tag in list(left):
-                        ep.send((tag, i, PAYLOAD), tag=tag, timeout=60)
+                        ep.send((tag, i, PAYLOAD, ARRAY), tag=tag, timeout=60)
                         left[tag] -= 1
                         if left[tag] == 0:
                             del left[tag]

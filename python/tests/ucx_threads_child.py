@@ -5,7 +5,8 @@ while ucx_burst_peer.py sends to all their tags at once.
     JSON: {"receivers": [tag of each receiving thread], "count": receives per thread,
            "senders": sending threads, "sends": objects each sends (to the peer's tag 1),
            "close_after": None, or receives after which a thread closes the endpoint,
-           "watchdog": seconds}
+           "yield_in_alloc": receive with an allocator that lets the other threads run (it
+           sleeps: the GIL is released inside the worker's progress), "watchdog": seconds}
 
 A watchdog (faulthandler, outside the GIL) prints every thread's stack and exits 1 when the
 threads have not finished in time: a deadlock fails the test instead of hanging it. Exits 0
@@ -15,6 +16,7 @@ import faulthandler
 import json
 import sys
 import threading
+import time
 
 import cdtypes
 from cdtypes import ucx
@@ -37,12 +39,20 @@ for t in tags:
 ep.send(("burst", per_tag, cfg["senders"] * cfg["sends"], closing), tag=0, timeout=30)
 
 
+def yielding_alloc(n):
+    time.sleep(0.0001)  # every other thread may take the GIL now
+    return bytearray(n)
+
+
+alloc = yielding_alloc if cfg.get("yield_in_alloc") else None
+
+
 def receiver(tag):
     seen = []
     try:
         for _ in range(count):
             # in close mode a receive whose message never comes ends with a timeout
-            obj = ep.recv(tag=tag, timeout=2 if closing else None)
+            obj = ep.recv(tag=tag, timeout=2 if closing else None, alloc=alloc)
             if obj[0] != tag:
                 problems.append("tag %d received an object sent to tag %d" % (tag, obj[0]))
                 return
