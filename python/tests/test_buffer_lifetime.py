@@ -137,6 +137,38 @@ def test_views_after_close_from_many_frames():
     del junk
 
 
+def test_adopted_frame_views_outlive_close():
+    """Frame(handle, pins, buffers): a frame encoded elsewhere (here through ctypes), whose
+    pins and buffers close() releases: its views keep all of that alive the same way."""
+    import ctypes
+
+    from cdtypes import _core, _lib
+
+    stream = b"s" * 3000
+    region = bytes(range(256)) * 400
+    so = _lib.cdt_sobj()
+    so.inband = ctypes.cast(stream, ctypes.c_void_p)
+    so.inband_len = len(stream)
+    sbufs = (_lib.cdt_sobj_buffer * 1)()
+    pin = _lib.Pinned(region, False)
+    sbufs[0].base, sbufs[0].len, sbufs[0].kind = pin.address, pin.nbytes, _lib.CDT_KIND_BYTE
+    so.buffers = sbufs
+    so.nbuffers = 1
+    h = ctypes.c_void_p()
+    _lib.check(_lib.lib.cdt_frame_encode(ctypes.byref(so), 1, _core._SOBJ_TYPE, None,
+                                         ctypes.byref(h)))
+    f = _core.Frame(h.value, [pin], [])
+    views, head = f.iov(), f.head
+    expected = [bytes(v) for v in views]
+    assert region in expected and bytes(head).endswith(stream)
+    f.close()
+    del f, pin, region
+    junk = churn()
+    assert [bytes(v) for v in views] == expected
+    assert bytes(head) == expected[0]
+    del junk
+
+
 def test_mpi_pack_parts_outlive_close():
     frame, head, parts, _ = impl.mpi_pack(the_object(), 7, 1024)
     assert len(parts) == 1
