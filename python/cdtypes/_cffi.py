@@ -657,7 +657,10 @@ def stream_needs_check(stream):
 # ---- UCX requests -----------------------------------------------------------------------------
 
 _requests = weakref.WeakValueDictionary()  # prepare_arg -> receive request
-_next_key = [1]
+# the prepare_arg of each receive; next() is atomic, where a read and an increment by two
+# threads posting receives at once gave both the same key (one receive then found the other's
+# request, or none: CanceledError)
+_next_key = itertools.count(1)
 _kept = []  # sends dropped while the transport still reads their buffers: kept for good
 
 
@@ -811,8 +814,7 @@ def ucx_irecv(worker, tag, mask, alloc, max_bytes, max_regions):
         raise _no_ucx()
     r = UcxRequest(True)
     r._rx = _Rx(alloc, max_bytes, max_regions)
-    key = r._key = _next_key[0]
-    _next_key[0] += 1
+    key = r._key = next(_next_key)
     _requests[key] = r
     p = ffi.new("cdt_ucx_recv_params *")
     p.field_mask = lib.CDT_UCX_RECV_PARAM_PREPARE

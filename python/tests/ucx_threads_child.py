@@ -22,6 +22,8 @@ import cdtypes
 from cdtypes import ucx
 
 port, cfg = int(sys.argv[1]), json.loads(sys.argv[2])
+# threads take turns as often as the interpreter allows: races between them show up sooner
+sys.setswitchinterval(1e-6)
 faulthandler.dump_traceback_later(cfg["watchdog"], exit=True)
 
 tags, count = cfg["receivers"], cfg["count"]
