@@ -18,7 +18,7 @@ except ImportError as e:  # libcdt built without UCX
     pytest.skip(str(e), allow_module_level=True)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-WATCHDOG_S = 60  # far above a passing run (seconds, PyPy on a loaded machine); a deadlock never ends
+WATCHDOG_S = 60  # far above a passing run (seconds, PyPy on a busy machine)
 
 # Receivers mostly use an allocator that sleeps a moment (ucx_threads_child.yielding_alloc):
 # it runs inside the worker's progress, and letting the other threads take the GIL there makes

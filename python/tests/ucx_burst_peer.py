@@ -2,8 +2,9 @@
 connection, then serves commands that arrive on tag 0:
 
     ("burst", {tag: count}, sinks, may_close)
-        send `count` objects (tag, i, payload, array) on each tag, taking turns between the tags; then
-        receive `sinks` objects on tag 1 (the test's senders); then send "done" on tag 2.
+        send `count` objects (tag, i, payload, array) on each tag, taking turns between the
+        tags; then receive `sinks` objects on tag 1 (the test's senders); then send "done" on
+        tag 2.
         may_close: the test closes the connection part-way (exit 0 when it is gone)
     "stop"
         exit 0
