@@ -17,6 +17,7 @@ like the C extension's); a Python object's bytes are passed to C through ffi.fro
 holds the object's buffer export until ffi.release (or its collection). cffi releases the GIL
 around every libcdt call; the allocator and prepare callbacks take it back.
 """
+import itertools
 import os
 import pickle
 import struct
@@ -89,9 +90,13 @@ def _writable(obj):
 
 
 def _window(ptr, n, owner, readonly=True):
-    """A buffer of n bytes at ptr that keeps ``owner`` alive (read-only: a memoryview)."""
+    """A buffer of n bytes at ptr that keeps ``owner`` alive (read-only: a memoryview); a
+    _FrameMemory owner counts it among its views until it is collected."""
     if n == 0:
         keep = ffi.new("char[]", 1)
+    elif type(owner) is _FrameMemory:
+        token = owner.view_made()
+        keep = ffi.gc(ffi.cast("char *", ptr), lambda _p, m=owner, t=token: m.view_gone(t))
     else:
         keep = ffi.gc(ffi.cast("char *", ptr), lambda _p, _o=owner: None)
     buf = ffi.buffer(keep, n)
@@ -177,6 +182,48 @@ def _release_all(adopted):
             pass
 
 
+_view_tokens = itertools.count()  # next() is atomic: no lock
+
+
+class _FrameMemory:
+    """A Frame's memory (the encoded frame, and the buffers it references), which outlives
+    close() while windows on it are alive (head, iov(), mpi_pack's parts: _window): close()
+    frees it when no view is left, at once or when the last view is collected, so that a view
+    never reads freed memory. As the C extension's Frame, which says why this and not
+    mmap.close()'s BufferError. Views come and go in any thread (a view goes when the collector
+    runs its ffi.gc destructor), hence a set of tokens and a box taken by one atomic pop instead
+    of counters."""
+
+    __slots__ = ("box", "views", "closed")
+
+    def __init__(self, h):
+        self.box = [h]  # the ffi.gc'd frame handle until freed
+        self.views = set()
+        self.closed = False
+
+    def view_made(self):
+        token = next(_view_tokens)
+        self.views.add(token)
+        return token
+
+    def view_gone(self, token):
+        self.views.discard(token)
+        if self.closed and not self.views:
+            self._free()
+
+    def close(self):
+        self.closed = True
+        if not self.views:
+            self._free()
+
+    def _free(self):
+        try:
+            h = self.box.pop()
+        except IndexError:  # freed already (close and the last view raced)
+            return
+        ffi.release(h)
+
+
 def _free_frame(h, out, adopted):
     lib.cdt_frame_free(h)
     if out is not None:
@@ -188,11 +235,13 @@ def _free_frame(h, out, adopted):
 class Frame:
     """One object as one message: header + pickle stream (head) + out-of-band buffers, which
     are referenced, not copied. Keep the Frame (or use it as a context manager) while the
-    pieces are in flight; views from iov() are valid until close().
+    pieces are in flight. Views from head and iov() keep the frame's memory alive: close()
+    frees it once the last view is gone (addresses from iov_raw() are valid until then, or
+    until close() when there is none).
 
     Frame(handle, pins=(), buffers=()) adopts a frame encoded elsewhere (cdt_frame address)."""
 
-    __slots__ = ("_h", "_size", "__weakref__")
+    __slots__ = ("_h", "_mem", "_size", "__weakref__")
 
     def __init__(self, handle, pins=None, buffers=None):
         if isinstance(handle, bool) or not isinstance(handle, int):
@@ -212,6 +261,7 @@ class Frame:
             _raise(rc, "cdt_frame_size")
         self._size = size[0]
         self._h = ffi.gc(h, lambda p, o=out, a=adopted: _free_frame(p, o, a))
+        self._mem = _FrameMemory(self._h)
 
     def _handle(self):
         h = self._h
@@ -244,7 +294,7 @@ class Frame:
         rc = lib.cdt_frame_head(self._handle(), data, n)
         if rc < 0:
             _raise(rc, "cdt_frame_head")
-        return _window(data[0], n[0], self)
+        return _window(data[0], n[0], self._mem)
 
     def _pieces(self):
         h = self._handle()
@@ -263,8 +313,9 @@ class Frame:
         return [(int(ffi.cast("uintptr_t", b)), n) for b, n in self._pieces()]
 
     def iov(self):
-        """The frame as a list of read-only memoryviews over its pieces (zero-copy)."""
-        return [_window(b, n, self) for b, n in self._pieces()]
+        """The frame as a list of read-only memoryviews over its pieces (zero-copy); they keep
+        the frame's memory alive after close()."""
+        return [_window(b, n, self._mem) for b, n in self._pieces()]
 
     def _gather(self, offset, dst, n):
         rc = lib.cdt_frame_gather(self._handle(), offset, dst, n)
@@ -303,10 +354,11 @@ class Frame:
         return out if out is not None else ffi.buffer(dst)[:]
 
     def close(self):
-        """Free the frame and release the buffers it referenced. Idempotent."""
-        h, self._h = self._h, None
-        if h is not None:
-            ffi.release(h)
+        """Free the frame and release the buffers it referenced (once no view from head, iov()
+        or the MPI parts is left). Idempotent."""
+        if self._h is not None:
+            self._h = None
+            self._mem.close()
 
     def __enter__(self):
         return self
@@ -605,7 +657,10 @@ def stream_needs_check(stream):
 # ---- UCX requests -----------------------------------------------------------------------------
 
 _requests = weakref.WeakValueDictionary()  # prepare_arg -> receive request
-_next_key = [1]
+# the prepare_arg of each receive; next() is atomic, where a read and an increment by two
+# threads posting receives at once gave both the same key (one receive then found the other's
+# request, or none: CanceledError)
+_next_key = itertools.count(1)
 _kept = []  # sends dropped while the transport still reads their buffers: kept for good
 
 
@@ -759,8 +814,7 @@ def ucx_irecv(worker, tag, mask, alloc, max_bytes, max_regions):
         raise _no_ucx()
     r = UcxRequest(True)
     r._rx = _Rx(alloc, max_bytes, max_regions)
-    key = r._key = _next_key[0]
-    _next_key[0] += 1
+    key = r._key = next(_next_key)
     _requests[key] = r
     p = ffi.new("cdt_ucx_recv_params *")
     p.field_mask = lib.CDT_UCX_RECV_PARAM_PREPARE
@@ -859,7 +913,7 @@ def mpi_pack(obj, oid, threshold):
             rc = lib.cdt_frame_region_iov(h, i, 0, 1, iov, got)
             if rc < 0 or got[0] != 1:
                 _raise(rc if rc < 0 else lib.CDT_ERR_UNSUPPORTED, "cdt_frame_region_iov")
-            parts.append(_window(iov.base, iov.len, f))
+            parts.append(_window(iov.base, iov.len, f._mem))
             iovs.append((iov.base, iov.len))
         return f, head, parts, _layout(iovs)
     except BaseException:
@@ -1002,7 +1056,9 @@ def mpi_unpack(head, alloc, max_bytes, max_regions):
             rc = lib.cdt_decoder_region_iov(dec, i, 0, 1, iov, got)
             if rc < 0 or got[0] != 1:
                 _raise(rc if rc < 0 else lib.CDT_ERR_UNSUPPORTED, "cdt_decoder_region_iov")
-            dests.append(_window(iov.base, iov.len, rx.buffers[i], readonly=False))
+            # the window keeps its memory valid by an export of it (a bytearray from an
+            # allocator cannot be resized under it once the receive's own export is released)
+            dests.append(_window(iov.base, iov.len, memoryview(rx.buffers[i]), readonly=False))
             iovs.append((iov.base, iov.len))
         return inc, oid, dests, _layout(iovs)
     except BaseException:

@@ -138,7 +138,7 @@ typedef struct {
     Py_ssize_t len;
     int readonly;
     void *mem;       /* owned memory (free), or NULL */
-    PyObject *owner; /* keeps the memory of a window alive */
+    PyObject *owner; /* keeps the memory of a window alive (a Frame: one of its views) */
 } BufferObject;
 
 static PyTypeObject BufferType;
@@ -156,10 +156,15 @@ static int buffer_getbuffer(PyObject *self, Py_buffer *view, int flags)
  * of the same size (cdt_receive_memory.h says why). Used under the GIL only. */
 static cdt_receive_cache cache = {.limit = (size_t)256 << 20};
 
+static void frame_view_gone(PyObject *frame);
+static void frame_view_made(PyObject *frame);
+
 static void buffer_dealloc(PyObject *self)
 {
     BufferObject *b = (BufferObject *)self;
     cdt_receive_cache_give(&cache, b->mem, (size_t)b->len);
+    if (b->owner != NULL)
+        frame_view_gone(b->owner);
     Py_XDECREF(b->owner);
     Py_TYPE(self)->tp_free(self);
 }
@@ -224,6 +229,8 @@ static PyObject *buffer_new_window(void *ptr, Py_ssize_t n, int readonly, PyObje
     b->mem = NULL;
     Py_XINCREF(owner);
     b->owner = owner;
+    if (owner != NULL)
+        frame_view_made(owner);
     return (PyObject *)b;
 }
 
@@ -907,24 +914,35 @@ fail:
 
 /* ---- Frame ------------------------------------------------------------------------------ */
 
+/* A Frame's memory (the encoded frame, and the buffers it references) outlives close() while
+ * windows on it are alive: head, iov() and mpi_pack's parts are Buffers whose owner is the
+ * Frame, each counted in `views`. close() makes the Frame unusable at once and frees the memory
+ * when no view is left (at once, or when the last view goes), so that a view never reads freed
+ * memory. mmap.close()'s BufferError was not taken: views on PyPy (cffi backend) go only when
+ * its collector runs, and cdtypes.mpi closes frames whose parts are still referenced. */
 typedef struct {
     PyObject_HEAD cdt_frame frame;
     cdt_count size;
     outgoing out;      /* what the frame references (dumps) */
     PyObject *adopted; /* (pins, buffers) of a frame made elsewhere: release() each */
     PyObject *weakrefs;
+    Py_ssize_t views; /* windows on the frame's memory alive */
+    int closed;       /* close() was called: the memory goes with the last view */
 } FrameObject;
 
 static PyTypeObject FrameType;
 
 static cdt_frame frame_handle(FrameObject *f)
 {
-    if (f->frame == NULL)
+    if (f->closed || f->frame == NULL) {
         PyErr_SetString(PyExc_ValueError, "operation on a closed Frame");
+        return NULL;
+    }
     return f->frame;
 }
 
-static void frame_close_(FrameObject *f)
+/* free the frame and release what it references (idempotent) */
+static void frame_free_memory(FrameObject *f)
 {
     cdt_frame h = f->frame;
     f->frame = NULL;
@@ -953,6 +971,29 @@ static void frame_close_(FrameObject *f)
     }
 }
 
+static void frame_close_(FrameObject *f)
+{
+    f->closed = 1;
+    if (f->views == 0)
+        frame_free_memory(f);
+}
+
+/* a Buffer window with owner `frame` was made / is gone (any other owner: nothing to count) */
+static void frame_view_made(PyObject *frame)
+{
+    if (Py_TYPE(frame) == &FrameType)
+        ((FrameObject *)frame)->views++;
+}
+
+static void frame_view_gone(PyObject *frame)
+{
+    if (Py_TYPE(frame) != &FrameType)
+        return;
+    FrameObject *f = (FrameObject *)frame;
+    if (--f->views == 0 && f->closed)
+        frame_free_memory(f);
+}
+
 static PyObject *frame_new_from(cdt_frame h, outgoing *out, PyObject *adopted)
 {
     cdt_count size = 0;
@@ -971,6 +1012,8 @@ static PyObject *frame_new_from(cdt_frame h, outgoing *out, PyObject *adopted)
     Py_XINCREF(adopted);
     f->adopted = adopted;
     f->weakrefs = NULL;
+    f->views = 0;
+    f->closed = 0;
     PyObject_GC_Track(f);
     return (PyObject *)f;
 }
@@ -1005,7 +1048,7 @@ static void frame_dealloc(PyObject *self)
     PyObject_GC_UnTrack(self);
     if (f->weakrefs != NULL)
         PyObject_ClearWeakRefs(self);
-    frame_close_(f);
+    frame_free_memory(f); /* no view is left: each holds the Frame */
     PyObject_GC_Del(self);
 }
 
@@ -1191,7 +1234,7 @@ static PyObject *frame_tobytes(PyObject *self, PyObject *unused)
 static PyObject *frame_repr(PyObject *self)
 {
     FrameObject *f = (FrameObject *)self;
-    if (f->frame == NULL)
+    if (f->closed || f->frame == NULL)
         return PyUnicode_FromString("<cdtypes.Frame closed>");
     return PyUnicode_FromFormat("<cdtypes.Frame %lld bytes>", (long long)f->size);
 }
@@ -1200,12 +1243,14 @@ static PyMethodDef frame_methods[] = {
     {"iov_raw", frame_iov_raw, METH_NOARGS,
      "The frame as (address, length) pairs in order; their concatenation is the frame."},
     {"iov", frame_iov, METH_NOARGS,
-     "The frame as a list of read-only memoryviews over its pieces (zero-copy)."},
+     "The frame as a list of read-only memoryviews over its pieces (zero-copy); they keep the "
+     "frame's memory alive after close()."},
     {"gather_into", frame_gather_into, METH_VARARGS,
      "gather_into(dst, offset=0): copy frame bytes [offset, offset + len(dst)) into dst."},
     {"tobytes", frame_tobytes, METH_NOARGS, "The whole frame in one bytes object (a copy)."},
     {"close", frame_close, METH_NOARGS,
-     "Free the frame and release the buffers it referenced. Idempotent."},
+     "Free the frame and release the buffers it referenced (once no view from head, iov() or "
+     "the MPI parts is left). Idempotent."},
     {"__enter__", frame_enter, METH_NOARGS, NULL},
     {"__exit__", frame_exit, METH_VARARGS, NULL},
     {NULL, NULL, 0, NULL},
@@ -1230,8 +1275,9 @@ static PyTypeObject FrameType = {
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
     .tp_doc = "One object as one message: header + pickle stream (head) + out-of-band buffers, "
               "which are referenced, not copied. Keep the Frame (or use it as a context "
-              "manager) while the pieces are in flight; views from iov() are valid until "
-              "close().",
+              "manager) while the pieces are in flight. Views from head and iov() keep the "
+              "frame's memory alive: close() frees it once the last view is gone (addresses "
+              "from iov_raw() are valid until then, or until close() when there is none).",
     .tp_traverse = frame_traverse,
     .tp_weaklistoffset = offsetof(FrameObject, weakrefs),
     .tp_methods = frame_methods,
@@ -1701,16 +1747,26 @@ static int ucx_prepare(void *arg, cdt_decoder decoder)
     return rc;
 }
 
-/* the request completed with rc: keep the status, release what the transport no longer uses */
+/* the request completed with rc: keep the status, release what the transport no longer uses.
+ * Called with the GIL held; the two transport calls take the worker's lock, so they run with
+ * the GIL released: a thread inside the worker's progress holds that lock and takes the GIL in
+ * a receive's prepare callback (ucx_prepare), and holding the GIL while waiting for the lock
+ * would invert that order (two threads receiving on one worker deadlocked). */
 static void request_complete(RequestObject *r, int rc)
 {
+    cdt_ucx_request req = r->req;
+    r->req = NULL;
     r->done = 1;
     r->status = rc;
+    int info = r->is_recv && rc == 0;
+    if (info)
+        r->info.field_mask = CDT_UCX_RECV_INFO_ALL;
+    PyThreadState *ts = PyEval_SaveThread();
+    if (info)
+        C.cdt_ucx_request_recv_info(req, &r->info);
+    C.cdt_ucx_request_free(req);
+    PyEval_RestoreThread(ts);
     if (r->is_recv) {
-        if (rc == 0) {
-            r->info.field_mask = CDT_UCX_RECV_INFO_ALL;
-            C.cdt_ucx_request_recv_info(r->req, &r->info);
-        }
         if (r->prepared)
             C.cdt_sobj_release(&r->so);
         r->prepared = 0;
@@ -1718,8 +1774,6 @@ static void request_complete(RequestObject *r, int rc)
     } else {
         out_release(&r->out);
     }
-    C.cdt_ucx_request_free(r->req);
-    r->req = NULL;
 }
 
 static PyObject *request_test(PyObject *self, PyObject *unused)
@@ -2318,8 +2372,15 @@ static PyObject *ext_mpi_unpack(PyObject *self, PyObject *args)
             raise_what(rc < 0 ? rc : CDT_ERR_UNSUPPORTED, "cdt_decoder_region_iov");
             goto done;
         }
-        PyObject *owner = PyList_GET_ITEM(in->rx.buffers, (Py_ssize_t)i);
-        PyObject *b = buffer_new_window(iov.base, (Py_ssize_t)iov.len, 0, owner);
+        /* the window keeps its memory valid: a Buffer by a reference, an allocator's object
+         * by an export (a memoryview: a bytearray cannot be resized under it once the
+         * receive's own export is released) */
+        PyObject *mem = PyList_GET_ITEM(in->rx.buffers, (Py_ssize_t)i);
+        PyObject *owner =
+            Py_TYPE(mem) == &BufferType ? Py_NewRef(mem) : PyMemoryView_FromObject(mem);
+        PyObject *b =
+            owner != NULL ? buffer_new_window(iov.base, (Py_ssize_t)iov.len, 0, owner) : NULL;
+        Py_XDECREF(owner);
         if (b == NULL || PyList_Append(dests, b) < 0) {
             Py_XDECREF(b);
             goto done;
