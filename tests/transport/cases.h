@@ -1,0 +1,47 @@
+/*
+ * cases.h - the cases of test_transport (test_transport.c runs them by name): most are a
+ * server side and a client side for run_pair (harness.h), each in the file of its theme.
+ */
+#ifndef CDT_TRANSPORT_CASES_H
+#define CDT_TRANSPORT_CASES_H
+
+#include "harness.h"
+
+#include "seed_types.h"
+#include <cdt_sobj.h>
+#include <ucp/api/ucp.h>
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+
+#define TAG 42
+
+/* cases_objects.c: custom types, predefined and derived types, wildcard tags, the
+ * serialized-object adapter, many regions, a > 4 GiB object */
+side_fn custom_client, custom_server, derived_client, derived_server, wildcard_client,
+    wildcard_server, sobj_client, sobj_server, many_regions_client, many_regions_server, big_client,
+    big_server;
+
+/* cases_async.c: non-blocking requests, cancel, threads, sleeping on the worker's fd */
+side_fn nonblocking_client, nonblocking_server, cancel_client, cancel_server, threads_client,
+    threads_server, wakeup_client, wakeup_server;
+
+/* cases_failures.c: a peer or a receiver that exits, a refused connection, closes and sends
+ * that cannot complete, malformed frames */
+side_fn peer_exit_client, peer_exit_server, receiver_exit_client, receiver_exit_server,
+    close_stuck_client, close_stuck_server, send_timeout_client, malformed_client, malformed_server;
+int connect_refused_case(void);
+
+/* cases_pack.c: custom pack callbacks in a send: one that fails, and none inside UCX's
+ * shared-memory FIFO window */
+side_fn pack_fails_client, pack_fails_server, fifo_window_client, fifo_window_server;
+
+/* cases_endpoints.c: the transports and protocol an endpoint chose, the address bootstrap,
+ * a send right after accept, per-send parameters, a connect that does not wait */
+extern int expect_shared_memory; /* set by test_transport.c for the transports* cases */
+side_fn transports_client, transports_server, accept_send_client, accept_send_server,
+    send_params_client, send_params_server, connect_nowait_client, connect_nowait_server;
+int address_case(void);
+
+#endif

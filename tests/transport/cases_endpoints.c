@@ -1,0 +1,300 @@
+/*
+ * cases_endpoints.c - endpoints: the transports and protocol each side chose, the address
+ * bootstrap, a send right after accept, per-send parameters, and a connect that does not
+ * wait.
+ */
+#include "cases.h"
+
+/* ---------------------------------------------------------------- transports in use ------ */
+
+/* "transports_default" (shared memory left to the default, off) and "transports_tcp"
+ * (UCX_TLS=tcp, and shared memory asked for: a transport UCX_TLS leaves out is not used) must
+ * see tcp only. "transports_copy" (CDT_UCX_SHARED_MEMORY=copy): two local processes must talk
+ * through shared segments with peer-failure detection on, never cross-memory attach.
+ * "transports" (CDT_UCX_SHARED_MEMORY=full): segments, and cross-memory attach for
+ * rendezvous. */
+int expect_shared_memory;
+
+static void check_transports(peer *p, const char *who)
+{
+    char t[256];
+    CHECK_RC(cdt_ucx_ep_transports(p->ep, t, sizeof(t)));
+    fprintf(stderr, "%s: transports in use: %s\n", who, t);
+    if (expect_shared_memory == 2) { /* segments only: rendezvous over tcp, never cma */
+        CHECK(strstr(t, "am=sysv/memory") != NULL || strstr(t, "am=posix/memory") != NULL);
+        CHECK(strstr(t, "cma") == NULL);
+    } else if (expect_shared_memory) {
+        CHECK(strstr(t, "am=sysv/memory") != NULL || strstr(t, "am=posix/memory") != NULL);
+        CHECK(strstr(t, "rma=cma/memory") != NULL);
+        CHECK(strstr(t, "tcp/") == NULL);
+    } else {
+        CHECK(strstr(t, "am=tcp/") != NULL);
+        CHECK(strstr(t, "memory") == NULL);
+    }
+    /* the protocol follows the transport: one message per object over shared memory */
+    cdt_ucx_protocol proto;
+    CHECK_RC(cdt_ucx_ep_protocol(p->ep, &proto));
+    fprintf(stderr, "%s: protocol %s\n", who,
+            proto == CDT_UCX_PROTOCOL_SINGLE ? "single" : "split");
+    CHECK(proto == (expect_shared_memory ? CDT_UCX_PROTOCOL_SINGLE : CDT_UCX_PROTOCOL_SPLIT));
+    CHECK(cdt_ucx_ep_protocol(NULL, &proto) == CDT_ERR_INVALID_ARG);
+    CHECK(cdt_ucx_ep_protocol(p->ep, NULL) == CDT_ERR_INVALID_ARG);
+    char tiny[8];
+    CHECK(cdt_ucx_ep_transports(p->ep, tiny, sizeof(tiny)) == CDT_ERR_TRUNCATED);
+    CHECK(strlen(tiny) == sizeof(tiny) - 1);
+    CHECK(cdt_ucx_ep_transports(p->ep, t, 0) == CDT_ERR_INVALID_ARG);
+    CHECK(cdt_ucx_ep_transports(NULL, t, sizeof(t)) == CDT_ERR_INVALID_ARG);
+}
+
+void transports_client(peer *p)
+{
+    double_vec v;
+    CHECK_RC(double_vec_init(&v, 4, 512 * 1024, 1)); /* rendezvous-sized regions */
+    CHECK_RC(cdt_ucx_send(p->ep, &v, 1, double_vec_type(), TAG, T_TIMEOUT_MS));
+    int32_t ack;
+    CHECK_RC(cdt_ucx_recv(p->w, &ack, 1, CDT_INT32, TAG, CDT_UCX_TAG_MASK_FULL, NULL, NULL,
+                          T_TIMEOUT_MS));
+    check_transports(p, "sender");
+    CHECK_RC(cdt_ucx_send(p->ep, &ack, 1, CDT_INT32, TAG, T_TIMEOUT_MS)); /* done: both checked */
+    double_vec_clear(&v);
+}
+
+void transports_server(peer *p)
+{
+    double_vec v = {0};
+    CHECK_RC(cdt_ucx_recv(p->w, &v, 1, double_vec_type(), TAG, CDT_UCX_TAG_MASK_FULL, NULL, NULL,
+                          T_TIMEOUT_MS));
+    double_vec want;
+    CHECK_RC(double_vec_init(&want, 4, 512 * 1024, 1));
+    CHECK(double_vec_equal(&v, &want));
+    double_vec_clear(&want);
+    double_vec_clear(&v);
+    int32_t ack = 1;
+    CHECK_RC(cdt_ucx_send(p->ep, &ack, 1, CDT_INT32, TAG, T_TIMEOUT_MS));
+    check_transports(p, "receiver");
+    CHECK_RC(cdt_ucx_recv(p->w, &ack, 1, CDT_INT32, TAG, CDT_UCX_TAG_MASK_FULL, NULL, NULL,
+                          T_TIMEOUT_MS));
+    /* an unknown shared-memory mode is refused */
+    cdt_ucx_context_params cp = {.field_mask = CDT_UCX_CONTEXT_PARAM_SHARED_MEMORY,
+                                 .shared_memory = (cdt_ucx_shared_memory)7};
+    cdt_ucx_context c = NULL;
+    CHECK(cdt_ucx_context_create(&cp, &c) == CDT_ERR_INVALID_ARG && c == NULL);
+    /* so is a misspelt CDT_UCX_SHARED_MEMORY */
+    setenv("CDT_UCX_SHARED_MEMORY", "fulll", 1);
+    CHECK(cdt_ucx_context_create(NULL, &c) == CDT_ERR_INVALID_ARG && c == NULL);
+    /* an unknown protocol, and a misspelt CDT_UCX_PROTOCOL */
+    cdt_ucx_worker_params wp = {.field_mask = CDT_UCX_WORKER_PARAM_PROTOCOL,
+                                .protocol = (cdt_ucx_protocol)9};
+    cdt_ucx_worker w = NULL;
+    CHECK(cdt_ucx_worker_create(p->ctx, &wp, &w) == CDT_ERR_INVALID_ARG && w == NULL);
+    setenv("CDT_UCX_PROTOCOL", "singel", 1);
+    CHECK(cdt_ucx_worker_create(p->ctx, NULL, &w) == CDT_ERR_INVALID_ARG && w == NULL);
+    /* the parameter wins over the environment */
+    wp.protocol = CDT_UCX_PROTOCOL_SPLIT;
+    CHECK_RC(cdt_ucx_worker_create(p->ctx, &wp, &w));
+    cdt_ucx_worker_destroy(w);
+    unsetenv("CDT_UCX_PROTOCOL");
+}
+
+/* ---------------------------------------------------------------- address bootstrap ------ */
+
+int address_case(void)
+{
+    /* two processes exchange worker addresses through pipes (as a file or MPI would) */
+    int up[2], down[2];
+    CHECK(pipe(up) == 0 && pipe(down) == 0);
+    pid_t pid = fork();
+    CHECK(pid >= 0);
+    peer p = {0};
+    int child = pid == 0;
+    if (child)
+        alarm(60);
+    peer_open(&p, NULL);
+    void *addr;
+    size_t len;
+    CHECK_RC(cdt_ucx_worker_address(p.w, &addr, &len));
+    int wfd = child ? up[1] : down[1], rfd = child ? down[0] : up[0];
+    CHECK(write(wfd, &len, sizeof(len)) == sizeof(len) && write(wfd, addr, len) == (ssize_t)len);
+    size_t plen;
+    CHECK(read(rfd, &plen, sizeof(plen)) == sizeof(plen) && plen < 65536);
+    unsigned char *paddr = malloc(plen);
+    size_t got = 0;
+    while (got < plen) {
+        ssize_t n = read(rfd, paddr + got, plen - got);
+        CHECK(n > 0);
+        got += (size_t)n;
+    }
+    cdt_ucx_worker_address_free(p.w, addr);
+    CHECK_RC(cdt_ucx_ep_create_from_address(p.w, paddr, plen, &p.ep));
+    free(paddr);
+    struct_vec *sv = calloc(3, sizeof(*sv)), *ref = calloc(3, sizeof(*ref));
+    CHECK(sv != NULL && ref != NULL);
+    /* each side sends one object to the other and receives one */
+    struct_vec_fill(sv, 3, child ? 1 : 2);
+    cdt_ucx_request s;
+    CHECK_RC(cdt_ucx_isend(p.ep, sv, 3, struct_vec_type(), TAG, &s));
+    struct_vec *in = calloc(3, sizeof(*in));
+    CHECK(in != NULL);
+    CHECK_RC(cdt_ucx_recv(p.w, in, 3, struct_vec_type(), TAG, CDT_UCX_TAG_MASK_FULL, NULL, NULL,
+                          T_TIMEOUT_MS));
+    struct_vec_fill(ref, 3, child ? 2 : 1);
+    CHECK(struct_vec_equal(in, ref, 3));
+    CHECK_RC(cdt_ucx_request_wait(s, T_TIMEOUT_MS));
+    cdt_ucx_request_free(s);
+    /* both sides are done before either closes */
+    char c = 'x';
+    CHECK(write(wfd, &c, 1) == 1 && read(rfd, &c, 1) == 1);
+    peer_close(&p);
+    free(sv);
+    free(ref);
+    free(in);
+    if (child)
+        _exit(0);
+    int status;
+    waitpid(pid, &status, 0);
+    return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : 1;
+}
+
+/* ---------------------------------------------------------------- endpoint options ------- */
+
+/* the accepting side sends a rendezvous-sized object as soon as cdt_ucx_listener_accept
+ * returns (a send posted while UCX was still wiring the endpoint up aborted UCX 1.13 over
+ * shared memory with cma, and never completed without cma: accept now waits for the wireup) */
+void accept_send_server(peer *p)
+{
+    double_vec v;
+    CHECK_RC(double_vec_init(&v, 4, 256 * 1024, 7));
+    CHECK_RC(cdt_ucx_send(p->ep, &v, 1, double_vec_type(), TAG, T_TIMEOUT_MS));
+    CHECK_RC(cdt_ucx_send(p->ep, v.data[0], 256 * 1024, CDT_INT32, TAG + 1, T_TIMEOUT_MS));
+    double_vec_clear(&v);
+}
+
+void accept_send_client(peer *p)
+{
+    double_vec v = {0}, want;
+    CHECK_RC(cdt_ucx_recv(p->w, &v, 1, double_vec_type(), TAG, CDT_UCX_TAG_MASK_FULL, NULL, NULL,
+                          T_TIMEOUT_MS));
+    CHECK_RC(double_vec_init(&want, 4, 256 * 1024, 7));
+    CHECK(double_vec_equal(&v, &want));
+    int32_t *flat = malloc(256 * 1024 * sizeof(int32_t));
+    CHECK(flat != NULL);
+    CHECK_RC(cdt_ucx_recv(p->w, flat, 256 * 1024, CDT_INT32, TAG + 1, CDT_UCX_TAG_MASK_FULL, NULL,
+                          NULL, T_TIMEOUT_MS));
+    CHECK(memcmp(flat, want.data[0], 256 * 1024 * sizeof(int32_t)) == 0);
+    free(flat);
+    double_vec_clear(&want);
+    double_vec_clear(&v);
+}
+
+/* cdt_ucx_isend_advanced: bad options are refused before anything is sent, and one object
+ * forced into each protocol (and a small per-send threshold) arrives whole */
+void send_params_client(peer *p)
+{
+    double_vec v;
+    CHECK_RC(double_vec_init(&v, 4, 64 * 1024, 5));
+    cdt_ucx_request r = NULL;
+    cdt_ucx_send_params bad = {.field_mask = 1u << 7};
+    CHECK(cdt_ucx_isend_advanced(p->ep, &v, 1, double_vec_type(), TAG, &bad, &r) ==
+          CDT_ERR_INVALID_ARG);
+    bad = (cdt_ucx_send_params){.field_mask = CDT_UCX_SEND_PARAM_PROTOCOL,
+                                .protocol = (cdt_ucx_protocol)9};
+    CHECK(cdt_ucx_isend_advanced(p->ep, &v, 1, double_vec_type(), TAG, &bad, &r) ==
+          CDT_ERR_INVALID_ARG);
+    bad = (cdt_ucx_send_params){.field_mask = CDT_UCX_SEND_PARAM_ZCOPY_THRESHOLD,
+                                .zcopy_threshold = 0};
+    CHECK(cdt_ucx_isend_advanced(p->ep, &v, 1, double_vec_type(), TAG, &bad, &r) ==
+          CDT_ERR_INVALID_ARG);
+    CHECK(r == NULL);
+    const cdt_ucx_protocol protos[] = {CDT_UCX_PROTOCOL_SPLIT, CDT_UCX_PROTOCOL_SINGLE,
+                                       CDT_UCX_PROTOCOL_AUTO, CDT_UCX_PROTOCOL_AUTO_SINGLE};
+    for (int i = 0; i < 4; i++) {
+        cdt_ucx_send_params sp = {.field_mask = CDT_UCX_SEND_PARAM_PROTOCOL |
+                                                CDT_UCX_SEND_PARAM_ZCOPY_THRESHOLD,
+                                  .protocol = protos[i],
+                                  .zcopy_threshold = 4096};
+        CHECK_RC(
+            cdt_ucx_isend_advanced(p->ep, &v, 1, double_vec_type(), TAG + (uint64_t)i, &sp, &r));
+        CHECK_RC(cdt_ucx_request_wait(r, T_TIMEOUT_MS));
+        CHECK_RC(cdt_ucx_request_free(r));
+    }
+    CHECK_RC(cdt_ucx_isend_advanced(p->ep, &v, 1, double_vec_type(), TAG + 4, NULL, &r));
+    CHECK_RC(cdt_ucx_request_wait(r, T_TIMEOUT_MS));
+    CHECK_RC(cdt_ucx_request_free(r));
+    double_vec_clear(&v);
+}
+
+void send_params_server(peer *p)
+{
+    double_vec want;
+    CHECK_RC(double_vec_init(&want, 4, 64 * 1024, 5));
+    for (int i = 0; i < 5; i++) {
+        double_vec v = {0};
+        CHECK_RC(cdt_ucx_recv(p->w, &v, 1, double_vec_type(), TAG + (uint64_t)i,
+                              CDT_UCX_TAG_MASK_FULL, NULL, NULL, T_TIMEOUT_MS));
+        CHECK(double_vec_equal(&v, &want));
+        double_vec_clear(&v);
+    }
+    double_vec_clear(&want);
+}
+
+/* cdt_ucx_ep_connect_advanced: bad options are refused; with CDT_UCX_CONNECT_NO_WAIT the call
+ * returns at once, the first send waits for the connection (a rendezvous-sized object,
+ * received whole), and a refused connection is reported by the first send */
+void connect_nowait_client(peer *p)
+{
+    cdt_ucx_ep ep = NULL;
+    cdt_ucx_connect_params cp = {.field_mask = 1u << 9};
+    CHECK(cdt_ucx_ep_connect_advanced(p->w, "127.0.0.1", p->port, &cp, &ep) == CDT_ERR_INVALID_ARG);
+    cp = (cdt_ucx_connect_params){.field_mask = CDT_UCX_CONNECT_PARAM_FLAGS, .flags = 1u << 5};
+    CHECK(cdt_ucx_ep_connect_advanced(p->w, "127.0.0.1", p->port, &cp, &ep) == CDT_ERR_INVALID_ARG);
+    CHECK(ep == NULL);
+    cp = (cdt_ucx_connect_params){.field_mask = CDT_UCX_CONNECT_PARAM_FLAGS,
+                                  .flags = CDT_UCX_CONNECT_NO_WAIT};
+    CHECK_RC(cdt_ucx_ep_connect_advanced(p->w, "127.0.0.1", p->port, &cp, &ep));
+    double_vec v;
+    CHECK_RC(double_vec_init(&v, 4, 256 * 1024, 11));
+    CHECK_RC(cdt_ucx_send(ep, &v, 1, double_vec_type(), TAG + 1, T_TIMEOUT_MS));
+    double_vec_clear(&v);
+    /* a completed send means the object may be reused, not that it was received: closing the
+     * endpoint before the receiver has it would fail its receive (CDT_ERR_PEER) */
+    int32_t ack = 0;
+    CHECK_RC(cdt_ucx_recv(p->w, &ack, 1, CDT_INT32, TAG + 2, CDT_UCX_TAG_MASK_FULL, NULL, NULL,
+                          T_TIMEOUT_MS));
+    /* the server closes its side once it sent the acknowledgement: when that close arrives
+     * first, this endpoint has failed (a peer that closes looks like one that died) */
+    int closed_rc = cdt_ucx_ep_close(ep, 2000);
+    CHECK(closed_rc == CDT_SUCCESS || closed_rc == CDT_ERR_PEER);
+    /* a port nobody listens on: the connect returns, the first send says so */
+    cdt_ucx_listener l = NULL;
+    cdt_ucx_listener_params lp = {.field_mask = CDT_UCX_LISTENER_PARAM_HOST, .host = "127.0.0.1"};
+    CHECK_RC(cdt_ucx_listener_create(p->w, &lp, &l));
+    uint16_t closed = 0;
+    CHECK_RC(cdt_ucx_listener_port(l, &closed));
+    cdt_ucx_listener_destroy(l);
+    ep = NULL;
+    CHECK_RC(cdt_ucx_ep_connect_advanced(p->w, "127.0.0.1", closed, &cp, &ep));
+    time_t t0 = time(NULL);
+    int32_t x = 1;
+    int rc = cdt_ucx_send(ep, &x, 1, CDT_INT32, TAG, T_TIMEOUT_MS);
+    fprintf(stderr, "first send on a refused connection: %s after %lld s\n", cdt_err_name(rc),
+            (long long)(time(NULL) - t0));
+    CHECK(rc == CDT_ERR_PEER || rc == CDT_ERR_TIMEOUT);
+    CHECK(time(NULL) - t0 <= 15);
+    cdt_ucx_ep_close(ep, 0);
+}
+
+void connect_nowait_server(peer *p)
+{
+    cdt_ucx_ep second = NULL;
+    CHECK_RC(cdt_ucx_listener_accept(p->l, T_TIMEOUT_MS, &second));
+    double_vec v = {0}, want;
+    CHECK_RC(cdt_ucx_recv(p->w, &v, 1, double_vec_type(), TAG + 1, CDT_UCX_TAG_MASK_FULL, NULL,
+                          NULL, T_TIMEOUT_MS));
+    CHECK_RC(double_vec_init(&want, 4, 256 * 1024, 11));
+    CHECK(double_vec_equal(&v, &want));
+    double_vec_clear(&want);
+    double_vec_clear(&v);
+    int32_t ack = 1;
+    CHECK_RC(cdt_ucx_send(p->ep, &ack, 1, CDT_INT32, TAG + 2, T_TIMEOUT_MS));
+    cdt_ucx_ep_close(second, 1000);
+}
