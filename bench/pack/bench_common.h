@@ -38,13 +38,14 @@ static int bench_cmp_double(const void *a, const void *b)
  * that a round of one method lasts bench_min_time / bench_rounds.
  *
  * The first call after another method pays for that method's traces in the caches and the
- * TLB: rand_hindexed_block's first pack after the memcpy reference took 2.7 to 3.7 times as
- * long as its eighth (475-630 against 168-177 us, the fastest of 150 tries, bench_pack_cdt
- * --first-call), the second call 1.4 times, the third within 3%; a round is only a few calls
- * of a large layout. In a fixed order (libcdt, libcdt_op, manual, memcpy) that cost always fell
- * on the first method, libcdt, and showed cdt_pack slower than the operation API that runs the
- * same kernel. So every sample starts with BENCH_UNTIMED calls of its own method, and round r
- * starts at method r mod n: no method owns a place in the order. */
+ * TLB: rand_hindexed_block's first pack or unpack after the memcpy reference took 1.5 to 3.7
+ * times as long as its eighth (250-630 against 164-177 us, the fastest of 150 tries in each of
+ * several runs of bench_pack_cdt --first-call, bench/results/pack_perf.md), the second call up
+ * to 1.4 times, the third within 3%; a round is only a few calls of a large layout. In a fixed
+ * order (libcdt, libcdt_op, manual, memcpy) that cost always fell on the first method, libcdt, and
+ * showed cdt_pack slower than the operation API that runs the same kernel. So every sample starts
+ * with BENCH_UNTIMED calls of its own method, and round r starts at method r mod n: no method owns
+ * a place in the order. */
 #define BENCH_UNTIMED 2
 static void bench_interleaved(const void *layout, char *data, long long bytes,
                               const bench_method *m, int n, double *gbs)

@@ -196,8 +196,8 @@ static void first_calls(const layout *l, char *data, const char *direction, cons
         }
         printf("%-22s %-7s %-10s", l->name, direction, m[k].name);
         for (int c = 0; c < FIRST_CALLS; c++)
-            printf(" %8.1f", best[c] * 1e6);
-        printf("  us\n");
+            printf(" %9.0f", best[c] * 1e9);
+        printf("  ns\n");
         fflush(stdout);
     }
 }
