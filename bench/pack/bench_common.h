@@ -35,7 +35,18 @@ static int bench_cmp_double(const void *a, const void *b)
  * result is the median of its rounds. A method measured alone in its own process, or in a block
  * after the others, meets other page placements, cache states and load periods; interleaving
  * spreads those over every method alike. Iteration counts are calibrated once per method so
- * that a round of one method lasts bench_min_time / bench_rounds. */
+ * that a round of one method lasts bench_min_time / bench_rounds.
+ *
+ * The first call after another method pays for that method's traces in the caches and the
+ * TLB: rand_hindexed_block's first pack or unpack after the memcpy reference took 1.5 to 3.7
+ * times as long as its eighth (250-630 against 164-177 us, the fastest of 150 tries in each of
+ * several runs of bench_pack_cdt --first-call, bench/results/pack_perf.md), the second call up
+ * to 1.4 times, the third within 3%; a round is only a few calls of a large layout. In a fixed
+ * order (libcdt, libcdt_op, manual, memcpy) that cost always fell on the first method, libcdt, and
+ * showed cdt_pack slower than the operation API that runs the same kernel. So every sample starts
+ * with BENCH_UNTIMED calls of its own method, and round r starts at method r mod n: no method owns
+ * a place in the order. */
+#define BENCH_UNTIMED 2
 static void bench_interleaved(const void *layout, char *data, long long bytes,
                               const bench_method *m, int n, double *gbs)
 {
@@ -55,8 +66,12 @@ static void bench_interleaved(const void *layout, char *data, long long bytes,
             iters[k] = dt <= 0 ? iters[k] * 10 : (long)((double)iters[k] * per_round / dt) + 1;
         }
     }
+    int nm = n < 16 ? n : 16;
     for (int r = 0; r < rounds; r++) {
-        for (int k = 0; k < n && k < 16; k++) {
+        for (int j = 0; j < nm; j++) {
+            int k = (r + j) % nm;
+            for (int w = 0; w < BENCH_UNTIMED; w++) /* what the previous method left */
+                m[k].run(layout, data);
             double t0 = now_s();
             for (long it = 0; it < iters[k]; it++)
                 m[k].run(layout, data);
