@@ -6,8 +6,17 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+/* One pair of counters per program. A program of one file keeps them static. A program of
+ * several files defines CHECK_SHARED_COUNTERS before including this header in each file, and
+ * the file with main defines them (`int check_failures, check_count;`): each file's own static
+ * pair would hide its failures from check_report. */
+#ifdef CHECK_SHARED_COUNTERS
+extern int check_failures;
+extern int check_count;
+#else
 static int check_failures;
 static int check_count;
+#endif
 
 #define CHECK(cond)                                                                                \
     do {                                                                                           \

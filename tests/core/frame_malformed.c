@@ -1,0 +1,140 @@
+/*
+ * frame_malformed.c - malformed frames: a table of mutated headers, truncation at
+ * every byte, trailing bytes, streaming misuse, a hostile packed stream, argument errors;
+ * each must give its error without crashing or reading past the input.
+ */
+#include "test_frame.h"
+
+/* ---- malformed frames ---- */
+
+static void put64(unsigned char *p, uint64_t v)
+{
+    for (int i = 0; i < 8; i++)
+        p[i] = (unsigned char)(v >> (8 * i));
+}
+
+/* decode into a struct_vec x2 receiver; must fail with `want` and leave no trace */
+static void expect_bad(const unsigned char *wire, cdt_count size, int want, const char *what)
+{
+    struct_vec *dst = calloc(2, sizeof(*dst));
+    int rc = cdt_frame_decode(wire, size, dst, 2, struct_vec_type());
+    if (rc != want)
+        fprintf(stderr, "malformed case '%s': got %s, want %s\n", what, cdt_err_name(rc),
+                cdt_err_name(want));
+    CHECK(rc == want);
+    free(dst);
+}
+
+void test_malformed(void)
+{
+    struct_vec *sv = calloc(2, sizeof(*sv));
+    struct_vec_fill(sv, 2, 1);
+    cdt_count size;
+    unsigned char *good = encode(sv, 2, struct_vec_type(), &size);
+    unsigned char *w = malloc((size_t)size + 64);
+    /* frame: 48 fixed + 2 x 16 table = 80, packed 40 -> 120, regions at 120 and 120 + 8192 */
+    CHECK(size == 80 + 40 + 2 * 8192);
+
+#define MUTATE(stmt, want, what)                                                                   \
+    do {                                                                                           \
+        memcpy(w, good, (size_t)size);                                                             \
+        stmt;                                                                                      \
+        expect_bad(w, size, want, what);                                                           \
+    } while (0)
+
+    MUTATE(w[0] = 'X', CDT_ERR_FRAME_MAGIC, "bad magic");
+    MUTATE(w[4] = 2, CDT_ERR_FRAME_VERSION, "unknown version");
+    MUTATE(w[6] = 0x4, CDT_ERR_FRAME_VERSION, "unknown flag");
+    MUTATE(w[6] = 0x1, CDT_ERR_BYTE_ORDER, "other byte order");
+    MUTATE(put64(w + 8, 96), CDT_ERR_FRAME_MALFORMED, "header size disagrees with region count");
+    MUTATE(put64(w + 24, UINT64_MAX / 8), CDT_ERR_FRAME_MALFORMED, "region count overflows");
+    MUTATE((put64(w + 24, (uint64_t)1 << 59), put64(w + 8, 48 + ((uint64_t)1 << 63))),
+           CDT_ERR_FRAME_MALFORMED, "huge region table");
+    MUTATE(put64(w + 24, 1000), CDT_ERR_FRAME_MALFORMED, "region count beyond message");
+    MUTATE(put64(w + 16, UINT64_MAX), CDT_ERR_FRAME_MALFORMED, "packed size overflows");
+    MUTATE(put64(w + 16, 41), CDT_ERR_FRAME_MALFORMED, "packed size does not add up");
+    MUTATE(put64(w + 32, (uint64_t)size + 8), CDT_ERR_FRAME_MALFORMED, "frame size beyond regions");
+    MUTATE(put64(w + 32, (uint64_t)size - 8), CDT_ERR_FRAME_MALFORMED, "frame size too small");
+    MUTATE(w[40] = 1, CDT_ERR_FRAME_MALFORMED, "reserved field set");
+    MUTATE(put64(w + 48, UINT64_MAX), CDT_ERR_FRAME_MALFORMED, "region length overflows");
+    MUTATE(put64(w + 48, (uint64_t)INT64_MAX - 4), CDT_ERR_FRAME_MALFORMED,
+           "region length past end");
+    MUTATE(put64(w + 48, 8196), CDT_ERR_FRAME_MALFORMED, "region lengths do not add up");
+    MUTATE(put64(w + 48, 8190), CDT_ERR_FRAME_MALFORMED, "length not a multiple of the kind");
+    MUTATE(w[56] = 99, CDT_ERR_FRAME_MALFORMED, "unknown element kind");
+    MUTATE(w[56] = 0, CDT_ERR_FRAME_MALFORMED, "element kind zero");
+    MUTATE(w[60] = 1, CDT_ERR_FRAME_MALFORMED, "region reserved field set");
+    /* consistent header, but lengths the receiving type disagrees with */
+    MUTATE((put64(w + 48, 8184), put64(w + 64, 8200)), CDT_ERR_FRAME_MISMATCH,
+           "region length differs from receiver's");
+
+    /* truncated at every byte */
+    int all = 1;
+    for (cdt_count len = 0; len < size; len++) {
+        unsigned char *t = malloc(len ? (size_t)len : 1); /* exact size: ASan sees over-reads */
+        memcpy(t, good, (size_t)len);
+        struct_vec *dst = calloc(2, sizeof(*dst));
+        int rc = cdt_frame_decode(t, len, dst, 2, struct_vec_type());
+        all &= rc == CDT_ERR_FRAME_TRUNCATED;
+        free(dst);
+        free(t);
+    }
+    CHECK(all);
+    /* trailing bytes are not silently ignored */
+    memcpy(w, good, (size_t)size);
+    expect_bad(w, size + 8, CDT_ERR_FRAME_MALFORMED, "trailing bytes");
+
+    /* streaming: nonzero padding, header bytes changed after create, overlap, out of range */
+    double_vec dv, dv2 = {0};
+    CHECK_OK(double_vec_init(&dv, 3, 1, 0)); /* 4-byte arrays: padding after each */
+    cdt_count dsize;
+    unsigned char *dw = encode(&dv, 1, double_vec_type(), &dsize);
+    cdt_decoder d;
+    CHECK_OK(cdt_decoder_create(dw, dsize, &d));
+    CHECK_RC(cdt_decoder_write(d, 0, dw, 8), CDT_ERR_ORDER); /* before bind */
+    CHECK_OK(cdt_decoder_bind(d, &dv2, 1, double_vec_type()));
+    CHECK_RC(cdt_decoder_bind(d, &dv2, 1, double_vec_type()), CDT_ERR_ORDER);
+    unsigned char other = dw[10] ^ 1;
+    CHECK_RC(cdt_decoder_write(d, 10, &other, 1), CDT_ERR_FRAME_MALFORMED);
+    CHECK_OK(cdt_decoder_write(d, 10, dw + 10, 1)); /* the refused byte was not recorded */
+    CHECK_RC(cdt_decoder_write(d, 10, dw + 10, 1), CDT_ERR_FRAME_MALFORMED); /* overlap */
+    CHECK_RC(cdt_decoder_write(d, dsize - 2, dw, 4), CDT_ERR_FRAME_MALFORMED);
+    CHECK_OK(cdt_decoder_free(d));
+    double_vec_clear(&dv2);
+    cdt_frame_info info = {.field_mask = CDT_FRAME_INFO_ALL};
+    CHECK_OK(cdt_decoder_create(dw, dsize, &d));
+    CHECK_OK(cdt_decoder_info(d, &info));
+    CHECK_OK(cdt_decoder_bind(d, &dv2, 1, double_vec_type()));
+    CHECK_OK(cdt_decoder_write(d, 0, dw, info.header_size + info.packed_size));
+    cdt_count r0, r0off;
+    CHECK_OK(cdt_decoder_region_info(d, 0, &r0, NULL, &r0off));
+    unsigned char pad[4] = {0, 0, 1, 0};
+    CHECK_RC(cdt_decoder_write(d, r0off + r0, pad, 4), CDT_ERR_FRAME_MALFORMED);
+    CHECK_RC(cdt_decoder_finish(d), CDT_ERR_INCOMPLETE);
+    CHECK_OK(cdt_decoder_free(d));
+    double_vec_clear(&dv2);
+    /* a hostile packed stream: the object's own unpack refuses an absurd array count */
+    unsigned char *hw = malloc((size_t)dsize);
+    memcpy(hw, dw, (size_t)dsize);
+    CHECK_OK(cdt_frame_header_size(hw, dsize, &info.header_size));
+    put64(hw + info.header_size, (uint64_t)1 << 40);
+    CHECK_RC(cdt_frame_decode(hw, dsize, &dv2, 1, double_vec_type()), CDT_ERR_TRUNCATED);
+    double_vec_clear(&dv2);
+    free(hw);
+    free(dw);
+    double_vec_clear(&dv);
+
+    /* argument errors */
+    cdt_count hs;
+    CHECK_RC(cdt_frame_header_size(good, 47, &hs), CDT_ERR_FRAME_TRUNCATED);
+    CHECK_OK(cdt_frame_header_size(good, 48, &hs));
+    CHECK(hs == 80);
+    CHECK_RC(cdt_decoder_create(good, 79, &d), CDT_ERR_FRAME_TRUNCATED);
+    CHECK_RC(cdt_frame_decode(NULL, 10, sv, 2, struct_vec_type()), CDT_ERR_INVALID_ARG);
+    CHECK_RC(cdt_frame_encode(sv, 2, struct_vec_type(), NULL, NULL), CDT_ERR_INVALID_ARG);
+    CHECK_OK(cdt_frame_free(NULL));
+    CHECK_OK(cdt_decoder_free(NULL));
+    free(w);
+    free(good);
+    free(sv);
+}

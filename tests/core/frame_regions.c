@@ -1,0 +1,202 @@
+/*
+ * frame_regions.c - custom types' regions in frames: a strided region, a region whose runs
+ * touch across elements (its iov in windows), empty regions and odd lengths.
+ */
+#include "test_frame.h"
+
+/* A custom type whose region is strided: every third int32 of `data` (a vector type), sent and
+ * received through the kernels at any offset of the region, in random pieces, in one call,
+ * and by the decoder's iov pieces. */
+enum { STRIDED_K = 50 };
+typedef struct strided_obj {
+    int64_t k;
+    int32_t data[3 * STRIDED_K];
+} strided_obj;
+static cdt_type strided_region_type;
+
+static int strided_query(void *state, const void *buf, cdt_count count, cdt_count *size)
+{
+    (void)state;
+    (void)buf;
+    *size = 8 * count;
+    return CDT_SUCCESS;
+}
+static int strided_pack(void *state, const void *buf, cdt_count count, cdt_count offset, void *dst,
+                        cdt_count dst_size, cdt_count *used)
+{
+    (void)state;
+    const strided_obj *o = buf;
+    cdt_count n = 8 * count - offset < dst_size ? 8 * count - offset : dst_size;
+    for (cdt_count i = 0; i < n; i++)
+        ((unsigned char *)dst)[i] =
+            ((const unsigned char *)&o[(offset + i) / 8].k)[(offset + i) % 8];
+    *used = n;
+    return CDT_SUCCESS;
+}
+static int strided_unpack(void *state, void *buf, cdt_count count, cdt_count offset,
+                          const void *src, cdt_count src_size)
+{
+    (void)state;
+    (void)count;
+    strided_obj *o = buf;
+    for (cdt_count i = 0; i < src_size; i++)
+        ((unsigned char *)&o[(offset + i) / 8].k)[(offset + i) % 8] =
+            ((const unsigned char *)src)[i];
+    return CDT_SUCCESS;
+}
+static int strided_region_count(void *state, void *buf, cdt_count count, cdt_count *n)
+{
+    (void)state;
+    (void)buf;
+    *n = count;
+    return CDT_SUCCESS;
+}
+static int strided_regions(void *state, void *buf, cdt_count count, cdt_count n, void *bases[],
+                           cdt_count lens[], cdt_type types[])
+{
+    (void)state;
+    (void)count;
+    strided_obj *o = buf;
+    for (cdt_count i = 0; i < n; i++) {
+        if (o[i].k != STRIDED_K)
+            return CDT_ERR_USER_BASE - 5; /* the receiver's stream said another length */
+        bases[i] = o[i].data;
+        lens[i] = 1;
+        types[i] = strided_region_type;
+    }
+    return CDT_SUCCESS;
+}
+
+void test_strided_regions(void)
+{
+    CHECK_OK(cdt_type_vector(STRIDED_K, 1, 3, CDT_INT32, &strided_region_type));
+    CHECK_OK(cdt_type_commit(&strided_region_type));
+    cdt_type t;
+    CHECK_OK(cdt_type_create_custom(NULL, NULL, strided_query, strided_pack, strided_unpack,
+                                    strided_region_count, strided_regions, NULL, 0, &t));
+    strided_obj in[2];
+    for (int j = 0; j < 2; j++) {
+        in[j].k = STRIDED_K;
+        for (int i = 0; i < 3 * STRIDED_K; i++)
+            in[j].data[i] = j * 1000 + i;
+    }
+    cdt_count size;
+    unsigned char *wire = encode(in, 2, t, &size);
+    uint64_t seed = 5;
+    for (int mode = 0; mode < 3; mode++) {
+        strided_obj out[2];
+        memset(out, 0, sizeof(out));
+        int rc = mode == 0   ? cdt_frame_decode(wire, size, out, 2, t)
+                 : mode == 1 ? decode_shuffled(wire, size, out, 2, t, &seed)
+                             : decode_in_place(wire, size, out, 2, t);
+        CHECK_OK(rc);
+        for (int j = 0; j < 2; j++)
+            for (int i = 0; i < 3 * STRIDED_K; i++)
+                CHECK(out[j].data[i] == (i % 3 == 0 ? in[j].data[i] : 0));
+    }
+    free(wire);
+    CHECK_OK(cdt_type_free(&t));
+    CHECK_OK(cdt_type_free(&strided_region_type));
+}
+
+/* A region whose layout's runs touch across elements (a resized vector: element j's second
+ * block ends where element j + 1 begins), so its pieces merge runs: the frame's region iov,
+ * asked for in windows of every start and size, is the layout's own iov (cdt_iov_get). */
+static cdt_type touching_type;
+static int touching_query(void *state, const void *buf, cdt_count count, cdt_count *size)
+{
+    (void)state;
+    (void)buf;
+    (void)count;
+    *size = 0;
+    return CDT_SUCCESS;
+}
+static int touching_pack(void *state, const void *buf, cdt_count count, cdt_count offset, void *dst,
+                         cdt_count dst_size, cdt_count *used)
+{
+    (void)state, (void)buf, (void)count, (void)offset, (void)dst, (void)dst_size;
+    *used = 0;
+    return CDT_SUCCESS;
+}
+static int touching_region_count(void *state, void *buf, cdt_count count, cdt_count *n)
+{
+    (void)state, (void)buf, (void)count;
+    *n = 1;
+    return CDT_SUCCESS;
+}
+static int touching_regions(void *state, void *buf, cdt_count count, cdt_count n, void *bases[],
+                            cdt_count lens[], cdt_type types[])
+{
+    (void)state, (void)count, (void)n;
+    bases[0] = buf;
+    lens[0] = 6;
+    types[0] = touching_type;
+    return CDT_SUCCESS;
+}
+
+void test_region_iov_windows(void)
+{
+    cdt_type vec;
+    CHECK_OK(cdt_type_vector(2, 1, 2, CDT_INT32, &vec));
+    CHECK_OK(cdt_type_resized(vec, 0, 12, &touching_type));
+    CHECK_OK(cdt_type_free(&vec));
+    CHECK_OK(cdt_type_commit(&touching_type));
+    cdt_type t;
+    CHECK_OK(cdt_type_create_custom(NULL, NULL, touching_query, touching_pack, NULL,
+                                    touching_region_count, touching_regions, NULL, 0, &t));
+    int32_t data[60];
+    for (int i = 0; i < 60; i++)
+        data[i] = i;
+    cdt_frame_params p = {.field_mask = CDT_FRAME_PARAM_REGION_THRESHOLD, .region_threshold = 0};
+    cdt_frame f;
+    CHECK_OK(cdt_frame_encode(data, 1, t, &p, &f));
+    cdt_count n = 0, want_n = 0;
+    CHECK_OK(cdt_frame_region_iov_count(f, 0, &n));
+    CHECK_OK(cdt_iov_count(data, 6, touching_type, &want_n));
+    CHECK(n == want_n && n == 7); /* [0,4) then six merged [8,16)-like pieces */
+    for (cdt_count first = 0; first <= n; first++)
+        for (cdt_count max = 1; max <= n + 1; max++) {
+            cdt_iov got[16], want[16];
+            cdt_count ng = -1, nw = -2;
+            CHECK_OK(cdt_frame_region_iov(f, 0, first, max, got, &ng));
+            CHECK_OK(cdt_iov_get(data, 6, touching_type, first, max, want, &nw));
+            CHECK(ng == nw);
+            for (cdt_count i = 0; i < ng && i < nw; i++)
+                CHECK(got[i].base == want[i].base && got[i].len == want[i].len);
+        }
+    CHECK_OK(cdt_frame_free(f));
+    CHECK_OK(cdt_type_free(&t));
+    CHECK_OK(cdt_type_free(&touching_type));
+}
+
+/* empty regions and odd lengths: padding rules of FORMAT.md section 1 */
+void test_empty_regions(void)
+{
+    char inband[5] = "abcde";
+    int16_t small[3] = {1, 2, 3};
+    cdt_sobj_buffer bufs[4] = {{small, 0, CDT_KIND_INT16},
+                               {small, sizeof(small), CDT_KIND_INT16},
+                               {NULL, 0, CDT_KIND_BYTE},
+                               {NULL, 0, CDT_KIND_DOUBLE}};
+    cdt_sobj out = {.inband = inband, .inband_len = 5, .buffers = bufs, .nbuffers = 4};
+    cdt_count size;
+    unsigned char *wire = encode(&out, 1, cdt_sobj_type(), &size);
+    /* 48 + 4 x 16 = 112, packed 5 -> 117, r0 at 120 (empty), r1 at 120 (6 bytes) -> 126,
+     * r2 at 128 (empty), r3 at 128 (empty): the frame ends at 128 */
+    CHECK(size == 128);
+    uint64_t seed = 5;
+    for (int mode = 0; mode < 3; mode++) {
+        cdt_sobj in = {0};
+        cdt_decoder d;
+        CHECK_OK(cdt_decoder_create(wire, size, &d));
+        CHECK_OK(cdt_sobj_recv_prepare(&in, d));
+        CHECK_OK(cdt_decoder_free(d));
+        int rc = mode == 0   ? cdt_frame_decode(wire, size, &in, 1, cdt_sobj_type())
+                 : mode == 1 ? decode_shuffled(wire, size, &in, 1, cdt_sobj_type(), &seed)
+                             : decode_in_place(wire, size, &in, 1, cdt_sobj_type());
+        CHECK_OK(rc);
+        CHECK(memcmp(in.inband, inband, 5) == 0 && memcmp(in.buffers[1].base, small, 6) == 0);
+        cdt_sobj_release(&in);
+    }
+    free(wire);
+}
