@@ -71,38 +71,40 @@ fn send<T: Pack>(value: &T) -> Vec<u8> {
         .expect("encode")
 }
 
+/// `path` run `ITERATIONS` times (the sum of its results keeps the work from being optimized
+/// away).
+fn repeat(mut path: impl FnMut() -> usize) -> usize {
+    (0..ITERATIONS).map(|_| path()).sum()
+}
+
 #[inline(never)]
 fn measure_send_small(value: &Small) -> usize {
-    (0..ITERATIONS).map(|_| send(value).len()).sum()
+    repeat(|| send(value).len())
 }
 
 #[inline(never)]
 fn measure_recv_small(frame: &[u8]) -> usize {
-    (0..ITERATIONS)
-        .map(|_| {
-            cdtypes::from_bytes::<Small>(frame)
-                .expect("decode")
-                .tags
-                .len()
-        })
-        .sum()
+    repeat(|| {
+        cdtypes::from_bytes::<Small>(frame)
+            .expect("decode")
+            .tags
+            .len()
+    })
 }
 
 #[inline(never)]
 fn measure_send_big(value: &Big) -> usize {
-    (0..ITERATIONS).map(|_| send(value).len()).sum()
+    repeat(|| send(value).len())
 }
 
 #[inline(never)]
 fn measure_recv_big(frame: &[u8]) -> usize {
-    (0..ITERATIONS)
-        .map(|_| {
-            cdtypes::from_bytes::<Big>(frame)
-                .expect("decode")
-                .field
-                .len()
-        })
-        .sum()
+    repeat(|| {
+        cdtypes::from_bytes::<Big>(frame)
+            .expect("decode")
+            .field
+            .len()
+    })
 }
 
 fn main() {
