@@ -46,6 +46,10 @@ unsafe impl Send for SendObj<'_> {}
 
 impl<'a> SendObj<'a> {
     /// Pack `value`; the error a [`Pack`] impl recorded with [`Packer::fail`], if any.
+    // inline: a codegen unit holds one module's items, so without the hint a caller in another
+    // module (Frame::encode, the transport's sends) may not inline this one; inlined, a small
+    // value's send takes the instructions it took when this code and its callers' were one file
+    #[inline]
     pub(crate) fn new<T: Pack + ?Sized>(value: &'a T) -> Result<Self> {
         let mut p = Packer::new(Schema::of_pack::<T>());
         value.pack(&mut p);
