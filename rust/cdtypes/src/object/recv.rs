@@ -1,377 +1,18 @@
-//! A Rust value as one of libcdt's custom types (`cdt_type_create_custom_advanced`): the
-//! library pulls the packed stream out of the value fragment by fragment, at any offset,
-//! straight into the frame head or the transport's copy, and pushes received fragments into
-//! the receiving value as they arrive.
-//!
-//! Sending: [`SendObj`] holds what [`Pack`] wrote: the in-line bytes of the stream and the
-//! deferred blocks (a `Vec` of fixed-size elements, packed only when the library asks for
-//! those bytes: element `i` is at `i * FIXED_SIZE` of its block), and the regions. No Rust
-//! stream of the whole value is built.
-//!
-//! Receiving: [`RecvState`] takes the header's lengths (regions are allocated from them before
-//! their bytes arrive) and a receive plan of the type ([`Plan`]): the stream bytes of a
-//! `Vec` of fixed-size derived structs are unpacked into that `Vec` (allocated once from the
-//! sequence length) as they arrive, the rest is kept for [`Unpacker`]. Frames are the same
-//! bytes either way.
+//! Receiving: the header's lengths, the receive plan, fragments pushed as they arrive, and
+//! the value rebuilt from them.
 use std::any::Any;
 use std::collections::VecDeque;
-use std::marker::PhantomData;
 use std::os::raw::{c_int, c_void};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::ptr;
-use std::sync::OnceLock;
 
 use cdtypes_sys as sys;
 
 use crate::error::{check, Error, Result};
-use crate::pack::{
-    give_buffer, take_buffer, Deferred, Pack, Packer, Plan, PlanItem, RegionBuf, Schema, SeqSink,
-    Unpack, Unpacker,
-};
+use crate::pack::{take_buffer, Plan, PlanItem, RegionBuf, Schema, SeqSink, Unpack, Unpacker};
 use crate::types::Kind;
 
-struct TypeHandle(sys::cdt_type);
-// SAFETY: committed types may be used from any thread (cdt.h); the handle is never freed
-unsafe impl Send for TypeHandle {}
-unsafe impl Sync for TypeHandle {}
-
-fn make_type(params: sys::cdt_custom_params) -> Option<TypeHandle> {
-    let mut t = ptr::null_mut();
-    // SAFETY: valid params with static callbacks
-    let rc = unsafe { sys::cdt_type_create_custom_advanced(&params, &mut t) };
-    (rc == sys::CDT_SUCCESS && !t.is_null()).then_some(TypeHandle(t))
-}
-
-fn or_no_memory(t: &Option<TypeHandle>) -> Result<sys::cdt_type> {
-    t.as_ref()
-        .map(|t| t.0)
-        .ok_or_else(|| Error::from_code(sys::CDT_ERR_NO_MEMORY))
-}
-
-/// The custom type of a value being sent (buf: a [`SendObj`]; lives for the whole program).
-pub(crate) fn send_type() -> Result<sys::cdt_type> {
-    static T: OnceLock<Option<TypeHandle>> = OnceLock::new();
-    or_no_memory(T.get_or_init(|| {
-        make_type(sys::cdt_custom_params {
-            field_mask: (sys::CDT_CUSTOM_PARAM_QUERY
-                | sys::CDT_CUSTOM_PARAM_PACK
-                | sys::CDT_CUSTOM_PARAM_REGIONS) as u64,
-            query_fn: Some(send_query),
-            pack_fn: Some(send_pack),
-            region_count_fn: Some(send_region_count),
-            region_fn: Some(send_regions),
-            ..Default::default()
-        })
-    }))
-}
-
-/// The custom type of a value being received (buf: a [`RecvState`]). In order: the plan reads
-/// the stream front to back (the engine holds early fragments, which a transport rarely
-/// delivers).
-pub(crate) fn recv_type() -> Result<sys::cdt_type> {
-    static T: OnceLock<Option<TypeHandle>> = OnceLock::new();
-    or_no_memory(T.get_or_init(|| {
-        make_type(sys::cdt_custom_params {
-            field_mask: (sys::CDT_CUSTOM_PARAM_QUERY
-                | sys::CDT_CUSTOM_PARAM_PACK
-                | sys::CDT_CUSTOM_PARAM_UNPACK
-                | sys::CDT_CUSTOM_PARAM_REGIONS
-                | sys::CDT_CUSTOM_PARAM_INORDER) as u64,
-            query_fn: Some(recv_query),
-            pack_fn: Some(recv_pack),
-            unpack_fn: Some(recv_unpack),
-            region_count_fn: Some(recv_region_count),
-            region_fn: Some(recv_regions),
-            inorder: 1,
-            ..Default::default()
-        })
-    }))
-}
-
-/// One region as the library wants it: elements of the region's kind (bytes when its length
-/// is not a whole number of them), as cdt_sobj does.
-///
-/// # Safety
-/// The three pointers are valid for one entry each.
-unsafe fn put_region(
-    base: *mut c_void,
-    len: usize,
-    kind: sys::cdt_kind,
-    bases: *mut *mut c_void,
-    lens: *mut sys::cdt_count,
-    types: *mut sys::cdt_type,
-) {
-    let esize = sys::cdt_kind_size(kind);
-    let kind = if esize > 0 && len as i64 % esize == 0 {
-        kind
-    } else {
-        sys::CDT_KIND_BYTE
-    };
-    let esize = sys::cdt_kind_size(kind).max(1);
-    *bases = base;
-    *lens = len as i64 / esize;
-    *types = sys::cdt_type_predefined(kind);
-}
-
-// ---------------------------------------------------------------------------------------------
-// sending
-
-/// A piece of the packed stream: in-line bytes of the packer, or a deferred block.
-#[derive(Clone, Copy)]
-struct Piece {
-    /// Offset in the stream.
-    start: usize,
-    len: usize,
-    /// In-line: offset in the in-line bytes; deferred: index in `deferred`.
-    src: usize,
-    deferred: bool,
-}
-
-/// What the library reads while packing (boxed: its address is the object passed to it).
-struct SendInner {
-    stream: Vec<u8>,
-    deferred: Vec<Deferred>,
-    pieces: Vec<Piece>,
-    total: usize,
-    regions: Vec<sys::cdt_sobj_buffer>,
-}
-
-/// A packed value ready to send: the stream's in-line bytes, its deferred blocks and its
-/// regions, which point into the value (borrowed for `'a`). Every address stays put while it
-/// moves.
-pub(crate) struct SendObj<'a> {
-    inner: Box<SendInner>,
-    _owned: Vec<Vec<u8>>,
-    _borrow: PhantomData<&'a [u8]>,
-}
-
-// SAFETY: the memory it points at is the value's (Sync, borrowed) and its own; the deferred
-// blocks are packed only through &self
-unsafe impl Send for SendObj<'_> {}
-
-impl<'a> SendObj<'a> {
-    /// Pack `value`; the error a [`Pack`] impl recorded with [`Packer::fail`], if any.
-    pub(crate) fn new<T: Pack + ?Sized>(value: &'a T) -> Result<Self> {
-        let mut p = Packer::new(Schema::of_pack::<T>());
-        value.pack(&mut p);
-        let Packer {
-            stream,
-            deferred,
-            regions,
-            owned,
-            error,
-            ..
-        } = p;
-        if let Some(e) = error {
-            give_buffer(stream);
-            return Err(e);
-        }
-        // the stream in order: in-line bytes up to each deferred block's position, the block
-        // (none without deferred blocks: the stream is the in-line bytes)
-        let mut pieces = Vec::new();
-        if deferred.is_empty() {
-            let total = stream.len();
-            return Ok(SendObj {
-                inner: Box::new(SendInner {
-                    stream,
-                    deferred,
-                    pieces,
-                    total,
-                    regions,
-                }),
-                _owned: owned,
-                _borrow: PhantomData,
-            });
-        }
-        pieces.reserve_exact(2 * deferred.len() + 1);
-        let (mut at, mut inline_at) = (0usize, 0usize);
-        for (i, d) in deferred.iter().enumerate() {
-            if d.at > inline_at {
-                pieces.push(Piece {
-                    start: at,
-                    len: d.at - inline_at,
-                    src: inline_at,
-                    deferred: false,
-                });
-                at += d.at - inline_at;
-                inline_at = d.at;
-            }
-            let len = d.count * d.size;
-            if len > 0 {
-                pieces.push(Piece {
-                    start: at,
-                    len,
-                    src: i,
-                    deferred: true,
-                });
-                at += len;
-            }
-        }
-        if stream.len() > inline_at {
-            pieces.push(Piece {
-                start: at,
-                len: stream.len() - inline_at,
-                src: inline_at,
-                deferred: false,
-            });
-            at += stream.len() - inline_at;
-        }
-        Ok(SendObj {
-            inner: Box::new(SendInner {
-                stream,
-                deferred,
-                pieces,
-                total: at,
-                regions,
-            }),
-            _owned: owned,
-            _borrow: PhantomData,
-        })
-    }
-
-    /// The object to pass as `buf` (count 1) with [`send_type`].
-    pub(crate) fn as_ptr(&self) -> *const c_void {
-        &*self.inner as *const SendInner as *const c_void
-    }
-
-    /// Bytes of the packed stream.
-    pub(crate) fn stream_len(&self) -> usize {
-        self.inner.total
-    }
-
-    /// Stream bytes [offset, offset + out.len()) into `out` (what the pack callback does).
-    pub(crate) fn pack_at(&self, offset: usize, out: &mut [u8]) -> usize {
-        self.inner.pack_at(offset, out)
-    }
-}
-
-impl Drop for SendObj<'_> {
-    fn drop(&mut self) {
-        // the library no longer reads the stream (the frame or request is gone)
-        give_buffer(std::mem::take(&mut self.inner.stream));
-    }
-}
-
-impl SendInner {
-    /// Fill `out` with the stream from `offset` (up to its end); the bytes written.
-    fn pack_at(&self, offset: usize, out: &mut [u8]) -> usize {
-        let end = self.total.min(offset.saturating_add(out.len()));
-        if offset >= end {
-            return 0;
-        }
-        if self.deferred.is_empty() {
-            out[..end - offset].copy_from_slice(&self.stream[offset..end]);
-            return end - offset;
-        }
-        let mut i = self.pieces.partition_point(|p| p.start + p.len <= offset);
-        let mut at = offset;
-        while at < end {
-            let Some(p) = self.pieces.get(i) else { break };
-            let rel = at - p.start;
-            let n = (p.len - rel).min(end - at);
-            let dst = &mut out[at - offset..at - offset + n];
-            if p.deferred {
-                self.deferred[p.src].pack_bytes(rel, dst);
-            } else {
-                dst.copy_from_slice(&self.stream[p.src + rel..p.src + rel + n]);
-            }
-            at += n;
-            i += 1;
-        }
-        at - offset
-    }
-}
-
-unsafe extern "C" fn send_query(
-    _state: *mut c_void,
-    buf: *const c_void,
-    count: sys::cdt_count,
-    packed_size: *mut sys::cdt_count,
-) -> c_int {
-    if count != 1 {
-        return sys::CDT_ERR_INVALID_ARG;
-    }
-    // SAFETY: buf is the SendInner of a live SendObj (send_type is only used with one)
-    let obj = &*(buf as *const SendInner);
-    *packed_size = obj.total as i64;
-    sys::CDT_SUCCESS
-}
-
-unsafe extern "C" fn send_pack(
-    _state: *mut c_void,
-    buf: *const c_void,
-    count: sys::cdt_count,
-    offset: sys::cdt_count,
-    dst: *mut c_void,
-    dst_size: sys::cdt_count,
-    used: *mut sys::cdt_count,
-) -> c_int {
-    if count != 1 || offset < 0 || dst_size < 0 || (dst.is_null() && dst_size > 0) {
-        return sys::CDT_ERR_INVALID_ARG;
-    }
-    // SAFETY: as send_query
-    let obj = &*(buf as *const SendInner);
-    let out: &mut [u8] = if dst_size == 0 {
-        &mut []
-    } else {
-        // SAFETY: the library gives dst_size writable bytes at dst
-        std::slice::from_raw_parts_mut(dst.cast(), dst_size as usize)
-    };
-    // a panic in a Pack impl must not unwind into C
-    match catch_unwind(AssertUnwindSafe(|| obj.pack_at(offset as usize, out))) {
-        Ok(n) => {
-            *used = n as i64;
-            sys::CDT_SUCCESS
-        }
-        Err(_) => sys::CDT_ERR_CALLBACK,
-    }
-}
-
-unsafe extern "C" fn send_region_count(
-    _state: *mut c_void,
-    buf: *mut c_void,
-    count: sys::cdt_count,
-    n: *mut sys::cdt_count,
-) -> c_int {
-    if count != 1 {
-        return sys::CDT_ERR_INVALID_ARG;
-    }
-    // SAFETY: as send_query
-    let obj = &*(buf as *const SendInner);
-    *n = obj.regions.len() as i64;
-    sys::CDT_SUCCESS
-}
-
-unsafe extern "C" fn send_regions(
-    _state: *mut c_void,
-    buf: *mut c_void,
-    _count: sys::cdt_count,
-    n: sys::cdt_count,
-    bases: *mut *mut c_void,
-    lens: *mut sys::cdt_count,
-    types: *mut sys::cdt_type,
-) -> c_int {
-    // SAFETY: as send_query
-    let obj = &*(buf as *const SendInner);
-    if n < 0 || n as usize > obj.regions.len() {
-        return sys::CDT_ERR_INVALID_ARG;
-    }
-    for (i, r) in obj.regions[..n as usize].iter().enumerate() {
-        // SAFETY: the arrays hold n entries
-        put_region(
-            r.base,
-            r.len as usize,
-            r.kind,
-            bases.add(i),
-            lens.add(i),
-            types.add(i),
-        );
-    }
-    sys::CDT_SUCCESS
-}
-
-// ---------------------------------------------------------------------------------------------
-// receiving
+use super::{put_region, recv_type};
 
 /// Limits on what a received frame may make the receiver allocate (frames from peers that are
 /// not trusted). `Default`: no limits.
@@ -706,7 +347,7 @@ impl RecvState {
     }
 }
 
-unsafe extern "C" fn recv_query(
+pub(super) unsafe extern "C" fn recv_query(
     _state: *mut c_void,
     buf: *const c_void,
     count: sys::cdt_count,
@@ -721,7 +362,7 @@ unsafe extern "C" fn recv_query(
     sys::CDT_SUCCESS
 }
 
-unsafe extern "C" fn recv_pack(
+pub(super) unsafe extern "C" fn recv_pack(
     _state: *mut c_void,
     _buf: *const c_void,
     _count: sys::cdt_count,
@@ -733,7 +374,7 @@ unsafe extern "C" fn recv_pack(
     sys::CDT_ERR_UNSUPPORTED // a receiving object is never sent
 }
 
-unsafe extern "C" fn recv_unpack(
+pub(super) unsafe extern "C" fn recv_unpack(
     _state: *mut c_void,
     buf: *mut c_void,
     count: sys::cdt_count,
@@ -767,7 +408,7 @@ unsafe extern "C" fn recv_unpack(
     }
 }
 
-unsafe extern "C" fn recv_region_count(
+pub(super) unsafe extern "C" fn recv_region_count(
     _state: *mut c_void,
     buf: *mut c_void,
     count: sys::cdt_count,
@@ -782,7 +423,7 @@ unsafe extern "C" fn recv_region_count(
     sys::CDT_SUCCESS
 }
 
-unsafe extern "C" fn recv_regions(
+pub(super) unsafe extern "C" fn recv_regions(
     _state: *mut c_void,
     buf: *mut c_void,
     _count: sys::cdt_count,
