@@ -30,11 +30,12 @@ cmake -S python -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Debug -DCMAKE_C_COMPILER
   -DPython_EXECUTABLE="$(command -v "$python")" >/dev/null
 cmake --build "$build" -j "$jobs"
 
-# the package as pip would install it: the Python sources, then what the build installs
+# the package as pip would install it: the Python sources (cdtypes/_cffi/ is a package of its
+# own), then what the build installs
 site="$PWD/$build/site"
 rm -rf "$site"
 mkdir -p "$site/cdtypes"
-cp python/cdtypes/*.py "$site/cdtypes/"
+(cd python && find cdtypes -name '*.py' -exec install -D -m 644 {} "$site/{}" \;)
 cmake --install "$build" --component python --prefix "$site" >/dev/null
 
 [ $# -gt 0 ] || set -- python/tests/test_buffer_lifetime.py

@@ -1,7 +1,7 @@
 """The backend behind cdtypes' Python layer.
 
 cdtypes._core, cdtypes.ucx and cdtypes.mpi are written once; the work per object is done by a
-backend module with a small interface (see the top of _ext.c): Frame, Buffer, dumps, decode,
+backend module with a small interface (see the top of _ext/module.c): Frame, Buffer, dumps, decode,
 stream_needs_check, ucx_isend, ucx_irecv, mpi_pack, mpi_unpack, mpi_parts, and _init, which
 takes the libcdt the package loaded (cdtypes._lib) and the functions that build exceptions.
 

@@ -1,0 +1,238 @@
+"""MPI: a head message plus one message of the large buffers (as _ext/mpi.c)."""
+import struct
+
+from .._cffi_ext import ffi, lib
+from .buffer import _window
+from .frame import _encode
+from .module import _HEADER, _MPI_MAGIC, MPI_PREFIX, _int, _raise
+from .receive import _Rx, _limit_arg, _open_decoder, _prepare
+
+# ---- MPI: a head message plus one message of the large buffers ------------------------------
+#
+# head = prefix (16 bytes: magic "CDT2", u32 object id, u64 threshold) + the frame's bytes
+# without the regions of at least `threshold` bytes; those regions travel together as one more
+# message, in frame order (cdtypes/mpi.py sends it). threshold 0: every region travels in the
+# head.
+
+_prefix = struct.Struct("<IIQ")
+
+
+def _separate(n, threshold):
+    return threshold > 0 and n >= threshold
+
+
+def _layout(iovs):
+    """(lengths, addresses) of two or more parts, from their (base, len) pairs (cdtypes/mpi.py
+    makes the datatype of their one message from them), else None"""
+    if len(iovs) < 2:
+        return None
+    return [n for _, n in iovs], [int(ffi.cast("uintptr_t", b)) for b, _ in iovs]
+
+
+def mpi_pack(obj, oid, threshold):
+    """mpi_pack(obj, oid, threshold) -> (frame, head, parts, layout)"""
+    oid = _int(oid, "oid")
+    if not 0 <= oid < 1 << 32:
+        raise OverflowError("oid does not fit an unsigned 32-bit integer")
+    threshold = _limit_arg(threshold, "threshold")
+    f = _encode(obj, 5)
+    hc = None
+    try:
+        h = f._h
+        size = f._size
+        nreg = ffi.new("cdt_count *")
+        rc = lib.cdt_frame_region_count(h, nreg)
+        if rc < 0:
+            _raise(rc, "cdt_frame_head")
+        nreg = nreg[0]
+        ln, kind, off = ffi.new("cdt_count *"), ffi.new("cdt_kind *"), ffi.new("cdt_count *")
+        regions = []
+        sep_bytes = 0
+        for i in range(nreg):
+            rc = lib.cdt_frame_region_info(h, i, ln, kind, off)
+            if rc < 0:
+                _raise(rc, "cdt_frame_region_info")
+            regions.append((ln[0], off[0]))
+            if _separate(ln[0], threshold):
+                sep_bytes += ln[0]
+        head = bytearray(MPI_PREFIX + size - sep_bytes)
+        _prefix.pack_into(head, 0, _MPI_MAGIC, oid, threshold if threshold > 0 else 0)
+        parts = []
+        hc = ffi.from_buffer(head, require_writable=True)
+        if sep_bytes == 0:
+            f._gather(0, hc + MPI_PREFIX, size)
+            return f, head, parts, None
+        w = MPI_PREFIX
+        iovs = []
+        pos = 0  # frame offset copied up to
+        iov = ffi.new("cdt_iov *")
+        got = ffi.new("cdt_count *")
+        for i in range(nreg + 1):
+            if i < nreg:
+                n, o = regions[i]
+                if not _separate(n, threshold):
+                    continue  # gathered with what lies before the next separate region
+            else:
+                n, o = 0, size
+            if o > pos:
+                f._gather(pos, hc + w, o - pos)
+                w += o - pos
+            pos = o + n
+            if i == nreg:
+                break
+            rc = lib.cdt_frame_region_iov(h, i, 0, 1, iov, got)
+            if rc < 0 or got[0] != 1:
+                _raise(rc if rc < 0 else lib.CDT_ERR_UNSUPPORTED, "cdt_frame_region_iov")
+            parts.append(_window(iov.base, iov.len, f._mem))
+            iovs.append((iov.base, iov.len))
+        return f, head, parts, _layout(iovs)
+    except BaseException:
+        f.close()
+        raise
+    finally:
+        if hc is not None:
+            ffi.release(hc)
+
+
+def _mpi_open(c, n, max_bytes, max_regions):
+    """Parse the prefix and open the decoder on the head's frame header:
+    (oid, threshold, decoder, info)."""
+    if n < MPI_PREFIX or _prefix.unpack_from(ffi.buffer(c, MPI_PREFIX))[0] != _MPI_MAGIC:
+        _raise(lib.CDT_ERR_FRAME_MAGIC, "not a cdtypes.mpi message (%d bytes)" % n)
+    _, oid, t = _prefix.unpack_from(ffi.buffer(c, MPI_PREFIX))
+    threshold = min(t, (1 << 63) - 1)
+    if n - MPI_PREFIX < _HEADER:
+        _raise(lib.CDT_ERR_FRAME_TRUNCATED, "%d bytes cannot hold a frame header" % (n - MPI_PREFIX))
+    dec, info = _open_decoder(c + MPI_PREFIX, n - MPI_PREFIX, max_bytes, max_regions)
+    return oid, threshold, dec, info
+
+
+def mpi_parts(head):
+    """mpi_parts(head) -> (oid, [part lengths])"""
+    c = ffi.from_buffer(head)
+    dec = None
+    try:
+        oid, threshold, dec, info = _mpi_open(c, len(c), -1, -1)
+        lens = []
+        ln, kind, off = ffi.new("cdt_count *"), ffi.new("cdt_kind *"), ffi.new("cdt_count *")
+        for i in range(info.region_count):
+            if lib.cdt_decoder_region_info(dec, i, ln, kind, off) == 0 and _separate(ln[0],
+                                                                                 threshold):
+                lens.append(ln[0])
+        return oid, lens
+    finally:
+        if dec is not None:
+            lib.cdt_decoder_free(dec)
+        ffi.release(c)
+
+
+class MpiIncoming:
+    """An object whose head message arrived (cdtypes.mpi)."""
+
+    __slots__ = ("_rx", "_dec", "_so", "_prepared", "_sep")
+
+    def __init__(self, alloc):
+        self._rx = _Rx(alloc)
+        self._dec = self._so = None
+        self._prepared = False
+        self._sep = []
+
+    def _free(self):
+        if self._dec is not None:
+            lib.cdt_decoder_free(self._dec)
+        self._dec = None
+        if self._prepared:
+            lib.cdt_sobj_release(self._so)
+        self._prepared = False
+        self._rx.unpin()
+
+    def __del__(self):
+        self._free()
+
+    def finish(self):
+        """Every separate part arrived: check the frame and give (stream, buffers)."""
+        if self._dec is None:
+            raise ValueError("the object was finished already")
+        rc = 0
+        for k in self._sep:
+            rc = lib.cdt_decoder_region_done(self._dec, k)
+            if rc != 0:
+                break
+        if rc == 0:
+            rc = lib.cdt_decoder_finish(self._dec)
+        self._free()
+        if rc != 0:
+            self._rx.stream = self._rx.buffers = None
+            _raise(rc, "cdt_decoder_finish")
+        return self._rx.result()
+
+
+def mpi_unpack(head, alloc, max_bytes, max_regions):
+    """mpi_unpack(head, alloc, max_bytes, max_regions) -> (incoming, oid, destinations,
+    layout)"""
+    max_bytes = _limit_arg(max_bytes, "max_bytes")
+    max_regions = _limit_arg(max_regions, "max_regions")
+    c = ffi.from_buffer(head)
+    inc = MpiIncoming(alloc)
+    try:
+        nc = len(c)
+        oid, threshold, inc._dec, info = _mpi_open(c, nc, max_bytes, max_regions)
+        dec = inc._dec
+        frame = c + MPI_PREFIX
+        n = nc - MPI_PREFIX
+        ln, kind, off = ffi.new("cdt_count *"), ffi.new("cdt_kind *"), ffi.new("cdt_count *")
+        regions = []
+        sep_bytes = 0
+        for i in range(info.region_count):
+            rc = lib.cdt_decoder_region_info(dec, i, ln, kind, off)
+            if rc < 0:
+                _raise(rc, "cdt_decoder_region_info")
+            regions.append((ln[0], off[0]))
+            if _separate(ln[0], threshold):
+                sep_bytes += ln[0]
+                inc._sep.append(i)
+        want = info.frame_size - sep_bytes
+        if want != n:
+            _raise(lib.CDT_ERR_FRAME_TRUNCATED if n < want else lib.CDT_ERR_FRAME_MALFORMED,
+                   "the head message has %d frame bytes, its header announces %d" % (n, want))
+        rx = inc._rx
+        rx.decoder = dec
+        so = ffi.new("cdt_sobj *")
+        rc = _prepare(rx, so)
+        if rc != 0:
+            rx.fail(rc, "cdt_sobj_recv_prepare")
+        inc._so, inc._prepared = so, True
+        dests, iovs = [], []
+        # deliver the head's bytes at their frame offsets; name where the separate parts go
+        pos = hpos = 0
+        iov = ffi.new("cdt_iov *")
+        got = ffi.new("cdt_count *")
+        nreg = info.region_count
+        for i in range(nreg + 1):
+            if i < nreg:
+                ln_i, o = regions[i]
+                if not _separate(ln_i, threshold):
+                    continue
+            else:
+                ln_i, o = 0, info.frame_size
+            if o > pos:
+                rc = lib.cdt_decoder_write(dec, pos, frame + hpos, o - pos)
+                if rc != 0:
+                    _raise(rc, "cdt_decoder_write")
+                hpos += o - pos
+            pos = o + ln_i
+            if i == nreg:
+                break
+            rc = lib.cdt_decoder_region_iov(dec, i, 0, 1, iov, got)
+            if rc < 0 or got[0] != 1:
+                _raise(rc if rc < 0 else lib.CDT_ERR_UNSUPPORTED, "cdt_decoder_region_iov")
+            # the window keeps its memory valid by an export of it (a bytearray from an
+            # allocator cannot be resized under it once the receive's own export is released)
+            dests.append(_window(iov.base, iov.len, memoryview(rx.buffers[i]), readonly=False))
+            iovs.append((iov.base, iov.len))
+        return inc, oid, dests, _layout(iovs)
+    except BaseException:
+        inc._free()
+        raise
+    finally:
+        ffi.release(c)

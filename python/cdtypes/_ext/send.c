@@ -1,0 +1,112 @@
+#include "ext.h"
+
+/* ---- send side: an object as a filled cdt_sobj ------------------------------------------ */
+
+void out_release(outgoing *o)
+{
+    for (Py_ssize_t i = 0; i < o->nviews; i++)
+        PyBuffer_Release(&o->views[i]);
+    o->nviews = 0;
+    PyMem_Free(o->views);
+    PyMem_Free(o->sbufs);
+    o->views = NULL;
+    o->sbufs = NULL;
+    if (o->pbufs != NULL) { /* PickleBuffer.release(): the objects may be resized again */
+        for (Py_ssize_t i = 0; i < PyList_GET_SIZE(o->pbufs); i++) {
+            PyObject *pb = PyList_GET_ITEM(o->pbufs, i);
+            /* one the list alone holds (the reducers' own) is released by the list's end; the
+             * call is for those the object itself holds */
+            if (Py_REFCNT(pb) == 1)
+                continue;
+            PyObject *r = PyObject_CallMethodNoArgs(pb, str_release);
+            if (r == NULL)
+                PyErr_Clear();
+            Py_XDECREF(r);
+        }
+    }
+    Py_CLEAR(o->pbufs);
+    Py_CLEAR(o->stream);
+    memset(&o->so, 0, sizeof o->so);
+}
+
+/* pickle obj with buffer_callback and fill o->so. 0, or -1 with an exception set. */
+int out_fill(outgoing *o, PyObject *obj, int protocol)
+{
+    memset(o, 0, sizeof *o);
+    if (pickle_dumps == NULL) {
+        not_ready();
+        return -1;
+    }
+    if (protocol < 5) {
+        PyErr_SetString(PyExc_ValueError, "cdtypes needs pickle protocol 5 or later");
+        return -1;
+    }
+    if (arrays_ready()) { /* numpy is imported: its arrays through reduce / rebuild */
+        o->stream = arrays_dumps(obj, protocol, &o->pbufs);
+        if (o->stream == NULL)
+            goto fail;
+        goto pickled;
+    }
+    o->pbufs = PyList_New(0);
+    if (o->pbufs == NULL)
+        return -1;
+    PyObject *cb = PyObject_GetAttrString(o->pbufs, "append");
+    PyObject *proto = PyLong_FromLong(protocol);
+    if (cb == NULL || proto == NULL) {
+        Py_XDECREF(cb);
+        Py_XDECREF(proto);
+        goto fail;
+    }
+    PyObject *args[3] = {obj, proto, cb};
+    o->stream = PyObject_Vectorcall(pickle_dumps, args, 2, kw_buffer_callback);
+    Py_DECREF(cb);
+    Py_DECREF(proto);
+    if (o->stream == NULL)
+        goto fail;
+pickled:
+    if (!PyBytes_Check(o->stream)) {
+        PyErr_SetString(PyExc_TypeError, "pickle.dumps did not return bytes");
+        goto fail;
+    }
+    Py_ssize_t n = PyList_GET_SIZE(o->pbufs);
+    o->views = PyMem_Calloc((size_t)(n > 0 ? n : 1), sizeof(Py_buffer));
+    o->sbufs = PyMem_Calloc((size_t)(n > 0 ? n : 1), sizeof(cdt_sobj_buffer));
+    if (o->views == NULL || o->sbufs == NULL) {
+        PyErr_NoMemory();
+        goto fail;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        /* a contiguous byte view (C or Fortran order; BufferError otherwise); bytes travel as
+         * bytes: the pickle stream records the element type and byte order itself. A
+         * PickleBuffer's own view serves (it lives as long as the list holds it): no second
+         * export of the array */
+        PyObject *pb = PyList_GET_ITEM(o->pbufs, i);
+        const Py_buffer *pv = NULL;
+        if (PyObject_TypeCheck(pb, &PyPickleBuffer_Type)) {
+            if ((pv = PyPickleBuffer_GetBuffer(pb)) == NULL)
+                goto fail;
+            if (!PyBuffer_IsContiguous(pv, 'A')) {
+                PyErr_SetString(
+                    PyExc_BufferError,
+                    "a PickleBuffer of a non-contiguous buffer cannot travel out of band");
+                goto fail;
+            }
+        } else {
+            if (PyObject_GetBuffer(pb, &o->views[i], PyBUF_ANY_CONTIGUOUS) < 0)
+                goto fail;
+            pv = &o->views[i];
+        }
+        o->nviews++;
+        o->sbufs[i].base = pv->buf;
+        o->sbufs[i].len = pv->len;
+        o->sbufs[i].kind = CDT_KIND_BYTE;
+    }
+    o->so.inband = PyBytes_AS_STRING(o->stream);
+    o->so.inband_len = PyBytes_GET_SIZE(o->stream);
+    o->so.buffers = o->sbufs;
+    o->so.nbuffers = n;
+    return 0;
+fail:
+    out_release(o);
+    return -1;
+}
