@@ -126,6 +126,7 @@ class cdt_sobj(ctypes.Structure):
 _int = ctypes.c_int
 DECLARED = {
     "cdt_version_number": (ctypes.c_uint, []),
+    "cdt_version_string": (ctypes.c_char_p, []),
     "cdt_strerror": (ctypes.c_char_p, [_int]),
     "cdt_err_name": (ctypes.c_char_p, [_int]),
     # frames (send side)

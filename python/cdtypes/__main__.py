@@ -1,0 +1,83 @@
+"""``python -m cdtypes --info``: what this installation of cdtypes is and what it loaded.
+
+Prints the package's version, the backend in use, the libcdt the package loaded (its version
+and file), whether the transport is built in, and every UCX library file mapped into the
+process after ``import cdtypes.ucx`` with the UCX version the transport reports. Two copies of
+UCX in one process break it (two libucp with the same soname: the system's and a wheel's), so
+``--info`` says when more than one copy of a UCX library is loaded, and exits with status 1.
+"""
+
+import argparse
+import os
+import sys
+
+
+def _mapped_libraries(names, lines=None):
+    """The files of shared libraries whose base name starts with one of `names`, as mapped
+    into this process (Linux: /proc/self/maps, or the given lines of that format); None where
+    that cannot be read."""
+    if lines is None:
+        try:
+            with open("/proc/self/maps") as maps:
+                lines = maps.read().splitlines()
+        except OSError:
+            return None
+    found = {}
+    for line in lines:
+        parts = line.split(None, 5)
+        if len(parts) < 6 or not parts[5].startswith("/"):
+            continue
+        path = parts[5]
+        base = os.path.basename(path)
+        for name in names:
+            if base.startswith(name + ".so"):
+                found.setdefault(name, set()).add(os.path.realpath(path))
+    return found
+
+
+def info(out=None):
+    """Write the report (to sys.stdout by default); return the exit status (1 when a UCX library
+    is loaded twice)."""
+    out = sys.stdout if out is None else out
+    import cdtypes
+    from cdtypes import _backend, _lib
+
+    print("cdtypes %s" % cdtypes.__version__, file=out)
+    print("backend: %s" % _backend.name, file=out)
+    print("libcdt: %s (%s)" % (_lib.lib.cdt_version_string().decode(), os.path.realpath(_lib._path)),
+          file=out)
+    status = 0
+    if not _backend.HAVE_UCX:
+        print("transport: not built in (libcdt without UCX)", file=out)
+    else:
+        import cdtypes.ucx  # noqa: F401 - loads UCX the way a user's program does
+
+        print("transport: UCX %s" % _lib.lib.cdt_ucx_version_string().decode(), file=out)
+    mapped = _mapped_libraries(["libucp", "libuct", "libucs", "libucm"])
+    if mapped is None:
+        print("UCX files: unknown (no /proc/self/maps)", file=out)
+    elif not mapped:
+        print("UCX files: none loaded", file=out)
+    else:
+        for name in sorted(mapped):
+            files = sorted(mapped[name])
+            print("%s: %s" % (name, ", ".join(files)), file=out)
+            if len(files) > 1:
+                print("  error: %d copies of %s in one process" % (len(files), name), file=out)
+                status = 1
+    return status
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(prog="python -m cdtypes", description=__doc__.splitlines()[0])
+    parser.add_argument("--info", action="store_true",
+                        help="print the version, the backend and the libcdt and UCX files loaded")
+    args = parser.parse_args(argv)
+    if not args.info:
+        parser.print_help()
+        return 2
+    return info()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

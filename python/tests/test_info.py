@@ -1,0 +1,53 @@
+"""python -m cdtypes --info: version, backend, the libcdt and UCX files a process loaded."""
+
+import os
+import subprocess
+import sys
+
+import cdtypes
+from cdtypes import __main__ as cli
+from cdtypes import _backend
+
+
+def run_info():
+    env = dict(os.environ, CDTYPES_BACKEND=_backend.name)
+    return subprocess.run([sys.executable, "-m", "cdtypes", "--info"], capture_output=True,
+                          text=True, env=env, timeout=60)
+
+
+def test_info_names_version_backend_and_files():
+    done = run_info()
+    assert done.returncode == 0, done.stdout + done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0] == "cdtypes %s" % cdtypes.__version__
+    assert lines[1] == "backend: %s" % _backend.name
+    assert lines[2].startswith("libcdt: %s (" % cdtypes.__version__)
+    libcdt = lines[2].split("(", 1)[1].rstrip(")")
+    assert os.path.isfile(libcdt)
+    # the library of this installation, not one from elsewhere
+    assert os.path.dirname(libcdt) == os.path.dirname(os.path.realpath(cdtypes.__file__)) or \
+        os.environ.get("CDTYPES_LIBCDT")
+    if _backend.HAVE_UCX:
+        assert any(line.startswith("transport: UCX ") for line in lines)
+        ucp = [line for line in lines if line.startswith("libucp: ")]
+        assert len(ucp) == 1 and "," not in ucp[0], done.stdout  # one copy of UCX
+
+
+def test_two_copies_of_ucx_are_reported(monkeypatch, capsys):
+    maps = [
+        "7f00-7f10 r-xp 00000000 08:01 1 /usr/lib/x86_64-linux-gnu/libucp.so.0.0.0",
+        "7f20-7f30 r-xp 00000000 08:01 2 /opt/wheel/libucx/lib/libucp.so.0",
+        "7f40-7f50 r-xp 00000000 08:01 3 /usr/lib/x86_64-linux-gnu/libucs.so.0.0.0",
+        "7f60-7f70 rw-p 00000000 00:00 0 [heap]",
+    ]
+    found = cli._mapped_libraries(["libucp", "libucs"], maps)
+    assert len(found["libucp"]) == 2 and len(found["libucs"]) == 1
+    monkeypatch.setattr(cli, "_mapped_libraries", lambda names: found)
+    assert cli.info() == 1
+    assert "2 copies of libucp in one process" in capsys.readouterr().out
+
+
+def test_without_info_prints_usage():
+    done = subprocess.run([sys.executable, "-m", "cdtypes"], capture_output=True, text=True,
+                          timeout=60)
+    assert done.returncode == 2 and "--info" in done.stdout
