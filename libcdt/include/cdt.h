@@ -1,4 +1,5 @@
-/*
+/*!
+ * @file cdt.h
  * cdt.h - libcdt: complex datatypes for sending language objects between processes.
  *
  * This header is the whole core API. Read it top to bottom:
@@ -55,7 +56,7 @@ extern "C" {
 #define CDT_API __attribute__((visibility("default")))
 #endif
 
-/* The version of this header. Before 1.0 every minor version may change the ABI (the shared
+/*! The version of this header. Before 1.0 every minor version may change the ABI (the shared
  * library is libcdt.so.0.MINOR); from 1.0 only a major version does (docs/ABI.md). */
 #define CDT_VERSION_MAJOR 0
 #define CDT_VERSION_MINOR 2
@@ -72,7 +73,7 @@ CDT_API const char *cdt_version_string(void);
  * 1. Status codes
  * ---------------------------------------------------------------------------------------- */
 
-/* X(name, value, message). Values are stable ABI: never renumber, only append. */
+/*! X(name, value, message). Values are stable ABI: never renumber, only append. */
 #define CDT_STATUS_MAP(X)                                                                          \
     X(CDT_SUCCESS, 0, "success")                                                                   \
     X(CDT_INPROGRESS, 1, "operation in progress")                                                  \
@@ -102,7 +103,7 @@ enum cdt_status {
 #define CDT_STATUS_ENUM_(name, value, msg) name = (value),
     CDT_STATUS_MAP(CDT_STATUS_ENUM_)
 #undef CDT_STATUS_ENUM_
-        CDT_ERR_USER_BASE = -1000 /* callbacks: return codes at or below this */
+        CDT_ERR_USER_BASE = -1000 /*!< callbacks: return codes at or below this */
 };
 
 /*! cdt_strerror() : @return a static English message for `status` (never NULL). Unknown codes,
@@ -118,16 +119,16 @@ CDT_API const char *cdt_err_name(int status);
 
 typedef int64_t cdt_count;
 
-/* Opaque, reference-counted datatype handle. */
+/*! Opaque, reference-counted datatype handle. */
 typedef struct cdt_type_s *cdt_type;
 
-/* A contiguous piece of memory. Same layout as struct iovec / ucp_dt_iov_t on LP64 systems. */
+/*! A contiguous piece of memory. Same layout as struct iovec / ucp_dt_iov_t on LP64 systems. */
 typedef struct cdt_iov {
     void *base;
     cdt_count len;
 } cdt_iov;
 
-/* Predefined element kinds. Values are stable ABI (they also appear in frames, docs/FORMAT.md). */
+/*! Predefined element kinds. Values are stable ABI (they also appear in frames, docs/FORMAT.md). */
 typedef enum cdt_kind {
     CDT_KIND_BYTE = 1,
     CDT_KIND_CHAR = 2,
@@ -139,21 +140,21 @@ typedef enum cdt_kind {
     CDT_KIND_UINT16 = 8,
     CDT_KIND_UINT32 = 9,
     CDT_KIND_UINT64 = 10,
-    CDT_KIND_FLOAT = 11,          /* IEEE-754 binary32 */
-    CDT_KIND_DOUBLE = 12,         /* IEEE-754 binary64 */
-    CDT_KIND_COMPLEX_FLOAT = 13,  /* two binary32 */
-    CDT_KIND_COMPLEX_DOUBLE = 14, /* two binary64 */
-    CDT_KIND_BOOL = 15,           /* one byte, 0 or 1 */
-    CDT_KIND_COUNT_ = 16,         /* number of kinds + 1; not a kind and not ABI: it grows
+    CDT_KIND_FLOAT = 11,          /*!< IEEE-754 binary32 */
+    CDT_KIND_DOUBLE = 12,         /*!< IEEE-754 binary64 */
+    CDT_KIND_COMPLEX_FLOAT = 13,  /*!< two binary32 */
+    CDT_KIND_COMPLEX_DOUBLE = 14, /*!< two binary64 */
+    CDT_KIND_BOOL = 15,           /*!< one byte, 0 or 1 */
+    CDT_KIND_COUNT_ = 16,         /*!< number of kinds + 1; not a kind and not ABI: it grows
                                    * when a kind is added (names ending in _ are not pinned) */
-    CDT_KIND_MIXED = 0            /* returned for types that mix kinds */
+    CDT_KIND_MIXED = 0            /*!< returned for types that mix kinds */
 } cdt_kind;
 
 /*! cdt_type_predefined() : the committed predefined type of `kind`, or NULL for an invalid kind.
  *  Predefined types are never freed; cdt_type_free() on one is CDT_ERR_INVALID_ARG. */
 CDT_API cdt_type cdt_type_predefined(cdt_kind kind);
 
-/* The predefined types by name. They are function calls, not constants (unlike MPI_INT), so
+/*! The predefined types by name. They are function calls, not constants (unlike MPI_INT), so
  * they cannot initialise a static variable; call cdt_type_predefined() at run time instead. */
 #define CDT_BYTE cdt_type_predefined(CDT_KIND_BYTE)
 #define CDT_CHAR cdt_type_predefined(CDT_KIND_CHAR)
@@ -176,31 +177,31 @@ CDT_API cdt_count cdt_kind_size(cdt_kind kind);
 /*! cdt_kind_name() : "int32", "double", ...; "invalid" for an invalid kind. */
 CDT_API const char *cdt_kind_name(cdt_kind kind);
 
-/* Pass as `buf` when a type's displacements are absolute addresses (MPI_BOTTOM). */
+/*! Pass as `buf` when a type's displacements are absolute addresses (MPI_BOTTOM). */
 #define CDT_BOTTOM ((void *)0)
 
-/* Subarray storage order (the `order` argument of cdt_type_subarray). */
+/*! Subarray storage order (the `order` argument of cdt_type_subarray). */
 enum cdt_order {
     CDT_ORDER_C = 0,
     CDT_ORDER_FORTRAN = 1,
 };
 
-/* Derived constructors, MPI-4.1 semantics with 64-bit counts. Each creates a new, uncommitted
+/*! Derived constructors, MPI-4.1 semantics with 64-bit counts. Each creates a new, uncommitted
  * type holding a reference to `oldtype` (the caller may free `oldtype` right away).
  * Errors: CDT_ERR_INVALID_ARG (negative count or blocklength, NULL array with count > 0, NULL
  * output, custom type as oldtype, bad order/ndims), CDT_ERR_OVERFLOW (size, extent or a
  * displacement out of 64-bit range), CDT_ERR_NO_MEMORY. */
 CDT_API int cdt_type_contiguous(cdt_count count, cdt_type oldtype, cdt_type *newtype);
-/* stride in units of oldtype's extent; may be negative. */
+/*! stride in units of oldtype's extent; may be negative. */
 CDT_API int cdt_type_vector(cdt_count count, cdt_count blocklength, cdt_count stride,
                             cdt_type oldtype, cdt_type *newtype);
-/* stride in bytes; may be negative. */
+/*! stride in bytes; may be negative. */
 CDT_API int cdt_type_hvector(cdt_count count, cdt_count blocklength, cdt_count stride_bytes,
                              cdt_type oldtype, cdt_type *newtype);
-/* displacements in units of oldtype's extent. */
+/*! displacements in units of oldtype's extent. */
 CDT_API int cdt_type_indexed(cdt_count count, const cdt_count blocklengths[],
                              const cdt_count displacements[], cdt_type oldtype, cdt_type *newtype);
-/* displacements in bytes. */
+/*! displacements in bytes. */
 CDT_API int cdt_type_hindexed(cdt_count count, const cdt_count blocklengths[],
                               const cdt_count byte_displacements[], cdt_type oldtype,
                               cdt_type *newtype);
@@ -210,17 +211,17 @@ CDT_API int cdt_type_indexed_block(cdt_count count, cdt_count blocklength,
 CDT_API int cdt_type_hindexed_block(cdt_count count, cdt_count blocklength,
                                     const cdt_count byte_displacements[], cdt_type oldtype,
                                     cdt_type *newtype);
-/* displacements in bytes; types[i] may differ. */
+/*! displacements in bytes; types[i] may differ. */
 CDT_API int cdt_type_struct(cdt_count count, const cdt_count blocklengths[],
                             const cdt_count byte_displacements[], const cdt_type types[],
                             cdt_type *newtype);
-/* order: CDT_ORDER_C or CDT_ORDER_FORTRAN; 1 <= ndims <= 32. */
+/*! order: CDT_ORDER_C or CDT_ORDER_FORTRAN; 1 <= ndims <= 32. */
 CDT_API int cdt_type_subarray(int ndims, const cdt_count sizes[], const cdt_count subsizes[],
                               const cdt_count starts[], int order, cdt_type oldtype,
                               cdt_type *newtype);
-/* New lb and extent (extent may be negative, as in MPI). */
+/*! New lb and extent (extent may be negative, as in MPI). */
 CDT_API int cdt_type_resized(cdt_type oldtype, cdt_count lb, cdt_count extent, cdt_type *newtype);
-/* A new handle to the same layout; committed if oldtype is. */
+/*! A new handle to the same layout; committed if oldtype is. */
 CDT_API int cdt_type_dup(cdt_type oldtype, cdt_type *newtype);
 
 /*! cdt_type_commit() : compile *type to its canonical form and pick its pack kernels. Must be
@@ -234,7 +235,7 @@ CDT_API int cdt_type_commit(cdt_type *type);
  *  Errors: CDT_ERR_INVALID_ARG for predefined types. */
 CDT_API int cdt_type_free(cdt_type *type);
 
-/* Queries. size = bytes of data in one element; lb/extent as MPI (after resized);
+/*! Queries. size = bytes of data in one element; lb/extent as MPI (after resized);
  * true_lb/true_extent = span of the bytes actually touched. Custom types: CDT_ERR_UNSUPPORTED
  * (their size depends on the object; use an operation). */
 CDT_API int cdt_type_size(cdt_type type, cdt_count *size);
@@ -262,28 +263,28 @@ CDT_API int cdt_type_describe(cdt_type type, char *buf, size_t len, size_t *need
  * the receive side.
  * ---------------------------------------------------------------------------------------- */
 
-/* Called once when an operation begins. May be NULL (state is then NULL). When it fails, the
+/*! Called once when an operation begins. May be NULL (state is then NULL). When it fails, the
  * operation does not begin and state_free is not called (there is no state). */
 typedef int(cdt_custom_state_func_t)(void *context, const void *src, cdt_count src_count,
                                      void **state);
-/* Called exactly once per operation that began (also when state_fn is NULL, with NULL), when it
+/*! Called exactly once per operation that began (also when state_fn is NULL, with NULL), when it
  * ends, also after any error. May be NULL. */
 typedef int(cdt_custom_state_free_func_t)(void *state);
-/* Total packed bytes of (buf, count). Required. */
+/*! Total packed bytes of (buf, count). Required. */
 typedef int(cdt_custom_query_func_t)(void *state, const void *buf, cdt_count count,
                                      cdt_count *packed_size);
-/* Pack bytes [offset, offset + *used) of the packed stream into dst. *used may be less than
+/*! Pack bytes [offset, offset + *used) of the packed stream into dst. *used may be less than
  * dst_size (a partial fill: the next call continues at offset + *used) but must be > 0 while
  * offset < packed size. Required. */
 typedef int(cdt_custom_pack_func_t)(void *state, const void *buf, cdt_count count, cdt_count offset,
                                     void *dst, cdt_count dst_size, cdt_count *used);
-/* Unpack src_size bytes found at `offset` of the packed stream. Required for receiving. */
+/*! Unpack src_size bytes found at `offset` of the packed stream. Required for receiving. */
 typedef int(cdt_custom_unpack_func_t)(void *state, void *buf, cdt_count count, cdt_count offset,
                                       const void *src, cdt_count src_size);
-/* Number of memory regions of (buf, count). May be NULL (no regions). */
+/*! Number of memory regions of (buf, count). May be NULL (no regions). */
 typedef int(cdt_custom_region_count_func_t)(void *state, void *buf, cdt_count count,
                                             cdt_count *region_count);
-/* Fill the arrays (region_count entries each): region i is reg_lens[i] elements of
+/*! Fill the arrays (region_count entries each): region i is reg_lens[i] elements of
  * reg_types[i] (any committed predefined or derived type) at reg_bases[i]. On the receive side
  * it is called after the packed bytes were unpacked, so a dynamic object can allocate first.
  * Required when region_count can return > 0. */
@@ -291,29 +292,29 @@ typedef int(cdt_custom_region_func_t)(void *state, void *buf, cdt_count count,
                                       cdt_count region_count, void *reg_bases[],
                                       cdt_count reg_lens[], cdt_type reg_types[]);
 
-/* Fields of cdt_custom_params; set a bit in field_mask for every field you fill (ABI can grow:
+/*! Fields of cdt_custom_params; set a bit in field_mask for every field you fill (ABI can grow:
  * a caller compiled against an older header sets fewer bits, and a bit this library does not
  * know is refused with CDT_ERR_INVALID_ARG rather than ignored). QUERY and PACK are required. */
 enum cdt_custom_param_field {
-    CDT_CUSTOM_PARAM_STATE = 1u << 0,        /* state_fn */
-    CDT_CUSTOM_PARAM_STATE_FREE = 1u << 1,   /* state_free_fn */
-    CDT_CUSTOM_PARAM_QUERY = 1u << 2,        /* query_fn (required) */
-    CDT_CUSTOM_PARAM_PACK = 1u << 3,         /* pack_fn (required) */
-    CDT_CUSTOM_PARAM_UNPACK = 1u << 4,       /* unpack_fn */
-    CDT_CUSTOM_PARAM_REGIONS = 1u << 5,      /* region_count_fn and region_fn */
-    CDT_CUSTOM_PARAM_CONTEXT = 1u << 6,      /* context */
-    CDT_CUSTOM_PARAM_CONTEXT_FREE = 1u << 7, /* context_free_fn */
-    CDT_CUSTOM_PARAM_INORDER = 1u << 8,      /* inorder */
+    CDT_CUSTOM_PARAM_STATE = 1u << 0,        /*!< state_fn */
+    CDT_CUSTOM_PARAM_STATE_FREE = 1u << 1,   /*!< state_free_fn */
+    CDT_CUSTOM_PARAM_QUERY = 1u << 2,        /*!< query_fn (required) */
+    CDT_CUSTOM_PARAM_PACK = 1u << 3,         /*!< pack_fn (required) */
+    CDT_CUSTOM_PARAM_UNPACK = 1u << 4,       /*!< unpack_fn */
+    CDT_CUSTOM_PARAM_REGIONS = 1u << 5,      /*!< region_count_fn and region_fn */
+    CDT_CUSTOM_PARAM_CONTEXT = 1u << 6,      /*!< context */
+    CDT_CUSTOM_PARAM_CONTEXT_FREE = 1u << 7, /*!< context_free_fn */
+    CDT_CUSTOM_PARAM_INORDER = 1u << 8,      /*!< inorder */
 };
 
-/* Called once with the type's context when the type's last reference goes (the handle freed
+/*! Called once with the type's context when the type's last reference goes (the handle freed
  * and no operation, frame, request or other type holding it any more), from whatever thread
  * drops that reference. */
 typedef void(cdt_custom_context_free_func_t)(void *context);
 
-/* A custom type's callbacks and options (cdt_type_create_custom_advanced). */
+/*! A custom type's callbacks and options (cdt_type_create_custom_advanced). */
 typedef struct cdt_custom_params {
-    uint64_t field_mask; /* CDT_CUSTOM_PARAM_* bits of the fields below that are set */
+    uint64_t field_mask; /*!< CDT_CUSTOM_PARAM_* bits of the fields below that are set */
     cdt_custom_state_func_t *state_fn;
     cdt_custom_state_free_func_t *state_free_fn;
     cdt_custom_query_func_t *query_fn;
@@ -462,14 +463,14 @@ CDT_API int cdt_copy(const void *src, cdt_count scount, cdt_type stype, void *ds
  * receiver can allocate before region bytes arrive: no second message, no lock.
  * ---------------------------------------------------------------------------------------- */
 
-typedef struct cdt_frame_s *cdt_frame;     /* an encoded message (send side) */
-typedef struct cdt_decoder_s *cdt_decoder; /* a message being received */
+typedef struct cdt_frame_s *cdt_frame;     /*!< an encoded message (send side) */
+typedef struct cdt_decoder_s *cdt_decoder; /*!< a message being received */
 
-/* Bytes of the fixed header part; the full header size is known from these bytes. */
+/*! Bytes of the fixed header part; the full header size is known from these bytes. */
 #define CDT_FRAME_FIXED_HEADER_SIZE 48
-/* Bytes per region in the header's region table. */
+/*! Bytes per region in the header's region table. */
 #define CDT_FRAME_REGION_ENTRY_SIZE 16
-/* Start of every region in a frame is aligned to this many bytes. */
+/*! Start of every region in a frame is aligned to this many bytes. */
 #define CDT_FRAME_ALIGN 8
 
 enum cdt_frame_params_field {
@@ -477,20 +478,20 @@ enum cdt_frame_params_field {
     CDT_FRAME_PARAM_HEAD_ALLOCATOR = 1u << 1,
 };
 
-/* Memory for a frame's head (header + packed stream). alloc returns `bytes` bytes or NULL
+/*! Memory for a frame's head (header + packed stream). alloc returns `bytes` bytes or NULL
  * (the encode then fails with CDT_ERR_NO_MEMORY); release takes back what alloc gave, with the
  * same size, at cdt_frame_free. Both may be called from any thread that encodes or frees. */
 typedef void *(cdt_frame_alloc_func_t)(void *arg, size_t bytes);
 typedef void(cdt_frame_release_func_t)(void *arg, void *ptr, size_t bytes);
 
-/* Encoding options. Set the bits of field_mask for the fields you fill (ABI can grow). */
+/*! Encoding options. Set the bits of field_mask for the fields you fill (ABI can grow). */
 typedef struct cdt_frame_params {
     uint64_t field_mask;
-    /* Predefined/derived types whose data is one contiguous block of at least this many bytes
+    /*! Predefined/derived types whose data is one contiguous block of at least this many bytes
      * travel as a region (zero-copy) instead of being packed. Default 8192; a negative value
      * disables. */
     cdt_count region_threshold;
-    /* CDT_FRAME_PARAM_HEAD_ALLOCATOR: where heads larger than the frame's own small inline
+    /*! CDT_FRAME_PARAM_HEAD_ALLOCATOR: where heads larger than the frame's own small inline
      * storage live. Default malloc/free. A transport that sends many large packed streams
      * hands out reused buffers here: fresh memory costs a page fault per 4 KiB touched, which
      * is slower than the packing itself. */
@@ -531,7 +532,7 @@ CDT_API int cdt_frame_gather(cdt_frame frame, cdt_count offset, void *dst, cdt_c
  *  state_free's status. NULL: no-op. */
 CDT_API int cdt_frame_free(cdt_frame frame);
 
-/* Fields of cdt_frame_info, for its field_mask. */
+/*! Fields of cdt_frame_info, for its field_mask. */
 enum cdt_frame_info_field {
     CDT_FRAME_INFO_VERSION = 1u << 0,
     CDT_FRAME_INFO_FLAGS = 1u << 1,
@@ -541,23 +542,23 @@ enum cdt_frame_info_field {
     CDT_FRAME_INFO_REGION_BYTES = 1u << 5,
     CDT_FRAME_INFO_FRAME_SIZE = 1u << 6,
 };
-/* Every field this header declares. A program compiled with it keeps this value, so a later
+/*! Every field this header declares. A program compiled with it keeps this value, so a later
  * library with more fields never writes past the program's struct. */
 #define CDT_FRAME_INFO_ALL 0x7fu
 
-/* What a valid header says. An output struct that can grow: the caller sets field_mask to the
+/*! What a valid header says. An output struct that can grow: the caller sets field_mask to the
  * CDT_FRAME_INFO_* bits of the fields it wants (CDT_FRAME_INFO_ALL for all), and the library
  * writes those fields only. A mask of 0 or with a bit this library does not know is
  * CDT_ERR_INVALID_ARG (0 is almost always a caller that forgot to set it). */
 typedef struct cdt_frame_info {
-    uint64_t field_mask;    /* in: the fields to fill */
-    uint32_t version;       /* the format version of the frame */
-    uint32_t flags;         /* the header's flags (docs/FORMAT.md) */
-    cdt_count header_size;  /* fixed part + region table */
-    cdt_count packed_size;  /* bytes of the packed stream */
-    cdt_count region_count; /* entries in the region table */
-    cdt_count region_bytes; /* sum of region lengths */
-    cdt_count frame_size;   /* total bytes, padding included */
+    uint64_t field_mask;    /*!< in: the fields to fill */
+    uint32_t version;       /*!< the format version of the frame */
+    uint32_t flags;         /*!< the header's flags (docs/FORMAT.md) */
+    cdt_count header_size;  /*!< fixed part + region table */
+    cdt_count packed_size;  /*!< bytes of the packed stream */
+    cdt_count region_count; /*!< entries in the region table */
+    cdt_count region_bytes; /*!< sum of region lengths */
+    cdt_count frame_size;   /*!< total bytes, padding included */
 } cdt_frame_info;
 
 /*! cdt_frame_header_size() : from the first `len` bytes of a frame (len >=
@@ -576,16 +577,16 @@ enum cdt_decoder_params_field {
     CDT_DECODER_PARAM_MAX_REGIONS = 1u << 1,
 };
 
-/* Limits for frames from peers that are not trusted (docs/SECURITY.md). A frame over a limit
+/*! Limits for frames from peers that are not trusted (docs/SECURITY.md). A frame over a limit
  * is refused with CDT_ERR_LIMIT by cdt_decoder_create_advanced(), from its header alone,
  * before anything is allocated for it. Set the bits of field_mask for the fields you fill. */
 typedef struct cdt_decoder_params {
     uint64_t field_mask;
-    /* CDT_DECODER_PARAM_MAX_FRAME_BYTES: largest frame_size accepted (header, packed stream,
+    /*! CDT_DECODER_PARAM_MAX_FRAME_BYTES: largest frame_size accepted (header, packed stream,
      * padding and regions). It bounds what a receiver that allocates from the header (such as
      * cdt_sobj_recv_prepare) is made to allocate. Default: no limit (INT64_MAX). */
     cdt_count max_frame_bytes;
-    /* CDT_DECODER_PARAM_MAX_REGIONS: most regions accepted. Default: no limit. */
+    /*! CDT_DECODER_PARAM_MAX_REGIONS: most regions accepted. Default: no limit. */
     cdt_count max_regions;
 } cdt_decoder_params;
 
@@ -642,4 +643,4 @@ CDT_API int cdt_frame_decode(const void *data, cdt_count len, void *buf, cdt_cou
 #ifdef __cplusplus
 }
 #endif
-#endif /* CDT_H */
+#endif /*!< CDT_H */
