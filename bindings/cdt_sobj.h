@@ -23,7 +23,7 @@ extern "C" {
 /*! One out-of-band buffer. An element of the caller's array, so its size is part of the ABI for
  * good (24 bytes on LP64; pinned by tests/abi). */
 typedef struct cdt_sobj_buffer {
-    void *base;
+    void *base;    /*!< first byte (NULL only when len is 0) */
     cdt_count len; /*!< bytes; a multiple of the element size of kind */
     cdt_kind kind; /*!< element kind; CDT_KIND_BYTE when unknown */
 } cdt_sobj_buffer;
@@ -51,13 +51,13 @@ typedef struct cdt_sobj {
     uint64_t field_mask;
     /*! send: the caller's bytes and buffers (not copied). receive: filled by recv_prepare. */
     void *inband;
-    cdt_count inband_len;
-    cdt_sobj_buffer *buffers;
-    cdt_count nbuffers;
+    cdt_count inband_len;     /*!< bytes at inband */
+    cdt_sobj_buffer *buffers; /*!< the out-of-band buffers, nbuffers entries */
+    cdt_count nbuffers;       /*!< entries of buffers (each one memory region of the frame) */
     /*! CDT_SOBJ_FIELD_ALLOC, receive: where memory comes from (not set, or NULL: one malloc'd
      * block, released by cdt_sobj_release) */
     cdt_sobj_alloc_func_t *alloc;
-    void *alloc_user;
+    void *alloc_user; /*!< the first argument of alloc */
 } cdt_sobj;
 
 /*! cdt_sobj_type() : the custom type of one cdt_sobj (use count 1). Lives for the whole

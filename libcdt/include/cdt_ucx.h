@@ -47,11 +47,13 @@ typedef struct cdt_ucx_request_s *cdt_ucx_request;   /*!< a send or receive in f
 
 /*! User tags are 63 bits: the top bit of the UCX tag is the transport's private space. */
 typedef uint64_t cdt_ucx_tag;
+/*! The largest user tag: 2^63 - 1. */
 #define CDT_UCX_TAG_MAX ((cdt_ucx_tag)0x7fffffffffffffffull)
-/*! Tag masks: a receive matches tag t when (t & mask) == (tag & mask). */
-#define CDT_UCX_TAG_MASK_FULL CDT_UCX_TAG_MAX /*!< exact tag */
+/*! Tag mask of an exact tag. A receive matches tag t when (t & mask) == (tag & mask). */
+#define CDT_UCX_TAG_MASK_FULL CDT_UCX_TAG_MAX
 #define CDT_UCX_TAG_MASK_ANY ((cdt_ucx_tag)0) /*!< any tag (wildcard) */
 
+/*! A timeout (ms) without bound; so is any negative value. */
 #define CDT_UCX_INFINITE ((int64_t)-1)
 
 /*! cdt_ucx_version_string() : the UCX library version in use, e.g. "1.13.1". */
@@ -61,10 +63,11 @@ CDT_API const char *cdt_ucx_version_string(void);
  * 2. Context and worker
  * ---------------------------------------------------------------------------------------- */
 
+/*! Fields of cdt_ucx_context_params, for its field_mask. */
 enum cdt_ucx_context_params_field {
-    CDT_UCX_CONTEXT_PARAM_ESTIMATED_NUM_EPS = 1u << 0,
-    CDT_UCX_CONTEXT_PARAM_SHARED_MEMORY = 1u << 1,
-    CDT_UCX_CONTEXT_PARAM_WAKEUP = 1u << 2,
+    CDT_UCX_CONTEXT_PARAM_ESTIMATED_NUM_EPS = 1u << 0, /*!< estimated_num_eps */
+    CDT_UCX_CONTEXT_PARAM_SHARED_MEMORY = 1u << 1,     /*!< shared_memory */
+    CDT_UCX_CONTEXT_PARAM_WAKEUP = 1u << 2,            /*!< wakeup */
 };
 
 /*! How endpoints to a peer on the same machine may use shared memory (see
@@ -83,8 +86,10 @@ typedef enum cdt_ucx_shared_memory {
     CDT_UCX_SHM_FULL = 2,
 } cdt_ucx_shared_memory;
 
+/*! Options of cdt_ucx_context_create; the fields named in field_mask are read. May grow at its
+ *  end. */
 typedef struct cdt_ucx_context_params {
-    uint64_t field_mask;
+    uint64_t field_mask; /*!< bits of the fields that are set (CDT_UCX_CONTEXT_PARAM_*) */
     /*! expected number of endpoints (a UCX tuning hint). Default: UCX's. */
     size_t estimated_num_eps;
     /*! shared memory between local processes. Default: the environment variable
@@ -131,11 +136,12 @@ CDT_API int cdt_ucx_context_create(const cdt_ucx_context_params *params, cdt_ucx
 /*! cdt_ucx_context_destroy() : destroy a context whose workers are all destroyed. */
 CDT_API void cdt_ucx_context_destroy(cdt_ucx_context context);
 
+/*! Fields of cdt_ucx_worker_params, for its field_mask. */
 enum cdt_ucx_worker_params_field {
-    CDT_UCX_WORKER_PARAM_SENDER_ID = 1u << 0,
-    CDT_UCX_WORKER_PARAM_ZCOPY_THRESHOLD = 1u << 1,
-    CDT_UCX_WORKER_PARAM_BUFFER_CACHE = 1u << 2,
-    CDT_UCX_WORKER_PARAM_PROTOCOL = 1u << 3,
+    CDT_UCX_WORKER_PARAM_SENDER_ID = 1u << 0,       /*!< sender_id */
+    CDT_UCX_WORKER_PARAM_ZCOPY_THRESHOLD = 1u << 1, /*!< zcopy_threshold */
+    CDT_UCX_WORKER_PARAM_BUFFER_CACHE = 1u << 2,    /*!< buffer_cache_bytes */
+    CDT_UCX_WORKER_PARAM_PROTOCOL = 1u << 3,        /*!< protocol */
 };
 
 /*! How a worker lays an object out in UCX messages (docs/TRANSPORT.md §1 has the measurements
@@ -164,8 +170,10 @@ typedef enum cdt_ucx_protocol {
 /*! Bits of a worker's sender id (docs/TRANSPORT.md: it keys the private tag space). */
 #define CDT_UCX_SENDER_ID_BITS 23
 
+/*! Options of cdt_ucx_worker_create; the fields named in field_mask are read. May grow at its
+ *  end. */
 typedef struct cdt_ucx_worker_params {
-    uint64_t field_mask;
+    uint64_t field_mask; /*!< bits of the fields that are set (CDT_UCX_WORKER_PARAM_*) */
     /*! This worker's sender id, below 2^CDT_UCX_SENDER_ID_BITS, reported by
      * cdt_ucx_worker_sender_id (e.g. the rank). Protocol versions 2 and 3 do not key messages by
      * it: each object's key is drawn from a keyed random function per worker, so equal ids do
@@ -198,6 +206,8 @@ CDT_API int cdt_ucx_worker_progress(cdt_ucx_worker worker);
  *  PMIx): the peer passes it to cdt_ucx_ep_create_from_address(). Free it with
  *  cdt_ucx_worker_address_free(). */
 CDT_API int cdt_ucx_worker_address(cdt_ucx_worker worker, void **address, size_t *length);
+/*! cdt_ucx_worker_address_free() : release an address from cdt_ucx_worker_address(). NULL: no-op.
+ */
 CDT_API void cdt_ucx_worker_address_free(cdt_ucx_worker worker, void *address);
 /*! cdt_ucx_worker_fd() : a file descriptor that becomes readable when the worker has events
  *  to progress, for poll/epoll/select or an event loop (asyncio's add_reader, libuv's
@@ -238,15 +248,18 @@ CDT_API void *cdt_ucx_worker_handle(cdt_ucx_worker worker);
  * returns CDT_ERR_PEER.
  * ---------------------------------------------------------------------------------------- */
 
+/*! Fields of cdt_ucx_listener_params, for its field_mask. */
 enum cdt_ucx_listener_params_field {
-    CDT_UCX_LISTENER_PARAM_HOST = 1u << 0,
-    CDT_UCX_LISTENER_PARAM_PORT = 1u << 1,
+    CDT_UCX_LISTENER_PARAM_HOST = 1u << 0, /*!< host */
+    CDT_UCX_LISTENER_PARAM_PORT = 1u << 1, /*!< port */
 };
 
+/*! Options of cdt_ucx_listener_create; the fields named in field_mask are read. May grow at
+ *  its end. */
 typedef struct cdt_ucx_listener_params {
-    uint64_t field_mask;
-    const char *host; /*!< IPv4/IPv6 literal or name to bind. Default "0.0.0.0" */
-    uint16_t port;    /*!< Default 0: any free port (see cdt_ucx_listener_port) */
+    uint64_t field_mask; /*!< bits of the fields that are set (CDT_UCX_LISTENER_PARAM_*) */
+    const char *host;    /*!< IPv4/IPv6 literal or name to bind. Default "0.0.0.0" */
+    uint16_t port;       /*!< Default 0: any free port (see cdt_ucx_listener_port) */
 } cdt_ucx_listener_params;
 
 /*! cdt_ucx_listener_create() : listen for connections; accept them with
@@ -268,11 +281,13 @@ CDT_API void cdt_ucx_listener_destroy(cdt_ucx_listener listener);
 CDT_API int cdt_ucx_ep_connect(cdt_ucx_worker worker, const char *host, uint16_t port,
                                int64_t timeout_ms, cdt_ucx_ep *ep);
 
+/*! Fields of cdt_ucx_connect_params, for its field_mask. */
 enum cdt_ucx_connect_params_field {
-    CDT_UCX_CONNECT_PARAM_TIMEOUT = 1u << 0,
-    CDT_UCX_CONNECT_PARAM_FLAGS = 1u << 1,
+    CDT_UCX_CONNECT_PARAM_TIMEOUT = 1u << 0, /*!< timeout_ms */
+    CDT_UCX_CONNECT_PARAM_FLAGS = 1u << 1,   /*!< flags */
 };
 
+/*! Flags of cdt_ucx_connect_params.flags. */
 enum cdt_ucx_connect_flags {
     /*! return as soon as the endpoint exists: the connection is made in the background, the
      * first send on the endpoint waits for it (at most 10 s) and reports its failure
@@ -283,7 +298,7 @@ enum cdt_ucx_connect_flags {
 /*! Options of cdt_ucx_ep_connect_advanced; the fields named in field_mask are read. May grow at
  * its end. */
 typedef struct cdt_ucx_connect_params {
-    uint64_t field_mask;
+    uint64_t field_mask; /*!< bits of the fields that are set (CDT_UCX_CONNECT_PARAM_*) */
     /*! CDT_UCX_CONNECT_PARAM_TIMEOUT: how long to wait for the connection (ms; negative:
      * CDT_UCX_INFINITE). Default: 10 s. */
     int64_t timeout_ms;
@@ -345,11 +360,11 @@ CDT_API int cdt_ucx_ep_close(cdt_ucx_ep ep, int64_t timeout_ms);
 
 /*! Fields of cdt_ucx_recv_info, for its field_mask. */
 enum cdt_ucx_recv_info_field {
-    CDT_UCX_RECV_INFO_TAG = 1u << 0,
-    CDT_UCX_RECV_INFO_FRAME_SIZE = 1u << 1,
-    CDT_UCX_RECV_INFO_PACKED_SIZE = 1u << 2,
-    CDT_UCX_RECV_INFO_REGION_COUNT = 1u << 3,
-    CDT_UCX_RECV_INFO_REGION_BYTES = 1u << 4,
+    CDT_UCX_RECV_INFO_TAG = 1u << 0,          /*!< tag */
+    CDT_UCX_RECV_INFO_FRAME_SIZE = 1u << 1,   /*!< frame_size */
+    CDT_UCX_RECV_INFO_PACKED_SIZE = 1u << 2,  /*!< packed_size */
+    CDT_UCX_RECV_INFO_REGION_COUNT = 1u << 3, /*!< region_count */
+    CDT_UCX_RECV_INFO_REGION_BYTES = 1u << 4, /*!< region_bytes */
 };
 /*! Every field this header declares (kept by a program compiled with it, as
  * CDT_FRAME_INFO_ALL). */
@@ -374,11 +389,12 @@ typedef struct cdt_ucx_recv_info {
  * with that code (nothing more is written). The decoder is only valid during the call. */
 typedef int(cdt_ucx_recv_prepare_func_t)(void *arg, cdt_decoder decoder);
 
+/*! Fields of cdt_ucx_recv_params, for its field_mask. */
 enum cdt_ucx_recv_params_field {
-    CDT_UCX_RECV_PARAM_PREPARE = 1u << 0,
-    CDT_UCX_RECV_PARAM_MAX_FRAME_BYTES = 1u << 1,
-    CDT_UCX_RECV_PARAM_MAX_REGIONS = 1u << 2,
-    CDT_UCX_RECV_PARAM_REST_TIMEOUT = 1u << 3,
+    CDT_UCX_RECV_PARAM_PREPARE = 1u << 0,         /*!< prepare and prepare_arg */
+    CDT_UCX_RECV_PARAM_MAX_FRAME_BYTES = 1u << 1, /*!< max_frame_bytes */
+    CDT_UCX_RECV_PARAM_MAX_REGIONS = 1u << 2,     /*!< max_regions */
+    CDT_UCX_RECV_PARAM_REST_TIMEOUT = 1u << 3,    /*!< rest_timeout_ms */
 };
 
 /*! Default of rest_timeout_ms: 60 s. */
@@ -392,11 +408,11 @@ enum cdt_ucx_recv_params_field {
  * (its sender's send then completes); otherwise they are not received and that send ends with
  * its own timeout or with its endpoint. */
 typedef struct cdt_ucx_recv_params {
-    uint64_t field_mask;
+    uint64_t field_mask; /*!< bits of the fields that are set (CDT_UCX_RECV_PARAM_*) */
     /*! When set, buf/count/type of the receive are ignored (pass NULL, 0, NULL) and `prepare`
      * binds the decoder. Default: bind to the receive's buf, count, type. */
     cdt_ucx_recv_prepare_func_t *prepare;
-    void *prepare_arg;
+    void *prepare_arg; /*!< the first argument of prepare */
     /*! CDT_UCX_RECV_PARAM_MAX_FRAME_BYTES: the largest frame_size accepted (header, packed
      * stream, padding and regions; >= 0). It bounds what the receive allocates for the
      * message itself (at most the frame's inline stream) and what a prepare callback that
@@ -427,15 +443,16 @@ typedef struct cdt_ucx_recv_params {
 CDT_API int cdt_ucx_isend(cdt_ucx_ep ep, const void *buf, cdt_count count, cdt_type type,
                           cdt_ucx_tag tag, cdt_ucx_request *request);
 
+/*! Fields of cdt_ucx_send_params, for its field_mask. */
 enum cdt_ucx_send_params_field {
-    CDT_UCX_SEND_PARAM_PROTOCOL = 1u << 0,
-    CDT_UCX_SEND_PARAM_ZCOPY_THRESHOLD = 1u << 1,
+    CDT_UCX_SEND_PARAM_PROTOCOL = 1u << 0,        /*!< protocol */
+    CDT_UCX_SEND_PARAM_ZCOPY_THRESHOLD = 1u << 1, /*!< zcopy_threshold */
 };
 
 /*! Options of one send (cdt_ucx_isend_advanced); the fields named in field_mask are read, the
  * others keep the worker's settings. May grow at its end. */
 typedef struct cdt_ucx_send_params {
-    uint64_t field_mask;
+    uint64_t field_mask; /*!< bits of the fields that are set (CDT_UCX_SEND_PARAM_*) */
     /*! CDT_UCX_SEND_PARAM_PROTOCOL: how this object travels (cdt_ucx_protocol): SINGLE or SPLIT
      * whatever the endpoint's transport, AUTO or AUTO_SINGLE as for a worker. Default: the
      * worker's protocol. */
