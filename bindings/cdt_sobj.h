@@ -1,4 +1,5 @@
-/*
+/*!
+ * @file cdt_sobj.h
  * cdt_sobj.h - the serialized-object adapter shared by every language binding.
  *
  * pickle protocol 5, Serde and Julia's Serialization all turn an object into the same shape:
@@ -19,44 +20,44 @@
 extern "C" {
 #endif
 
-/* One out-of-band buffer. An element of the caller's array, so its size is part of the ABI for
+/*! One out-of-band buffer. An element of the caller's array, so its size is part of the ABI for
  * good (24 bytes on LP64; pinned by tests/abi). */
 typedef struct cdt_sobj_buffer {
-    void *base;
-    cdt_count len; /* bytes; a multiple of the element size of kind */
-    cdt_kind kind; /* element kind; CDT_KIND_BYTE when unknown */
+    void *base;    /*!< first byte (NULL only when len is 0) */
+    cdt_count len; /*!< bytes; a multiple of the element size of kind */
+    cdt_kind kind; /*!< element kind; CDT_KIND_BYTE when unknown */
 } cdt_sobj_buffer;
 
-/* Allocate `len` bytes for buffer `index` (-1: the in-band bytes) whose elements are `kind`.
+/*! Allocate `len` bytes for buffer `index` (-1: the in-band bytes) whose elements are `kind`.
  * Return CDT_SUCCESS and set *base (may be NULL only when len == 0), or an error code that
  * cdt_sobj_recv_prepare() returns unchanged. Memory belongs to the caller. */
 typedef int(cdt_sobj_alloc_func_t)(void *user, cdt_count index, cdt_count len, cdt_kind kind,
                                    void **base);
 
-/* Fields of cdt_sobj that are optional, for its field_mask. */
+/*! Fields of cdt_sobj that are optional, for its field_mask. */
 enum cdt_sobj_field {
-    CDT_SOBJ_FIELD_ALLOC = 1u << 0, /* alloc and alloc_user are set */
+    CDT_SOBJ_FIELD_ALLOC = 1u << 0, /*!< alloc and alloc_user are set */
 };
-/* Bits from here up belong to the library: cdt_sobj_recv_prepare() sets them to record what
+/*! Bits from here up belong to the library: cdt_sobj_recv_prepare() sets them to record what
  * it allocated, and cdt_sobj_release() reads them. Leave them as recv_prepare left them. */
 #define CDT_SOBJ_FIELD_LIBRARY_ (1ull << 48)
 
-/* A serialized object. Zero it, then fill it; the struct can grow at its end: a later field
+/*! A serialized object. Zero it, then fill it; the struct can grow at its end: a later field
  * is read only when its bit is set in field_mask, so a program compiled against this header
  * keeps working with a later library. */
 typedef struct cdt_sobj {
-    /* CDT_SOBJ_FIELD_* bits of the optional fields that are set (0 when none). A bit below
+    /*! CDT_SOBJ_FIELD_* bits of the optional fields that are set (0 when none). A bit below
      * CDT_SOBJ_FIELD_LIBRARY_ that this library does not know is CDT_ERR_INVALID_ARG. */
     uint64_t field_mask;
-    /* send: the caller's bytes and buffers (not copied). receive: filled by recv_prepare. */
+    /*! send: the caller's bytes and buffers (not copied). receive: filled by recv_prepare. */
     void *inband;
-    cdt_count inband_len;
-    cdt_sobj_buffer *buffers;
-    cdt_count nbuffers;
-    /* CDT_SOBJ_FIELD_ALLOC, receive: where memory comes from (not set, or NULL: one malloc'd
+    cdt_count inband_len;     /*!< bytes at inband */
+    cdt_sobj_buffer *buffers; /*!< the out-of-band buffers, nbuffers entries */
+    cdt_count nbuffers;       /*!< entries of buffers (each one memory region of the frame) */
+    /*! CDT_SOBJ_FIELD_ALLOC, receive: where memory comes from (not set, or NULL: one malloc'd
      * block, released by cdt_sobj_release) */
     cdt_sobj_alloc_func_t *alloc;
-    void *alloc_user;
+    void *alloc_user; /*!< the first argument of alloc */
 } cdt_sobj;
 
 /*! cdt_sobj_type() : the custom type of one cdt_sobj (use count 1). Lives for the whole

@@ -1,4 +1,5 @@
-/*
+/*!
+ * @file cdt_ucx.h
  * cdt_ucx.h - libcdt's UCX transport: send one object as one matched message, with its large
  * memory regions moving zero-copy on both ends. Protocol: docs/TRANSPORT.md.
  *
@@ -38,19 +39,21 @@ extern "C" {
  * 1. Handles and tags
  * ---------------------------------------------------------------------------------------- */
 
-typedef struct cdt_ucx_context_s *cdt_ucx_context;   /* one UCX context (ucp_context_h) */
-typedef struct cdt_ucx_worker_s *cdt_ucx_worker;     /* progress engine, owns endpoints */
-typedef struct cdt_ucx_listener_s *cdt_ucx_listener; /* accepts connections on host:port */
-typedef struct cdt_ucx_ep_s *cdt_ucx_ep;             /* a connection to one peer worker */
-typedef struct cdt_ucx_request_s *cdt_ucx_request;   /* a send or receive in flight */
+typedef struct cdt_ucx_context_s *cdt_ucx_context;   /*!< one UCX context (ucp_context_h) */
+typedef struct cdt_ucx_worker_s *cdt_ucx_worker;     /*!< progress engine, owns endpoints */
+typedef struct cdt_ucx_listener_s *cdt_ucx_listener; /*!< accepts connections on host:port */
+typedef struct cdt_ucx_ep_s *cdt_ucx_ep;             /*!< a connection to one peer worker */
+typedef struct cdt_ucx_request_s *cdt_ucx_request;   /*!< a send or receive in flight */
 
-/* User tags are 63 bits: the top bit of the UCX tag is the transport's private space. */
+/*! User tags are 63 bits: the top bit of the UCX tag is the transport's private space. */
 typedef uint64_t cdt_ucx_tag;
+/*! The largest user tag: 2^63 - 1. */
 #define CDT_UCX_TAG_MAX ((cdt_ucx_tag)0x7fffffffffffffffull)
-/* Tag masks: a receive matches tag t when (t & mask) == (tag & mask). */
-#define CDT_UCX_TAG_MASK_FULL CDT_UCX_TAG_MAX /* exact tag */
-#define CDT_UCX_TAG_MASK_ANY ((cdt_ucx_tag)0) /* any tag (wildcard) */
+/*! Tag mask of an exact tag. A receive matches tag t when (t & mask) == (tag & mask). */
+#define CDT_UCX_TAG_MASK_FULL CDT_UCX_TAG_MAX
+#define CDT_UCX_TAG_MASK_ANY ((cdt_ucx_tag)0) /*!< any tag (wildcard) */
 
+/*! A timeout (ms) without bound; so is any negative value. */
 #define CDT_UCX_INFINITE ((int64_t)-1)
 
 /*! cdt_ucx_version_string() : the UCX library version in use, e.g. "1.13.1". */
@@ -60,36 +63,39 @@ CDT_API const char *cdt_ucx_version_string(void);
  * 2. Context and worker
  * ---------------------------------------------------------------------------------------- */
 
+/*! Fields of cdt_ucx_context_params, for its field_mask. */
 enum cdt_ucx_context_params_field {
-    CDT_UCX_CONTEXT_PARAM_ESTIMATED_NUM_EPS = 1u << 0,
-    CDT_UCX_CONTEXT_PARAM_SHARED_MEMORY = 1u << 1,
-    CDT_UCX_CONTEXT_PARAM_WAKEUP = 1u << 2,
+    CDT_UCX_CONTEXT_PARAM_ESTIMATED_NUM_EPS = 1u << 0, /*!< estimated_num_eps */
+    CDT_UCX_CONTEXT_PARAM_SHARED_MEMORY = 1u << 1,     /*!< shared_memory */
+    CDT_UCX_CONTEXT_PARAM_WAKEUP = 1u << 2,            /*!< wakeup */
 };
 
-/* How endpoints to a peer on the same machine may use shared memory (see
+/*! How endpoints to a peer on the same machine may use shared memory (see
  * cdt_ucx_context_create). */
 typedef enum cdt_ucx_shared_memory {
-    /* UCX's own choice. With the peer-failure detection libcdt endpoints use, UCX 1.13 then
+    /*! UCX's own choice. With the peer-failure detection libcdt endpoints use, UCX 1.13 then
      * talks TCP (loopback) even to a process of the same machine. The default. */
     CDT_UCX_SHM_OFF = 0,
-    /* shared-memory segments (sysv/posix) for messages; rendezvous of large messages over the
+    /*! shared-memory segments (sysv/posix) for messages; rendezvous of large messages over the
      * network transports (tcp on loopback). Neither process ever touches the other's memory,
      * so a send whose receiver died ends with CDT_ERR_PEER; UCX 1.13's caveat below
      * (cdt_ucx_context_create). */
     CDT_UCX_SHM_COPY = 1,
-    /* shared-memory segments, and rendezvous by cross-memory attach (cma): the fastest local
+    /*! shared-memory segments, and rendezvous by cross-memory attach (cma): the fastest local
      * path for large messages, with UCX 1.13's caveat (cdt_ucx_context_create) */
     CDT_UCX_SHM_FULL = 2,
 } cdt_ucx_shared_memory;
 
+/*! Options of cdt_ucx_context_create; the fields named in field_mask are read. May grow at its
+ *  end. */
 typedef struct cdt_ucx_context_params {
-    uint64_t field_mask;
-    /* expected number of endpoints (a UCX tuning hint). Default: UCX's. */
+    uint64_t field_mask; /*!< bits of the fields that are set (CDT_UCX_CONTEXT_PARAM_*) */
+    /*! expected number of endpoints (a UCX tuning hint). Default: UCX's. */
     size_t estimated_num_eps;
-    /* shared memory between local processes. Default: the environment variable
+    /*! shared memory between local processes. Default: the environment variable
      * CDT_UCX_SHARED_MEMORY (off, copy or full) when set, else CDT_UCX_SHM_OFF. */
     cdt_ucx_shared_memory shared_memory;
-    /* non-zero: workers can sleep instead of spinning (UCP_FEATURE_WAKEUP): blocking calls
+    /*! non-zero: workers can sleep instead of spinning (UCP_FEATURE_WAKEUP): blocking calls
      * block in poll() once nothing has happened for a short spin, and cdt_ucx_worker_fd /
      * cdt_ucx_worker_arm let an event loop wait for the worker. Transports that cannot wake
      * a sleeper are then left out by UCX (UCX 1.13: its shared-memory transports), so local
@@ -130,29 +136,30 @@ CDT_API int cdt_ucx_context_create(const cdt_ucx_context_params *params, cdt_ucx
 /*! cdt_ucx_context_destroy() : destroy a context whose workers are all destroyed. */
 CDT_API void cdt_ucx_context_destroy(cdt_ucx_context context);
 
+/*! Fields of cdt_ucx_worker_params, for its field_mask. */
 enum cdt_ucx_worker_params_field {
-    CDT_UCX_WORKER_PARAM_SENDER_ID = 1u << 0,
-    CDT_UCX_WORKER_PARAM_ZCOPY_THRESHOLD = 1u << 1,
-    CDT_UCX_WORKER_PARAM_BUFFER_CACHE = 1u << 2,
-    CDT_UCX_WORKER_PARAM_PROTOCOL = 1u << 3,
+    CDT_UCX_WORKER_PARAM_SENDER_ID = 1u << 0,       /*!< sender_id */
+    CDT_UCX_WORKER_PARAM_ZCOPY_THRESHOLD = 1u << 1, /*!< zcopy_threshold */
+    CDT_UCX_WORKER_PARAM_BUFFER_CACHE = 1u << 2,    /*!< buffer_cache_bytes */
+    CDT_UCX_WORKER_PARAM_PROTOCOL = 1u << 3,        /*!< protocol */
 };
 
-/* How a worker lays an object out in UCX messages (docs/TRANSPORT.md §1 has the measurements
+/*! How a worker lays an object out in UCX messages (docs/TRANSPORT.md §1 has the measurements
  * behind the choice). A receiver takes either from any sender: only the sender chooses. */
 typedef enum cdt_ucx_protocol {
-    /* per endpoint, from the transport UCX chose for its messages: CDT_UCX_PROTOCOL_SINGLE over
+    /*! per endpoint, from the transport UCX chose for its messages: CDT_UCX_PROTOCOL_SINGLE over
      * shared memory (sysv, posix, self), CDT_UCX_PROTOCOL_SPLIT otherwise; where rendezvous
      * runs by cross-memory attach (CDT_UCX_SHM_FULL) an object with a region of at least
      * zcopy_threshold bytes still goes split (its large regions by one cross-memory copy each,
      * fastest into freshly allocated memory). The default. */
     CDT_UCX_PROTOCOL_AUTO = 0,
-    /* a head message, then the rest of the inline stream and every large region as their own
+    /*! a head message, then the rest of the inline stream and every large region as their own
      * contiguous messages: the fastest over TCP */
     CDT_UCX_PROTOCOL_SPLIT = 1,
-    /* the whole frame as one message, packed and unpacked by libcdt inside UCX's own copies
+    /*! the whole frame as one message, packed and unpacked by libcdt inside UCX's own copies
      * (a UCX generic datatype): the fastest over shared memory */
     CDT_UCX_PROTOCOL_SINGLE = 2,
-    /* as CDT_UCX_PROTOCOL_AUTO, except that over shared memory every object is one message,
+    /*! as CDT_UCX_PROTOCOL_AUTO, except that over shared memory every object is one message,
      * large regions included: for receivers that reuse their receive memory (cdtypes' receive
      * cache), where UCX's copy out of its segments lands in pages already mapped. 512 regions
      * of 128 KiB from Python, alternating runs: 1.2-1.9x as fast as CDT_UCX_PROTOCOL_AUTO at
@@ -160,24 +167,26 @@ typedef enum cdt_ucx_protocol {
     CDT_UCX_PROTOCOL_AUTO_SINGLE = 3,
 } cdt_ucx_protocol;
 
-/* Bits of a worker's sender id (docs/TRANSPORT.md: it keys the private tag space). */
+/*! Bits of a worker's sender id (docs/TRANSPORT.md: it keys the private tag space). */
 #define CDT_UCX_SENDER_ID_BITS 23
 
+/*! Options of cdt_ucx_worker_create; the fields named in field_mask are read. May grow at its
+ *  end. */
 typedef struct cdt_ucx_worker_params {
-    uint64_t field_mask;
-    /* This worker's sender id, below 2^CDT_UCX_SENDER_ID_BITS, reported by
+    uint64_t field_mask; /*!< bits of the fields that are set (CDT_UCX_WORKER_PARAM_*) */
+    /*! This worker's sender id, below 2^CDT_UCX_SENDER_ID_BITS, reported by
      * cdt_ucx_worker_sender_id (e.g. the rank). Protocol versions 2 and 3 do not key messages by
      * it: each object's key is drawn from a keyed random function per worker, so equal ids do
      * not make objects cross (docs/TRANSPORT.md). Default: random. */
     uint32_t sender_id;
-    /* Split mode: regions of at least this many bytes move as their own zero-copy message;
+    /*! Split mode: regions of at least this many bytes move as their own zero-copy message;
      * smaller ones are gathered into the frame's head message. Default 65536; minimum 1. */
     cdt_count zcopy_threshold;
-    /* Bytes of staging memory (packed streams, gathered small regions, received tails) the
+    /*! Bytes of staging memory (packed streams, gathered small regions, received tails) the
      * worker keeps for reuse between messages, at most 64 buffers. Fresh memory costs a page
      * fault per 4 KiB, more than packing it. Default 256 MiB; 0 frees every buffer at once. */
     size_t buffer_cache_bytes;
-    /* How objects are sent. Default: the environment variable CDT_UCX_PROTOCOL (auto, split,
+    /*! How objects are sent. Default: the environment variable CDT_UCX_PROTOCOL (auto, split,
      * single or auto-single) when set, else CDT_UCX_PROTOCOL_AUTO. */
     cdt_ucx_protocol protocol;
 } cdt_ucx_worker_params;
@@ -197,6 +206,8 @@ CDT_API int cdt_ucx_worker_progress(cdt_ucx_worker worker);
  *  PMIx): the peer passes it to cdt_ucx_ep_create_from_address(). Free it with
  *  cdt_ucx_worker_address_free(). */
 CDT_API int cdt_ucx_worker_address(cdt_ucx_worker worker, void **address, size_t *length);
+/*! cdt_ucx_worker_address_free() : release an address from cdt_ucx_worker_address(). NULL: no-op.
+ */
 CDT_API void cdt_ucx_worker_address_free(cdt_ucx_worker worker, void *address);
 /*! cdt_ucx_worker_fd() : a file descriptor that becomes readable when the worker has events
  *  to progress, for poll/epoll/select or an event loop (asyncio's add_reader, libuv's
@@ -237,15 +248,18 @@ CDT_API void *cdt_ucx_worker_handle(cdt_ucx_worker worker);
  * returns CDT_ERR_PEER.
  * ---------------------------------------------------------------------------------------- */
 
+/*! Fields of cdt_ucx_listener_params, for its field_mask. */
 enum cdt_ucx_listener_params_field {
-    CDT_UCX_LISTENER_PARAM_HOST = 1u << 0,
-    CDT_UCX_LISTENER_PARAM_PORT = 1u << 1,
+    CDT_UCX_LISTENER_PARAM_HOST = 1u << 0, /*!< host */
+    CDT_UCX_LISTENER_PARAM_PORT = 1u << 1, /*!< port */
 };
 
+/*! Options of cdt_ucx_listener_create; the fields named in field_mask are read. May grow at
+ *  its end. */
 typedef struct cdt_ucx_listener_params {
-    uint64_t field_mask;
-    const char *host; /* IPv4/IPv6 literal or name to bind. Default "0.0.0.0" */
-    uint16_t port;    /* Default 0: any free port (see cdt_ucx_listener_port) */
+    uint64_t field_mask; /*!< bits of the fields that are set (CDT_UCX_LISTENER_PARAM_*) */
+    const char *host;    /*!< IPv4/IPv6 literal or name to bind. Default "0.0.0.0" */
+    uint16_t port;       /*!< Default 0: any free port (see cdt_ucx_listener_port) */
 } cdt_ucx_listener_params;
 
 /*! cdt_ucx_listener_create() : listen for connections; accept them with
@@ -267,26 +281,28 @@ CDT_API void cdt_ucx_listener_destroy(cdt_ucx_listener listener);
 CDT_API int cdt_ucx_ep_connect(cdt_ucx_worker worker, const char *host, uint16_t port,
                                int64_t timeout_ms, cdt_ucx_ep *ep);
 
+/*! Fields of cdt_ucx_connect_params, for its field_mask. */
 enum cdt_ucx_connect_params_field {
-    CDT_UCX_CONNECT_PARAM_TIMEOUT = 1u << 0,
-    CDT_UCX_CONNECT_PARAM_FLAGS = 1u << 1,
+    CDT_UCX_CONNECT_PARAM_TIMEOUT = 1u << 0, /*!< timeout_ms */
+    CDT_UCX_CONNECT_PARAM_FLAGS = 1u << 1,   /*!< flags */
 };
 
+/*! Flags of cdt_ucx_connect_params.flags. */
 enum cdt_ucx_connect_flags {
-    /* return as soon as the endpoint exists: the connection is made in the background, the
+    /*! return as soon as the endpoint exists: the connection is made in the background, the
      * first send on the endpoint waits for it (at most 10 s) and reports its failure
      * (CDT_ERR_PEER, CDT_ERR_TIMEOUT), as does cdt_ucx_ep_status */
     CDT_UCX_CONNECT_NO_WAIT = 1u << 0,
 };
 
-/* Options of cdt_ucx_ep_connect_advanced; the fields named in field_mask are read. May grow at
+/*! Options of cdt_ucx_ep_connect_advanced; the fields named in field_mask are read. May grow at
  * its end. */
 typedef struct cdt_ucx_connect_params {
-    uint64_t field_mask;
-    /* CDT_UCX_CONNECT_PARAM_TIMEOUT: how long to wait for the connection (ms; negative:
+    uint64_t field_mask; /*!< bits of the fields that are set (CDT_UCX_CONNECT_PARAM_*) */
+    /*! CDT_UCX_CONNECT_PARAM_TIMEOUT: how long to wait for the connection (ms; negative:
      * CDT_UCX_INFINITE). Default: 10 s. */
     int64_t timeout_ms;
-    /* CDT_UCX_CONNECT_PARAM_FLAGS: cdt_ucx_connect_flags. Default: 0. */
+    /*! CDT_UCX_CONNECT_PARAM_FLAGS: cdt_ucx_connect_flags. Default: 0. */
     uint64_t flags;
 } cdt_ucx_connect_params;
 
@@ -342,48 +358,49 @@ CDT_API int cdt_ucx_ep_close(cdt_ucx_ep ep, int64_t timeout_ms);
  * until the send completes; the receive object must not be touched until the receive does.
  * ---------------------------------------------------------------------------------------- */
 
-/* Fields of cdt_ucx_recv_info, for its field_mask. */
+/*! Fields of cdt_ucx_recv_info, for its field_mask. */
 enum cdt_ucx_recv_info_field {
-    CDT_UCX_RECV_INFO_TAG = 1u << 0,
-    CDT_UCX_RECV_INFO_FRAME_SIZE = 1u << 1,
-    CDT_UCX_RECV_INFO_PACKED_SIZE = 1u << 2,
-    CDT_UCX_RECV_INFO_REGION_COUNT = 1u << 3,
-    CDT_UCX_RECV_INFO_REGION_BYTES = 1u << 4,
+    CDT_UCX_RECV_INFO_TAG = 1u << 0,          /*!< tag */
+    CDT_UCX_RECV_INFO_FRAME_SIZE = 1u << 1,   /*!< frame_size */
+    CDT_UCX_RECV_INFO_PACKED_SIZE = 1u << 2,  /*!< packed_size */
+    CDT_UCX_RECV_INFO_REGION_COUNT = 1u << 3, /*!< region_count */
+    CDT_UCX_RECV_INFO_REGION_BYTES = 1u << 4, /*!< region_bytes */
 };
-/* Every field this header declares (kept by a program compiled with it, as
+/*! Every field this header declares (kept by a program compiled with it, as
  * CDT_FRAME_INFO_ALL). */
 #define CDT_UCX_RECV_INFO_ALL 0x1fu
 
-/* What a completed receive matched. An output struct that can grow, as cdt_frame_info: set
+/*! What a completed receive matched. An output struct that can grow, as cdt_frame_info: set
  * field_mask to the CDT_UCX_RECV_INFO_* bits of the fields to fill (CDT_UCX_RECV_INFO_ALL for
  * all); only those are written. A mask of 0 or with an unknown bit is CDT_ERR_INVALID_ARG. */
 typedef struct cdt_ucx_recv_info {
-    uint64_t field_mask;    /* in: the fields to fill */
-    cdt_ucx_tag tag;        /* the sender's tag */
-    cdt_count frame_size;   /* bytes of the frame (docs/FORMAT.md) */
-    cdt_count packed_size;  /* bytes of the packed stream */
-    cdt_count region_count; /* regions in the frame */
-    cdt_count region_bytes; /* sum of their lengths */
+    uint64_t field_mask;    /*!< in: the fields to fill */
+    cdt_ucx_tag tag;        /*!< the sender's tag */
+    cdt_count frame_size;   /*!< bytes of the frame (docs/FORMAT.md) */
+    cdt_count packed_size;  /*!< bytes of the packed stream */
+    cdt_count region_count; /*!< regions in the frame */
+    cdt_count region_bytes; /*!< sum of their lengths */
 } cdt_ucx_recv_info;
 
-/* Receive into memory sized from the frame header: called once the header was validated and
+/*! Receive into memory sized from the frame header: called once the header was validated and
  * before any object byte is written. It may read every length through cdt_decoder_info /
  * cdt_decoder_region_info to allocate first (an adapter such as cdt_sobj_recv_prepare does
  * that), and then must bind the decoder with cdt_decoder_bind. A non-zero return fails the receive
  * with that code (nothing more is written). The decoder is only valid during the call. */
 typedef int(cdt_ucx_recv_prepare_func_t)(void *arg, cdt_decoder decoder);
 
+/*! Fields of cdt_ucx_recv_params, for its field_mask. */
 enum cdt_ucx_recv_params_field {
-    CDT_UCX_RECV_PARAM_PREPARE = 1u << 0,
-    CDT_UCX_RECV_PARAM_MAX_FRAME_BYTES = 1u << 1,
-    CDT_UCX_RECV_PARAM_MAX_REGIONS = 1u << 2,
-    CDT_UCX_RECV_PARAM_REST_TIMEOUT = 1u << 3,
+    CDT_UCX_RECV_PARAM_PREPARE = 1u << 0,         /*!< prepare and prepare_arg */
+    CDT_UCX_RECV_PARAM_MAX_FRAME_BYTES = 1u << 1, /*!< max_frame_bytes */
+    CDT_UCX_RECV_PARAM_MAX_REGIONS = 1u << 2,     /*!< max_regions */
+    CDT_UCX_RECV_PARAM_REST_TIMEOUT = 1u << 3,    /*!< rest_timeout_ms */
 };
 
-/* Default of rest_timeout_ms: 60 s. */
+/*! Default of rest_timeout_ms: 60 s. */
 #define CDT_UCX_DEFAULT_REST_TIMEOUT_MS ((int64_t)60000)
 
-/* Limits for peers that are not trusted (docs/SECURITY.md): a message that announces more
+/*! Limits for peers that are not trusted (docs/SECURITY.md): a message that announces more
  * fails the receive with CDT_ERR_LIMIT, decided from the head message's frame header before
  * anything is allocated or sized for it (the buffer of the rest of the inline stream, the
  * memory a prepare callback allocates) and before any byte is written to the receive's memory.
@@ -391,22 +408,22 @@ enum cdt_ucx_recv_params_field {
  * (its sender's send then completes); otherwise they are not received and that send ends with
  * its own timeout or with its endpoint. */
 typedef struct cdt_ucx_recv_params {
-    uint64_t field_mask;
-    /* When set, buf/count/type of the receive are ignored (pass NULL, 0, NULL) and `prepare`
+    uint64_t field_mask; /*!< bits of the fields that are set (CDT_UCX_RECV_PARAM_*) */
+    /*! When set, buf/count/type of the receive are ignored (pass NULL, 0, NULL) and `prepare`
      * binds the decoder. Default: bind to the receive's buf, count, type. */
     cdt_ucx_recv_prepare_func_t *prepare;
-    void *prepare_arg;
-    /* CDT_UCX_RECV_PARAM_MAX_FRAME_BYTES: the largest frame_size accepted (header, packed
+    void *prepare_arg; /*!< the first argument of prepare */
+    /*! CDT_UCX_RECV_PARAM_MAX_FRAME_BYTES: the largest frame_size accepted (header, packed
      * stream, padding and regions; >= 0). It bounds what the receive allocates for the
      * message itself (at most the frame's inline stream) and what a prepare callback that
      * allocates from the header is asked for: cdt_sobj_recv_prepare allocates at most about
      * frame_size plus 64 bytes per part of alignment (and the buffers array, 24 bytes per
      * region). Default: no limit. */
     cdt_count max_frame_bytes;
-    /* CDT_UCX_RECV_PARAM_MAX_REGIONS: the largest region count accepted (>= 0). Default: no
+    /*! CDT_UCX_RECV_PARAM_MAX_REGIONS: the largest region count accepted (>= 0). Default: no
      * limit (the frame header bounds it by its own size). */
     cdt_count max_regions;
-    /* CDT_UCX_RECV_PARAM_REST_TIMEOUT: once the head message matched, how long the receive
+    /*! CDT_UCX_RECV_PARAM_REST_TIMEOUT: once the head message matched, how long the receive
      * waits for the rest of the object (tail and regions) in ms, CDT_UCX_INFINITE (any
      * negative value) for no bound. Past it the receive fails with CDT_ERR_TIMEOUT (its
      * unmatched parts are canceled) even when the caller waits longer, so a peer that sends a
@@ -426,20 +443,21 @@ typedef struct cdt_ucx_recv_params {
 CDT_API int cdt_ucx_isend(cdt_ucx_ep ep, const void *buf, cdt_count count, cdt_type type,
                           cdt_ucx_tag tag, cdt_ucx_request *request);
 
+/*! Fields of cdt_ucx_send_params, for its field_mask. */
 enum cdt_ucx_send_params_field {
-    CDT_UCX_SEND_PARAM_PROTOCOL = 1u << 0,
-    CDT_UCX_SEND_PARAM_ZCOPY_THRESHOLD = 1u << 1,
+    CDT_UCX_SEND_PARAM_PROTOCOL = 1u << 0,        /*!< protocol */
+    CDT_UCX_SEND_PARAM_ZCOPY_THRESHOLD = 1u << 1, /*!< zcopy_threshold */
 };
 
-/* Options of one send (cdt_ucx_isend_advanced); the fields named in field_mask are read, the
+/*! Options of one send (cdt_ucx_isend_advanced); the fields named in field_mask are read, the
  * others keep the worker's settings. May grow at its end. */
 typedef struct cdt_ucx_send_params {
-    uint64_t field_mask;
-    /* CDT_UCX_SEND_PARAM_PROTOCOL: how this object travels (cdt_ucx_protocol): SINGLE or SPLIT
+    uint64_t field_mask; /*!< bits of the fields that are set (CDT_UCX_SEND_PARAM_*) */
+    /*! CDT_UCX_SEND_PARAM_PROTOCOL: how this object travels (cdt_ucx_protocol): SINGLE or SPLIT
      * whatever the endpoint's transport, AUTO or AUTO_SINGLE as for a worker. Default: the
      * worker's protocol. */
     cdt_ucx_protocol protocol;
-    /* CDT_UCX_SEND_PARAM_ZCOPY_THRESHOLD: in split mode, regions of at least this many bytes
+    /*! CDT_UCX_SEND_PARAM_ZCOPY_THRESHOLD: in split mode, regions of at least this many bytes
      * (>= 1) travel as their own zero-copy message; the receiver learns it from the message.
      * Default: the worker's zcopy_threshold. */
     cdt_count zcopy_threshold;
@@ -525,4 +543,4 @@ CDT_API int cdt_ucx_request_free(cdt_ucx_request request);
 #ifdef __cplusplus
 }
 #endif
-#endif /* CDT_UCX_H */
+#endif /*!< CDT_UCX_H */

@@ -46,7 +46,8 @@ fn main() {
         .derive_default(true)
         .derive_debug(true)
         .generate_comments(true)
-        .parse_callbacks(Box::new(bindgen::CargoCallbacks::new()));
+        .parse_callbacks(Box::new(bindgen::CargoCallbacks::new()))
+        .parse_callbacks(Box::new(MemberDocComments));
     for dir in &include_dirs {
         builder = builder.clang_arg(format!("-I{}", dir.display()));
     }
@@ -64,6 +65,17 @@ fn main() {
 }
 
 /// Build the repository's libcdt with CMake; returns the include directories.
+/// The headers document members and enum values with Doxygen's trailing blocks, `/*!< ... */`;
+/// bindgen keeps their `<` in the text, which is dropped here.
+#[derive(Debug)]
+struct MemberDocComments;
+
+impl bindgen::callbacks::ParseCallbacks for MemberDocComments {
+    fn process_comment(&self, comment: &str) -> Option<String> {
+        comment.strip_prefix('<').map(str::to_string)
+    }
+}
+
 fn build_from_source(repo: &Path) -> Vec<PathBuf> {
     for dir in ["libcdt", "bindings", "cmake", "CMakeLists.txt"] {
         println!("cargo:rerun-if-changed={}", repo.join(dir).display());
