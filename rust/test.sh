@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Everything CI runs for the Rust crates, from a clean checkout: formatting, clippy with
 # warnings as errors, and the whole workspace's tests with every feature (unit, integration,
-# two-process UCX, the serde bridge, doc examples), plus the example program run once.
+# two-process UCX, the serde bridge, doc examples), the example program run once, and the
+# crates as published (package-check.sh: the .crate files unpacked and used by a new project).
 # Needs cargo (rustup), CMake, a C compiler and libucx-dev (scripts/setup installs them);
 # installs libclang-dev (for bindgen) when it is missing.
-# Environment: CARGO_JOBS (default 2), CDTYPES_SYS_FROM_SOURCE=1 to ignore an installed libcdt.
+# Environment: CARGO_JOBS (default 2).
 set -euo pipefail
 cd "$(dirname "$0")"
 jobs=${CARGO_JOBS:-2}
@@ -35,5 +36,8 @@ cargo test -j "$jobs" --workspace --all-features
 
 step "example: two processes send a derived struct (examples/rust)"
 cargo run -j "$jobs" -q -p cdtypes-examples
+
+step "the crates as published: package, unpack, use from a new project (package-check.sh)"
+./package-check.sh
 
 printf '\nrust: all checks passed\n'
