@@ -6,7 +6,8 @@
 # (rust/package-check/main.rs: a raw cdtypes-sys call, a derived struct framed, and sent over UCX
 # between two processes). Twice: with the default `bundled` feature (libcdt built from the C
 # sources in the cdtypes-sys crate, linked statically), and without it, against a libcdt built
-# from those same carried sources, installed into a prefix and found through pkg-config.
+# from those same carried sources, installed into a prefix and found through pkg-config; and a
+# libcdt 0.3.0 (a cdt.pc that says so) must be refused.
 # Needs what rust/test.sh needs, and the crates.io index (cargo reaches it, or its cache).
 # Environment: CARGO_JOBS (default 2).
 set -euo pipefail
@@ -84,5 +85,17 @@ if ! LD_LIBRARY_PATH="$work/prefix/lib" ldd "$bin" | grep -q "$work/prefix/lib/l
   echo "package-check: the build without 'bundled' does not use the installed libcdt" >&2
   exit 1
 fi
+
+step "an installed libcdt outside the accepted range is refused with a clear error"
+mkdir "$work/pc-0.3"
+sed 's/^Version: .*/Version: 0.3.0/' "$work/prefix/lib/pkgconfig/cdt.pc" >"$work/pc-0.3/cdt.pc"
+if (cd "$work/smoke" && PKG_CONFIG_PATH="$work/pc-0.3" cargo build -j "$jobs" -q --no-default-features) \
+  >"$work/refused.log" 2>&1; then
+  echo "package-check: cdtypes-sys accepted libcdt 0.3.0" >&2
+  exit 1
+fi
+grep -q 'no libcdt 0.2.0 ..< 0.3.0 was found through pkg-config' "$work/refused.log" ||
+  { cat "$work/refused.log" >&2; exit 1; }
+echo "refused as it should be"
 
 printf '\nrust package check: passed\n'
