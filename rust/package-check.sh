@@ -88,7 +88,9 @@ fi
 
 step "an installed libcdt outside the accepted range is refused with a clear error"
 mkdir "$work/pc-0.3"
-sed 's/^Version: .*/Version: 0.3.0/' "$work/prefix/lib/pkgconfig/cdt.pc" >"$work/pc-0.3/cdt.pc"
+# the installed library, only its version changed: a range check that let it through would build
+sed -e 's/^Version: .*/Version: 0.3.0/' -e "s|^prefix=.*|prefix=$work/prefix|" \
+  "$work/prefix/lib/pkgconfig/cdt.pc" >"$work/pc-0.3/cdt.pc"
 if (cd "$work/smoke" && PKG_CONFIG_PATH="$work/pc-0.3" cargo build -j "$jobs" -q --no-default-features) \
   >"$work/refused.log" 2>&1; then
   echo "package-check: cdtypes-sys accepted libcdt 0.3.0" >&2
