@@ -1,36 +1,37 @@
 //! Build script of cdtypes-sys.
 //!
-//! 1. Find libcdt: an installed one through pkg-config (`cdt.pc`), unless
-//!    `CDTYPES_SYS_FROM_SOURCE=1`; otherwise build this repository's libcdt with CMake (tests,
-//!    examples and benchmarks off, UCX on) and link it statically (feature `static`, on by
-//!    default), with UCX linked through pkg-config `ucx`.
+//! 1. libcdt: with the `bundled` feature (on by default) the C sources this crate carries in
+//!    `libcdt-src/` (libcdt's CMake project: `libcdt/`, `bindings/`, `cmake/`) are built with
+//!    CMake (tests, examples and benchmarks off, UCX on, warnings not errors) and linked
+//!    statically, UCX through pkg-config `ucx`; without it, an installed libcdt is found through
+//!    pkg-config (`cdt.pc`) in the version range these bindings were made for.
 //! 2. Generate the bindings with bindgen from cdt.h, cdt_ucx.h and cdt_sobj.h.
 //! 3. Generate the table the ABI test checks against bindings/abi.txt.
+//!
+//! On docs.rs (`DOCS_RS` set) nothing is compiled or linked: the bindings are generated from the
+//! carried headers, which is all the documentation needs.
 use std::env;
 use std::fs;
 use std::path::{Path, PathBuf};
 
+/// The installed libcdt versions these bindings accept: the ABI is `0.MINOR` before 1.0
+/// (docs/ABI.md).
+const ACCEPTED_VERSIONS: std::ops::Range<&str> = "0.2.0".."0.3.0";
+
 fn main() {
     let manifest = PathBuf::from(env::var("CARGO_MANIFEST_DIR").expect("CARGO_MANIFEST_DIR"));
     let out = PathBuf::from(env::var("OUT_DIR").expect("OUT_DIR"));
-    let repo = manifest.join("..").join("..");
-    println!("cargo:rerun-if-env-changed=CDTYPES_SYS_FROM_SOURCE");
+    let sources = manifest.join("libcdt-src");
     println!("cargo:rerun-if-env-changed=PKG_CONFIG_PATH");
+    println!("cargo:rerun-if-env-changed=DOCS_RS");
     println!("cargo:rerun-if-changed=wrapper.h");
 
-    let from_source = env::var("CDTYPES_SYS_FROM_SOURCE").is_ok_and(|v| !v.is_empty() && v != "0");
-    let installed = if from_source {
-        None
+    let include_dirs = if env::var_os("DOCS_RS").is_some() {
+        carried_include_dirs(&sources)
+    } else if env::var_os("CARGO_FEATURE_BUNDLED").is_some() {
+        build_bundled(&sources)
     } else {
-        pkg_config::Config::new()
-            // the ABI these bindings were generated for: 0.MINOR before 1.0 (docs/ABI.md)
-            .range_version("0.2.0".."0.3.0")
-            .probe("cdt")
-            .ok()
-    };
-    let include_dirs = match installed {
-        Some(lib) => lib.include_paths,
-        None => build_from_source(&repo),
+        find_installed()
     };
     for dir in &include_dirs {
         println!("cargo:include={}", dir.display());
@@ -58,13 +59,12 @@ fn main() {
     fs::write(out.join("bindings.rs"), &text).expect("write bindings.rs");
 
     write_abi_table(
-        &repo.join("bindings").join("abi.txt"),
+        &sources.join("bindings").join("abi.txt"),
         &text,
         &out.join("abi_table.rs"),
     );
 }
 
-/// Build the repository's libcdt with CMake; returns the include directories.
 /// The headers document members and enum values with Doxygen's trailing blocks, `/*!< ... */`;
 /// bindgen keeps their `<` in the text, which is dropped here.
 #[derive(Debug)]
@@ -76,31 +76,59 @@ impl bindgen::callbacks::ParseCallbacks for MemberDocComments {
     }
 }
 
-fn build_from_source(repo: &Path) -> Vec<PathBuf> {
-    for dir in ["libcdt", "bindings", "cmake", "CMakeLists.txt"] {
-        println!("cargo:rerun-if-changed={}", repo.join(dir).display());
+/// The headers this crate carries (`cdt.h`, `cdt_ucx.h`, `cdt_sobj.h`).
+fn carried_include_dirs(sources: &Path) -> Vec<PathBuf> {
+    vec![
+        sources.join("libcdt").join("include"),
+        sources.join("bindings"),
+    ]
+}
+
+/// Without `bundled`: an installed libcdt through pkg-config, or a build error that says what
+/// to do. The pkg-config crate links it shared unless `CDT_STATIC=1` (or
+/// `PKG_CONFIG_ALL_STATIC=1`) is set.
+fn find_installed() -> Vec<PathBuf> {
+    match pkg_config::Config::new()
+        .range_version(ACCEPTED_VERSIONS)
+        .probe("cdt")
+    {
+        Ok(lib) => lib.include_paths,
+        Err(err) => panic!(
+            "cdtypes-sys: the `bundled` feature is off and no libcdt {} ..< {} was found \
+             through pkg-config (install libcdt and set PKG_CONFIG_PATH to the folder of its \
+             cdt.pc, or enable the `bundled` feature to build the carried sources): {err}",
+            ACCEPTED_VERSIONS.start, ACCEPTED_VERSIONS.end
+        ),
+    }
+}
+
+/// `bundled`: build the carried libcdt with CMake and link it statically; returns the include
+/// directories of the installed build.
+fn build_bundled(sources: &Path) -> Vec<PathBuf> {
+    for part in ["CMakeLists.txt", "libcdt", "bindings", "cmake"] {
+        // the real path: in the repository these are links, and cargo watches what they name
+        let path = sources.join(part);
+        let path = fs::canonicalize(&path).unwrap_or(path);
+        println!("cargo:rerun-if-changed={}", path.display());
     }
     assert!(
-        repo.join("CMakeLists.txt").exists(),
-        "libcdt not found through pkg-config and no libcdt sources at {}",
-        repo.display()
+        sources.join("CMakeLists.txt").exists(),
+        "cdtypes-sys: the libcdt sources are missing from {}",
+        sources.display()
     );
-    let dst = cmake::Config::new(repo)
+    let dst = cmake::Config::new(sources)
         .define("CDT_BUILD_TESTS", "OFF")
         .define("CDT_BUILD_EXAMPLES", "OFF")
         .define("CDT_BUILD_BENCH", "OFF")
         .define("CDT_WITH_UCX", "ON")
+        .define("CDT_WERROR", "OFF")
         .define("CMAKE_INSTALL_LIBDIR", "lib")
         .profile("RelWithDebInfo")
         .build();
     let lib = dst.join("lib");
     println!("cargo:rustc-link-search=native={}", lib.display());
     println!("cargo:lib_dir={}", lib.display());
-    if env::var_os("CARGO_FEATURE_STATIC").is_some() {
-        println!("cargo:rustc-link-lib=static=cdt");
-    } else {
-        println!("cargo:rustc-link-lib=dylib=cdt");
-    }
+    println!("cargo:rustc-link-lib=static=cdt");
     // libcdt.a needs UCX (shared, through pkg-config) and pthreads
     pkg_config::Config::new()
         .probe("ucx")

@@ -4,6 +4,8 @@
 //! Structs pack their fields in declaration order; enums pack the variant index as `u32` and
 //! then the variant's fields. The type fingerprint covers the type's name, its field (and
 //! variant) names, the field types as written, and the fingerprints of its type parameters.
+#![deny(missing_docs)]
+
 use proc_macro::TokenStream;
 use proc_macro2::{Span, TokenStream as Tokens};
 use quote::{format_ident, quote, ToTokens};

@@ -4,9 +4,10 @@
 //! Everything here is `unsafe` and follows the C documentation in those headers. The safe
 //! API is the `cdtypes` crate.
 //!
-//! Linking: an installed libcdt found through pkg-config (`cdt.pc`), or (when there is none,
-//! or with `CDTYPES_SYS_FROM_SOURCE=1`) the libcdt of this repository built with CMake and
-//! linked statically, so that programs need no `LD_LIBRARY_PATH`.
+//! Linking: with the `bundled` feature (on by default), the libcdt C sources this crate
+//! carries are built with CMake and linked statically, so that programs need no
+//! `LD_LIBRARY_PATH`. Without it, an installed libcdt `>= 0.2.0, < 0.3.0` is found through
+//! pkg-config (`cdt.pc`, searched along `PKG_CONFIG_PATH`); `CDT_STATIC=1` links it statically.
 #![allow(non_upper_case_globals, non_camel_case_types, non_snake_case)]
 #![allow(clippy::all)]
 #![allow(rustdoc::all)]

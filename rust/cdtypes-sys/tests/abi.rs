@@ -3,7 +3,7 @@
 use std::path::Path;
 
 fn abi_list() -> String {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../bindings/abi.txt");
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("libcdt-src/bindings/abi.txt");
     std::fs::read_to_string(&path).expect("bindings/abi.txt")
 }
 

@@ -60,7 +60,7 @@
 //! uncommitted [`TypeBuilder`]s and [`Decoder`]s are not shared. The transport reads a value
 //! on whichever thread progresses the worker: [`ucx::Endpoint::send`] needs `T: Sync`,
 //! [`ucx::Endpoint::isend`] moves the value (`Send + 'static`); see [`ucx`].
-#![warn(missing_docs)]
+#![deny(missing_docs)]
 
 mod error;
 mod frame;

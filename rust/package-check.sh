@@ -1,0 +1,103 @@
+#!/usr/bin/env bash
+# The Rust crates as users get them: package cdtypes-sys, cdtypes-derive and cdtypes
+# (`cargo publish --dry-run`: each .crate builds on its own, cdtypes against the other two
+# through cargo's temporary registry), unpack the three .crate files into an empty folder outside
+# the repository, and build and run a new cargo project that depends on the unpacked crates
+# (rust/package-check/main.rs: a raw cdtypes-sys call, a derived struct framed, and sent over UCX
+# between two processes). Twice: with the default `bundled` feature (libcdt built from the C
+# sources in the cdtypes-sys crate, linked statically), and without it, against a libcdt built
+# from those same carried sources, installed into a prefix and found through pkg-config; and a
+# libcdt 0.3.0 (a cdt.pc that says so) must be refused.
+# Needs what rust/test.sh needs, and the crates.io index (cargo reaches it, or its cache).
+# Environment: CARGO_JOBS (default 2).
+set -euo pipefail
+cd "$(dirname "$0")"
+jobs=${CARGO_JOBS:-2}
+version=$(sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -1)
+crates=(cdtypes-sys cdtypes-derive cdtypes)
+
+step() { printf '\n=== %s ===\n' "$*"; }
+
+work=$(mktemp -d "${TMPDIR:-/tmp}/cdtypes-package-check.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+# registry dependencies (bindgen, syn...) stay compiled between runs
+export CARGO_TARGET_DIR="$PWD/target/package-check"
+
+step "cargo publish --dry-run (${crates[*]})"
+# --allow-dirty: check the tree as it is, committed or not
+cargo publish --dry-run --allow-dirty -j "$jobs" "${crates[@]/#/-p}"
+# the .crate files themselves (publish leaves none behind), already verified above
+cargo package --no-verify --allow-dirty -q "${crates[@]/#/-p}"
+# the C sources travel inside cdtypes-sys
+cargo package --list --allow-dirty -p cdtypes-sys | grep -qx 'libcdt-src/libcdt/include/cdt.h'
+
+step "unpack the .crate files into an empty folder"
+mkdir "$work/crates"
+for crate in "${crates[@]}"; do
+  tar -xzf "$CARGO_TARGET_DIR/package/$crate-$version.crate" -C "$work/crates"
+done
+ls "$work/crates"
+
+mkdir -p "$work/smoke/src"
+cp package-check/main.rs "$work/smoke/src/main.rs"
+cp Cargo.lock "$work/smoke/Cargo.lock" # the versions the workspace tests
+cat >"$work/smoke/Cargo.toml" <<TOML
+[package]
+name = "cdtypes-package-check"
+version = "0.1.0"
+edition = "2021"
+publish = false
+
+[features]
+default = ["bundled"]
+bundled = ["cdtypes/bundled", "cdtypes-sys/bundled"]
+
+[dependencies]
+cdtypes = { version = "$version", default-features = false, features = ["derive"] }
+cdtypes-sys = { version = "$version", default-features = false }
+
+# the unpacked crates stand in for crates.io
+[patch.crates-io]
+cdtypes = { path = "../crates/cdtypes-$version" }
+cdtypes-sys = { path = "../crates/cdtypes-sys-$version" }
+cdtypes-derive = { path = "../crates/cdtypes-derive-$version" }
+
+[workspace]
+TOML
+
+step "smoke test, bundled libcdt (default features)"
+(cd "$work/smoke" && cargo run -j "$jobs" -q)
+bin="$CARGO_TARGET_DIR/debug/cdtypes-package-check"
+if ldd "$bin" | grep -q 'libcdt\.so'; then
+  echo "package-check: the bundled build links a shared libcdt" >&2
+  exit 1
+fi
+
+step "smoke test, installed libcdt through pkg-config (no default features)"
+cmake -S "$work/crates/cdtypes-sys-$version/libcdt-src" -B "$work/cbuild" -DCMAKE_BUILD_TYPE=Release \
+  -DCDT_BUILD_TESTS=OFF -DCDT_BUILD_EXAMPLES=OFF -DCDT_BUILD_BENCH=OFF -DCDT_WITH_UCX=ON \
+  -DCMAKE_INSTALL_PREFIX="$work/prefix" -DCMAKE_INSTALL_LIBDIR=lib >/dev/null
+cmake --build "$work/cbuild" -j "$jobs" >/dev/null
+cmake --install "$work/cbuild" >/dev/null
+(cd "$work/smoke" && PKG_CONFIG_PATH="$work/prefix/lib/pkgconfig" LD_LIBRARY_PATH="$work/prefix/lib" \
+  cargo run -j "$jobs" -q --no-default-features)
+if ! LD_LIBRARY_PATH="$work/prefix/lib" ldd "$bin" | grep -q "$work/prefix/lib/libcdt\.so"; then
+  echo "package-check: the build without 'bundled' does not use the installed libcdt" >&2
+  exit 1
+fi
+
+step "an installed libcdt outside the accepted range is refused with a clear error"
+mkdir "$work/pc-0.3"
+# the installed library, only its version changed: a range check that let it through would build
+sed -e 's/^Version: .*/Version: 0.3.0/' -e "s|^prefix=.*|prefix=$work/prefix|" \
+  "$work/prefix/lib/pkgconfig/cdt.pc" >"$work/pc-0.3/cdt.pc"
+if (cd "$work/smoke" && PKG_CONFIG_PATH="$work/pc-0.3" cargo build -j "$jobs" -q --no-default-features) \
+  >"$work/refused.log" 2>&1; then
+  echo "package-check: cdtypes-sys accepted libcdt 0.3.0" >&2
+  exit 1
+fi
+grep -q 'no libcdt 0.2.0 ..< 0.3.0 was found through pkg-config' "$work/refused.log" ||
+  { cat "$work/refused.log" >&2; exit 1; }
+echo "refused as it should be"
+
+printf '\nrust package check: passed\n'
