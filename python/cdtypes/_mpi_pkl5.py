@@ -12,9 +12,12 @@ Differences from pkl5 (docs/PYTHON.md, "Migrating from mpi4py.util.pkl5"): ``buf
 sendrecv is accepted and ignored (cdtypes allocates every buffer from the object's header);
 irecv raises RuntimeError as pkl5's does (mprobe().irecv() and cdtypes.mpi.irecv work)."""
 
+import time
+
 from mpi4py import MPI
 
 from . import mpi as _m
+from ._mpi_parts import _SLEEP_MAX, _SLEEP_MIN, _SPIN
 from ._mpi_coll import allgather, alltoall, bcast, gather, release, scatter
 
 ANY_SOURCE, ANY_TAG, PROC_NULL = MPI.ANY_SOURCE, MPI.ANY_TAG, MPI.PROC_NULL
@@ -97,6 +100,10 @@ class _Incoming:
         return obj
 
 
+# frames of sends whose requests were freed while in progress (Request.Free)
+_FREED_IN_FLIGHT = []
+
+
 class Request(tuple):
     """pkl5's Request: the tuple of the MPI requests of one object (its head and, for large
     buffers, its parts message). A receive (Message.irecv) holds the head's receive; wait()
@@ -128,12 +135,26 @@ class Request(tuple):
     def __bool__(self):
         return any(req for req in self)
 
+    def _keep_frame(self):
+        """Before the MPI requests are freed: a send that completed releases its frame; one
+        still in progress keeps it for the life of the process (MPI may still read it, and no
+        longer says when it is done)."""
+        frame = self.__dict__.pop("_frame", None)
+        if frame is None:
+            return
+        if all(map(MPI.Request.Get_status, self)):
+            frame.close()
+        else:
+            _FREED_IN_FLIGHT.append(frame)
+
     def Free(self):  # noqa: N802 (mpi4py's name)
-        """Free the MPI requests (the object's frame is kept while this Request lives)."""
+        """Free the MPI requests (MPI_Request_free: a send goes on)."""
+        self._keep_frame()
         for req in self:
             req.Free()
 
     def free(self):
+        self._keep_frame()
         for req in self:
             req.free()
 
@@ -150,9 +171,11 @@ class Request(tuple):
         incoming = self.__dict__.get("_incoming")
         if incoming is None:
             return True
+        if not incoming.step(False):
+            return False
         if status is not None:
             incoming.fill(status)
-        return incoming.step(False)
+        return True
 
     def _complete(self, block, status):
         """(flag, obj): Waitall (block) or Testall, then the parts of a receive."""
@@ -192,16 +215,31 @@ class Request(tuple):
     def get_status_all(cls, requests, statuses=None):
         return all(map(Request.get_status, requests, cls._statuses(requests, statuses)))
 
+    @staticmethod
+    def _progress(requests):
+        """One non-blocking step of every request (each one: a receive posts its parts
+        receive only here, and a send among them may wait for the peer's) -> all done."""
+        return all([req.get_status() for req in requests])
+
     @classmethod
     def testall(cls, requests, statuses=None):
         sts = cls._statuses(requests, statuses)
-        if not all(req.get_status() for req in requests):
+        if not cls._progress(requests):
             return False, None
         return True, [req._complete(True, st)[1] for req, st in zip(requests, sts)]
 
     @classmethod
     def waitall(cls, requests, statuses=None):
+        """Wait for every request. With receives among them, every request is progressed in
+        turn until all are done (waiting on one send while a receive listed after it has not
+        posted its parts receive could wait forever, the peer doing the same)."""
         sts = cls._statuses(requests, statuses)
+        if any("_incoming" in req.__dict__ for req in requests):
+            spin_end, sleep = time.monotonic() + _SPIN, _SLEEP_MIN
+            while not cls._progress(requests):
+                if time.monotonic() >= spin_end:
+                    time.sleep(sleep)
+                    sleep = min(2 * sleep, _SLEEP_MAX)
         return [req._complete(True, st)[1] for req, st in zip(requests, sts)]
 
 
