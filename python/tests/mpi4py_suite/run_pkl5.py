@@ -33,7 +33,8 @@ suite.BaseTestPKL5.testPickle5 = unittest.skip(_NO_COUNTERPART)(suite.BaseTestPK
 loader = unittest.TestLoader()
 tests = unittest.TestSuite(loader.loadTestsFromTestCase(case)
                            for case in (suite.TestPKL5Self, suite.TestPKL5World))
-result = unittest.TextTestRunner(stream=sys.stderr, verbosity=int(os.environ.get("PKL5_VERBOSE", "1"))).run(tests)
+verbosity = int(os.environ.get("PKL5_VERBOSE", "1"))  # 2: one line per test
+result = unittest.TextTestRunner(stream=sys.stderr, verbosity=verbosity).run(tests)
 rank = MPI.COMM_WORLD.Get_rank()
 if result.wasSuccessful() and result.testsRun > 0:
     print("rank %d: ok (%d tests, %d skipped)" % (rank, result.testsRun, len(result.skipped)))
