@@ -2,6 +2,7 @@
 cdtypes.mpi's pkl5 API: objects with buffers over mpi.THRESHOLD (a head and a parts message)
 in every send mode, through mprobe/irecv/waitall and every collective, on intra- and
 intercommunicators, attached or not; statuses; collectives never matching a user's message."""
+import faulthandler
 import sys
 
 import numpy as np
@@ -13,6 +14,8 @@ world = mpi.Intracomm(MPI.COMM_WORLD)
 size, rank = world.Get_size(), world.Get_rank()
 assert size >= 2, "run with 2 or more processes"
 T = mpi.THRESHOLD
+# a deadlock prints every rank's stack and fails the run instead of waiting for pytest's timeout
+faulthandler.dump_traceback_later(90, exit=True)
 
 
 def big(seed, n=3):

@@ -1,11 +1,14 @@
 """Run under `mpiexec -n N` (1, 2, 3): mpi4py's own suite of mpi4py.util.pkl5
 (test_util_pkl5.py, vendored, its import line pointed at cdtypes.mpi) against cdtypes.mpi's
 Comm, Intracomm, Intercomm, Request and Message. Prints "rank R: ok" when every test passed."""
+import faulthandler
 import os
 import sys
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+# a deadlock prints every rank's stack and fails the run instead of waiting for pytest's timeout
+faulthandler.dump_traceback_later(90, exit=True)
 
 from mpi4py import MPI  # noqa: E402
 
