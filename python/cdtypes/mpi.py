@@ -55,6 +55,10 @@ docs/MPI.md §7 and §8 in full):
     mpi.send(obj, dest=1, tag=7)            # rank 0
     obj = mpi.recv(source=0, tag=7)         # rank 1
 
+mpi4py.util.pkl5's API on this protocol: ``from cdtypes.mpi import Intracomm`` in place of
+``from mpi4py.util.pkl5 import Intracomm`` (Comm, Intracomm, Intercomm, Request, Message and the
+collectives; _mpi_pkl5.py, _mpi_coll.py, docs/PYTHON.md).
+
 Threads: sends and receives from several Python threads at once need MPI_THREAD_MULTIPLE (what
 mpi4py asks for by default); with a lower level, a call from a thread other than the main one
 raises RuntimeError.
@@ -185,8 +189,8 @@ def _post_parts(post, parts, peer, oid):
 
 
 def isend(obj, dest, tag=0, comm=None):
-    """Start sending ``obj``; returns a SendRequest (wait() before modifying the object's arrays).
-    docs/MPI.md §6."""
+    """Start sending ``obj``; returns a SendRequest (wait() before modifying the object's
+    arrays). docs/MPI.md §6."""
     if comm is None:
         comm = MPI.COMM_WORLD
     _thread_check()
