@@ -55,6 +55,10 @@ docs/MPI.md §7 and §8 in full):
     mpi.send(obj, dest=1, tag=7)            # rank 0
     obj = mpi.recv(source=0, tag=7)         # rank 1
 
+mpi4py.util.pkl5's API on this protocol: ``from cdtypes.mpi import Intracomm`` in place of
+``from mpi4py.util.pkl5 import Intracomm`` (Comm, Intracomm, Intercomm, Request, Message and the
+collectives; _mpi_pkl5.py, _mpi_coll.py, docs/PYTHON.md).
+
 Threads: sends and receives from several Python threads at once need MPI_THREAD_MULTIPLE (what
 mpi4py asks for by default); with a lower level, a call from a thread other than the main one
 raises RuntimeError.
@@ -73,8 +77,8 @@ from . import _core, _lib
 from ._backend import impl as _b
 from ._mpi_parts import Owed, PartsReceive, discard as _discard
 
-__all__ = ["send", "isend", "recv", "irecv", "attach", "Request", "RecvRequest", "THRESHOLD",
-           "PARTS_TIMEOUT"]
+__all__ = ["send", "isend", "recv", "irecv", "attach", "SendRequest", "RecvRequest", "THRESHOLD",
+           "PARTS_TIMEOUT", "Comm", "Intracomm", "Intercomm", "Request", "Message"]
 
 # buffers of at least this many bytes travel as their own message (docs/MPI.md §4.2; measured:
 # bench/run python; below it, copying into the head message costs less than one more MPI
@@ -111,7 +115,7 @@ def attach(comm):
     every rank calls it). Idempotent; COMM_WORLD is attached at import (docs/MPI.md §2.2)."""
     pc = comm.Get_attr(_KEYVAL)
     if pc is None:
-        pc = comm.Dup()
+        pc = MPI.Comm.Dup(comm)  # not comm.Dup(): Comm.Dup of the pkl5 API attaches
         pc.Set_attr(_OWED_KEYVAL, Owed())
         comm.Set_attr(_KEYVAL, pc)
     return pc
@@ -128,7 +132,7 @@ def _pack(obj, comm):  # the head (docs/MPI.md §4) and the separate parts (§5.
     return frame, head, (parts, layout), pc, oid
 
 
-class Request:
+class SendRequest:
     """A pending isend: keeps the object's frame alive until wait() (or test() is true);
     usable as a context manager (waits on exit). Sends cannot be canceled."""
 
@@ -185,8 +189,8 @@ def _post_parts(post, parts, peer, oid):
 
 
 def isend(obj, dest, tag=0, comm=None):
-    """Start sending ``obj``; returns a Request (wait() before modifying the object's arrays).
-    docs/MPI.md §6."""
+    """Start sending ``obj``; returns a SendRequest (wait() before modifying the object's
+    arrays). docs/MPI.md §6."""
     if comm is None:
         comm = MPI.COMM_WORLD
     _thread_check()
@@ -198,7 +202,7 @@ def isend(obj, dest, tag=0, comm=None):
     except BaseException:
         frame.close()
         raise
-    return Request(reqs, frame, head)
+    return SendRequest(reqs, frame, head)
 
 
 def send(obj, dest, tag=0, comm=None):
@@ -276,6 +280,12 @@ def _start(comm, msg, st, alloc, limits):
         return None, _drain(comm, head, source), err
     head = bytearray(n)
     msg.Recv([head, _BYTE])
+    return _parse(comm, head, source, alloc, limits)
+
+
+def _parse(comm, head, source, alloc, limits):
+    """The head message was received into ``head``: allocate everything from its header.
+    Returns (incoming, parts, error) as _start does."""
     try:
         inc, oid, dests, layout = _b.mpi_unpack(
             head, alloc, *(limits.codes() if limits else (-1, -1)))
@@ -422,3 +432,8 @@ def irecv(source=MPI.ANY_SOURCE, tag=MPI.ANY_TAG, comm=None, *, alloc=None, max_
     _thread_check()
     limits, policy = _limits(max_bytes, max_regions, allowed)
     return RecvRequest(source, tag, comm, alloc, limits, policy)
+
+
+# mpi4py.util.pkl5's API on this protocol (its own module; imported last, it uses the functions
+# above)
+from ._mpi_pkl5 import Comm, Intercomm, Intracomm, Message, Request  # noqa: E402

@@ -7,6 +7,10 @@ import pytest
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 
+# mpi4py's pkl5 suite runs under mpiexec (test_pkl5_suite.py), never in this process, which
+# must not initialise MPI
+collect_ignore = ["mpi4py_suite"]
+
 
 @pytest.fixture
 def repo_root():

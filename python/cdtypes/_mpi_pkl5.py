@@ -1,0 +1,427 @@
+"""mpi4py.util.pkl5's API on cdtypes.mpi's protocol: Comm, Intracomm, Intercomm (subclasses of
+mpi4py's communicators, as pkl5's are), Request and Message, with pkl5's methods, arguments,
+return values, statuses and PROC_NULL behaviour. A program switches with
+``from cdtypes.mpi import Intracomm`` in place of ``from mpi4py.util.pkl5 import Intracomm``.
+
+Every object still travels as cdtypes.mpi sends it (docs/MPI.md: one head message on the
+communicator under the user's tag, its large buffers as one parts message on the attached
+duplicate), so a pkl5 Request is the tuple of those one or two MPI requests and a pkl5 Message
+holds the one matched head. The collectives are in _mpi_coll.py (docs/MPI.md §14).
+
+Differences from pkl5 (docs/PYTHON.md, "Migrating from mpi4py.util.pkl5"): ``buf`` of recv and
+sendrecv is accepted and ignored (cdtypes allocates every buffer from the object's header);
+irecv raises RuntimeError as pkl5's does (mprobe().irecv() and cdtypes.mpi.irecv work)."""
+
+import time
+
+from mpi4py import MPI
+
+from . import mpi as _m
+from ._mpi_parts import _SLEEP_MAX, _SLEEP_MIN, _SPIN
+from ._mpi_coll import allgather, alltoall, bcast, gather, release, scatter
+
+ANY_SOURCE, ANY_TAG, PROC_NULL = MPI.ANY_SOURCE, MPI.ANY_TAG, MPI.PROC_NULL
+_BYTE = MPI.BYTE
+
+
+def _nothing():  # the empty message pkl5 sends to and receives from PROC_NULL
+    return [None, 0, _BYTE]
+
+
+def _isend(comm, post, obj, dest, tag):
+    """Post ``obj``'s head and parts messages with ``post`` (MPI.Comm.Isend, Ibsend or
+    Issend: both messages in the caller's mode) -> Request; its frame lives until the sends
+    completed (docs/MPI.md §6)."""
+    if dest == PROC_NULL:
+        return Request(post(comm, _nothing(), dest, tag))
+    _m._thread_check()
+    frame, head, parts, pc, oid = _m._pack(obj, comm)
+    try:
+        reqs = [post(comm, [head, _BYTE], dest, tag)]
+        if parts[0]:
+            reqs.append(_m._post_parts(lambda msg, peer, t: post(pc, msg, peer, t),
+                                       parts, dest, oid))
+    except BaseException:
+        frame.close()
+        raise
+    request = Request(reqs)
+    request._frame = frame
+    return request
+
+
+class _Incoming:
+    """One object whose head message was matched and whose head receive is (or was) posted:
+    after that receive completed, the parts message (PartsReceive) and the rebuild. Trusted:
+    pkl5's API has no limits (docs/MPI.md §7.2, §7.3)."""
+
+    def __init__(self, comm, head, source, tag):
+        self.comm, self.head, self.source, self.tag = comm, head, source, tag
+        self._started = self._done = False
+        self._inc = self._parts = self._error = None
+        self._nbytes = 0
+
+    def step(self, block):
+        """The head arrived: True once the object was received (or its receive failed)."""
+        if self._done:
+            return True
+        if not self._started:
+            self._started = True
+            try:
+                self._inc, self._parts, self._error = _m._parse(
+                    self.comm, self.head, self.source, None, None)
+            except BaseException as e:
+                self._error = e
+            if self._parts is not None:
+                self._nbytes = self._parts.nbytes
+        if self._parts is not None:
+            try:
+                if block:
+                    self._parts.wait()
+                elif not self._parts.test():
+                    return False
+            except BaseException as e:
+                if self._error is None:
+                    self._error = e
+            self._parts = None
+        self._done = True
+        return True
+
+    def fill(self, status):
+        """status as pkl5 leaves it: the head's source and tag, the object's bytes as the
+        element count (the frame: header, pickle stream and every buffer)."""
+        status.source, status.tag, status.error = self.source, self.tag, MPI.SUCCESS
+        status.Set_elements(_BYTE, len(self.head) - _m._PREFIX + self._nbytes)
+
+    def result(self):
+        if self._error is not None:
+            raise self._error
+        obj = _m._rebuild(self._inc, None, None)
+        self._inc = None
+        return obj
+
+
+# frames of sends whose requests were freed while in progress (Request.Free)
+_FREED_IN_FLIGHT = []
+
+
+class Request(tuple):
+    """pkl5's Request: the tuple of the MPI requests of one object (its head and, for large
+    buffers, its parts message). A receive (Message.irecv) holds the head's receive; wait()
+    and a true test() return the object once, None after that and for sends."""
+
+    def __new__(cls, request=None):
+        if request is None:
+            request = (MPI.REQUEST_NULL,)
+        if isinstance(request, MPI.Request):
+            request = (request,)
+        return super().__new__(cls, request)
+
+    def __eq__(self, other):
+        if isinstance(other, Request):
+            return tuple(self) == tuple(other)
+        if isinstance(other, MPI.Request):
+            return all(req == other for req in self)
+        return NotImplemented
+
+    def __ne__(self, other):
+        if isinstance(other, Request):
+            return tuple(self) != tuple(other)
+        if isinstance(other, MPI.Request):
+            return any(req != other for req in self)
+        return NotImplemented
+
+    __hash__ = tuple.__hash__
+
+    def __bool__(self):
+        return any(req for req in self)
+
+    def _keep_frame(self):
+        """Before the MPI requests are freed: a send that completed releases its frame; one
+        still in progress keeps it for the life of the process (MPI may still read it, and no
+        longer says when it is done)."""
+        frame = self.__dict__.pop("_frame", None)
+        if frame is None:
+            return
+        if all(map(MPI.Request.Get_status, self)):
+            frame.close()
+        else:
+            _FREED_IN_FLIGHT.append(frame)
+
+    def Free(self):  # noqa: N802 (mpi4py's name)
+        """Free the MPI requests (MPI_Request_free: a send goes on)."""
+        self._keep_frame()
+        for req in self:
+            req.Free()
+
+    def free(self):
+        self._keep_frame()
+        for req in self:
+            req.free()
+
+    def cancel(self):
+        """Cancel every message of the object (docs/MPI.md §9, cancellation)."""
+        for req in self:
+            req.Cancel()
+
+    def get_status(self, status=None):
+        """Non-destructive test: True once every message of the object completed."""
+        statuses = [status] + [None] * (len(self) - 1)
+        if not all(map(MPI.Request.Get_status, self, statuses)):
+            return False
+        incoming = self.__dict__.get("_incoming")
+        if incoming is None:
+            return True
+        if not incoming.step(False):
+            return False
+        if status is not None:
+            incoming.fill(status)
+        return True
+
+    def _complete(self, block, status):
+        """(flag, obj): Waitall (block) or Testall, then the parts of a receive."""
+        statuses = None if status is None else [status] + [MPI.Status() for _ in self[1:]]
+        if block:
+            MPI.Request.Waitall(self, statuses)
+        elif not MPI.Request.Testall(self, statuses):
+            return False, None
+        incoming = self.__dict__.get("_incoming")
+        if incoming is None:
+            frame = self.__dict__.pop("_frame", None)
+            if frame is not None:
+                frame.close()
+            return True, None
+        if not incoming.step(block):
+            return False, None
+        del self._incoming
+        if status is not None:
+            incoming.fill(status)
+        return True, incoming.result()
+
+    def test(self, status=None):
+        return self._complete(False, status)
+
+    def wait(self, status=None):
+        return self._complete(True, status)[1]
+
+    @staticmethod
+    def _statuses(requests, statuses):
+        if isinstance(statuses, list):
+            statuses.extend(MPI.Status() for _ in range(len(requests) - len(statuses)))
+        if statuses is None:
+            return [None] * len(requests)
+        return list(statuses) + [None] * (len(requests) - len(statuses))
+
+    @classmethod
+    def get_status_all(cls, requests, statuses=None):
+        return all(map(Request.get_status, requests, cls._statuses(requests, statuses)))
+
+    @staticmethod
+    def _progress(requests):
+        """One non-blocking step of every request (each one: a receive posts its parts
+        receive only here, and a send among them may wait for the peer's) -> all done."""
+        return all([req.get_status() for req in requests])
+
+    @classmethod
+    def testall(cls, requests, statuses=None):
+        sts = cls._statuses(requests, statuses)
+        if not cls._progress(requests):
+            return False, None
+        return True, [req._complete(True, st)[1] for req, st in zip(requests, sts)]
+
+    @classmethod
+    def waitall(cls, requests, statuses=None):
+        """Wait for every request. With receives among them, every request is progressed in
+        turn until all are done (waiting on one send while a receive listed after it has not
+        posted its parts receive could wait forever, the peer doing the same)."""
+        sts = cls._statuses(requests, statuses)
+        if any("_incoming" in req.__dict__ for req in requests):
+            spin_end, sleep = time.monotonic() + _SPIN, _SLEEP_MIN
+            while not cls._progress(requests):
+                if time.monotonic() >= spin_end:
+                    time.sleep(sleep)
+                    sleep = min(2 * sleep, _SLEEP_MAX)
+        return [req._complete(True, st)[1] for req, st in zip(requests, sts)]
+
+
+class Message(tuple):
+    """pkl5's Message: the one matched head message of an object (MESSAGE_NO_PROC from
+    PROC_NULL). recv()/irecv() receive the head, then the parts (docs/MPI.md §7, §9)."""
+
+    def __new__(cls, message=None):
+        if message is None:
+            message = (MPI.MESSAGE_NULL,)
+        if isinstance(message, MPI.Message):
+            message = (message,)
+        return super().__new__(cls, message)
+
+    def __eq__(self, other):
+        if isinstance(other, Message):
+            return tuple(self) == tuple(other)
+        if isinstance(other, MPI.Message):
+            return all(msg == other for msg in self)
+        return NotImplemented
+
+    def __ne__(self, other):
+        if isinstance(other, Message):
+            return tuple(self) != tuple(other)
+        if isinstance(other, MPI.Message):
+            return any(msg != other for msg in self)
+        return NotImplemented
+
+    __hash__ = tuple.__hash__
+
+    def __bool__(self):
+        return any(msg for msg in self)
+
+    def free(self):
+        for msg in self:
+            msg.free()
+
+    def _head(self):
+        """(head buffer, _Incoming), or None for a message with no object (MESSAGE_NO_PROC)"""
+        matched = self.__dict__.pop("_matched", None)
+        if matched is None:
+            return None
+        comm, source, tag, nbytes = matched
+        head = bytearray(nbytes)
+        return head, _Incoming(comm, head, source, tag)
+
+    def recv(self, status=None):
+        """Receive the matched object (blocking)."""
+        head = self._head()
+        if head is None:
+            self[0].Recv(_nothing(), status)
+            return None
+        buf, incoming = head
+        self[0].Recv([buf, _BYTE])
+        incoming.step(True)
+        if status is not None:
+            incoming.fill(status)
+        return incoming.result()
+
+    def irecv(self):
+        """Start receiving the matched object -> Request (wait() returns it)."""
+        head = self._head()
+        if head is None:
+            return Request(self[0].Irecv(_nothing()))
+        buf, incoming = head
+        request = Request(self[0].Irecv([buf, _BYTE]))
+        request._incoming = incoming
+        return request
+
+    @classmethod
+    def probe(cls, comm, source=ANY_SOURCE, tag=ANY_TAG, status=None):
+        return _mprobe(comm, True, source, tag, status)
+
+    @classmethod
+    def iprobe(cls, comm, source=ANY_SOURCE, tag=ANY_TAG, status=None):
+        return _mprobe(comm, False, source, tag, status)
+
+
+def _mprobe(comm, block, source, tag, status):
+    """Match an object's head (Mprobe, or Improbe: None when there is none) -> Message."""
+    _m._thread_check()
+    if status is None:
+        status = MPI.Status()
+    if block:
+        msg = MPI.Comm.Mprobe(comm, source, tag, status)
+    else:
+        msg = MPI.Comm.Improbe(comm, source, tag, status)
+        if msg is None:
+            return None
+    message = Message(msg)
+    if msg != MPI.MESSAGE_NO_PROC:
+        message._matched = (comm, status.Get_source(), status.Get_tag(),
+                            status.Get_count(_BYTE))
+    return message
+
+
+class Comm(MPI.Comm):
+    """pkl5's communicator on cdtypes.mpi's protocol. Dup() attaches the new communicator
+    (cdtypes.mpi.attach); Free() frees what cdtypes.mpi made for it."""
+
+    def __new__(cls, comm=None):
+        return MPI.Comm.__new__(cls, comm)
+
+    def Dup(self, info=None):  # noqa: N802 (mpi4py's name)
+        comm = MPI.Comm.Dup(self) if info is None else MPI.Comm.Dup(self, info)
+        _m.attach(comm)
+        return comm
+
+    def Free(self):  # noqa: N802
+        release(self)
+        MPI.Comm.Free(self)
+
+    def send(self, obj, dest, tag=0):
+        """Blocking send in standard mode."""
+        if dest == PROC_NULL:
+            MPI.Comm.Send(self, _nothing(), dest, tag)
+        else:
+            _m.send(obj, dest, tag, self)
+
+    def bsend(self, obj, dest, tag=0):
+        """Blocking send in buffered mode (both messages of the object buffered)."""
+        self.ibsend(obj, dest, tag).wait()
+
+    def ssend(self, obj, dest, tag=0):
+        """Blocking send in synchronous mode."""
+        self.issend(obj, dest, tag).wait()
+
+    def isend(self, obj, dest, tag=0):
+        return _isend(self, MPI.Comm.Isend, obj, dest, tag)
+
+    def ibsend(self, obj, dest, tag=0):
+        return _isend(self, MPI.Comm.Ibsend, obj, dest, tag)
+
+    def issend(self, obj, dest, tag=0):
+        return _isend(self, MPI.Comm.Issend, obj, dest, tag)
+
+    def recv(self, buf=None, source=ANY_SOURCE, tag=ANY_TAG, status=None):
+        """Blocking receive (``buf`` is ignored: every buffer is allocated from the object's
+        header)."""
+        if source == PROC_NULL:
+            MPI.Comm.Recv(self, _nothing(), source, tag, status)
+            return None
+        return _mprobe(self, True, source, tag, status).recv(status)
+
+    def irecv(self, buf=None, source=ANY_SOURCE, tag=ANY_TAG):  # noqa: ARG002
+        """Not supported, as in pkl5: use mprobe(...).irecv(), or cdtypes.mpi.irecv."""
+        raise RuntimeError("unsupported (as in mpi4py.util.pkl5): use mprobe().irecv(), or "
+                           "cdtypes.mpi.irecv")
+
+    def sendrecv(self, sendobj, dest, sendtag=0, recvbuf=None, source=ANY_SOURCE,
+                 recvtag=ANY_TAG, status=None):
+        """Send and receive (``recvbuf`` is ignored, as in recv)."""
+        request = self.isend(sendobj, dest, sendtag)
+        obj = self.recv(recvbuf, source, recvtag, status)
+        request.wait()
+        return obj
+
+    def mprobe(self, source=ANY_SOURCE, tag=ANY_TAG, status=None):
+        return _mprobe(self, True, source, tag, status)
+
+    def improbe(self, source=ANY_SOURCE, tag=ANY_TAG, status=None):
+        return _mprobe(self, False, source, tag, status)
+
+    def bcast(self, obj, root=0):
+        return bcast(self, obj, root)
+
+    def gather(self, sendobj, root=0):
+        return gather(self, sendobj, root)
+
+    def scatter(self, sendobj, root=0):
+        return scatter(self, sendobj, root)
+
+    def allgather(self, sendobj):
+        return allgather(self, sendobj)
+
+    def alltoall(self, sendobj):
+        return alltoall(self, sendobj)
+
+
+class Intracomm(Comm, MPI.Intracomm):
+    """pkl5's Intracomm on cdtypes.mpi's protocol."""
+
+
+class Intercomm(Comm, MPI.Intercomm):
+    """pkl5's Intercomm on cdtypes.mpi's protocol."""

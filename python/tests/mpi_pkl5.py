@@ -1,0 +1,173 @@
+"""Run under `mpiexec -n N` (N >= 2): what mpi4py's pkl5 suite does not reach, through
+cdtypes.mpi's pkl5 API: objects with buffers over mpi.THRESHOLD (a head and a parts message)
+in every send mode, through mprobe/irecv/waitall and every collective, on intra- and
+intercommunicators, attached or not; statuses; collectives never matching a user's message."""
+import faulthandler
+import sys
+
+import numpy as np
+from mpi4py import MPI
+
+from cdtypes import mpi
+
+world = mpi.Intracomm(MPI.COMM_WORLD)
+size, rank = world.Get_size(), world.Get_rank()
+assert size >= 2, "run with 2 or more processes"
+T = mpi.THRESHOLD
+# a deadlock prints every rank's stack and fails the run instead of waiting for pytest's timeout
+faulthandler.dump_traceback_later(90, exit=True)
+
+
+def big(seed, n=3):
+    """an object with n buffers over the threshold, one under it, and ordinary objects"""
+    return {"arrays": [np.full(T // 8 + 1000 * i, seed * 10 + i, np.int64) for i in range(n)],
+            "small": np.arange(10) + seed, "seed": seed, "s": "x" * 100}
+
+
+def check(obj, seed, n=3):
+    assert obj["seed"] == seed, (obj["seed"], seed)
+    for i, a in enumerate(obj["arrays"]):
+        assert a.dtype == np.int64 and a.shape == (T // 8 + 1000 * i,), a.shape
+        assert (a == seed * 10 + i).all()
+        assert a.flags.writeable
+    assert len(obj["arrays"]) == n
+    assert (obj["small"] == np.arange(10) + seed).all() and obj["s"] == "x" * 100
+
+
+def frame_bytes(obj):  # what a status counts: at least every buffer's bytes
+    return sum(a.nbytes for a in obj["arrays"])
+
+
+def point_to_point(comm):
+    rank, size = comm.Get_rank(), comm.Get_size()
+    right, left = (rank + 1) % size, (rank - 1) % size
+    # every send mode, blocking and not, around the ring
+    buf = MPI.Alloc_mem(4 * T * 4 + 4 * MPI.BSEND_OVERHEAD)
+    MPI.Attach_buffer(buf)
+    try:
+        for mode in ("send", "ssend", "bsend", "isend", "issend", "ibsend"):
+            seed = rank + 1
+            if mode.startswith("i"):
+                request = getattr(comm, mode)(big(seed), right, 5)
+                status = MPI.Status()
+                obj = comm.recv(None, left, 5, status)
+                assert request.wait() is None and not request
+            elif rank % 2 == 0:
+                getattr(comm, mode)(big(seed), right, 5)
+                status = MPI.Status()
+                obj = comm.recv(None, left, 5, status)
+            else:
+                status = MPI.Status()
+                obj = comm.recv(None, left, 5, status)
+                getattr(comm, mode)(big(seed), right, 5)
+            check(obj, left + 1)
+            assert status.Get_source() == left and status.Get_tag() == 5, mode
+            assert status.Get_elements(MPI.BYTE) >= frame_bytes(obj), mode
+    finally:
+        MPI.Detach_buffer()
+        MPI.Free_mem(buf)
+
+    # mprobe + irecv + waitall, with statuses, and ANY_SOURCE/ANY_TAG
+    sends = [comm.issend(big(rank * 10 + k), right, 100 + k) for k in range(3)]
+    receives = [comm.mprobe(MPI.ANY_SOURCE, MPI.ANY_TAG).irecv() for _ in range(3)]
+    statuses = []
+    objs = mpi.Request.waitall(receives, statuses)
+    for k, (obj, status) in enumerate(zip(objs, statuses)):
+        check(obj, left * 10 + k)
+        assert status.Get_tag() == 100 + k and status.Get_source() == left
+        assert status.Get_elements(MPI.BYTE) >= frame_bytes(obj)
+    assert mpi.Request.waitall(sends) == [None] * 3
+    assert not any(sends) and not any(receives)
+
+    # testall, then Message.iprobe + recv, then sendrecv
+    request = comm.isend(big(rank), right, 7)
+    message = None
+    while message is None:
+        message = mpi.Message.iprobe(comm, left, 7)
+    receive = message.irecv()
+    flag = False
+    while not flag:
+        flag, objs = mpi.Request.testall([request, receive])
+    assert objs[0] is None
+    check(objs[1], left)
+    check(comm.sendrecv(big(rank, 1), right, 8, None, left, 8), left, 1)
+    # waitall of a send listed before a receive: every rank waits on its send only once its
+    # receive's parts receive is posted (the peer does the same)
+    request = comm.isend(big(rank), right, 9)
+    objs = mpi.Request.waitall([request, comm.mprobe(left, 9).irecv()])
+    assert objs[0] is None
+    check(objs[1], left)
+    comm.barrier()
+
+
+def collectives(comm, inter):
+    n = comm.Get_remote_size() if inter else comm.Get_size()
+    me = comm.Get_rank()
+    # a user's message in flight to this rank under ANY_TAG: no collective may take it
+    user = comm.isend(("user", me), me if not inter else 0, 77) if not inter else None
+    if inter:
+        group = 0 if rank < size // 2 else 1
+        for root_group in (0, 1):
+            for root in range(comm.Get_size() if group == root_group else n):
+                if group == root_group:
+                    r = MPI.ROOT if root == me else MPI.PROC_NULL
+                    got = comm.bcast(big(me) if r == MPI.ROOT else None, r)
+                    assert got is None
+                    got = comm.gather(None, r)
+                    if r == MPI.ROOT:
+                        for source, obj in enumerate(got):
+                            check(obj, 1000 + source)
+                    else:
+                        assert got is None
+                    got = comm.scatter([big(2000 + d) for d in range(n)]
+                                       if r == MPI.ROOT else None, r)
+                    assert got is None
+                else:
+                    check(comm.bcast(None, root), root)
+                    assert comm.gather(big(1000 + me), root) is None
+                    check(comm.scatter(None, root), 2000 + me)
+    else:
+        for root in range(n):
+            check(comm.bcast(big(root) if me == root else None, root), root)
+            got = comm.gather(big(1000 + me), root)
+            if me == root:
+                for source, obj in enumerate(got):
+                    check(obj, 1000 + source)
+            else:
+                assert got is None
+            check(comm.scatter([big(2000 + d) for d in range(n)] if me == root else None,
+                               root), 2000 + me)
+    for source, obj in enumerate(comm.allgather(big(3000 + me, 2))):
+        check(obj, 3000 + source, 2)
+    for source, obj in enumerate(comm.alltoall([big(me * 100 + d) for d in range(n)])):
+        check(obj, source * 100 + me)
+    if user is not None:
+        status = MPI.Status()
+        assert comm.recv(None, MPI.ANY_SOURCE, MPI.ANY_TAG, status) == ("user", me)
+        assert status.Get_tag() == 77
+        user.wait()
+    assert not comm.iprobe(MPI.ANY_SOURCE, MPI.ANY_TAG)
+
+
+point_to_point(world)
+collectives(world, False)
+dup = world.Dup()  # attached by Dup
+assert isinstance(dup, mpi.Intracomm) and dup.Get_attr(mpi._KEYVAL) is not None
+point_to_point(dup)
+collectives(dup, False)
+dup.Free()
+split = mpi.Intracomm(MPI.COMM_WORLD.Split(rank % 2, rank))  # not attached: heads carry all
+assert split.Get_attr(mpi._KEYVAL) is None
+if split.Get_size() > 1:
+    point_to_point(split)
+collectives(split, False)
+split.Free()
+local = MPI.COMM_WORLD.Split(0 if rank < size // 2 else 1, rank)
+inter = mpi.Intercomm(local.Create_intercomm(0, MPI.COMM_WORLD, size // 2 if rank < size // 2
+                                             else 0, 9))
+local.Free()
+mpi.attach(inter)
+collectives(inter, True)
+inter.Free()
+print("rank %d: ok" % rank)
+sys.stdout.flush()
