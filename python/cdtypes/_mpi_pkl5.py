@@ -73,18 +73,7 @@ class _Incoming:
                 self._error = e
             if self._parts is not None:
                 self._nbytes = self._parts.nbytes
-        if self._parts is not None:
-            try:
-                if block:
-                    self._parts.wait()
-                elif not self._parts.test():
-                    return False
-            except BaseException as e:
-                if self._error is None:
-                    self._error = e
-            self._parts = None
-        self._done = True
-        return True
+        return _m._complete_parts(self, block)
 
     def fill(self, status):
         """status as pkl5 leaves it: the head's source and tag, the object's bytes as the

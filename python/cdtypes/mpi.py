@@ -303,6 +303,23 @@ def _parse(comm, head, source, alloc, limits):
                                limits is not None), None
 
 
+def _complete_parts(req, block):
+    """Wait for (block) or test req._parts, the parts message of a receive or a drain; its
+    error, if the first, becomes req._error. True once it is over (req._done is then set)."""
+    if req._parts is not None:
+        try:
+            if block:
+                req._parts.wait()
+            elif not req._parts.test():
+                return False
+        except BaseException as e:
+            if req._error is None:
+                req._error = e
+        req._parts = None
+    req._done = True
+    return True
+
+
 def _rebuild(inc, limits, policy):
     stream, buffers = inc.finish()
     if limits is None:
@@ -362,17 +379,8 @@ class RecvRequest:
     def _finish(self, block):
         """Complete the parts message (the object's, or the drain of a failed one), then
         rebuild: True once done."""
-        if self._parts is not None:
-            try:
-                if block:
-                    self._parts.wait()
-                elif not self._parts.test():
-                    return False
-            except BaseException as e:
-                if self._error is None:
-                    self._error = e
-            self._parts = None
-        self._done = True
+        if not _complete_parts(self, block):
+            return False
         if self._error is None:
             try:
                 self._result = _rebuild(self._inc, self._args[4], self._args[5])
