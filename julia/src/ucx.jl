@@ -166,9 +166,10 @@ progress(w::Worker) = Int(ccall(
     worker_fd(worker) -> RawFD
 
 The worker's event fd (a worker made with `wakeup=true`): readable when there is something
-to progress, e.g. `FileWatching.poll_fd(worker_fd(w), 0.1; readable=true)`. Wait on it only
-after `arm(worker)` returned true, and progress at least every 100 ms while requests are
-pending (receive timeouts and keepalives run inside progress).
+to progress, e.g. `FileWatching.poll_fd(worker_fd(w); readable=true)`. Wait on it only after
+`arm(worker)` returned true. It also becomes readable at every request's completion (from any
+thread, a cancel included) and when a receive's deadline is due, so waiting on it without a
+timeout misses nothing (`cdt_ucx_worker_fd`).
 """
 function worker_fd(w::Worker)
     fd = Ref{Cint}(-1)

@@ -134,8 +134,9 @@ class Worker:
     def fileno(self):
         """The worker's event fd (for select/poll/asyncio add_reader): readable when there is
         something to progress. Needs a worker made with wakeup=True (else UnsupportedError).
-        Only wait on it after arm() returned True; progress on a timer too (every 100 ms)
-        while requests are pending: receive timeouts and keepalives run inside progress."""
+        Only wait on it after arm() returned True. The fd also becomes readable at every
+        request's completion (from any thread, a cancel included) and when a receive's deadline
+        is due, so waiting on it without a timeout misses nothing (cdt_ucx_worker_fd)."""
         fd = ctypes.c_int()
         check(lib.cdt_ucx_worker_fd(self._handle(), ctypes.byref(fd)), "cdt_ucx_worker_fd")
         return fd.value

@@ -100,9 +100,10 @@ impl Worker {
 
     /// The worker's event fd (a worker of a [`Context::with_wakeup`] context): readable when
     /// there is something to progress, for poll/epoll or an async runtime's fd readiness.
-    /// Wait on it only after [`Worker::arm`] returned `Ok(true)`, and progress on a timer too
-    /// (every 100 ms) while requests are pending: receive timeouts and keepalives run inside
-    /// progress. The worker owns the fd: only watch it.
+    /// Wait on it only after [`Worker::arm`] returned `Ok(true)`. It also becomes readable at
+    /// every request's completion (from any thread, a cancel included) and when a receive's
+    /// deadline is due, so waiting on it without a timeout misses nothing
+    /// (`cdt_ucx_worker_fd`). The worker owns the fd: only watch it.
     pub fn event_fd(&self) -> Result<std::os::fd::RawFd> {
         let mut fd = -1;
         // SAFETY: valid worker
