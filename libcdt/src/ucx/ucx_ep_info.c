@@ -123,17 +123,23 @@ int cdt_ucx_ep_transports(cdt_ucx_ep ep, char *buf, size_t size)
     return rc;
 }
 
+/* whether the lanes' active messages run on one of the transports `am` names ("am=sysv/"...) */
+static bool am_on(const char *lanes, const char *const *am, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        const char *p = strstr(lanes, am[i]);
+        if (p != NULL && (p == lanes || p[-1] == ' '))
+            return true;
+    }
+    return false;
+}
+
 /* transports whose messages are copies through memory of this machine: one message per
  * object wins there (docs/TRANSPORT.md §1) */
 static bool am_is_local(const char *lanes)
 {
     static const char *const local[] = {"am=sysv/", "am=posix/", "am=self/", "am=xpmem/"};
-    for (size_t i = 0; i < sizeof(local) / sizeof(local[0]); i++) {
-        const char *p = strstr(lanes, local[i]);
-        if (p != NULL && (p == lanes || p[-1] == ' '))
-            return true;
-    }
-    return false;
+    return am_on(lanes, local, sizeof(local) / sizeof(local[0]));
 }
 
 /* transports whose active messages go through a FIFO in the receiver's shared memory (UCX's mm
@@ -141,12 +147,7 @@ static bool am_is_local(const char *lanes)
 static bool am_is_fifo(const char *lanes)
 {
     static const char *const fifo[] = {"am=sysv/", "am=posix/", "am=xpmem/"};
-    for (size_t i = 0; i < sizeof(fifo) / sizeof(fifo[0]); i++) {
-        const char *p = strstr(lanes, fifo[i]);
-        if (p != NULL && (p == lanes || p[-1] == ' '))
-            return true;
-    }
-    return false;
+    return am_on(lanes, fifo, sizeof(fifo) / sizeof(fifo[0]));
 }
 
 int cdt__ucx_ep_mode(struct cdt_ucx_ep_s *ep)

@@ -394,6 +394,7 @@ int cdt_ucx_isend_advanced(cdt_ucx_ep ep, const void *buf, cdt_count count, cdt_
         if (rc == CDT_SUCCESS && r->frame == NULL)
             return send_plain(ep, r, threshold, frame_len, tag, request);
     }
+    bool pack_now = false;
     if (rc == CDT_SUCCESS && mode == CDT__UCX_MODE_SINGLE && protocol == CDT_UCX_PROTOCOL_AUTO &&
         cma && has_large_region(r->frame, threshold)) {
         /* Over cross-memory attach an object with large regions still goes split: each large
@@ -402,18 +403,18 @@ int cdt_ucx_isend_advanced(cdt_ucx_ep ep, const void *buf, cdt_count count, cdt_
          * a receiving type that allocates per object (docs/TRANSPORT.md §1). Without cma the
          * rendezvous runs over TCP, and one message through the segments wins. */
         mode = CDT__UCX_MODE_SPLIT;
-        rc = cdt__frame_materialize(r->frame);
-    }
-    if (rc == CDT_SUCCESS && mode == CDT__UCX_MODE_SINGLE && fifo &&
-        type->cls == CDT__CLASS_CUSTOM) {
+        pack_now = true;
+    } else if (mode == CDT__UCX_MODE_SINGLE && fifo && type->cls == CDT__CLASS_CUSTOM) {
         /* No user code inside UCX's send window over a shared-memory FIFO: there a sender
          * that dies between reserving the receiver's FIFO slot and publishing it wedges the
          * receiver for every other sender (TRANSPORT.md §9.1), and a deferred frame would run
          * the custom type's pack callbacks in that window. Packed now, the window holds
          * memory copies only (the stream from the head buffer, the regions from their
          * memory). Derived types keep packing late: their kernels are the library's copies. */
-        rc = cdt__frame_materialize(r->frame);
+        pack_now = true;
     }
+    if (rc == CDT_SUCCESS && pack_now)
+        rc = cdt__frame_materialize(r->frame);
     if (rc != CDT_SUCCESS) {
         cdt_frame_free(r->frame);
         r->frame = NULL;
