@@ -99,6 +99,10 @@ void write_report(FILE *f, int pass, double secs, const char *cmdline)
             (double)t.verified_bytes / 1e9);
     fprintf(f, "| largest object verified | %.1f MiB |\n", (double)t.largest / (double)MiB);
     fprintf(f, "| peer deaths survived (SIGKILL) | %d |\n", deaths);
+    fprintf(
+        f,
+        "| of them, killed inside a send (the victim's own SIGKILL, its object in flight) | %d |\n",
+        deaths_in_send);
     fprintf(f, "| incarnations | %zu |\n", ninc);
     fprintf(
         f, "| connections (reconnections) / accepted | %" PRIu64 " (%" PRIu64 ") / %" PRIu64 " |\n",

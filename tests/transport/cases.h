@@ -30,7 +30,8 @@ side_fn nonblocking_client, nonblocking_server, cancel_client, cancel_server, th
 /* cases_failures.c: a peer or a receiver that exits, a refused connection, closes and sends
  * that cannot complete, malformed frames */
 side_fn peer_exit_client, peer_exit_server, receiver_exit_client, receiver_exit_server,
-    close_stuck_client, close_stuck_server, send_timeout_client, malformed_client, malformed_server;
+    close_stuck_client, close_stuck_server, send_timeout_client, malformed_client, malformed_server,
+    late_reader_client, late_reader_server;
 int connect_refused_case(void);
 
 /* cases_pack.c: custom pack callbacks in a send: one that fails, and none inside UCX's

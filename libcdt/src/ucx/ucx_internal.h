@@ -36,7 +36,7 @@ static inline uint64_t cdt__ucx_private_tag(uint64_t key, uint64_t index)
 /* a region may travel as its own message */
 static inline bool cdt__ucx_separate(cdt_count len, cdt_count threshold, cdt_count index)
 {
-    return len >= threshold && index < (cdt_count)CDT__UCX_TAIL_INDEX;
+    return len >= threshold && index < (cdt_count)CDT__UCX_COMMIT_INDEX;
 }
 
 struct cdt_ucx_context_s {
@@ -77,7 +77,13 @@ struct cdt_ucx_worker_s {
     struct cdt_ucx_request_s *body_recvs; /* receives between head and completion */
     struct cdt__ucx_drain *drains;        /* receives that discard an abandoned object's parts */
     struct cdt_ucx_request_s *orphans;    /* freed requests whose UCX message is still moving */
-    int64_t next_expiry_ms;               /* when cdt__ucx_progress looks at deadlines next */
+    /* requests of sends over cross-memory attach that ended without success, whose head
+     * message the receiver may still copy out of their head buffer (a rendezvous it matches
+     * late): their memory is never reused, so a late reader gets the bytes that were sent and
+     * not another object's (ucx_request_pool.c; freed with the worker). Under cache_lock. */
+    struct cdt_ucx_request_s *quarantine;
+    size_t quarantined;
+    int64_t next_expiry_ms; /* when cdt__ucx_progress looks at deadlines next */
     /* with wakeup (ucx_wakeup.c), else all -1: the event fd handed out and slept on (an epoll
      * set of UCX's own event fd and timer_fd), UCX's event fd, and a timer that makes the
      * event fd readable when the earliest deadline of the worker is due (timer_at, ms of
@@ -185,6 +191,14 @@ struct cdt_ucx_request_s {
     struct cdt_ucx_request_s *ep_next, *ep_prev; /* ep->sends */
     bool detached; /* ended before UCX let go of its operations: never read the
                       object again (the caller may have freed it) */
+    /* send and recv: a commit message ends the object (docs/TRANSPORT.md §4, Commit). A
+     * sender sends it once every other message of the object completed (parts_pending) */
+    bool commit;
+    /* send: the head message went from the head buffer to a peer that copies it out of this
+     * process's memory (cma) in a rendezvous: quarantined when the send does not succeed */
+    bool head_exposed;
+    cdt_count parts_pending;
+    cdt__ucx_sub commit_sub;
     cdt_frame frame;
     unsigned char *bounce; /* prefix + inline stream when it must be materialised */
     size_t bounce_len;
@@ -265,6 +279,10 @@ CDT__UCX_HIDDEN void cdt__ucx_body_link(cdt_ucx_request r);
 CDT__UCX_HIDDEN void cdt__ucx_recv_done(cdt_ucx_request r);
 /* ucx_request_pool.c */
 CDT__UCX_HIDDEN cdt_ucx_request cdt__ucx_request_new(cdt_ucx_worker w, bool is_send);
+/* a head message at most this long is always sent eagerly (copied by the sender when it is
+ * posted), never read by the receiver out of the sender's memory: UCX's rendezvous starts at
+ * 8 KiB over tcp + cma (1.13 and 1.22, `ucp_ep_print_info`); kept well below that */
+#define CDT__UCX_EAGER_SURE 1024
 /* back to the worker's pool (or freed); the request is done and nothing refers to it */
 CDT__UCX_HIDDEN void cdt__ucx_request_release(cdt_ucx_request r);
 /* lock held: a freed request whose UCX operation is still live waits in w->orphans until

@@ -208,6 +208,8 @@ void cdt__ucx_recv_fail(cdt_ucx_request r, int status)
     r->outstanding++;      /* r->subs stays valid while the callbacks run */
     if (r->tail_sub.ucx != NULL)
         ucp_request_cancel(r->w->ucp, r->tail_sub.ucx);
+    if (r->commit_sub.ucx != NULL)
+        ucp_request_cancel(r->w->ucp, r->commit_sub.ucx);
     for (cdt_count i = 0; i < r->nsubs; i++)
         if (r->subs[i].ucx != NULL)
             ucp_request_cancel(r->w->ucp, r->subs[i].ucx);
