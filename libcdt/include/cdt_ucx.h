@@ -141,11 +141,15 @@ CDT_API void cdt_ucx_context_destroy(cdt_ucx_context context);
 
 /*! Fields of cdt_ucx_worker_params, for its field_mask. */
 enum cdt_ucx_worker_params_field {
-    CDT_UCX_WORKER_PARAM_SENDER_ID = 1u << 0,       /*!< sender_id */
-    CDT_UCX_WORKER_PARAM_ZCOPY_THRESHOLD = 1u << 1, /*!< zcopy_threshold */
-    CDT_UCX_WORKER_PARAM_BUFFER_CACHE = 1u << 2,    /*!< buffer_cache_bytes */
-    CDT_UCX_WORKER_PARAM_PROTOCOL = 1u << 3,        /*!< protocol */
+    CDT_UCX_WORKER_PARAM_SENDER_ID = 1u << 0,          /*!< sender_id */
+    CDT_UCX_WORKER_PARAM_ZCOPY_THRESHOLD = 1u << 1,    /*!< zcopy_threshold */
+    CDT_UCX_WORKER_PARAM_BUFFER_CACHE = 1u << 2,       /*!< buffer_cache_bytes */
+    CDT_UCX_WORKER_PARAM_PROTOCOL = 1u << 3,           /*!< protocol */
+    CDT_UCX_WORKER_PARAM_FIFO_STALL_TIMEOUT = 1u << 4, /*!< fifo_stall_timeout_ms */
 };
+
+/*! Default of cdt_ucx_worker_params.fifo_stall_timeout_ms (ms). */
+#define CDT_UCX_DEFAULT_FIFO_STALL_TIMEOUT_MS 60000
 
 /*! How a worker lays an object out in UCX messages (docs/TRANSPORT.md §1 has the measurements
  * behind the choice). A receiver takes either from any sender: only the sender chooses. */
@@ -192,6 +196,17 @@ typedef struct cdt_ucx_worker_params {
     /*! How objects are sent. Default: the environment variable CDT_UCX_PROTOCOL (auto, split,
      * single or auto-single) when set, else CDT_UCX_PROTOCOL_AUTO. */
     cdt_ucx_protocol protocol;
+    /*! Over a shared-memory FIFO (CDT_UCX_SHM_COPY, CDT_UCX_SHM_FULL), a send that has not
+     * completed this many ms after it was posted ends with CDT_ERR_TIMEOUT, whatever the
+     * caller waits with: a peer that dies inside its own send can wedge the receiver's FIFO
+     * for every sender (docs/TRANSPORT.md §9), and such a send would otherwise wait for ever.
+     * A receiver that takes longer than this to post its receive for a large object ends the
+     * send the same way. The object may be freed once the send ended. CDT_UCX_INFINITE (or
+     * any negative value): no bound. Default: the environment variable
+     * CDT_UCX_FIFO_STALL_TIMEOUT_MS when set, else CDT_UCX_DEFAULT_FIFO_STALL_TIMEOUT_MS.
+     * Endpoints without a FIFO (the default, TCP) are not bounded: there a dead peer fails the
+     * endpoint. */
+    int64_t fifo_stall_timeout_ms;
 } cdt_ucx_worker_params;
 
 /*! cdt_ucx_worker_create() : create a worker on `context`.

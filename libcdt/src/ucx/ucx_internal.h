@@ -69,6 +69,11 @@ struct cdt_ucx_worker_s {
     bool destroying;
     cdt_count zcopy_threshold;
     cdt_ucx_protocol protocol; /* CDT_UCX_PROTOCOL_AUTO: per endpoint */
+    /* sends over a shared-memory FIFO end with CDT_ERR_TIMEOUT this long after their post
+     * (< 0: never); fifo_sends counts those pending, so progress looks at their deadlines
+     * only while there are some (ucx_send.c) */
+    int64_t fifo_stall_ms;
+    int fifo_sends;
     /* UCX generic datatypes of single-mode messages: the send packs from the frame, every
      * receive unpacks into the head buffer or the decoder (ucx_single.c) */
     ucp_datatype_t dt_send, dt_recv;
@@ -199,6 +204,10 @@ struct cdt_ucx_request_s {
     bool head_exposed;
     cdt_count parts_pending;
     cdt__ucx_sub commit_sub;
+    /* send over a shared-memory FIFO: counted in w->fifo_sends while linked, ended with
+     * CDT_ERR_TIMEOUT at stall_deadline (cdt__ucx_expire_sends) */
+    bool fifo_counted;
+    int64_t stall_deadline;
     cdt_frame frame;
     unsigned char *bounce; /* prefix + inline stream when it must be materialised */
     size_t bounce_len;
@@ -261,6 +270,8 @@ CDT__UCX_HIDDEN void cdt__ucx_sleep(cdt_ucx_worker w, int64_t deadline);
  * or the deadline passes. Returns the UCX status, or UCS_ERR_TIMED_OUT (the request is then
  * still pending, the caller's to free). NULL and error pointers return at once. */
 CDT__UCX_HIDDEN ucs_status_t cdt__ucx_wait_request(cdt_ucx_worker w, void *req, int64_t deadline);
+/* ucx_recv_state.c, lock held: something is due at `deadline`: the wakeup timer fires by then */
+CDT__UCX_HIDDEN void cdt__ucx_deadline_added(cdt_ucx_worker w, int64_t deadline);
 /* ucx_recv_state.c: fail receives part-way through a message after a peer failure */
 CDT__UCX_HIDDEN void cdt__ucx_fail_body_recvs(cdt_ucx_worker w, int status);
 /* ucx_recv_state.c, lock held: fail matched receives past their rest deadline, cancel expired
@@ -328,6 +339,10 @@ CDT__UCX_HIDDEN void cdt__ucx_send_release(cdt_ucx_request r);
  * whatever UCX still holds of it, where that is safe (no cma) */
 CDT__UCX_HIDDEN void cdt__ucx_send_track(struct cdt_ucx_ep_s *ep, cdt_ucx_request r);
 CDT__UCX_HIDDEN void cdt__ucx_ep_end_sends(struct cdt_ucx_ep_s *ep, int status);
+/* ucx_send.c, lock held: end the sends over a shared-memory FIFO past their stall deadline
+ * with CDT_ERR_TIMEOUT; the earliest stall deadline left (INT64_MAX: none) */
+CDT__UCX_HIDDEN void cdt__ucx_expire_sends(cdt_ucx_worker w, int64_t now);
+CDT__UCX_HIDDEN int64_t cdt__ucx_next_stall(cdt_ucx_worker w);
 /* ucx_ep_info.c, lock held: CDT__UCX_MODE_SINGLE or _SPLIT for a send on ep (the worker's
  * protocol, or for CDT_UCX_PROTOCOL_AUTO the transport of the endpoint's messages); also
  * records ep->lanes_known and ep->peer_accesses_memory once the lanes are there */

@@ -16,6 +16,10 @@ static void send_unlink(cdt_ucx_request r)
     struct cdt_ucx_ep_s *ep = r->ep;
     if (ep == NULL)
         return;
+    if (r->fifo_counted) {
+        r->fifo_counted = false;
+        ep->w->fifo_sends--;
+    }
     if (r->ep_prev != NULL)
         r->ep_prev->ep_next = r->ep_next;
     else
@@ -53,8 +57,46 @@ void cdt__ucx_send_track(struct cdt_ucx_ep_s *ep, cdt_ucx_request r)
     if (ep->sends != NULL)
         ep->sends->ep_prev = r;
     ep->sends = r;
+    if (ep->am_fifo && ep->w->fifo_stall_ms >= 0) {
+        /* a FIFO wedged by a peer that died inside its send never drains: bound the send */
+        r->fifo_counted = true;
+        ep->w->fifo_sends++;
+        r->stall_deadline = cdt__ucx_now_ms() + ep->w->fifo_stall_ms;
+        cdt__ucx_deadline_added(ep->w, r->stall_deadline);
+    }
     if (ep->status != CDT_SUCCESS) /* it failed while the send was posted */
         cdt__ucx_ep_end_sends(ep, CDT_ERR_PEER);
+}
+
+void cdt__ucx_expire_sends(cdt_ucx_worker w, int64_t now)
+{
+    if (w->fifo_sends == 0)
+        return;
+    for (struct cdt_ucx_ep_s *ep = w->eps; ep != NULL; ep = ep->next) {
+        for (cdt_ucx_request r = ep->sends, next; r != NULL; r = next) {
+            next = r->ep_next;
+            if (!r->fifo_counted || now <= r->stall_deadline)
+                continue;
+            /* ended as an endpoint's failure ends it: the object is never read again by this
+             * process; over cma a late copy by the peer cannot complete an object (commit) */
+            send_unlink(r);
+            cdt__ucx_request_set_error(r, CDT_ERR_TIMEOUT);
+            r->detached = true;
+            cdt__ucx_request_finish(r);
+        }
+    }
+}
+
+int64_t cdt__ucx_next_stall(cdt_ucx_worker w)
+{
+    int64_t next = INT64_MAX;
+    if (w->fifo_sends == 0)
+        return next;
+    for (struct cdt_ucx_ep_s *ep = w->eps; ep != NULL; ep = ep->next)
+        for (cdt_ucx_request r = ep->sends; r != NULL; r = r->ep_next)
+            if (r->fifo_counted && r->stall_deadline < next)
+                next = r->stall_deadline;
+    return next;
 }
 
 /* UCX 1.13 keeps a rendezvous send whose receiver died pending for ever when the endpoint's
