@@ -39,10 +39,12 @@ int connect_refused_case(void);
 side_fn pack_fails_client, pack_fails_server, fifo_window_client, fifo_window_server;
 
 /* cases_endpoints.c: the transports and protocol an endpoint chose, the address bootstrap,
- * a send right after accept, per-send parameters, a connect that does not wait */
+ * a send right after accept, per-send parameters, a connect that does not wait, a close with a
+ * flush in flight */
 extern int expect_shared_memory; /* set by test_transport.c for the transports* cases */
 side_fn transports_client, transports_server, accept_send_client, accept_send_server,
-    send_params_client, send_params_server, connect_nowait_client, connect_nowait_server;
+    send_params_client, send_params_server, connect_nowait_client, connect_nowait_server,
+    close_pending_flush_client, close_pending_flush_server;
 int address_case(void);
 
 #endif

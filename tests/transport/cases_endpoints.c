@@ -304,3 +304,40 @@ void connect_nowait_server(peer *p)
     CHECK_RC(cdt_ucx_send(p->ep, &ack, 1, CDT_INT32, TAG + 2, T_TIMEOUT_MS));
     cdt_ucx_ep_close(second, 1000);
 }
+
+/* ------------------------------------------------------ a close with a flush in flight ---- */
+
+/* Connects that time out while the peer accepts and closes at once, then closes with no time
+ * left: each close has a flush of its endpoint in flight. UCX 1.22 ran that flush's resume
+ * callback after a forced close freed the endpoint (a crash in ucp_ep_flush_progress within a
+ * few dozen rounds, as in the soak); the close now waits for the flush (ucx_endpoint.c, park). */
+void close_pending_flush_client(peer *p)
+{
+    int connected = 0, timed_out = 0;
+    for (int i = 0; i < 300; i++) {
+        cdt_ucx_ep ep = NULL;
+        int rc = cdt_ucx_ep_connect(p->w, "127.0.0.1", p->port, 20, &ep);
+        if (rc == CDT_SUCCESS) {
+            connected++;
+            rc = cdt_ucx_ep_close(ep, 0);
+            CHECK(rc == CDT_SUCCESS || rc == CDT_ERR_TIMEOUT || rc == CDT_ERR_PEER);
+        } else {
+            CHECK(rc == CDT_ERR_TIMEOUT || rc == CDT_ERR_PEER);
+            timed_out++;
+        }
+        for (int k = 0; k < 2000; k++)
+            cdt_ucx_worker_progress(p->w);
+    }
+    fprintf(stderr, "close_pending_flush: %d connected, %d failed or timed out\n", connected,
+            timed_out);
+}
+
+void close_pending_flush_server(peer *p)
+{
+    time_t t0 = time(NULL);
+    while (time(NULL) - t0 < 12) {
+        cdt_ucx_ep ep;
+        if (cdt_ucx_listener_accept(p->l, 50, &ep) == CDT_SUCCESS)
+            cdt_ucx_ep_close(ep, 0);
+    }
+}

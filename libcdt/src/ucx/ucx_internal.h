@@ -74,6 +74,7 @@ struct cdt_ucx_worker_s {
      * only while there are some (ucx_send.c) */
     int64_t fifo_stall_ms;
     int fifo_sends;
+    int parked; /* endpoints whose close waits for a flush (cdt__ucx_close_parked) */
     /* UCX generic datatypes of single-mode messages: the send packs from the frame, every
      * receive unpacks into the head buffer or the decoder (ucx_single.c) */
     ucp_datatype_t dt_send, dt_recv;
@@ -129,6 +130,8 @@ struct cdt_ucx_ep_s {
      * cdt__ucx_ep_wait_wired) */
     bool wired;
     bool closing; /* closed by the user, UCX's close still under way: freed with the worker */
+    /* closed while a flush was in flight: the forced close waits for it (ucx_endpoint.c) */
+    void *parked_flush;
     /* sends posted on this endpoint and not done (linked by ep_next/ep_prev): a failure or a
      * close of the endpoint ends them, also where UCX keeps their operations (ucx_send.c) */
     struct cdt_ucx_request_s *sends;
@@ -332,6 +335,8 @@ CDT__UCX_HIDDEN void *cdt__ucx_frame_alloc(void *arg, size_t bytes);
 CDT__UCX_HIDDEN void cdt__ucx_frame_release(void *arg, void *p, size_t bytes);
 /* ucx_endpoint.c */
 CDT__UCX_HIDDEN void cdt__ucx_ep_force_close_all(cdt_ucx_worker w);
+/* ucx_endpoint.c, lock held: close by force the parked endpoints whose flush ended */
+CDT__UCX_HIDDEN void cdt__ucx_close_parked(cdt_ucx_worker w);
 /* ucx_request_pool.c: free what a send request keeps (frame, staging buffers) */
 CDT__UCX_HIDDEN void cdt__ucx_send_release(cdt_ucx_request r);
 /* ucx_send.c, lock held: a posted send joins its endpoint's list (unless it is done); take

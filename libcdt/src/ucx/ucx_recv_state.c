@@ -237,6 +237,7 @@ void cdt__ucx_fail_body_recvs(cdt_ucx_worker w, int status)
 void cdt__ucx_expire(cdt_ucx_worker w, int64_t now)
 {
     cdt__ucx_expire_sends(w, now);
+    cdt__ucx_close_parked(w);
     for (cdt_ucx_request r = w->body_recvs, next; r != NULL; r = next) {
         next = r->next;
         if (now > r->rest_deadline && r->status == CDT_SUCCESS)
@@ -297,7 +298,7 @@ unsigned cdt__ucx_progress(cdt_ucx_worker w)
     unsigned n = ucp_worker_progress(w->ucp);
     if (n > 0 && w->efd >= 0)
         cdt__ucx_wake(w); /* another thread asleep may have work in what this call handled */
-    if (w->body_recvs != NULL || w->drains != NULL || w->fifo_sends > 0 ||
+    if (w->body_recvs != NULL || w->drains != NULL || w->fifo_sends > 0 || w->parked > 0 ||
         w->timer_at != INT64_MAX) {
         int64_t now = cdt__ucx_now_ms();
         bool timer_due = now >= w->timer_at;
