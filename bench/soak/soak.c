@@ -28,10 +28,17 @@
  * that stays pending after it was timed out and canceled or its endpoint closed, or a lost
  * final object.
  *
+ * Kills inside the send window (--kill-in-send F): that fraction of the kills is injected
+ * from inside the victim instead: the supervisor signals it (SIGUSR1), and the victim's next
+ * send, right after posting its object (messages in flight, data moving), progresses its
+ * worker a random number of times (0-63) and SIGKILLs itself; a victim that starts no send
+ * within 2 s is killed from outside. The report counts both kinds.
+ *
  * The supervisor samples every peer's VmRSS once a second and writes a report.
  * Usage: soak [--minutes M] [--seconds S] [--peers P] [--immortal I] [--senders N]
  *             [--kill-every S] [--max-mib M] [--seed X] [--csv FILE] [--md FILE]
  *             [--dvec-timeout-ms T] [--final-s S] [--random-sender-ids]
+ *             [--kill-in-send F]
  *
  * Files: soak.c (options and the phases of a run), soak_supervisor.c, soak_report.c
  * (the supervisor's side, soak_supervisor.h); soak_peer.c, soak_sender.c,
@@ -56,7 +63,7 @@ static void usage(void)
 {
     fprintf(stderr, "usage: soak [--minutes M] [--seconds S] [--peers P] [--immortal I] "
                     "[--senders N] [--kill-every S] [--max-mib M] [--seed X] [--hang-s S] "
-                    "[--dvec-timeout-ms T] [--final-s S] "
+                    "[--dvec-timeout-ms T] [--final-s S] [--kill-in-send F] "
                     "[--csv FILE] [--md FILE] [--random-sender-ids]\n");
     exit(2);
 }
@@ -96,6 +103,8 @@ int main(int argc, char **argv)
             opt.hang_s = atoi(v);
         else if (strcmp(a, "--final-s") == 0)
             opt.final_s = atof(v);
+        else if (strcmp(a, "--kill-in-send") == 0)
+            opt.kill_in_send = atof(v);
         else if (strcmp(a, "--csv") == 0)
             opt.csv = v;
         else if (strcmp(a, "--md") == 0)
@@ -105,16 +114,18 @@ int main(int argc, char **argv)
     }
     if (opt.peers < 2 || opt.peers > MAX_PEERS || opt.senders < 1 || opt.senders > MAX_SENDERS ||
         opt.immortal < 0 || opt.immortal >= opt.peers || opt.max_bytes < 1 || opt.hang_s < 5 ||
-        opt.final_s < 1)
+        opt.final_s < 1 || opt.kill_in_send < 0 || opt.kill_in_send > 1)
         usage();
     snprintf(cmdline, sizeof(cmdline),
              "soak --seconds %.0f --peers %d --immortal %d --senders %d --kill-every %.1f "
-             "--max-mib %.0f --seed %" PRIu64 " --dvec-timeout-ms %d --final-s %.0f",
+             "--max-mib %.0f --seed %" PRIu64 " --dvec-timeout-ms %d --final-s %.0f "
+             "--kill-in-send %.2f",
              opt.seconds, opt.peers, opt.immortal, opt.senders, opt.kill_every,
-             (double)opt.max_bytes / (double)MiB, opt.seed, opt.dvec_timeout_ms, opt.final_s);
-    /* only this machine: shared memory and loopback (libcdt's own keepalive interval has dead
-     * peers noticed within about a second) */
-    setenv("UCX_TLS", "sm,self,tcp", 0);
+             (double)opt.max_bytes / (double)MiB, opt.seed, opt.dvec_timeout_ms, opt.final_s,
+             opt.kill_in_send);
+    /* only this machine: loopback (libcdt's own keepalive interval has dead peers noticed
+     * within about a second). The transports are the library's default (or CDT_UCX_SHARED_MEMORY
+     * / UCX_TLS from the environment): the report prints the lanes that ran. */
     setenv("UCX_NET_DEVICES", "lo", 0);
     setenv("UCX_WARN_UNUSED_ENV_VARS", "n", 0);
     signal(SIGPIPE, SIG_IGN);

@@ -53,6 +53,7 @@ typedef struct options {
     int final_per_target;
     double final_s; /* the final phase's bound: what has not arrived by then is reported */
     int dvec_timeout_ms;
+    double kill_in_send; /* fraction of kills injected inside a send (soak.c) */
 } options;
 
 extern options opt; /* soak.c: the command line */
@@ -162,6 +163,9 @@ int clean(int rc);
 
 /* soak_peer.c */
 extern int g_me, g_gen, g_sock;
+/* set by SIGUSR1 (the supervisor's kill inside a send): the next send started dies while its
+ * messages are moving */
+extern volatile sig_atomic_t g_die_in_send;
 extern cdt_ucx_worker g_w;
 extern cdt_ucx_listener g_l;
 extern stats g_st;

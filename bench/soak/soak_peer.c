@@ -170,6 +170,14 @@ static void send_stats(int type)
     free(m);
 }
 
+volatile sig_atomic_t g_die_in_send;
+
+static void die_in_send_handler(int sig)
+{
+    (void)sig;
+    g_die_in_send = 1;
+}
+
 int peer_main(int me, int gen, int sock)
 {
     g_me = me, g_gen = gen, g_sock = sock;
@@ -178,6 +186,7 @@ int peer_main(int me, int gen, int sock)
     signal(SIGABRT, crash_handler);
     signal(SIGFPE, crash_handler);
     signal(SIGPIPE, SIG_IGN);
+    signal(SIGUSR1, die_in_send_handler);
     int rc = cdt_ucx_context_create(NULL, &g_ctx);
     cdt_ucx_worker_params wp = {.field_mask = CDT_UCX_WORKER_PARAM_BUFFER_CACHE,
                                 .buffer_cache_bytes = 64 << 20};

@@ -57,15 +57,15 @@ static void machine(FILE *f)
     fprintf(f, "| CPU | %s |\n| cores | %ld |\n| memory | %.1f GiB |\n| kernel | %s %s |\n", cpu,
             sysconf(_SC_NPROCESSORS_ONLN), (double)mem_kib / (1024.0 * 1024.0), u.sysname,
             u.release);
-    fprintf(f, "| UCX | %s |\n| UCX_TLS | %s |\n| UCX_KEEPALIVE_INTERVAL | %s |\n",
-            ucp_get_version_string(), tls ? tls : "(all)",
+    fprintf(f, "| UCX | %s |\n| UCX_TLS (environment) | %s |\n| UCX_KEEPALIVE_INTERVAL | %s |\n",
+            ucp_get_version_string(), tls ? tls : "(not set: libcdt sets ^mm)",
             getenv("UCX_KEEPALIVE_INTERVAL") ? getenv("UCX_KEEPALIVE_INTERVAL")
                                              : "(1s, libcdt's default)");
     const char *nd = getenv("UCX_NET_DEVICES");
     fprintf(f, "| UCX_NET_DEVICES | %s |\n", nd ? nd : "(all)");
     const char *proto = getenv("CDT_UCX_PROTOCOL"), *shm = getenv("CDT_UCX_SHARED_MEMORY");
     fprintf(f, "| CDT_UCX_PROTOCOL | %s |\n| CDT_UCX_SHARED_MEMORY | %s |\n\n",
-            proto ? proto : "(auto)", shm ? shm : "(off, the default)");
+            proto ? proto : "(auto)", shm ? shm : "(cma, the default)");
 }
 
 void write_report(FILE *f, int pass, double secs, const char *cmdline)
@@ -99,6 +99,10 @@ void write_report(FILE *f, int pass, double secs, const char *cmdline)
             (double)t.verified_bytes / 1e9);
     fprintf(f, "| largest object verified | %.1f MiB |\n", (double)t.largest / (double)MiB);
     fprintf(f, "| peer deaths survived (SIGKILL) | %d |\n", deaths);
+    fprintf(
+        f,
+        "| of them, killed inside a send (the victim's own SIGKILL, its object in flight) | %d |\n",
+        deaths_in_send);
     fprintf(f, "| incarnations | %zu |\n", ninc);
     fprintf(
         f, "| connections (reconnections) / accepted | %" PRIu64 " (%" PRIu64 ") / %" PRIu64 " |\n",

@@ -165,6 +165,13 @@ static int send_one(int th, conn *c, int target, int final, uint64_t *seq, rng *
     }
     cdt_ucx_request q;
     rc = cdt_ucx_isend(c->ep, fam_send_buf(&o), 1, fam_send_type(&o), tag, &q);
+    if (rc == CDT_SUCCESS && g_die_in_send) {
+        /* the kill inside the send window (soak.c): the object's messages are posted and
+         * moving; die after a random number of progress calls, as a crash would */
+        for (uint64_t k = rnd(r) % 64; k > 0; k--)
+            cdt_ucx_worker_progress(g_w);
+        raise(SIGKILL);
+    }
     if (rc == CDT_SUCCESS) {
         double t0 = now_s();
         /* a send still pending when the peer is told to stop (the final phase's bound passed)

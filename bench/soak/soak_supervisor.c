@@ -15,7 +15,7 @@ slot slots[MAX_PEERS];
 sample *samples;
 size_t nsamples, capsamples;
 double t_start;
-int n_fail_msgs, n_bad_deaths, deaths, n_notes;
+int n_fail_msgs, n_bad_deaths, deaths, n_notes, deaths_in_send;
 struct phase_ends ends;
 char *note_log;
 static size_t note_log_len;
@@ -223,9 +223,21 @@ static void kill_one(void)
     if (n == 0)
         return;
     int i = cand[rnd(&sup_rng) % (uint64_t)n];
-    kill(slots[i].pid, SIGKILL);
     int status;
-    waitpid(slots[i].pid, &status, 0);
+    pid_t done = 0;
+    if (opt.kill_in_send > 0 && rnd_unit(&sup_rng) < opt.kill_in_send) {
+        /* inside a send: the victim kills itself with its next object in flight */
+        kill(slots[i].pid, SIGUSR1);
+        double until = now_s() + 2;
+        while ((done = waitpid(slots[i].pid, &status, WNOHANG)) == 0 && now_s() < until)
+            sleep_ms(5);
+        if (done == slots[i].pid && WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL)
+            deaths_in_send++;
+    }
+    if (done != slots[i].pid) {
+        kill(slots[i].pid, SIGKILL);
+        waitpid(slots[i].pid, &status, 0);
+    }
     incs[slots[i].inc].killed = 1;
     deaths++;
     close_slot(i);

@@ -36,6 +36,7 @@ extern sample *samples;
 extern size_t nsamples, capsamples;
 extern double t_start;
 extern int n_fail_msgs, n_bad_deaths, deaths, n_notes;
+extern int deaths_in_send; /* of them, kills the victim raised inside a send */
 /* when the phases after the traffic began and ended (0: not reached) */
 extern struct phase_ends {
     double traffic, final, final_done, stop, stopped;

@@ -215,6 +215,7 @@ struct CdtUcxWorkerParams
     zcopy_threshold::Int64
     buffer_cache_bytes::Csize_t
     protocol::Cint
+    fifo_stall_timeout_ms::Int64
 end
 
 "`cdt_ucx_listener_params` (cdt_ucx.h)."

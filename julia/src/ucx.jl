@@ -98,6 +98,7 @@ function Worker(;
         Int64(something(zcopy_threshold, 0)),
         Csize_t(something(buffer_cache_bytes, 0)),
         protocol === nothing ? Cint(0) : _PROTOCOLS[protocol],
+        Int64(0),  # fifo_stall_timeout_ms: not in the mask, the library's default
     ))
     w = Ref{Ptr{Cvoid}}(C_NULL)
     rc = ccall(
@@ -412,7 +413,8 @@ end
     transports(ep) -> String
 
 The UCX transports the endpoint's lanes use now (`cdt_ucx_ep_transports`), e.g.
-`"am=tcp/lo rma=tcp/lo"` over loopback TCP (libcdt's default, also for a local peer),
+`"am=tcp/lo rma=cma/memory"` between two processes of one machine (libcdt's default: messages
+over loopback TCP, large ones by cross-memory attach), `"am=tcp/eth0"` to another machine,
 `"am=sysv/memory rma=tcp/lo"` over shared segments (`CDT_UCX_SHARED_MEMORY=copy`) or
 `"am=sysv/memory rma=cma/memory"` with cross-memory attach (`full`). An endpoint made from an address may still be wiring up:
 send one message first for the final lanes.

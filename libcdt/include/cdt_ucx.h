@@ -73,17 +73,22 @@ enum cdt_ucx_context_params_field {
 /*! How endpoints to a peer on the same machine may use shared memory (see
  * cdt_ucx_context_create). */
 typedef enum cdt_ucx_shared_memory {
-    /*! UCX's own choice. With the peer-failure detection libcdt endpoints use, UCX 1.13 then
-     * talks TCP (loopback) even to a process of the same machine. The default. */
+    /*! UCX's own choice. With the peer-failure detection libcdt endpoints use, UCX then talks
+     * TCP (loopback) even to a process of the same machine. */
     CDT_UCX_SHM_OFF = 0,
-    /*! shared-memory segments (sysv/posix) for messages; rendezvous of large messages over the
-     * network transports (tcp on loopback). Neither process ever touches the other's memory,
-     * so a send whose receiver died ends with CDT_ERR_PEER; UCX 1.13's caveat below
+    /*! shared-memory segments (sysv/posix FIFOs) for messages; rendezvous of large messages
+     * over the network transports (tcp on loopback). Neither process ever touches the other's
+     * memory. Opt-in: a peer that dies inside a send wedges the FIFO's receiver
      * (cdt_ucx_context_create). */
     CDT_UCX_SHM_COPY = 1,
-    /*! shared-memory segments, and rendezvous by cross-memory attach (cma): the fastest local
-     * path for large messages, with UCX 1.13's caveat (cdt_ucx_context_create) */
+    /*! shared-memory FIFOs for messages, and rendezvous by cross-memory attach (cma): the
+     * lowest latency between local processes. Opt-in, for jobs where any peer's death is
+     * fatal anyway: a peer that dies inside a send wedges the FIFO's receiver. */
     CDT_UCX_SHM_FULL = 2,
+    /*! messages over TCP (loopback), rendezvous of large messages by cross-memory attach: no
+     * shared FIFO, so no peer's death can stall a live peer; large objects move at
+     * shared-memory speed (one copy, by the receiver). The default. */
+    CDT_UCX_SHM_CMA = 3,
 } cdt_ucx_shared_memory;
 
 /*! Options of cdt_ucx_context_create; the fields named in field_mask are read. May grow at its
@@ -93,7 +98,7 @@ typedef struct cdt_ucx_context_params {
     /*! expected number of endpoints (a UCX tuning hint). Default: UCX's. */
     size_t estimated_num_eps;
     /*! shared memory between local processes. Default: the environment variable
-     * CDT_UCX_SHARED_MEMORY (off, copy or full) when set, else CDT_UCX_SHM_OFF. */
+     * CDT_UCX_SHARED_MEMORY (off, copy, full or cma) when set, else CDT_UCX_SHM_CMA. */
     cdt_ucx_shared_memory shared_memory;
     /*! non-zero: workers can sleep instead of spinning (UCP_FEATURE_WAKEUP): blocking calls
      * block in poll() once nothing has happened for a short spin, and cdt_ucx_worker_fd /
@@ -106,31 +111,29 @@ typedef struct cdt_ucx_context_params {
 
 /*! cdt_ucx_context_create() : read the UCX configuration (UCX_* environment variables such
  *  as UCX_TLS) and create a context with tag matching.
- *  Shared memory: libcdt endpoints detect peer failures (UCP_ERR_HANDLING_MODE_PEER), and
- *  UCX 1.13 leaves out its shared-memory transports in that mode unless they are told to
- *  expose error handling, so by default two local processes talk TCP on loopback. With
- *  CDT_UCX_SHM_COPY or _FULL the context tells them, through ucp_config_modify and only for
- *  variables the environment does not set: UCX_SYSV_ERROR_HANDLING=y and
- *  UCX_POSIX_ERROR_HANDLING=y, and with _FULL also UCX_CMA_MEMORY_INVALIDATE=y. Two local
- *  processes then talk through shared segments (`am=sysv/memory`), with rendezvous over TCP
- *  (COPY: `rma=tcp/lo`) or by cross-memory attach (FULL: `rma=cma/memory`).
- *  Failures: over shared memory UCX notices a dead peer on its keepalive timer, so the
- *  context sets UCX_KEEPALIVE_INTERVAL to 1 s unless the environment sets it. UCX 1.13 never
- *  ends a rendezvous send whose receiver died over shared memory; where the peer never touches
- *  this process's memory (COPY, TCP) libcdt ends it itself when the endpoint fails (the
- *  request completes with CDT_ERR_PEER within about a second and the object may be freed;
- *  UCX may warn at cdt_ucx_worker_destroy that it kept the request). With FULL the receiver
- *  copies the sender's memory itself and UCX 1.13 cannot revoke that (its
- *  UCX_CMA_MEMORY_INVALIDATE only claims it), so such a send is left to UCX: a send whose
- *  receiver died stays pending, also after cdt_ucx_ep_close. A program that asks for FULL
- *  bounds its sends with timeouts and keeps the object of a send that never ended alive
- *  until cdt_ucx_worker_destroy. Why neither is the default: with COPY, endpoints made
- *  through listeners have a TCP lane for rendezvous, and in the soak (peers killed and
- *  reconnecting every few seconds) UCX 1.13 stopped completing connections and sends
- *  between live peers after about 4 minutes in 2 of 4 runs; the TCP default passes 30
- *  minutes of it. docs/TRANSPORT.md §1 has the measurements. UCX_TLS, when
- *  set, still decides which transports exist at all. cdt_ucx_ep_transports() tells which
- *  ones an endpoint uses.
+ *  Shared memory (docs/TRANSPORT.md §1): libcdt endpoints detect peer failures
+ *  (UCP_ERR_HANDLING_MODE_PEER). The context sets, through ucp_config_modify and only for
+ *  variables the environment does not set:
+ *  - CDT_UCX_SHM_CMA (the default): UCX_TLS=^mm (no shared-memory FIFO: sysv, posix, xpmem)
+ *    and UCX_CMA_MEMORY_INVALIDATE=y; two local processes talk `am=tcp/lo rma=cma/memory`.
+ *  - CDT_UCX_SHM_COPY: UCX_SYSV_ERROR_HANDLING=y and UCX_POSIX_ERROR_HANDLING=y
+ *    (`am=sysv/memory`, rendezvous over TCP); CDT_UCX_SHM_FULL: also
+ *    UCX_CMA_MEMORY_INVALIDATE=y (`am=sysv/memory rma=cma/memory`).
+ *  - CDT_UCX_SHM_OFF: nothing (UCX's choice: TCP).
+ *  Why the FIFO modes are opt-in: UCX's shared-memory FIFO has a sender reserve a slot of the
+ *  receiver's FIFO before it writes it; a sender that dies in between leaves a slot that is
+ *  never published, and the receiver then reads nothing more from any sender (UCX 1.13 and
+ *  1.22; `bench/run ucx_wedge` reproduces it with raw UCP). They are for jobs in which any
+ *  peer's death is fatal anyway.
+ *  Failures: UCX notices a dead peer on its keepalive timer over shared memory, so the context
+ *  sets UCX_KEEPALIVE_INTERVAL to 1 s unless the environment sets it. When an endpoint fails or
+ *  is closed, its pending sends end at once (CDT_ERR_PEER, CDT_ERR_CANCELED) and the object
+ *  may be freed. Over cma a live receiver may still copy the object's memory after that (UCX
+ *  cannot revoke the access); the protocol makes such a late copy harmless: an object whose
+ *  messages can be copied so is complete only with a commit message the sender sends after
+ *  every copy was acknowledged, and an ended send never sends it (docs/TRANSPORT.md §4).
+ *  UCX_TLS, when set, still decides which transports exist at all. cdt_ucx_ep_transports()
+ *  tells which ones an endpoint uses.
  *  Errors: CDT_ERR_TRANSPORT (UCX failed), CDT_ERR_NO_MEMORY, CDT_ERR_INVALID_ARG. */
 CDT_API int cdt_ucx_context_create(const cdt_ucx_context_params *params, cdt_ucx_context *context);
 /*! cdt_ucx_context_destroy() : destroy a context whose workers are all destroyed. */
@@ -138,11 +141,15 @@ CDT_API void cdt_ucx_context_destroy(cdt_ucx_context context);
 
 /*! Fields of cdt_ucx_worker_params, for its field_mask. */
 enum cdt_ucx_worker_params_field {
-    CDT_UCX_WORKER_PARAM_SENDER_ID = 1u << 0,       /*!< sender_id */
-    CDT_UCX_WORKER_PARAM_ZCOPY_THRESHOLD = 1u << 1, /*!< zcopy_threshold */
-    CDT_UCX_WORKER_PARAM_BUFFER_CACHE = 1u << 2,    /*!< buffer_cache_bytes */
-    CDT_UCX_WORKER_PARAM_PROTOCOL = 1u << 3,        /*!< protocol */
+    CDT_UCX_WORKER_PARAM_SENDER_ID = 1u << 0,          /*!< sender_id */
+    CDT_UCX_WORKER_PARAM_ZCOPY_THRESHOLD = 1u << 1,    /*!< zcopy_threshold */
+    CDT_UCX_WORKER_PARAM_BUFFER_CACHE = 1u << 2,       /*!< buffer_cache_bytes */
+    CDT_UCX_WORKER_PARAM_PROTOCOL = 1u << 3,           /*!< protocol */
+    CDT_UCX_WORKER_PARAM_FIFO_STALL_TIMEOUT = 1u << 4, /*!< fifo_stall_timeout_ms */
 };
+
+/*! Default of cdt_ucx_worker_params.fifo_stall_timeout_ms (ms). */
+#define CDT_UCX_DEFAULT_FIFO_STALL_TIMEOUT_MS 60000
 
 /*! How a worker lays an object out in UCX messages (docs/TRANSPORT.md §1 has the measurements
  * behind the choice). A receiver takes either from any sender: only the sender chooses. */
@@ -189,6 +196,17 @@ typedef struct cdt_ucx_worker_params {
     /*! How objects are sent. Default: the environment variable CDT_UCX_PROTOCOL (auto, split,
      * single or auto-single) when set, else CDT_UCX_PROTOCOL_AUTO. */
     cdt_ucx_protocol protocol;
+    /*! Over a shared-memory FIFO (CDT_UCX_SHM_COPY, CDT_UCX_SHM_FULL), a send that has not
+     * completed this many ms after it was posted ends with CDT_ERR_TIMEOUT, whatever the
+     * caller waits with: a peer that dies inside its own send can wedge the receiver's FIFO
+     * for every sender (docs/TRANSPORT.md §9), and such a send would otherwise wait for ever.
+     * A receiver that takes longer than this to post its receive for a large object ends the
+     * send the same way. The object may be freed once the send ended. CDT_UCX_INFINITE (or
+     * any negative value): no bound. Default: the environment variable
+     * CDT_UCX_FIFO_STALL_TIMEOUT_MS when set, else CDT_UCX_DEFAULT_FIFO_STALL_TIMEOUT_MS.
+     * Endpoints without a FIFO (the default, TCP) are not bounded: there a dead peer fails the
+     * endpoint. */
+    int64_t fifo_stall_timeout_ms;
 } cdt_ucx_worker_params;
 
 /*! cdt_ucx_worker_create() : create a worker on `context`.

@@ -204,6 +204,7 @@ class cdt_ucx_worker_params(ctypes.Structure):
         ("zcopy_threshold", cdt_count),
         ("buffer_cache_bytes", ctypes.c_size_t),
         ("protocol", ctypes.c_int),  # cdt_ucx_protocol
+        ("fifo_stall_timeout_ms", ctypes.c_int64),
     ]
 
 

@@ -115,10 +115,11 @@ def test_recv_restricted(echo):
 
 
 def shared_memory():
-    """Whether libcdt's endpoints between two local processes run over shared memory: only
-    when CDT_UCX_SHARED_MEMORY asks for it (copy or full) and UCX_TLS leaves it in."""
+    """Whether libcdt's messages between two local processes go through a shared-memory FIFO:
+    only when CDT_UCX_SHARED_MEMORY asks for one (copy or full) and UCX_TLS leaves it in. The
+    default (cma) sends messages over TCP and large ones by cross-memory attach."""
     tls = os.environ.get("UCX_TLS", "")
-    return os.environ.get("CDT_UCX_SHARED_MEMORY", "off") != "off" and (
+    return os.environ.get("CDT_UCX_SHARED_MEMORY", "cma") in ("copy", "full") and (
         tls == "" or any(t in tls.split(",") for t in ("sm", "shm", "sysv", "posix", "all"))
     )
 
@@ -141,8 +142,9 @@ def test_protocol_choice_and_single_mode(protocol):
 
 
 def test_protocol_default_follows_the_transport(echo):
-    # the default (auto-single) follows the transport: loopback TCP unless shared memory was
-    # asked for (CDT_UCX_SHARED_MEMORY=copy or full), where every object is one message
+    # the default (auto-single) follows the transport: loopback TCP for messages (the default,
+    # cma) unless a shared-memory FIFO was asked for (CDT_UCX_SHARED_MEMORY=copy or full),
+    # where every object is one message
     if shared_memory():
         assert echo.protocol == "single"
     else:

@@ -10,7 +10,7 @@
     X(cdt_frame_info, 56, 1) \
     X(cdt_decoder_params, 24, 1) \
     X(cdt_ucx_context_params, 24, 1) \
-    X(cdt_ucx_worker_params, 40, 1) \
+    X(cdt_ucx_worker_params, 48, 1) \
     X(cdt_ucx_listener_params, 24, 1) \
     X(cdt_ucx_connect_params, 24, 1) \
     X(cdt_ucx_recv_info, 48, 1) \
@@ -62,6 +62,7 @@
     X(cdt_ucx_worker_params, zcopy_threshold, 16, 8) \
     X(cdt_ucx_worker_params, buffer_cache_bytes, 24, 8) \
     X(cdt_ucx_worker_params, protocol, 32, 4) \
+    X(cdt_ucx_worker_params, fifo_stall_timeout_ms, 40, 8) \
     X(cdt_ucx_listener_params, field_mask, 0, 8) \
     X(cdt_ucx_listener_params, host, 8, 8) \
     X(cdt_ucx_listener_params, port, 16, 2) \
@@ -164,10 +165,12 @@
     X(CDT_UCX_SHM_OFF, 0) \
     X(CDT_UCX_SHM_COPY, 1) \
     X(CDT_UCX_SHM_FULL, 2) \
+    X(CDT_UCX_SHM_CMA, 3) \
     X(CDT_UCX_WORKER_PARAM_SENDER_ID, 1) \
     X(CDT_UCX_WORKER_PARAM_ZCOPY_THRESHOLD, 2) \
     X(CDT_UCX_WORKER_PARAM_BUFFER_CACHE, 4) \
     X(CDT_UCX_WORKER_PARAM_PROTOCOL, 8) \
+    X(CDT_UCX_WORKER_PARAM_FIFO_STALL_TIMEOUT, 16) \
     X(CDT_UCX_PROTOCOL_AUTO, 0) \
     X(CDT_UCX_PROTOCOL_SPLIT, 1) \
     X(CDT_UCX_PROTOCOL_SINGLE, 2) \

@@ -30,7 +30,8 @@ side_fn nonblocking_client, nonblocking_server, cancel_client, cancel_server, th
 /* cases_failures.c: a peer or a receiver that exits, a refused connection, closes and sends
  * that cannot complete, malformed frames */
 side_fn peer_exit_client, peer_exit_server, receiver_exit_client, receiver_exit_server,
-    close_stuck_client, close_stuck_server, send_timeout_client, malformed_client, malformed_server;
+    close_stuck_client, close_stuck_server, send_timeout_client, malformed_client, malformed_server,
+    late_reader_client, late_reader_server;
 int connect_refused_case(void);
 
 /* cases_pack.c: custom pack callbacks in a send: one that fails, and none inside UCX's
@@ -38,10 +39,12 @@ int connect_refused_case(void);
 side_fn pack_fails_client, pack_fails_server, fifo_window_client, fifo_window_server;
 
 /* cases_endpoints.c: the transports and protocol an endpoint chose, the address bootstrap,
- * a send right after accept, per-send parameters, a connect that does not wait */
+ * a send right after accept, per-send parameters, a connect that does not wait, a close with a
+ * flush in flight */
 extern int expect_shared_memory; /* set by test_transport.c for the transports* cases */
 side_fn transports_client, transports_server, accept_send_client, accept_send_server,
-    send_params_client, send_params_server, connect_nowait_client, connect_nowait_server;
+    send_params_client, send_params_server, connect_nowait_client, connect_nowait_server,
+    close_pending_flush_client, close_pending_flush_server;
 int address_case(void);
 
 #endif

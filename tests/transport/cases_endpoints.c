@@ -7,12 +7,13 @@
 
 /* ---------------------------------------------------------------- transports in use ------ */
 
-/* "transports_default" (shared memory left to the default, off) and "transports_tcp"
- * (UCX_TLS=tcp, and shared memory asked for: a transport UCX_TLS leaves out is not used) must
- * see tcp only. "transports_copy" (CDT_UCX_SHARED_MEMORY=copy): two local processes must talk
- * through shared segments with peer-failure detection on, never cross-memory attach.
- * "transports" (CDT_UCX_SHARED_MEMORY=full): segments, and cross-memory attach for
- * rendezvous. */
+/* "transports_default" (no UCX or libcdt variable set: the default, CDT_UCX_SHM_CMA) must see
+ * messages over tcp and rendezvous by cross-memory attach, never a shared-memory FIFO (sysv,
+ * posix), and split mode. "transports_tcp" (UCX_TLS=tcp, and shared memory asked for: a
+ * transport UCX_TLS leaves out is not used) must see tcp only. "transports_copy"
+ * (CDT_UCX_SHARED_MEMORY=copy): two local processes must talk through shared segments with
+ * peer-failure detection on, never cross-memory attach. "transports"
+ * (CDT_UCX_SHARED_MEMORY=full): segments, and cross-memory attach for rendezvous. */
 int expect_shared_memory;
 
 static void check_transports(peer *p, const char *who)
@@ -20,7 +21,11 @@ static void check_transports(peer *p, const char *who)
     char t[256];
     CHECK_RC(cdt_ucx_ep_transports(p->ep, t, sizeof(t)));
     fprintf(stderr, "%s: transports in use: %s\n", who, t);
-    if (expect_shared_memory == 2) { /* segments only: rendezvous over tcp, never cma */
+    if (expect_shared_memory == 3) { /* the default: tcp messages, cma rendezvous, no FIFO */
+        CHECK(strstr(t, "am=tcp/") != NULL);
+        CHECK(strstr(t, "rma=cma/memory") != NULL);
+        CHECK(strstr(t, "sysv") == NULL && strstr(t, "posix") == NULL);
+    } else if (expect_shared_memory == 2) { /* segments only: rendezvous over tcp, never cma */
         CHECK(strstr(t, "am=sysv/memory") != NULL || strstr(t, "am=posix/memory") != NULL);
         CHECK(strstr(t, "cma") == NULL);
     } else if (expect_shared_memory) {
@@ -36,7 +41,8 @@ static void check_transports(peer *p, const char *who)
     CHECK_RC(cdt_ucx_ep_protocol(p->ep, &proto));
     fprintf(stderr, "%s: protocol %s\n", who,
             proto == CDT_UCX_PROTOCOL_SINGLE ? "single" : "split");
-    CHECK(proto == (expect_shared_memory ? CDT_UCX_PROTOCOL_SINGLE : CDT_UCX_PROTOCOL_SPLIT));
+    bool fifo = expect_shared_memory == 1 || expect_shared_memory == 2;
+    CHECK(proto == (fifo ? CDT_UCX_PROTOCOL_SINGLE : CDT_UCX_PROTOCOL_SPLIT));
     CHECK(cdt_ucx_ep_protocol(NULL, &proto) == CDT_ERR_INVALID_ARG);
     CHECK(cdt_ucx_ep_protocol(p->ep, NULL) == CDT_ERR_INVALID_ARG);
     char tiny[8];
@@ -297,4 +303,41 @@ void connect_nowait_server(peer *p)
     int32_t ack = 1;
     CHECK_RC(cdt_ucx_send(p->ep, &ack, 1, CDT_INT32, TAG + 2, T_TIMEOUT_MS));
     cdt_ucx_ep_close(second, 1000);
+}
+
+/* ------------------------------------------------------ a close with a flush in flight ---- */
+
+/* Connects that time out while the peer accepts and closes at once, then closes with no time
+ * left: each close has a flush of its endpoint in flight. UCX 1.22 ran that flush's resume
+ * callback after a forced close freed the endpoint (a crash in ucp_ep_flush_progress within a
+ * few dozen rounds, as in the soak); the close now waits for the flush (ucx_endpoint.c, park). */
+void close_pending_flush_client(peer *p)
+{
+    int connected = 0, timed_out = 0;
+    for (int i = 0; i < 300; i++) {
+        cdt_ucx_ep ep = NULL;
+        int rc = cdt_ucx_ep_connect(p->w, "127.0.0.1", p->port, 20, &ep);
+        if (rc == CDT_SUCCESS) {
+            connected++;
+            rc = cdt_ucx_ep_close(ep, 0);
+            CHECK(rc == CDT_SUCCESS || rc == CDT_ERR_TIMEOUT || rc == CDT_ERR_PEER);
+        } else {
+            CHECK(rc == CDT_ERR_TIMEOUT || rc == CDT_ERR_PEER);
+            timed_out++;
+        }
+        for (int k = 0; k < 2000; k++)
+            cdt_ucx_worker_progress(p->w);
+    }
+    fprintf(stderr, "close_pending_flush: %d connected, %d failed or timed out\n", connected,
+            timed_out);
+}
+
+void close_pending_flush_server(peer *p)
+{
+    time_t t0 = time(NULL);
+    while (time(NULL) - t0 < 12) {
+        cdt_ucx_ep ep;
+        if (cdt_ucx_listener_accept(p->l, 50, &ep) == CDT_SUCCESS)
+            cdt_ucx_ep_close(ep, 0);
+    }
 }

@@ -147,6 +147,56 @@ void close_stuck_server(peer *p)
         cdt_ucx_worker_progress(p->w);
 }
 
+/* A late reader over cross-memory attach: the sender's send ends before the receiver took the
+ * object (the sender closes its endpoint), and the caller then reuses the object's memory. A
+ * live receiver that matches the object afterwards copies the regions out of the sender's
+ * memory (UCX cannot revoke that), so it sees the reused bytes: the object must never complete
+ * with them. With the commit protocol it never completes at all (no commit comes: the rest
+ * timeout ends it); without it, the receive succeeded with the reused bytes (the soak's wrong
+ * byte). Over TCP and copy the data never moves after the end, with the same result. */
+void late_reader_client(peer *p)
+{
+    double_vec v;
+    CHECK_RC(double_vec_init(&v, 4, 1024 * 1024, 3)); /* four rendezvous regions */
+    cdt_ucx_request r;
+    CHECK_RC(cdt_ucx_isend(p->ep, &v, 1, double_vec_type(), TAG, &r));
+    for (int i = 0; i < 1000; i++) /* the head and the regions' rendezvous reach the peer */
+        cdt_ucx_worker_progress(p->w);
+    int rc = cdt_ucx_ep_close(p->ep, 300);
+    p->ep = NULL;
+    CHECK(rc == CDT_SUCCESS || rc == CDT_ERR_TIMEOUT);
+    rc = cdt_ucx_request_wait(r, 5000);
+    fprintf(stderr, "late_reader: the send after the close: %s\n", cdt_err_name(rc));
+    CHECK(rc != CDT_SUCCESS && rc != CDT_ERR_TIMEOUT);
+    CHECK_RC(cdt_ucx_request_free(r));
+    /* the caller may reuse the object now: it does */
+    for (cdt_count i = 0; i < v.n; i++)
+        memset(v.data[i], 0xee, (size_t)v.lens[i] * sizeof(int32_t));
+    time_t t0 = time(NULL);
+    while (time(NULL) - t0 < 7) /* alive (and its memory readable) while the peer receives */
+        cdt_ucx_worker_progress(p->w);
+    double_vec_clear(&v);
+}
+
+void late_reader_server(peer *p)
+{
+    time_t t0 = time(NULL);
+    while (time(NULL) - t0 < 2) /* the sender gives up and reuses the memory meanwhile */
+        cdt_ucx_worker_progress(p->w);
+    double_vec got = {0}, want;
+    CHECK_RC(double_vec_init(&want, 4, 1024 * 1024, 3));
+    cdt_ucx_recv_params rp = {.field_mask = CDT_UCX_RECV_PARAM_REST_TIMEOUT,
+                              .rest_timeout_ms = 2000};
+    int rc =
+        cdt_ucx_recv(p->w, &got, 1, double_vec_type(), TAG, CDT_UCX_TAG_MASK_FULL, &rp, NULL, 4000);
+    int same = rc == CDT_SUCCESS && double_vec_equal(&got, &want);
+    fprintf(stderr, "late_reader: the late receive: %s%s\n", cdt_err_name(rc),
+            rc == CDT_SUCCESS ? (same ? " (the bytes sent)" : " WITH REUSED BYTES") : "");
+    CHECK(rc != CDT_SUCCESS || same); /* never an object built from bytes never sent */
+    double_vec_clear(&got);
+    double_vec_clear(&want);
+}
+
 /* ---------------------------------------------------------------- malformed -------------- */
 
 static void raw_send(peer *p, const void *data, size_t len, uint64_t tag)
@@ -171,7 +221,7 @@ void malformed_client(peer *p)
     /* a valid prefix followed by a broken frame header */
     unsigned char bad[32 + 48];
     memset(bad, 0, sizeof(bad));
-    memcpy(bad, "CDTU\x03\0\0\0", 8); /* prefix version 3, split mode */
+    memcpy(bad, "CDTU\x04\0\0\0", 8); /* prefix version 4, split mode */
     bad[16] = 0xff;                   /* threshold */
     memcpy(bad + 32, "CDTF\x01\0\0\0", 8);
     bad[32 + 8] = 47; /* header_size wrong */

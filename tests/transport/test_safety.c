@@ -39,7 +39,7 @@ static size_t make_head(unsigned char *out, uint64_t key, uint64_t threshold, ui
                         uint64_t n, uint64_t len)
 {
     memset(out, 0, 32 + 48);
-    memcpy(out, "CDTU\x03\0\0\0", 8); /* version 3, split mode */
+    memcpy(out, "CDTU\x04\0\0\0", 8); /* version 4, split mode */
     le64(out + 8, key);
     le64(out + 16, threshold);
     le64(out + 24, tail_len);
@@ -440,6 +440,64 @@ static void rest_timeout_server(peer *p)
     free(buf);
 }
 
+/* ------------------------------------------- the commit message ----------------------- */
+
+/* An object whose head carries the commit flag is complete only with its commit message
+ * (docs/TRANSPORT.md §4, Commit): every region arrived but no commit came (a sender whose send
+ * ended early over cma: its memory may have been reused) fails at the rest timeout; a commit
+ * that reports the sender's error fails at once; an unknown flag is a later protocol; a valid
+ * commit completes the object. */
+static void commit_message(peer *p, uint64_t key, int status)
+{
+    unsigned char c[8] = {'C', 'D', 'T', 'C', 0, 0, 0, 0};
+    uint32_t st = (uint32_t)status;
+    for (int i = 0; i < 4; i++)
+        c[4 + i] = (unsigned char)(st >> (8 * i));
+    CHECK(raw_send(p, c, sizeof(c), PRIV(key, 0xFFFFE), T_TIMEOUT_MS) == UCS_OK);
+}
+
+static void commit_client(peer *p)
+{
+    uint64_t len = 65536;
+    unsigned char head[128];
+    for (uint64_t key = 0x6001; key <= 0x6004; key++) {
+        size_t hl = make_head(head, key, 1024, 0, 1, len);
+        head[6] = key == 0x6003 ? 0x02 : 0x01; /* the commit flag; 0x6003: an unknown flag */
+        CHECK(raw_send(p, head, hl, TAG, T_TIMEOUT_MS) == UCS_OK);
+        if (key == 0x6003)
+            continue;
+        CHECK(send_region(p, key, len, T_TIMEOUT_MS) == UCS_OK);
+        if (key == 0x6002)
+            commit_message(p, key, CDT_ERR_PEER);
+        else if (key == 0x6004)
+            commit_message(p, key, CDT_SUCCESS);
+    }
+    wait_fd(0, p);
+}
+
+static void commit_server(peer *p)
+{
+    size_t len = 65536;
+    unsigned char *buf = malloc(len);
+    CHECK(buf != NULL);
+    cdt_ucx_recv_params rp = {.field_mask = CDT_UCX_RECV_PARAM_REST_TIMEOUT,
+                              .rest_timeout_ms = 1000};
+    const int want[4] = {CDT_ERR_TIMEOUT, CDT_ERR_FRAME_TRUNCATED, CDT_ERR_FRAME_VERSION,
+                         CDT_SUCCESS};
+    const char *what[4] = {"regions without a commit", "a commit with the sender's error",
+                           "an unknown flag", "a valid commit"};
+    for (int i = 0; i < 4; i++) {
+        memset(buf, 0, len);
+        int rc = cdt_ucx_recv(p->w, buf, (cdt_count)len, CDT_BYTE, TAG, CDT_UCX_TAG_MASK_FULL, &rp,
+                              NULL, T_TIMEOUT_MS);
+        fprintf(stderr, "commit: %s: %s\n", what[i], cdt_err_name(rc));
+        CHECK(rc == want[i]);
+    }
+    check_untouched(buf, len, 0xEE); /* the last object arrived whole */
+    signal_fd(0);
+    free(buf);
+}
+
 /* ------------------------------------------- discarding receives end ------------------- */
 
 /* After a failed receive, the zero-byte receive that discards a region the sender has not sent
@@ -782,6 +840,8 @@ int main(int argc, char **argv)
         return run_pair(cancel_matched_server, cancel_matched_client, NULL, NULL, 0);
     if (strcmp(c, "type_ref") == 0)
         return run_pair(type_ref_server, type_ref_client, NULL, NULL, 0);
+    if (strcmp(c, "commit") == 0)
+        return run_pair(commit_server, commit_client, NULL, NULL, 0);
     if (strcmp(c, "rest_timeout") == 0)
         return run_pair(rest_timeout_server, rest_timeout_client, NULL, NULL, 0);
     if (strcmp(c, "drain_expiry") == 0)

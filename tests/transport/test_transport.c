@@ -34,10 +34,11 @@ int main(int argc, char **argv)
         return run_pair(peer_exit_server, peer_exit_client, NULL, NULL, 3);
     if (strcmp(c, "transports") == 0 || strcmp(c, "transports_tcp") == 0 ||
         strcmp(c, "transports_default") == 0 || strcmp(c, "transports_copy") == 0) {
-        /* 1: segments and cma; 2: segments only; 0: tcp */
-        expect_shared_memory = strcmp(c, "transports") == 0        ? 1
-                               : strcmp(c, "transports_copy") == 0 ? 2
-                                                                   : 0;
+        /* 1: segments and cma; 2: segments only; 3: tcp and cma (the default); 0: tcp */
+        expect_shared_memory = strcmp(c, "transports") == 0           ? 1
+                               : strcmp(c, "transports_copy") == 0    ? 2
+                               : strcmp(c, "transports_default") == 0 ? 3
+                                                                      : 0;
         return run_pair(transports_server, transports_client, NULL, NULL, 0);
     }
     if (strcmp(c, "receiver_exit") == 0)
@@ -56,6 +57,10 @@ int main(int argc, char **argv)
         return address_case();
     if (strcmp(c, "connect_refused") == 0)
         return connect_refused_case();
+    if (strcmp(c, "close_pending_flush") == 0)
+        return run_pair(close_pending_flush_server, close_pending_flush_client, NULL, NULL, 0);
+    if (strcmp(c, "late_reader") == 0)
+        return run_pair(late_reader_server, late_reader_client, NULL, NULL, 0);
     if (strcmp(c, "close_stuck") == 0)
         return run_pair(close_stuck_server, close_stuck_client, NULL, NULL, 0);
     if (strcmp(c, "accept_send") == 0)

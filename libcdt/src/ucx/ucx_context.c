@@ -97,30 +97,38 @@ static int shared_memory_config(ucp_config_t *config, cdt_ucx_shared_memory mode
         const char *field;          /* the name up to UCX 1.16 */
         const char *field_prefixed; /* the name from UCX 1.17 */
         const char *env[3];
-        const char *tls[4];          /* UCX_TLS names that select the transport */
-        cdt_ucx_shared_memory needs; /* the mode from which it is set */
+        const char *tls[4]; /* UCX_TLS names that select the transport */
+        unsigned modes;     /* the modes that set it: bit (1 << mode) */
     } settings[] = {
         {"MM_ERROR_HANDLING",
          "MM_ERROR_HANDLING",
          {"UCX_SYSV_ERROR_HANDLING", "UCX_POSIX_ERROR_HANDLING", "UCX_MM_ERROR_HANDLING"},
          {"sm", "shm", "sysv", "posix"},
-         CDT_UCX_SHM_COPY},
+         1u << CDT_UCX_SHM_COPY | 1u << CDT_UCX_SHM_FULL},
         {"MEMORY_INVALIDATE",
          "CMA_MEMORY_INVALIDATE",
          {"UCX_CMA_MEMORY_INVALIDATE", NULL, NULL},
          {"sm", "shm", "cma", NULL},
-         CDT_UCX_SHM_FULL},
+         1u << CDT_UCX_SHM_FULL | 1u << CDT_UCX_SHM_CMA},
     };
     bool prefixed = config_names_prefixed();
     if (mode == CDT_UCX_SHM_OFF)
         return CDT_SUCCESS;
+    /* CMA, the default: no shared-memory FIFO at all (sysv, posix and xpmem are UCX's "mm"
+     * transports), whatever a UCX version would choose in peer-failure mode: a peer that dies
+     * inside its send wedges a FIFO's receiver for every sender (docs/TRANSPORT.md §9). Only
+     * where the environment does not choose the transports itself. */
+    const char *tls = getenv("UCX_TLS");
+    if (mode == CDT_UCX_SHM_CMA && (tls == NULL || *tls == '\0') &&
+        ucp_config_modify(config, "TLS", "^mm") != UCS_OK)
+        return CDT_ERR_TRANSPORT;
     for (size_t i = 0; i < sizeof(settings) / sizeof(settings[0]); i++) {
         bool user_set = false;
         for (int e = 0; e < 3 && settings[i].env[e] != NULL; e++)
             user_set |= getenv(settings[i].env[e]) != NULL;
         /* a setting for a transport UCX_TLS leaves out would only draw UCX's warning about
          * an unused variable */
-        if (user_set || mode < settings[i].needs || !tls_selects(settings[i].tls, 4))
+        if (user_set || !(settings[i].modes & (1u << mode)) || !tls_selects(settings[i].tls, 4))
             continue;
         const char *field = prefixed ? settings[i].field_prefixed : settings[i].field;
         if (ucp_config_modify(config, field, "y") != UCS_OK)
@@ -138,11 +146,12 @@ int cdt_ucx_context_create(const cdt_ucx_context_params *params, cdt_ucx_context
          ~(uint64_t)(CDT_UCX_CONTEXT_PARAM_ESTIMATED_NUM_EPS | CDT_UCX_CONTEXT_PARAM_SHARED_MEMORY |
                      CDT_UCX_CONTEXT_PARAM_WAKEUP)))
         return CDT_ERR_INVALID_ARG; /* a field of a later library: not this one's */
-    cdt_ucx_shared_memory shm = CDT_UCX_SHM_OFF;
+    cdt_ucx_shared_memory shm = CDT_UCX_SHM_CMA;
     const char *env = getenv("CDT_UCX_SHARED_MEMORY");
     if (params != NULL && (params->field_mask & CDT_UCX_CONTEXT_PARAM_SHARED_MEMORY)) {
         shm = params->shared_memory;
-        if (shm != CDT_UCX_SHM_OFF && shm != CDT_UCX_SHM_COPY && shm != CDT_UCX_SHM_FULL)
+        if (shm != CDT_UCX_SHM_OFF && shm != CDT_UCX_SHM_COPY && shm != CDT_UCX_SHM_FULL &&
+            shm != CDT_UCX_SHM_CMA)
             return CDT_ERR_INVALID_ARG;
     } else if (env != NULL && *env != '\0') {
         if (strcmp(env, "off") == 0)
@@ -151,6 +160,8 @@ int cdt_ucx_context_create(const cdt_ucx_context_params *params, cdt_ucx_context
             shm = CDT_UCX_SHM_COPY;
         else if (strcmp(env, "full") == 0)
             shm = CDT_UCX_SHM_FULL;
+        else if (strcmp(env, "cma") == 0)
+            shm = CDT_UCX_SHM_CMA;
         else
             return CDT_ERR_INVALID_ARG; /* a misspelt setting must not pass unnoticed */
     }

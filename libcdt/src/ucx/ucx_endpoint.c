@@ -201,6 +201,8 @@ void cdt_ucx_listener_destroy(cdt_ucx_listener listener)
     free(listener);
 }
 
+static int ep_close(cdt_ucx_ep ep, int64_t timeout_ms, void *pending_flush);
+
 /* lock not held: wait for the flush of a new endpoint, which completes once the connection is
  * established and its lanes are wired up. On failure the endpoint is closed. */
 static int finish_connect(cdt_ucx_worker w, cdt_ucx_ep e, void *flush, int64_t deadline)
@@ -213,12 +215,10 @@ static int finish_connect(cdt_ucx_worker w, cdt_ucx_ep e, void *flush, int64_t d
     /* the half-made endpoint must be closed by force: a graceful close would try to flush
      * towards a peer that never answered */
     pthread_mutex_lock(&w->lock);
-    if (st == UCS_ERR_TIMED_OUT)
-        ucp_request_free(flush);
     if (e->status == CDT_SUCCESS)
         e->status = CDT_ERR_PEER;
     pthread_mutex_unlock(&w->lock);
-    cdt_ucx_ep_close(e, 0);
+    ep_close(e, 0, st == UCS_ERR_TIMED_OUT ? flush : NULL);
     return st == UCS_ERR_TIMED_OUT ? CDT_ERR_TIMEOUT : CDT_ERR_PEER;
 }
 
@@ -332,10 +332,55 @@ static bool close_ucx_ep(cdt_ucx_worker w, struct cdt_ucx_ep_s *ep, bool force, 
 
 int cdt_ucx_ep_close(cdt_ucx_ep ep, int64_t timeout_ms)
 {
+    return ep_close(ep, timeout_ms, NULL);
+}
+
+/* lock held: the close of an endpoint with a flush still in flight waits for that flush. UCX
+ * 1.22 keeps a resume callback of a pending flush that reads the endpoint and runs it after a
+ * forced close freed the endpoint (a crash in ucp_ep_flush_progress, found by the soak on UCX
+ * 1.22; `transport.close_pending_flush`). So the endpoint is parked with its flush, its sends
+ * ended, and closed by force when the flush ends (cdt__ucx_close_parked, from progress); its
+ * memory stays with the worker. */
+static void park(struct cdt_ucx_ep_s *ep, void *flush)
+{
+    ep->parked_flush = flush;
+    ep->closing = true;
+    ep->w->parked++;
+    cdt__ucx_ep_end_sends(ep, ep->status != CDT_SUCCESS ? ep->status : CDT_ERR_CANCELED);
+}
+
+void cdt__ucx_close_parked(cdt_ucx_worker w)
+{
+    if (w->parked == 0)
+        return;
+    for (struct cdt_ucx_ep_s *ep = w->eps; ep != NULL; ep = ep->next) {
+        if (ep->parked_flush == NULL ||
+            ucp_request_check_status(ep->parked_flush) == UCS_INPROGRESS)
+            continue;
+        ucp_request_free(ep->parked_flush);
+        ep->parked_flush = NULL;
+        w->parked--;
+        ucp_request_param_t p = {.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS,
+                                 .flags = UCP_EP_CLOSE_FLAG_FORCE};
+        void *req = ucp_ep_close_nbx(ep->ucp, &p);
+        if (req != NULL && !UCS_PTR_IS_ERR(req))
+            ucp_request_free(req); /* UCX completes it; the endpoint stays closing */
+    }
+}
+
+/* pending_flush: a flush of ep that timed out already (a connect's) */
+static int ep_close(cdt_ucx_ep ep, int64_t timeout_ms, void *pending_flush)
+{
     if (ep == NULL)
         return CDT_SUCCESS;
     cdt_ucx_worker w = ep->w;
     int64_t deadline = timeout_ms < 0 ? INT64_MAX : cdt__ucx_now_ms() + timeout_ms;
+    if (pending_flush != NULL) {
+        pthread_mutex_lock(&w->lock);
+        park(ep, pending_flush);
+        pthread_mutex_unlock(&w->lock);
+        return CDT_ERR_TIMEOUT;
+    }
     pthread_mutex_lock(&w->lock);
     int rc = ep->status;
     void *flush = NULL;
@@ -345,17 +390,17 @@ int cdt_ucx_ep_close(cdt_ucx_ep ep, int64_t timeout_ms)
     }
     pthread_mutex_unlock(&w->lock);
     if (rc == CDT_SUCCESS) {
-        /* flush what was sent, within the caller's time; a flush that does not finish is
-         * released and the close below forces the endpoint shut (pending sends fail) */
+        /* flush what was sent, within the caller's time; a flush that does not finish parks
+         * the endpoint (above), which is closed by force once the flush ends */
         ucs_status_t st = cdt__ucx_wait_request(w, flush, deadline);
         if (st == UCS_ERR_TIMED_OUT) {
             pthread_mutex_lock(&w->lock);
-            ucp_request_free(flush);
+            park(ep, flush);
             pthread_mutex_unlock(&w->lock);
-            rc = CDT_ERR_TIMEOUT;
-        } else if (st != UCS_OK) {
-            rc = CDT_ERR_PEER;
+            return CDT_ERR_TIMEOUT;
         }
+        if (st != UCS_OK)
+            rc = CDT_ERR_PEER;
     }
     /* a forced close is local and quick; bound it anyway so a sick transport cannot hang us */
     int64_t close_deadline = cdt__ucx_now_ms() + 1000;
@@ -387,6 +432,13 @@ int cdt_ucx_ep_close(cdt_ucx_ep ep, int64_t timeout_ms)
 
 void cdt__ucx_ep_force_close_all(cdt_ucx_worker w)
 {
+    /* a parked endpoint is left to ucp_worker_destroy with its flush (see park) */
+    for (struct cdt_ucx_ep_s *ep = w->eps; ep != NULL; ep = ep->next)
+        if (ep->parked_flush != NULL) {
+            ucp_request_free(ep->parked_flush);
+            ep->parked_flush = NULL;
+            w->parked--;
+        }
     while (w->eps != NULL) {
         struct cdt_ucx_ep_s *ep = w->eps;
         if (!ep->closing) { /* closing ones were released to UCX already */

@@ -58,8 +58,9 @@ int cdt__ucx_parse_head(const unsigned char *msg, size_t len, const cdt__ucx_lim
         return CDT_ERR_FRAME_MAGIC;
     if (get_magic(msg) != CDT__UCX_PREFIX_MAGIC)
         return CDT_ERR_FRAME_MAGIC;
-    if (msg[4] != CDT__UCX_PREFIX_VERSION || msg[5] != CDT__UCX_MODE_SPLIT || msg[6] != 0 ||
-        msg[7] != 0)
+    /* a flag this version does not know is a later protocol's */
+    if (msg[4] != CDT__UCX_PREFIX_VERSION || msg[5] != CDT__UCX_MODE_SPLIT ||
+        (msg[6] & ~CDT__UCX_FLAG_COMMIT) != 0 || msg[7] != 0)
         return CDT_ERR_FRAME_VERSION;
     uint64_t key = cdt__get_u64(msg + 8);
     uint64_t threshold = cdt__get_u64(msg + 16);
@@ -96,17 +97,19 @@ int cdt__ucx_parse_head(const unsigned char *msg, size_t len, const cdt__ucx_lim
     out->part = part;
     out->part_len = part_len;
     out->stream_len = part_len + (cdt_count)tail_len;
+    out->commit = (msg[6] & CDT__UCX_FLAG_COMMIT) != 0;
     return CDT_SUCCESS;
 }
 
-void cdt__ucx_put_prefix(unsigned char *p, uint64_t key, cdt_count threshold, cdt_count tail_len)
+void cdt__ucx_put_prefix(unsigned char *p, uint64_t key, cdt_count threshold, cdt_count tail_len,
+                         unsigned flags)
 {
     uint32_t magic = CDT__UCX_PREFIX_MAGIC;
     for (int i = 0; i < 4; i++)
         p[i] = (unsigned char)(magic >> (8 * i));
     p[4] = CDT__UCX_PREFIX_VERSION;
     p[5] = CDT__UCX_MODE_SPLIT;
-    p[6] = 0;
+    p[6] = (unsigned char)flags;
     p[7] = 0;
     cdt__put_u64(p + 8, key);
     cdt__put_u64(p + 16, (uint64_t)threshold);
@@ -115,26 +118,47 @@ void cdt__ucx_put_prefix(unsigned char *p, uint64_t key, cdt_count threshold, cd
 
 void cdt__ucx_put_single_prefix(unsigned char *p)
 {
-    cdt__ucx_put_prefix(p, 0, 0, 0);
+    cdt__ucx_put_prefix(p, 0, 0, 0, 0);
     p[5] = CDT__UCX_MODE_SINGLE;
 }
 
-void cdt__ucx_put_trailer(unsigned char *p, int status)
+/* magic + status: the trailer of a single-mode message and the commit message */
+static void put_status_word(unsigned char *p, uint32_t magic, int status)
 {
-    uint32_t magic = CDT__UCX_TRAILER_MAGIC, st = (uint32_t)status;
+    uint32_t st = (uint32_t)status;
     for (int i = 0; i < 4; i++) {
         p[i] = (unsigned char)(magic >> (8 * i));
         p[4 + i] = (unsigned char)(st >> (8 * i));
     }
 }
 
-int cdt__ucx_trailer_status(const unsigned char *p)
+static int get_status_word(const unsigned char *p, uint32_t magic)
 {
     uint32_t st =
         (uint32_t)p[4] | (uint32_t)p[5] << 8 | (uint32_t)p[6] << 16 | (uint32_t)p[7] << 24;
-    if (get_magic(p) != CDT__UCX_TRAILER_MAGIC)
+    if (get_magic(p) != magic)
         return CDT_ERR_FRAME_MALFORMED;
     int32_t status = (int32_t)st;
     /* a sender reports CDT_SUCCESS or one of its errors, never a positive value */
     return status > 0 ? CDT_ERR_FRAME_MALFORMED : (int)status;
+}
+
+void cdt__ucx_put_trailer(unsigned char *p, int status)
+{
+    put_status_word(p, CDT__UCX_TRAILER_MAGIC, status);
+}
+
+int cdt__ucx_trailer_status(const unsigned char *p)
+{
+    return get_status_word(p, CDT__UCX_TRAILER_MAGIC);
+}
+
+void cdt__ucx_put_commit(unsigned char *p, int status)
+{
+    put_status_word(p, CDT__UCX_COMMIT_MAGIC, status);
+}
+
+int cdt__ucx_commit_status(const unsigned char *p)
+{
+    return get_status_word(p, CDT__UCX_COMMIT_MAGIC);
 }

@@ -20,16 +20,27 @@
 #define CDT__UCX_INDEX_MASK ((UINT64_C(1) << CDT__UCX_INDEX_BITS) - 1)
 #define CDT__UCX_KEY_BITS 43
 #define CDT__UCX_KEY_MASK ((UINT64_C(1) << CDT__UCX_KEY_BITS) - 1)
-/* index of the tail message; separate regions have indices below it */
+/* index of the tail message, and of the commit message (below); separate regions have indices
+ * below both */
 #define CDT__UCX_TAIL_INDEX CDT__UCX_INDEX_MASK
+#define CDT__UCX_COMMIT_INDEX (CDT__UCX_INDEX_MASK - 1)
 /* the head message never exceeds this (prefix included): receivers post this much */
 #define CDT__UCX_HEAD_MAX 32768
 #define CDT__UCX_PREFIX_SIZE 32
 #define CDT__UCX_PREFIX_MAGIC UINT32_C(0x55544443) /* "CDTU" little-endian */
-#define CDT__UCX_PREFIX_VERSION 3
+#define CDT__UCX_PREFIX_VERSION 4
 /* prefix byte 5: how the object travels */
 #define CDT__UCX_MODE_SPLIT 0  /* head message, tail and large regions as private messages */
 #define CDT__UCX_MODE_SINGLE 1 /* this message holds the prefix and the whole frame */
+/* prefix byte 6 of a split-mode head: flags. COMMIT: the object is complete only with its
+ * commit message (index CDT__UCX_COMMIT_INDEX), which the sender sends once every large region
+ * was taken by the receiver (docs/TRANSPORT.md §4, Commit). Other bits are a later protocol. */
+#define CDT__UCX_FLAG_COMMIT 0x01
+
+/* the commit message: magic, then the sender's status (int32): CDT_SUCCESS when every large
+ * region's send completed, else the error that ended one */
+#define CDT__UCX_COMMIT_SIZE 8
+#define CDT__UCX_COMMIT_MAGIC UINT32_C(0x43544443) /* "CDTC" little-endian */
 
 /* a single-mode message ends with this trailer: magic, then the sender's status (int32), which
  * is not CDT_SUCCESS when packing the frame failed part-way (the message was already moving) */
@@ -65,6 +76,7 @@ typedef struct cdt__ucx_head {
     const unsigned char *part; /* start of the inline stream, inside the message */
     cdt_count part_len;        /* its bytes in this message */
     cdt_count stream_len;      /* bytes of the whole inline stream: part_len + tail_len */
+    bool commit;               /* a commit message ends the object (CDT__UCX_FLAG_COMMIT) */
 } cdt__ucx_head;
 
 /* Parse a head message of `len` bytes (len <= CDT__UCX_HEAD_MAX; only those bytes are read).
@@ -77,9 +89,9 @@ typedef struct cdt__ucx_head {
 CDT__UCX_HEAD_HIDDEN int cdt__ucx_parse_head(const unsigned char *msg, size_t len,
                                              const cdt__ucx_limits *limits, cdt__ucx_head *out);
 
-/* Write the 32-byte prefix of a split-mode head message. */
+/* Write the 32-byte prefix of a split-mode head message (flags: CDT__UCX_FLAG_*). */
 CDT__UCX_HEAD_HIDDEN void cdt__ucx_put_prefix(unsigned char *p, uint64_t key, cdt_count threshold,
-                                              cdt_count tail_len);
+                                              cdt_count tail_len, unsigned flags);
 /* Write the 32-byte prefix of a single-mode message (bytes 8-31 zero). */
 CDT__UCX_HEAD_HIDDEN void cdt__ucx_put_single_prefix(unsigned char *p);
 
@@ -87,6 +99,11 @@ CDT__UCX_HEAD_HIDDEN void cdt__ucx_put_single_prefix(unsigned char *p);
  * CDT_ERR_FRAME_MALFORMED for a trailer that is not one. */
 CDT__UCX_HEAD_HIDDEN void cdt__ucx_put_trailer(unsigned char *p, int status);
 CDT__UCX_HEAD_HIDDEN int cdt__ucx_trailer_status(const unsigned char *p);
+
+/* Write / read a commit message. cdt__ucx_commit_status gives the sender's status, or
+ * CDT_ERR_FRAME_MALFORMED for bytes that are not a commit message. */
+CDT__UCX_HEAD_HIDDEN void cdt__ucx_put_commit(unsigned char *p, int status);
+CDT__UCX_HEAD_HIDDEN int cdt__ucx_commit_status(const unsigned char *p);
 
 /* The mode of a message from its first CDT__UCX_PREFIX_SIZE bytes: CDT__UCX_MODE_SINGLE when
  * the prefix is a valid single-mode prefix, else CDT__UCX_MODE_SPLIT (the split-mode parser

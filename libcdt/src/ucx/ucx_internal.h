@@ -36,7 +36,7 @@ static inline uint64_t cdt__ucx_private_tag(uint64_t key, uint64_t index)
 /* a region may travel as its own message */
 static inline bool cdt__ucx_separate(cdt_count len, cdt_count threshold, cdt_count index)
 {
-    return len >= threshold && index < (cdt_count)CDT__UCX_TAIL_INDEX;
+    return len >= threshold && index < (cdt_count)CDT__UCX_COMMIT_INDEX;
 }
 
 struct cdt_ucx_context_s {
@@ -69,6 +69,12 @@ struct cdt_ucx_worker_s {
     bool destroying;
     cdt_count zcopy_threshold;
     cdt_ucx_protocol protocol; /* CDT_UCX_PROTOCOL_AUTO: per endpoint */
+    /* sends over a shared-memory FIFO end with CDT_ERR_TIMEOUT this long after their post
+     * (< 0: never); fifo_sends counts those pending, so progress looks at their deadlines
+     * only while there are some (ucx_send.c) */
+    int64_t fifo_stall_ms;
+    int fifo_sends;
+    int parked; /* endpoints whose close waits for a flush (cdt__ucx_close_parked) */
     /* UCX generic datatypes of single-mode messages: the send packs from the frame, every
      * receive unpacks into the head buffer or the decoder (ucx_single.c) */
     ucp_datatype_t dt_send, dt_recv;
@@ -77,7 +83,13 @@ struct cdt_ucx_worker_s {
     struct cdt_ucx_request_s *body_recvs; /* receives between head and completion */
     struct cdt__ucx_drain *drains;        /* receives that discard an abandoned object's parts */
     struct cdt_ucx_request_s *orphans;    /* freed requests whose UCX message is still moving */
-    int64_t next_expiry_ms;               /* when cdt__ucx_progress looks at deadlines next */
+    /* requests of sends over cross-memory attach that ended without success, whose head
+     * message the receiver may still copy out of their head buffer (a rendezvous it matches
+     * late): their memory is never reused, so a late reader gets the bytes that were sent and
+     * not another object's (ucx_request_pool.c; freed with the worker). Under cache_lock. */
+    struct cdt_ucx_request_s *quarantine;
+    size_t quarantined;
+    int64_t next_expiry_ms; /* when cdt__ucx_progress looks at deadlines next */
     /* with wakeup (ucx_wakeup.c), else all -1: the event fd handed out and slept on (an epoll
      * set of UCX's own event fd and timer_fd), UCX's event fd, and a timer that makes the
      * event fd readable when the earliest deadline of the worker is due (timer_at, ms of
@@ -118,6 +130,8 @@ struct cdt_ucx_ep_s {
      * cdt__ucx_ep_wait_wired) */
     bool wired;
     bool closing; /* closed by the user, UCX's close still under way: freed with the worker */
+    /* closed while a flush was in flight: the forced close waits for it (ucx_endpoint.c) */
+    void *parked_flush;
     /* sends posted on this endpoint and not done (linked by ep_next/ep_prev): a failure or a
      * close of the endpoint ends them, also where UCX keeps their operations (ucx_send.c) */
     struct cdt_ucx_request_s *sends;
@@ -185,6 +199,18 @@ struct cdt_ucx_request_s {
     struct cdt_ucx_request_s *ep_next, *ep_prev; /* ep->sends */
     bool detached; /* ended before UCX let go of its operations: never read the
                       object again (the caller may have freed it) */
+    /* send and recv: a commit message ends the object (docs/TRANSPORT.md §4, Commit). A
+     * sender sends it once every other message of the object completed (parts_pending) */
+    bool commit;
+    /* send: the head message went from the head buffer to a peer that copies it out of this
+     * process's memory (cma) in a rendezvous: quarantined when the send does not succeed */
+    bool head_exposed;
+    cdt_count parts_pending;
+    cdt__ucx_sub commit_sub;
+    /* send over a shared-memory FIFO: counted in w->fifo_sends while linked, ended with
+     * CDT_ERR_TIMEOUT at stall_deadline (cdt__ucx_expire_sends) */
+    bool fifo_counted;
+    int64_t stall_deadline;
     cdt_frame frame;
     unsigned char *bounce; /* prefix + inline stream when it must be materialised */
     size_t bounce_len;
@@ -247,6 +273,8 @@ CDT__UCX_HIDDEN void cdt__ucx_sleep(cdt_ucx_worker w, int64_t deadline);
  * or the deadline passes. Returns the UCX status, or UCS_ERR_TIMED_OUT (the request is then
  * still pending, the caller's to free). NULL and error pointers return at once. */
 CDT__UCX_HIDDEN ucs_status_t cdt__ucx_wait_request(cdt_ucx_worker w, void *req, int64_t deadline);
+/* ucx_recv_state.c, lock held: something is due at `deadline`: the wakeup timer fires by then */
+CDT__UCX_HIDDEN void cdt__ucx_deadline_added(cdt_ucx_worker w, int64_t deadline);
 /* ucx_recv_state.c: fail receives part-way through a message after a peer failure */
 CDT__UCX_HIDDEN void cdt__ucx_fail_body_recvs(cdt_ucx_worker w, int status);
 /* ucx_recv_state.c, lock held: fail matched receives past their rest deadline, cancel expired
@@ -265,6 +293,10 @@ CDT__UCX_HIDDEN void cdt__ucx_body_link(cdt_ucx_request r);
 CDT__UCX_HIDDEN void cdt__ucx_recv_done(cdt_ucx_request r);
 /* ucx_request_pool.c */
 CDT__UCX_HIDDEN cdt_ucx_request cdt__ucx_request_new(cdt_ucx_worker w, bool is_send);
+/* a head message at most this long is always sent eagerly (copied by the sender when it is
+ * posted), never read by the receiver out of the sender's memory: UCX's rendezvous starts at
+ * 8 KiB over tcp + cma (1.13 and 1.22, `ucp_ep_print_info`); kept well below that */
+#define CDT__UCX_EAGER_SURE 1024
 /* back to the worker's pool (or freed); the request is done and nothing refers to it */
 CDT__UCX_HIDDEN void cdt__ucx_request_release(cdt_ucx_request r);
 /* lock held: a freed request whose UCX operation is still live waits in w->orphans until
@@ -303,6 +335,8 @@ CDT__UCX_HIDDEN void *cdt__ucx_frame_alloc(void *arg, size_t bytes);
 CDT__UCX_HIDDEN void cdt__ucx_frame_release(void *arg, void *p, size_t bytes);
 /* ucx_endpoint.c */
 CDT__UCX_HIDDEN void cdt__ucx_ep_force_close_all(cdt_ucx_worker w);
+/* ucx_endpoint.c, lock held: close by force the parked endpoints whose flush ended */
+CDT__UCX_HIDDEN void cdt__ucx_close_parked(cdt_ucx_worker w);
 /* ucx_request_pool.c: free what a send request keeps (frame, staging buffers) */
 CDT__UCX_HIDDEN void cdt__ucx_send_release(cdt_ucx_request r);
 /* ucx_send.c, lock held: a posted send joins its endpoint's list (unless it is done); take
@@ -310,6 +344,10 @@ CDT__UCX_HIDDEN void cdt__ucx_send_release(cdt_ucx_request r);
  * whatever UCX still holds of it, where that is safe (no cma) */
 CDT__UCX_HIDDEN void cdt__ucx_send_track(struct cdt_ucx_ep_s *ep, cdt_ucx_request r);
 CDT__UCX_HIDDEN void cdt__ucx_ep_end_sends(struct cdt_ucx_ep_s *ep, int status);
+/* ucx_send.c, lock held: end the sends over a shared-memory FIFO past their stall deadline
+ * with CDT_ERR_TIMEOUT; the earliest stall deadline left (INT64_MAX: none) */
+CDT__UCX_HIDDEN void cdt__ucx_expire_sends(cdt_ucx_worker w, int64_t now);
+CDT__UCX_HIDDEN int64_t cdt__ucx_next_stall(cdt_ucx_worker w);
 /* ucx_ep_info.c, lock held: CDT__UCX_MODE_SINGLE or _SPLIT for a send on ep (the worker's
  * protocol, or for CDT_UCX_PROTOCOL_AUTO the transport of the endpoint's messages); also
  * records ep->lanes_known and ep->peer_accesses_memory once the lanes are there */

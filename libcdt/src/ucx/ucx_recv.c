@@ -54,11 +54,14 @@ static int post(cdt_ucx_request r, cdt__ucx_sub *s, void *dst, size_t len, uint6
  * send on its own is at worst a drain that expires at its deadline. */
 static void drain_regions(cdt_ucx_request r, const unsigned char *S, cdt_count slen, cdt_count from)
 {
+    int64_t deadline = cdt__ucx_drain_deadline(r);
+    if (r->commit && r->commit_sub.ucx == NULL && !r->commit_sub.fired)
+        /* the commit is sent after every part completed: drained parts complete */
+        cdt__ucx_post_drain(r->w, cdt__ucx_private_tag(r->key, CDT__UCX_COMMIT_INDEX), deadline);
     cdt_count header_size;
     if (cdt_frame_header_size(S, slen, &header_size) != CDT_SUCCESS || header_size > slen)
         return;
     cdt_count n = (header_size - CDT_FRAME_FIXED_HEADER_SIZE) / CDT_FRAME_REGION_ENTRY_SIZE;
-    int64_t deadline = cdt__ucx_drain_deadline(r);
     for (cdt_count i = from; i < n; i++) {
         uint64_t len = cdt__get_u64(S + CDT_FRAME_FIXED_HEADER_SIZE +
                                     i * CDT_FRAME_REGION_ENTRY_SIZE + CDT__REG_OFF_LEN);
@@ -237,6 +240,15 @@ static void sub_cb(void *ucx_req, ucs_status_t st, const ucp_tag_recv_info_t *in
         if (r->status == CDT_SUCCESS)
             cdt__ucx_recv_fail(r, rc);
     } else if (r->status == CDT_SUCCESS) {
+        if (s == &r->commit_sub) {
+            /* every other message was taken: the sender's status says whether all were sent */
+            rc = cdt__ucx_commit_status(r->trailer);
+            if (rc != CDT_SUCCESS)
+                cdt__ucx_recv_fail(r, rc == CDT_ERR_FRAME_MALFORMED ? rc : CDT_ERR_FRAME_TRUNCATED);
+            if (--r->outstanding == 0)
+                cdt__ucx_recv_done(r);
+            return;
+        }
         if (s->index < 0) { /* the tail: the inline stream is complete */
             body_ready(r, r->stream, r->stream_len);
             cdt__ucx_buf_put(r->w, r->stream, (size_t)r->stream_len);
@@ -283,6 +295,7 @@ static void drain_refused(cdt_ucx_request r, size_t length)
         return;
     r->key = h.key;
     r->threshold = h.threshold;
+    r->commit = h.commit;
     drain_regions(r, h.part, h.part_len, 0);
 }
 
@@ -300,6 +313,7 @@ static void drain_abandoned_head(cdt_ucx_request r, size_t length)
         return;
     r->key = h.key;
     r->threshold = h.threshold;
+    r->commit = h.commit;
     if (h.tail_len > 0)
         cdt__ucx_post_drain(r->w, cdt__ucx_private_tag(h.key, CDT__UCX_TAIL_INDEX),
                             cdt__ucx_drain_deadline(r));
@@ -340,11 +354,28 @@ static void head_arrived(cdt_ucx_request r, size_t length)
     }
     r->key = h.key;
     r->threshold = h.threshold;
+    r->commit = h.commit;
     cdt_ucx_request other = key_in_use(r, h.key);
     r->has_key = true;
     if (other != NULL) {
         cdt__ucx_recv_fail(other, CDT_ERR_FRAME_MALFORMED);
         r->abandon = CDT_ERR_FRAME_MALFORMED; /* its parts are drained */
+    }
+    if (r->commit) {
+        /* the object is whole only when its commit comes (the sender's memory may be copied
+         * after its send ended: docs/TRANSPORT.md §4, Commit). Posted first: every failure
+         * from here cancels it (its message is then drained) like the other parts. */
+        r->commit_sub.len = CDT__UCX_COMMIT_SIZE;
+        rc = post(r, &r->commit_sub, r->trailer, CDT__UCX_COMMIT_SIZE,
+                  cdt__ucx_private_tag(r->key, CDT__UCX_COMMIT_INDEX));
+        if (rc != CDT_SUCCESS) {
+            if (h.tail_len > 0)
+                cdt__ucx_post_drain(r->w, cdt__ucx_private_tag(r->key, CDT__UCX_TAIL_INDEX),
+                                    cdt__ucx_drain_deadline(r));
+            drain_regions(r, h.part, h.part_len, 0);
+            cdt__ucx_recv_fail(r, rc);
+            return;
+        }
     }
     if (h.tail_len == 0) {
         if (!decode_plain(r, h.part, h.part_len))

@@ -40,8 +40,8 @@ static void timer_set(cdt_ucx_worker w, int64_t at)
         w->timer_at = 0; /* cannot happen with a valid fd; progress then expires every call */
 }
 
-/* lock held: a receive or drain is due at `deadline` (expired once now > deadline) */
-static void deadline_added(cdt_ucx_worker w, int64_t deadline)
+/* lock held: a receive, drain or send is due at `deadline` (expired once now > deadline) */
+void cdt__ucx_deadline_added(cdt_ucx_worker w, int64_t deadline)
 {
     if (w->timer_fd >= 0 && deadline < INT64_MAX - 1 && deadline + 1 < w->timer_at)
         timer_set(w, deadline + 1);
@@ -57,6 +57,9 @@ static void timer_rearm(cdt_ucx_worker w)
     for (cdt__ucx_drain *d = w->drains; d != NULL; d = d->next)
         if (d->deadline < next)
             next = d->deadline;
+    int64_t stall = cdt__ucx_next_stall(w);
+    if (stall < next)
+        next = stall;
     timer_set(w, next < INT64_MAX - 1 ? next + 1 : INT64_MAX);
 }
 
@@ -116,7 +119,7 @@ void cdt__ucx_post_drain(cdt_ucx_worker w, uint64_t tag, int64_t deadline)
         w->drains->prev = d;
     w->drains = d;
     d->linked = true;
-    deadline_added(w, deadline);
+    cdt__ucx_deadline_added(w, deadline);
 }
 
 void cdt__ucx_drains_cancel_all(cdt_ucx_worker w)
@@ -208,6 +211,8 @@ void cdt__ucx_recv_fail(cdt_ucx_request r, int status)
     r->outstanding++;      /* r->subs stays valid while the callbacks run */
     if (r->tail_sub.ucx != NULL)
         ucp_request_cancel(r->w->ucp, r->tail_sub.ucx);
+    if (r->commit_sub.ucx != NULL)
+        ucp_request_cancel(r->w->ucp, r->commit_sub.ucx);
     for (cdt_count i = 0; i < r->nsubs; i++)
         if (r->subs[i].ucx != NULL)
             ucp_request_cancel(r->w->ucp, r->subs[i].ucx);
@@ -231,6 +236,8 @@ void cdt__ucx_fail_body_recvs(cdt_ucx_worker w, int status)
 
 void cdt__ucx_expire(cdt_ucx_worker w, int64_t now)
 {
+    cdt__ucx_expire_sends(w, now);
+    cdt__ucx_close_parked(w);
     for (cdt_ucx_request r = w->body_recvs, next; r != NULL; r = next) {
         next = r->next;
         if (now > r->rest_deadline && r->status == CDT_SUCCESS)
@@ -275,7 +282,7 @@ void cdt__ucx_recv_matched(cdt_ucx_request r)
     r->matched = true;
     r->rest_deadline = r->rest_timeout_ms < 0 ? INT64_MAX : cdt__ucx_now_ms() + r->rest_timeout_ms;
     cdt__ucx_body_link(r);
-    deadline_added(r->w, r->rest_deadline);
+    cdt__ucx_deadline_added(r->w, r->rest_deadline);
 }
 
 void cdt__ucx_wake(cdt_ucx_worker w)
@@ -291,7 +298,8 @@ unsigned cdt__ucx_progress(cdt_ucx_worker w)
     unsigned n = ucp_worker_progress(w->ucp);
     if (n > 0 && w->efd >= 0)
         cdt__ucx_wake(w); /* another thread asleep may have work in what this call handled */
-    if (w->body_recvs != NULL || w->drains != NULL || w->timer_at != INT64_MAX) {
+    if (w->body_recvs != NULL || w->drains != NULL || w->fifo_sends > 0 || w->parked > 0 ||
+        w->timer_at != INT64_MAX) {
         int64_t now = cdt__ucx_now_ms();
         bool timer_due = now >= w->timer_at;
         if (now >= w->next_expiry_ms || timer_due) {

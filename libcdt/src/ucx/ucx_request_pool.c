@@ -60,6 +60,8 @@ cdt_ucx_request cdt__ucx_request_new(cdt_ucx_worker w, bool is_send)
     r->head_sub.index = -1;
     r->tail_sub.req = r;
     r->tail_sub.index = -1;
+    r->commit_sub.req = r;
+    r->commit_sub.index = CDT__UCX_COMMIT_INDEX;
     return r;
 }
 
@@ -105,6 +107,17 @@ void cdt__ucx_orphans_free_all(cdt_ucx_worker w)
 void cdt__ucx_request_release(cdt_ucx_request r)
 {
     cdt_ucx_worker w = r->w;
+    if (r->is_send && r->head_exposed && (r->status != CDT_SUCCESS || r->detached)) {
+        /* a live receiver may still copy the head message out of r->head (a rendezvous it
+         * matches late): the memory keeps those bytes until the worker is destroyed, where
+         * reuse would hand it another object's */
+        pthread_mutex_lock(&w->cache_lock);
+        r->next = w->quarantine;
+        w->quarantine = r;
+        w->quarantined++;
+        pthread_mutex_unlock(&w->cache_lock);
+        return;
+    }
     if (slot_put(w, r))
         return;
     pthread_mutex_lock(&w->cache_lock);
@@ -128,6 +141,12 @@ void cdt__ucx_request_pool_clear(cdt_ucx_worker w)
         free(r);
     }
     w->req_pooled = 0;
+    while (w->quarantine != NULL) {
+        cdt_ucx_request r = w->quarantine;
+        w->quarantine = r->next;
+        free(r);
+    }
+    w->quarantined = 0;
 }
 
 void cdt__ucx_send_release(cdt_ucx_request r)

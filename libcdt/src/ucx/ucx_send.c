@@ -16,6 +16,10 @@ static void send_unlink(cdt_ucx_request r)
     struct cdt_ucx_ep_s *ep = r->ep;
     if (ep == NULL)
         return;
+    if (r->fifo_counted) {
+        r->fifo_counted = false;
+        ep->w->fifo_sends--;
+    }
     if (r->ep_prev != NULL)
         r->ep_prev->ep_next = r->ep_next;
     else
@@ -38,6 +42,7 @@ static void send_done(cdt_ucx_request r)
 static void send_unposted(cdt_ucx_request r)
 {
     r->outstanding = 0;
+    r->head_exposed = false; /* no peer ever saw it */
     cdt__ucx_send_release(r);
     cdt__ucx_request_release(r);
 }
@@ -52,8 +57,46 @@ void cdt__ucx_send_track(struct cdt_ucx_ep_s *ep, cdt_ucx_request r)
     if (ep->sends != NULL)
         ep->sends->ep_prev = r;
     ep->sends = r;
+    if (ep->am_fifo && ep->w->fifo_stall_ms >= 0) {
+        /* a FIFO wedged by a peer that died inside its send never drains: bound the send */
+        r->fifo_counted = true;
+        ep->w->fifo_sends++;
+        r->stall_deadline = cdt__ucx_now_ms() + ep->w->fifo_stall_ms;
+        cdt__ucx_deadline_added(ep->w, r->stall_deadline);
+    }
     if (ep->status != CDT_SUCCESS) /* it failed while the send was posted */
         cdt__ucx_ep_end_sends(ep, CDT_ERR_PEER);
+}
+
+void cdt__ucx_expire_sends(cdt_ucx_worker w, int64_t now)
+{
+    if (w->fifo_sends == 0)
+        return;
+    for (struct cdt_ucx_ep_s *ep = w->eps; ep != NULL; ep = ep->next) {
+        for (cdt_ucx_request r = ep->sends, next; r != NULL; r = next) {
+            next = r->ep_next;
+            if (!r->fifo_counted || now <= r->stall_deadline)
+                continue;
+            /* ended as an endpoint's failure ends it: the object is never read again by this
+             * process; over cma a late copy by the peer cannot complete an object (commit) */
+            send_unlink(r);
+            cdt__ucx_request_set_error(r, CDT_ERR_TIMEOUT);
+            r->detached = true;
+            cdt__ucx_request_finish(r);
+        }
+    }
+}
+
+int64_t cdt__ucx_next_stall(cdt_ucx_worker w)
+{
+    int64_t next = INT64_MAX;
+    if (w->fifo_sends == 0)
+        return next;
+    for (struct cdt_ucx_ep_s *ep = w->eps; ep != NULL; ep = ep->next)
+        for (cdt_ucx_request r = ep->sends; r != NULL; r = r->ep_next)
+            if (r->fifo_counted && r->stall_deadline < next)
+                next = r->stall_deadline;
+    return next;
 }
 
 /* UCX 1.13 keeps a rendezvous send whose receiver died pending for ever when the endpoint's
@@ -61,24 +104,43 @@ void cdt__ucx_send_track(struct cdt_ucx_ep_s *ep, cdt_ucx_request r)
  * soak.findings.md). The endpoint's failure is still reported (its error callback runs), so
  * libcdt ends the sends itself: the request is done with `status` at once, and what UCX still
  * holds (the operation, the frame it may ask to pack) stays with the request until UCX lets go
- * (send_cb; a freed request waits in w->orphans). From here the object is never read again:
- * the caller may free it as the status says.
- * Not where the peer reads the object's memory itself (a cma rendezvous): an endpoint's failure
- * does not say that its peer died (a peer that closes its endpoint fails ours the same way),
- * UCX 1.13 cannot revoke that access (UCX_CMA_MEMORY_INVALIDATE only claims it), and a live
- * receiver may still copy the object after the failure. Such sends end when UCX ends them. */
+ * (send_cb; a freed request waits in w->orphans). From here the object is never read again by
+ * this process: the caller may free it as the status says.
+ * Where the peer copies this process's memory itself (cma), an endpoint's failure does not say
+ * that the peer died (a peer that closes its endpoint fails ours the same way), and UCX cannot
+ * revoke its access (UCX_CMA_MEMORY_INVALIDATE only claims it): a live receiver may still copy
+ * a region after the caller freed or changed it. The protocol makes that harmless: such an
+ * object is complete only with its commit message, which an ended send never sends
+ * (commit_send), so a late copy can only fail the receive; and the head buffer the receiver
+ * may copy a head message from is quarantined, never reused (cdt__ucx_request_release). */
 void cdt__ucx_ep_end_sends(struct cdt_ucx_ep_s *ep, int status)
 {
-    bool safe = ep->lanes_known && !ep->peer_accesses_memory;
     while (ep->sends != NULL) {
         cdt_ucx_request r = ep->sends;
-        send_unlink(r); /* either way: the endpoint may be freed before UCX ends the send */
-        if (!safe)
-            continue; /* left to UCX: it completes the request when it lets go */
+        send_unlink(r); /* the endpoint may be freed before UCX ends the send */
         cdt__ucx_request_set_error(r, status);
         r->detached = true;
         cdt__ucx_request_finish(r);
     }
+}
+
+static int post(cdt_ucx_request r, ucp_ep_h ep, const void *data, size_t len, uint64_t tag,
+                cdt__ucx_sub *s);
+
+/* lock held: every other message of an object that ends with a commit has completed (the
+ * receiver took each: a rendezvous completes on its acknowledgement), so the receiver has
+ * copied all it will ever copy from this process: the commit tells it the object is whole.
+ * Never for a send that was ended (its endpoint failed or was closed: `ucp` is NULL) or
+ * detached: its caller may have reused the memory a late reader copies. */
+static void commit_send(cdt_ucx_request r, ucp_ep_h ucp)
+{
+    if (ucp == NULL || r->detached)
+        return;
+    cdt__ucx_put_commit(r->trailer, r->status);
+    int rc = post(r, ucp, r->trailer, CDT__UCX_COMMIT_SIZE,
+                  cdt__ucx_private_tag(r->key, CDT__UCX_COMMIT_INDEX), &r->commit_sub);
+    if (rc != CDT_SUCCESS) /* the receiver's rest timeout ends its receive */
+        cdt__ucx_request_set_error(r, rc);
 }
 
 static void send_cb(void *ucx_req, ucs_status_t st, void *user_data)
@@ -90,6 +152,8 @@ static void send_cb(void *ucx_req, ucs_status_t st, void *user_data)
     s->fired = true;
     if (st != UCS_OK)
         cdt__ucx_request_set_error(r, cdt__ucx_status(st));
+    if (r->commit && s != &r->commit_sub && --r->parts_pending == 0)
+        commit_send(r, r->ep != NULL ? r->ep->ucp : NULL);
     if (--r->outstanding == 0) {
         send_done(r);
         if (r->orphaned) /* freed by the caller after it was ended early */
@@ -143,6 +207,18 @@ static int post(cdt_ucx_request r, ucp_ep_h ep, const void *data, size_t len, ui
     return post_dt(r, ep, data, len, ucp_dt_make_contig(1), tag, s);
 }
 
+/* lock held: post one message of an object; one more to wait for before its commit while it
+ * is pending */
+static int post_part(cdt_ucx_request r, ucp_ep_h ep, const void *data, size_t len, uint64_t tag,
+                     cdt__ucx_sub *s)
+{
+    int before = r->outstanding;
+    int rc = post(r, ep, data, len, tag, s);
+    if (r->outstanding > before)
+        r->parts_pending++;
+    return rc;
+}
+
 /* everything that does not touch UCX: the frame, and which part goes where */
 typedef struct send_plan {
     const unsigned char *head; /* frame head: header + packed stream */
@@ -180,10 +256,12 @@ static int plan(cdt_ucx_request r, cdt_count threshold, send_plan *pl)
     return CDT_SUCCESS;
 }
 
-/* lay out prefix + inline stream: the head message in r->head (or r->bounce) and the tail */
+/* lay out prefix + inline stream: the head message in r->head (or r->bounce) and the tail.
+ * head_in_buffer: the head message always goes from r->head (copied there from r->bounce),
+ * whose memory is quarantined if the send fails (a peer that copies it itself: cma). */
 static int build(cdt_ucx_request r, const send_plan *pl, uint64_t key, cdt_count threshold,
-                 const unsigned char **msg, size_t *msg_len, const unsigned char **tail,
-                 cdt_count *tail_len)
+                 bool head_in_buffer, const unsigned char **msg, size_t *msg_len,
+                 const unsigned char **tail, cdt_count *tail_len)
 {
     const cdt_count room = CDT__UCX_HEAD_MAX - CDT__UCX_PREFIX_SIZE;
     *tail_len = pl->inline_len > room ? pl->inline_len - room : 0;
@@ -196,7 +274,7 @@ static int build(cdt_ucx_request r, const send_plan *pl, uint64_t key, cdt_count
             return CDT_ERR_NO_MEMORY;
         out = r->bounce;
     }
-    cdt__ucx_put_prefix(out, key, threshold, *tail_len);
+    cdt__ucx_put_prefix(out, key, threshold, *tail_len, r->commit ? CDT__UCX_FLAG_COMMIT : 0);
     unsigned char *p = out + CDT__UCX_PREFIX_SIZE;
     cdt_count limit = out == r->head ? room : pl->inline_len;
     cdt_count n = pl->head_len < limit ? pl->head_len : limit;
@@ -225,6 +303,10 @@ static int build(cdt_ucx_request r, const send_plan *pl, uint64_t key, cdt_count
     }
     *msg = out;
     *msg_len = (size_t)(CDT__UCX_PREFIX_SIZE + pl->inline_len - *tail_len);
+    if (head_in_buffer && out != r->head) {
+        memcpy(r->head, out, *msg_len);
+        *msg = r->head;
+    }
     if (*tail_len == 0)
         *tail = NULL;
     else if (out == r->bounce)
@@ -272,9 +354,10 @@ static int send_single(cdt_ucx_ep ep, cdt_ucx_request r, cdt_ucx_tag tag, cdt_uc
     if (rc == CDT_SUCCESS && ep->status != CDT_SUCCESS)
         rc = CDT_ERR_PEER; /* the only failed state of an endpoint */
     r->outstanding = 1;    /* held while posting */
-    if (rc == CDT_SUCCESS && contiguous)
+    if (rc == CDT_SUCCESS && contiguous) {
+        r->head_exposed = ep->peer_accesses_memory && r->single_len > CDT__UCX_EAGER_SURE;
         rc = post(r, ep->ucp, r->head, r->single_len, tag, &r->head_sub);
-    else if (rc == CDT_SUCCESS)
+    } else if (rc == CDT_SUCCESS)
         rc = post_dt(r, ep->ucp, r, 1, w->dt_send, tag, &r->head_sub);
     if (rc != CDT_SUCCESS) {
         pthread_mutex_unlock(&w->lock);
@@ -294,11 +377,12 @@ static int send_plain(cdt_ucx_ep ep, cdt_ucx_request r, cdt_count threshold, cdt
     pthread_mutex_lock(&w->lock);
     if (ep->status != CDT_SUCCESS)
         rc = CDT_ERR_PEER; /* the only failed state of an endpoint */
-    cdt__ucx_put_prefix(r->head, cdt__ucx_next_key(w), threshold, 0);
+    cdt__ucx_put_prefix(r->head, cdt__ucx_next_key(w), threshold, 0, 0);
     r->outstanding = 1; /* held while posting */
+    size_t len = (size_t)(CDT__UCX_PREFIX_SIZE + frame_len);
+    r->head_exposed = ep->peer_accesses_memory && len > CDT__UCX_EAGER_SURE;
     if (rc == CDT_SUCCESS)
-        rc = post(r, ep->ucp, r->head, (size_t)(CDT__UCX_PREFIX_SIZE + frame_len), tag,
-                  &r->head_sub);
+        rc = post(r, ep->ucp, r->head, len, tag, &r->head_sub);
     if (rc != CDT_SUCCESS) { /* nothing was sent */
         pthread_mutex_unlock(&w->lock);
         send_unposted(r);
@@ -452,11 +536,19 @@ int cdt_ucx_isend_advanced(cdt_ucx_ep ep, const void *buf, cdt_count count, cdt_
     const unsigned char *msg = NULL, *tail = NULL;
     size_t msg_len = 0;
     cdt_count tail_len = 0;
+    /* Over cma the receiver copies rendezvous messages out of this process's memory, and may
+     * do so after the send ended (above cdt__ucx_ep_end_sends): an object with messages from
+     * memory the caller or the library reuses (a tail, large regions) is complete only with
+     * its commit, and its head goes from the head buffer, quarantined if the send fails */
+    r->commit = cma && (pl.nsep > 0 || pl.inline_len > CDT__UCX_HEAD_MAX - CDT__UCX_PREFIX_SIZE);
+    r->key = key;
     if (rc == CDT_SUCCESS)
-        rc = build(r, &pl, key, threshold, &msg, &msg_len, &tail, &tail_len);
-    r->outstanding = 1; /* held while posting */
+        rc = build(r, &pl, key, threshold, cma, &msg, &msg_len, &tail, &tail_len);
+    r->head_exposed = cma && msg_len > CDT__UCX_EAGER_SURE;
+    r->outstanding = 1;   /* held while posting */
+    r->parts_pending = 1; /* held while posting: the commit is sent after the last part */
     if (rc == CDT_SUCCESS)
-        rc = post(r, ep->ucp, msg, msg_len, tag, &r->head_sub);
+        rc = post_part(r, ep->ucp, msg, msg_len, tag, &r->head_sub);
     if (rc != CDT_SUCCESS) { /* nothing was sent */
         pthread_mutex_unlock(&w->lock);
         send_unposted(r);
@@ -468,13 +560,14 @@ int cdt_ucx_isend_advanced(cdt_ucx_ep ep, const void *buf, cdt_count count, cdt_
      * CDT_ERR_FRAME_TRUNCATED instead of leaving it waiting; every other part is still sent. */
     bool send_regions = true;
     if (tail_len > 0) {
-        rc = post(r, ep->ucp, tail, (size_t)tail_len,
-                  cdt__ucx_private_tag(key, CDT__UCX_TAIL_INDEX), &r->tail_sub);
+        rc = post_part(r, ep->ucp, tail, (size_t)tail_len,
+                       cdt__ucx_private_tag(key, CDT__UCX_TAIL_INDEX), &r->tail_sub);
         if (rc != CDT_SUCCESS) {
             cdt__ucx_request_set_error(r, rc);
             /* without the tail the receiver never learns of the regions: none is sent */
             send_regions = false;
-            post(r, ep->ucp, NULL, 0, cdt__ucx_private_tag(key, CDT__UCX_TAIL_INDEX), &r->tail_sub);
+            post_part(r, ep->ucp, NULL, 0, cdt__ucx_private_tag(key, CDT__UCX_TAIL_INDEX),
+                      &r->tail_sub);
         }
     }
     for (cdt_count k = 0; send_regions && k < r->nsubs; k++) {
@@ -491,11 +584,13 @@ int cdt_ucx_isend_advanced(cdt_ucx_ep ep, const void *buf, cdt_count count, cdt_
                 prc = CDT_ERR_CALLBACK;
         }
         if (prc == CDT_SUCCESS)
-            prc = post(r, ep->ucp, data, (size_t)s->len, stag, s);
+            prc = post_part(r, ep->ucp, data, (size_t)s->len, stag, s);
         if (prc != CDT_SUCCESS) {
             cdt__ucx_request_set_error(r, prc);
-            post(r, ep->ucp, NULL, 0, stag, s); /* the abort marker */
+            post_part(r, ep->ucp, NULL, 0, stag, s); /* the abort marker */
         }
     }
+    if (r->commit && --r->parts_pending == 0) /* every part completed while it was posted */
+        commit_send(r, ep->ucp);
     return send_posted(ep, r, request);
 }

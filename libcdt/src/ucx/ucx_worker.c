@@ -43,7 +43,8 @@ int cdt_ucx_worker_create(cdt_ucx_context context, const cdt_ucx_worker_params *
         return CDT_ERR_INVALID_ARG;
     uint64_t fm = params != NULL ? params->field_mask : 0;
     if (fm & ~(uint64_t)(CDT_UCX_WORKER_PARAM_SENDER_ID | CDT_UCX_WORKER_PARAM_ZCOPY_THRESHOLD |
-                         CDT_UCX_WORKER_PARAM_BUFFER_CACHE | CDT_UCX_WORKER_PARAM_PROTOCOL))
+                         CDT_UCX_WORKER_PARAM_BUFFER_CACHE | CDT_UCX_WORKER_PARAM_PROTOCOL |
+                         CDT_UCX_WORKER_PARAM_FIFO_STALL_TIMEOUT))
         return CDT_ERR_INVALID_ARG; /* a field of a later library: not this one's */
     uint32_t sender_id = random_sender_id();
     cdt_count threshold = CDT__UCX_DEFAULT_ZCOPY_THRESHOLD;
@@ -79,9 +80,21 @@ int cdt_ucx_worker_create(cdt_ucx_context context, const cdt_ucx_worker_params *
         else
             return CDT_ERR_INVALID_ARG; /* a misspelt setting must not pass unnoticed */
     }
+    int64_t stall_ms = CDT_UCX_DEFAULT_FIFO_STALL_TIMEOUT_MS;
+    const char *stall_env = getenv("CDT_UCX_FIFO_STALL_TIMEOUT_MS");
+    if (fm & CDT_UCX_WORKER_PARAM_FIFO_STALL_TIMEOUT) {
+        stall_ms = params->fifo_stall_timeout_ms;
+    } else if (stall_env != NULL && *stall_env != '\0') {
+        char *end;
+        long long v = strtoll(stall_env, &end, 10);
+        if (*end != '\0')
+            return CDT_ERR_INVALID_ARG; /* a misspelt setting must not pass unnoticed */
+        stall_ms = (int64_t)v;
+    }
     cdt_ucx_worker w = calloc(1, sizeof(*w));
     if (w == NULL)
         return CDT_ERR_NO_MEMORY;
+    w->fifo_stall_ms = stall_ms < 0 ? -1 : stall_ms;
     if (pthread_mutex_init(&w->lock, NULL) != 0) {
         free(w);
         return CDT_ERR_NO_MEMORY;

@@ -275,8 +275,9 @@ impl Endpoint {
     }
 
     /// The transports UCX chose for this endpoint, as `cdt_ucx_ep_transports` prints them:
-    /// `"am=tcp/lo rma=tcp/lo"` over loopback TCP (libcdt's default, also between two processes
-    /// of one machine), `"am=sysv/memory rma=tcp/lo"` through shared segments
+    /// `"am=tcp/lo rma=cma/memory"` between two processes of one machine (libcdt's default:
+    /// messages over loopback TCP, large ones by cross-memory attach), `"am=tcp/eth0"` to
+    /// another machine, `"am=sysv/memory rma=tcp/lo"` through shared segments
     /// (`CDT_UCX_SHARED_MEMORY=copy`), `"am=sysv/memory rma=cma/memory"` with cross-memory
     /// attach (`full`).
     pub fn transports(&self) -> Result<String> {
