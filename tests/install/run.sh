@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Install the built library into a scratch prefix, then build a program outside the tree
-# against it twice: with find_package(cdt) and with pkg-config.
+# against it twice: with find_package(cdtypes) and with pkg-config.
 set -euo pipefail
 build=$1 src=$2 work=$3
 rm -rf "$work" && mkdir -p "$work"
@@ -14,6 +14,6 @@ cmake --build "$work/cmake-build" >/dev/null
 
 export PKG_CONFIG_PATH="$lib/pkgconfig"
 # shellcheck disable=SC2046
-cc -Wall -Werror -o "$work/consumer-pc" "$src/consumer/main.c" $(pkg-config --cflags --libs cdt)
+cc -Wall -Werror -o "$work/consumer-pc" "$src/consumer/main.c" $(pkg-config --cflags --libs cdtypes)
 "$work/consumer-pc"
 echo "install test: find_package and pkg-config consumers ok"
