@@ -215,7 +215,7 @@ static RequestObject *request_new(int is_recv)
 static PyObject *no_ucx(void)
 {
     PyErr_SetString(PyExc_ImportError, "the UCX transport library is not loaded (import "
-                                        "cdtypes.ucx, which loads it)");
+                                       "cdtypes.ucx, which loads it)");
     return NULL;
 }
 
