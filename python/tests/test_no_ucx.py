@@ -31,9 +31,9 @@ def ucx_files():
 """
 
 
-def run(body):
+def run(body, **extra_env):
     """Run `body` (after MAPPED) in a fresh interpreter; the JSON it prints last."""
-    env = dict(os.environ, CDTYPES_BACKEND=_backend.name)
+    env = dict(os.environ, CDTYPES_BACKEND=_backend.name, **extra_env)
     done = subprocess.run([sys.executable, "-c", MAPPED + body], capture_output=True, text=True,
                           env=env, timeout=120)
     assert done.returncode == 0, done.stdout + done.stderr
@@ -81,3 +81,25 @@ print(json.dumps(ucx_files()))
     bases = {os.path.basename(p) for p in mapped}
     assert any(b.startswith("libcdtypes-ucx") for b in bases), mapped
     assert any(b.startswith("libucp") for b in bases), mapped
+
+
+@pytest.mark.parametrize("case", ["missing", "not_a_library"])
+def test_unloadable_transport_is_an_import_error(tmp_path, case):
+    # cdtypes itself still works; cdtypes.ucx says which file it could not load, and why
+    path = tmp_path / "libcdtypes-ucx.so"
+    if case == "not_a_library":
+        path.write_bytes(b"not an ELF file")
+    out = run("""
+import cdtypes
+assert cdtypes.loads(cdtypes.dumps([1, 2]).tobytes()) == [1, 2]
+try:
+    import cdtypes.ucx
+except ImportError as e:
+    print(json.dumps(str(e)))
+else:
+    print(json.dumps(None))
+""", CDTYPES_LIBCDT_UCX=str(path))
+    assert out is not None, "import cdtypes.ucx succeeded with %s" % case
+    assert str(path) in out
+    want = "built without the UCX transport" if case == "missing" else "cannot be loaded"
+    assert want in out, out
