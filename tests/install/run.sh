@@ -58,6 +58,14 @@ lib=$(ls -d "$prefix"/lib*/ | head -1)
 lib=${lib%/}
 export LD_LIBRARY_PATH="$lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 
+# no installed library may point into the build tree (a RUNPATH there would load the build's
+# copy, or nothing once it is gone)
+for so in "$lib"/libcdtypes*.so; do
+  if readelf -d "$so" | grep -E 'R(UN)?PATH' | grep -qF "$(cd "$build" && pwd)"; then
+    fail "$so has a RUNPATH into the build tree"
+  fi
+done
+
 # --- 3. the programs, three ways -----------------------------------------------------------
 needs() { readelf -d "$1" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p'; }
 
