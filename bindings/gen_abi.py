@@ -67,6 +67,38 @@ def exported(lib):
     return {l.split()[-1] for l in out.splitlines() if re.search(r" [TDBR] ", l)}
 
 
+def check_private_binding(core, transport):
+    """The internals the transport calls in the core are bound to the core's release: the core
+    defines them under one version node CDTYPES_PRIVATE_<version> (its version script), and the
+    transport needs each of them at that node, so a transport and a core of different releases
+    refuse to load together (docs/ABI.md, "The SONAME policy")."""
+    out = subprocess.run(["nm", "-D", "--defined-only", core], check=True, capture_output=True,
+                         text=True).stdout
+    defined = {}
+    for l in out.splitlines():
+        sym = l.split()[-1]
+        if sym.startswith("cdt__"):
+            name, _, node = sym.partition("@@")
+            defined[name] = node
+    nodes = set(defined.values())
+    ok = True
+    if len(nodes) != 1 or not next(iter(nodes)).startswith("CDTYPES_PRIVATE_"):
+        print(core + ": the cdt__ exports are not bound to one CDTYPES_PRIVATE_ version node:",
+              sorted("%s@@%s" % kv for kv in defined.items()))
+        ok = False
+    out = subprocess.run(["nm", "-D", "--undefined-only", transport], check=True,
+                         capture_output=True, text=True).stdout
+    for l in out.splitlines():
+        sym = l.split()[-1]
+        if sym.startswith("cdt__"):
+            name, _, node = sym.partition("@")
+            if name not in defined or node != defined[name]:
+                print(transport + ": needs %s, which the core does not define at that node (%s)"
+                      % (sym, defined.get(name, "not exported")))
+                ok = False
+    return ok
+
+
 def check_exports(lines, core, transport):
     """Each library exports exactly its part of the declared functions: the core everything but
     cdt_ucx_*, the transport (when built) cdt_ucx_* only. The core's cdt__* functions are the
@@ -83,6 +115,8 @@ def check_exports(lines, core, transport):
             print(lib + ": exported but not declared for it:", sorted(syms - expected))
             print(lib + ": declared for it but not exported:", sorted(expected - syms))
             ok = False
+    if transport:
+        ok = check_private_binding(core, transport) and ok
     return ok
 
 
