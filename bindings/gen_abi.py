@@ -8,7 +8,9 @@ so no binding can drift from the C ABI unnoticed.
 
   gen_abi.py            print the list
   gen_abi.py --write    rewrite bindings/abi.txt
-  gen_abi.py --check [LIB]   fail if abi.txt is stale, or if LIB exports other symbols
+  gen_abi.py --check [CORE [TRANSPORT]]   fail if abi.txt is stale, or if the core library
+                        (libcdtypes) exports other than the cdt_ functions that are not cdt_ucx_,
+                        or the transport (libcdtypes-ucx) other than the cdt_ucx_ functions
 """
 import pathlib
 import re
@@ -65,6 +67,59 @@ def exported(lib):
     return {l.split()[-1] for l in out.splitlines() if re.search(r" [TDBR] ", l)}
 
 
+def check_private_binding(core, transport):
+    """The internals the transport calls in the core are bound to the core's release: the core
+    defines them under one version node CDTYPES_PRIVATE_<version> (its version script), and the
+    transport needs each of them at that node, so a transport and a core of different releases
+    refuse to load together (docs/ABI.md, "The SONAME policy")."""
+    out = subprocess.run(["nm", "-D", "--defined-only", core], check=True, capture_output=True,
+                         text=True).stdout
+    defined = {}
+    for l in out.splitlines():
+        sym = l.split()[-1]
+        if sym.startswith("cdt__"):
+            name, _, node = sym.partition("@@")
+            defined[name] = node
+    nodes = set(defined.values())
+    ok = True
+    if len(nodes) != 1 or not next(iter(nodes)).startswith("CDTYPES_PRIVATE_"):
+        print(core + ": the cdt__ exports are not bound to one CDTYPES_PRIVATE_ version node:",
+              sorted("%s@@%s" % kv for kv in defined.items()))
+        ok = False
+    out = subprocess.run(["nm", "-D", "--undefined-only", transport], check=True,
+                         capture_output=True, text=True).stdout
+    for l in out.splitlines():
+        sym = l.split()[-1]
+        if sym.startswith("cdt__"):
+            name, _, node = sym.partition("@")
+            if name not in defined or node != defined[name]:
+                print(transport + ": needs %s, which the core does not define at that node (%s)"
+                      % (sym, defined.get(name, "not exported")))
+                ok = False
+    return ok
+
+
+def check_exports(lines, core, transport):
+    """Each library exports exactly its part of the declared functions: the core everything but
+    cdt_ucx_*, the transport (when built) cdt_ucx_* only. The core's cdt__* functions are the
+    internal interface the transport calls (src/core/type.h): not ABI, not listed."""
+    declared = {l.split()[1] for l in lines if l.startswith("fn ")}
+    parts = [(core, {n for n in declared if not n.startswith("cdt_ucx_")}, "cdt__")]
+    if transport:
+        parts.append((transport, {n for n in declared if n.startswith("cdt_ucx_")}, None))
+    ok = True
+    for lib, expected, internal in parts:
+        syms = {s for s in exported(lib) if not s.startswith("_") and
+                not (internal and s.startswith(internal))}
+        if syms != expected:
+            print(lib + ": exported but not declared for it:", sorted(syms - expected))
+            print(lib + ": declared for it but not exported:", sorted(expected - syms))
+            ok = False
+    if transport:
+        ok = check_private_binding(core, transport) and ok
+    return ok
+
+
 def main(argv):
     lines = abi_lines()
     text = "\n".join(lines) + "\n"
@@ -77,12 +132,7 @@ def main(argv):
             print("bindings/abi.txt is stale: run bindings/gen_abi.py --write")
             ok = False
         if len(argv) > 2:
-            declared = {l.split()[1] for l in lines if l.startswith("fn ")}
-            syms = {s for s in exported(argv[2]) if not s.startswith("_")}
-            if syms != declared:
-                print("exported but not declared:", sorted(syms - declared))
-                print("declared but not exported:", sorted(declared - syms))
-                ok = False
+            ok = check_exports(lines, argv[2], argv[3] if len(argv) > 3 else None) and ok
         print("abi check:", "ok" if ok else "FAILED", f"({sum(l.startswith('fn ') for l in lines)} functions)")
         return 0 if ok else 1
     sys.stdout.write(text)

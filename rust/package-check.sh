@@ -7,7 +7,7 @@
 # between two processes). Twice: with the default `bundled` feature (libcdt built from the C
 # sources in the cdtypes-sys crate, linked statically), and without it, against a libcdt built
 # from those same carried sources, installed into a prefix and found through pkg-config; and a
-# libcdt 0.3.0 (a cdt.pc that says so) must be refused.
+# libcdt 0.3.0 (cdtypes-ucx.pc and cdtypes.pc that say so) must be refused.
 # Needs what rust/test.sh needs, and the crates.io index (cargo reaches it, or its cache).
 # Environment: CARGO_JOBS (default 2).
 set -euo pipefail
@@ -68,7 +68,7 @@ TOML
 step "smoke test, bundled libcdt (default features)"
 (cd "$work/smoke" && cargo run -j "$jobs" -q)
 bin="$CARGO_TARGET_DIR/debug/cdtypes-package-check"
-if ldd "$bin" | grep -q 'libcdt\.so'; then
+if ldd "$bin" | grep -q 'libcdtypes'; then
   echo "package-check: the bundled build links a shared libcdt" >&2
   exit 1
 fi
@@ -81,7 +81,7 @@ cmake --build "$work/cbuild" -j "$jobs" >/dev/null
 cmake --install "$work/cbuild" >/dev/null
 (cd "$work/smoke" && PKG_CONFIG_PATH="$work/prefix/lib/pkgconfig" LD_LIBRARY_PATH="$work/prefix/lib" \
   cargo run -j "$jobs" -q --no-default-features)
-if ! LD_LIBRARY_PATH="$work/prefix/lib" ldd "$bin" | grep -q "$work/prefix/lib/libcdt\.so"; then
+if ! LD_LIBRARY_PATH="$work/prefix/lib" ldd "$bin" | grep -q "$work/prefix/lib/libcdtypes-ucx\.so"; then
   echo "package-check: the build without 'bundled' does not use the installed libcdt" >&2
   exit 1
 fi
@@ -89,8 +89,10 @@ fi
 step "an installed libcdt outside the accepted range is refused with a clear error"
 mkdir "$work/pc-0.3"
 # the installed library, only its version changed: a range check that let it through would build
-sed -e 's/^Version: .*/Version: 0.3.0/' -e "s|^prefix=.*|prefix=$work/prefix|" \
-  "$work/prefix/lib/pkgconfig/cdt.pc" >"$work/pc-0.3/cdt.pc"
+for pc in cdtypes cdtypes-ucx; do
+  sed -e 's/^Version: .*/Version: 0.3.0/' -e 's/^Requires: cdtypes = .*/Requires: cdtypes = 0.3.0/' \
+    -e "s|^prefix=.*|prefix=$work/prefix|" "$work/prefix/lib/pkgconfig/$pc.pc" >"$work/pc-0.3/$pc.pc"
+done
 if (cd "$work/smoke" && PKG_CONFIG_PATH="$work/pc-0.3" cargo build -j "$jobs" -q --no-default-features) \
   >"$work/refused.log" 2>&1; then
   echo "package-check: cdtypes-sys accepted libcdt 0.3.0" >&2

@@ -23,7 +23,7 @@ fn main() {
         .include(&seed)
         .opt_level(2)
         .warnings(false);
-    if let Some(dirs) = env::var_os("DEP_CDT_INCLUDE") {
+    if let Some(dirs) = env::var_os("DEP_CDTYPES_INCLUDE") {
         for dir in env::split_paths(&dirs) {
             build.include(dir);
         }

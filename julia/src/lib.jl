@@ -2,22 +2,29 @@
 # as exceptions. Every `ccall` of the package goes through `cfn(:name)` (the function pointer
 # of `name` in the loaded libcdt); julia/tools/check_abi.py checks each one against the C
 # headers and bindings/abi.txt (name, argument count, argument and return types).
+#
+# libcdt is two libraries: the core (libcdtypes: types, engine, frames), which links no UCX,
+# and the UCX transport (libcdtypes-ucx). The transport is opened on the first `cdt_ucx_`
+# call only, so a program that only frames objects (or sends them with MPI.jl, whose MPI
+# library may use a UCX of its own) never loads UCX.
 
 const _LIB_LOCK = ReentrantLock()
 const _LIB_HANDLE = Ref{Ptr{Cvoid}}(C_NULL)
 const _LIB_PATH = Ref{String}("")
+const _UCX_HANDLE = Ref{Ptr{Cvoid}}(C_NULL)
+const _UCX_PATH = Ref{String}("")
 # copy-on-write table: lock-free lookups (also from finalizers), inserts under _LIB_LOCK
 const _SYMS = Ref(Base.ImmutableDict{Symbol, Ptr{Cvoid}}())
 
 """
     CDTypes.library_candidates() -> Vector{String}
 
-Where libcdt is looked for, in order:
+Where libcdt's core (`libcdtypes`) is looked for, in order:
 
 1. `ENV["CDTYPES_LIBCDT"]`, a path to the shared library (nothing else is tried when it is set);
-2. the library of the repository build next to this package, `../build/libcdt/libcdt.so`
+2. the library of the repository build next to this package, `../build/libcdt/libcdtypes.so`
    (`.dylib` on macOS) relative to the `julia/` folder;
-3. the system's `libcdt` (the dynamic loader's search path: `LD_LIBRARY_PATH`, the install
+3. the system's `libcdtypes` (the dynamic loader's search path: `LD_LIBRARY_PATH`, the install
    prefix's `lib/`, ...).
 """
 function library_candidates()
@@ -29,19 +36,63 @@ function library_candidates()
         "..",
         "build",
         "libcdt",
-        "libcdt." * Libdl.dlext,
+        "libcdtypes." * Libdl.dlext,
     ))
-    return [repo, "libcdt"]
+    return [repo, "libcdtypes"]
+end
+
+"""
+    CDTypes.ucx_library_candidates() -> Vector{String}
+
+Where libcdt's UCX transport (`libcdtypes-ucx`) is looked for, in order:
+
+1. `ENV["CDTYPES_LIBCDT_UCX"]`, a path to the shared library (nothing else is tried when set);
+2. `libcdtypes-ucx` in the folder of the core that was loaded (`libcdt_path()`);
+3. the system's `libcdtypes-ucx` (the dynamic loader's search path).
+"""
+function ucx_library_candidates()
+    env = get(ENV, "CDTYPES_LIBCDT_UCX", "")
+    isempty(env) || return [env]
+    beside = joinpath(dirname(libcdt_path()), "libcdtypes-ucx." * Libdl.dlext)
+    return [beside, "libcdtypes-ucx"]
 end
 
 """
     CDTypes.libcdt_path() -> String
 
-The path of the libcdt that is loaded (loading it on first use).
+The path of the libcdt core that is loaded (loading it on first use).
 """
 function libcdt_path()
     libhandle()
     return _LIB_PATH[]
+end
+
+"""
+    CDTypes.libcdt_ucx_path() -> String
+
+The path of the UCX transport library that is loaded (loading it, and UCX, on first use).
+"""
+function libcdt_ucx_path()
+    ucxhandle()
+    return _UCX_PATH[]
+end
+
+# Open the first candidate that loads: (handle, path), or (C_NULL, what was tried).
+function _open_first(candidates, system_name)
+    tried = String[]
+    for cand in candidates
+        if cand != system_name && !isfile(cand)
+            push!(tried, cand * " (no such file)")
+            continue
+        end
+        hh = Libdl.dlopen(cand, Libdl.RTLD_LAZY | Libdl.RTLD_GLOBAL; throw_error = false)
+        if hh === nothing || hh == C_NULL
+            push!(tried, cand * " (could not be loaded)")
+            continue
+        end
+        return hh, (cand == system_name ? Libdl.dlpath(hh) : cand)
+    end
+    return C_NULL, join(tried, ", ")
 end
 
 function libhandle()
@@ -49,57 +100,72 @@ function libhandle()
     h == C_NULL || return h
     return lock(_LIB_LOCK) do
         _LIB_HANDLE[] == C_NULL || return _LIB_HANDLE[]
-        tried = String[]
-        for cand in library_candidates()
-            if cand != "libcdt" && !isfile(cand)
-                push!(tried, cand * " (no such file)")
-                continue
-            end
-            hh = Libdl.dlopen(
-                cand,
-                Libdl.RTLD_LAZY | Libdl.RTLD_GLOBAL;
-                throw_error = false,
+        hh, path = _open_first(library_candidates(), "libcdtypes")
+        hh == C_NULL &&
+            error(
+                "libcdt not found; tried: " *
+                    path *
+                    ". Set ENV[\"CDTYPES_LIBCDT\"] to the path of libcdtypes.so, or build the " *
+                    "repository (cmake -S . -B build && cmake --build build).",
             )
-            if hh === nothing || hh == C_NULL
-                push!(tried, cand * " (could not be loaded)")
-                continue
-            end
-            _LIB_PATH[] = cand == "libcdt" ? Libdl.dlpath(hh) : cand
-            _LIB_HANDLE[] = hh
-            return hh
+        _LIB_PATH[] = path
+        _LIB_HANDLE[] = hh
+        return hh
+    end
+end
+
+# The transport library's handle, opened after the core (it links the core by its SONAME, which
+# the loaded core carries); C_NULL with `throw_error = false` when it cannot be loaded.
+function ucxhandle(; throw_error::Bool = true)
+    h = _UCX_HANDLE[]
+    h == C_NULL || return h
+    libhandle() # the core first: the transport finds it loaded
+    return lock(_LIB_LOCK) do
+        _UCX_HANDLE[] == C_NULL || return _UCX_HANDLE[]
+        hh, path = _open_first(ucx_library_candidates(), "libcdtypes-ucx")
+        if hh == C_NULL
+            throw_error || return C_NULL
+            error(
+                "libcdt's UCX transport not found; tried: " *
+                    path *
+                    ". Build libcdt with UCX (pkg-config ucx), or set " *
+                    "ENV[\"CDTYPES_LIBCDT_UCX\"] to the path of libcdtypes-ucx.so.",
+            )
         end
-        error(
-            "libcdt not found; tried: " *
-                join(tried, ", ") *
-                ". Set ENV[\"CDTYPES_LIBCDT\"] to the path of libcdt.so, or build the repository " *
-                "(cmake -S . -B build && cmake --build build).",
-        )
+        _UCX_PATH[] = path
+        _UCX_HANDLE[] = hh
+        return hh
     end
 end
 
 """
     CDTypes.cfn(name::Symbol) -> Ptr{Cvoid}
 
-The address of the C function `name` in libcdt (looked up once, then cached).
+The address of the C function `name` in libcdt (looked up once, then cached): a `cdt_ucx_`
+function in the UCX transport library (opened on the first such call), every other one in
+the core.
 """
 function cfn(name::Symbol)
     p = get(_SYMS[], name, C_NULL)
     p == C_NULL || return p
+    transport = startswith(String(name), "cdt_ucx_")
+    h = transport ? ucxhandle() : libhandle()
     return lock(_LIB_LOCK) do
         q = get(_SYMS[], name, C_NULL)
         q == C_NULL || return q
-        r = Libdl.dlsym(libhandle(), name; throw_error = false)
+        r = Libdl.dlsym(h, name; throw_error = false)
         (r === nothing || r == C_NULL) &&
-            error("libcdt at $(_LIB_PATH[]) does not export $(name)")
+            error(
+                "libcdt at $(transport ? _UCX_PATH[] : _LIB_PATH[]) does not export $(name)",
+            )
         _SYMS[] = Base.ImmutableDict(_SYMS[], name => r)
         return r
     end
 end
 
-"""True when the loaded libcdt was built with the UCX transport."""
+"""True when libcdt's UCX transport library loads (this loads it, and UCX, on first use)."""
 function has_ucx()
-    p = Libdl.dlsym(libhandle(), :cdt_ucx_context_create; throw_error = false)
-    return !(p === nothing || p == C_NULL)
+    return ucxhandle(; throw_error = false) != C_NULL
 end
 
 # --- constants (values are stable ABI: cdt.h) ----------------------------------------------

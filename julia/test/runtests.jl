@@ -213,6 +213,19 @@ roundtrip(x; kw...) = decode(tobytes(encode(x; kw...)))
         end
     end
 
+    @testset "the core alone loads no UCX" begin
+        # a fresh process frames an object: neither libcdt's transport nor UCX is mapped
+        code = """
+        using CDTypes
+        CDTypes.decode(CDTypes.tobytes(CDTypes.encode(Dict("a" => collect(1.0:1000.0)))))
+        maps = isfile("/proc/self/maps") ? read("/proc/self/maps", String) : ""
+        found = filter(l -> occursin(r"/lib(ucp|uct|ucs|ucm|cdtypes-ucx)[^/]*\$", l), split(maps, '\\n'))
+        isempty(found) || (println(join(found, '\\n')); exit(1))
+        """
+        cmd = `$(Base.julia_cmd()) --project=$(Base.active_project()) -e $code`
+        @test success(pipeline(cmd; stdout = stdout, stderr = stderr))
+    end
+
     @testset "UCX, two processes" begin
         if !CDTypes.has_ucx()
             @info "libcdt was built without UCX: two-process test skipped"

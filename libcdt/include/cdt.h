@@ -47,7 +47,7 @@ extern "C" {
 /*! @def CDT_API
  *  Marks the functions libcdt exports: default symbol visibility on ELF systems, dllexport
  *  (building the library) or dllimport on Windows, nothing when CDT_STATIC_DEFINE is defined
- *  (the static library: its CMake target cdt::cdt_static defines it for its users). */
+ *  (the static library: its CMake target cdtypes::core_static defines it for its users). */
 #if defined(CDT_STATIC_DEFINE)
 #define CDT_API
 #elif defined(_WIN32)
@@ -61,7 +61,8 @@ extern "C" {
 #endif
 
 /*! The major version of this header. Before 1.0 every minor version may change the ABI (the
- * shared library is libcdt.so.0.MINOR); from 1.0 only a major version does (docs/ABI.md). */
+ * shared libraries are libcdtypes.so.0.MINOR and libcdtypes-ucx.so.0.MINOR); from 1.0 only a
+ * major version does (docs/ABI.md). */
 #define CDT_VERSION_MAJOR 0
 #define CDT_VERSION_MINOR 2 /*!< the minor version of this header (see CDT_VERSION_MAJOR) */
 #define CDT_VERSION_PATCH 0 /*!< the patch version of this header */

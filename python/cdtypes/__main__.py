@@ -1,8 +1,9 @@
 """``python -m cdtypes --info``: what this installation of cdtypes is and what it loaded.
 
-Prints the package's version, the backend in use, the libcdt the package loaded (its version
-and file), whether the transport is built in, and every UCX library file mapped into the
-process after ``import cdtypes.ucx`` with the UCX version the transport reports. Two copies of
+Prints the package's version, the backend in use, the libcdt core the package loaded (its
+version and file), whether the transport is built in (the UCX version it reports and its
+library's file), and every UCX library file mapped into the process after ``import cdtypes.ucx``
+(``import cdtypes`` alone loads none). Two copies of
 UCX in one process break it (two libucp with the same soname: the system's and a wheel's), so
 ``--info`` says when more than one copy of a UCX library is loaded, and exits with status 1.
 """
@@ -50,9 +51,10 @@ def info(out=None):
     if not _backend.HAVE_UCX:
         print("transport: not built in (libcdt without UCX)", file=out)
     else:
-        import cdtypes.ucx  # noqa: F401 - loads UCX the way a user's program does
+        import cdtypes.ucx  # loads the transport and UCX the way a user's program does
 
-        print("transport: UCX %s" % _lib.lib.cdt_ucx_version_string().decode(), file=out)
+        print("transport: UCX %s (%s)" % (cdtypes.ucx.version(), os.path.realpath(_lib._ucx_path)),
+              file=out)
     mapped = _mapped_libraries(["libucp", "libuct", "libucs", "libucm"])
     if mapped is None:
         print("UCX files: unknown (no /proc/self/maps)", file=out)

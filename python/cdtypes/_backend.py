@@ -2,8 +2,9 @@
 
 cdtypes._core, cdtypes.ucx and cdtypes.mpi are written once; the work per object is done by a
 backend module with a small interface (see the top of _ext/module.c): Frame, Buffer, dumps, decode,
-stream_needs_check, ucx_isend, ucx_irecv, mpi_pack, mpi_unpack, mpi_parts, and _init, which
-takes the libcdt the package loaded (cdtypes._lib) and the functions that build exceptions.
+stream_needs_check, ucx_isend, ucx_irecv, mpi_pack, mpi_unpack, mpi_parts, _init, which
+takes the libcdt core the package loaded (cdtypes._lib) and the functions that build exceptions,
+and _init_ucx, which takes the transport library once cdtypes.ucx has loaded it.
 
 Backends:
   "c"     the CPython C extension cdtypes._ext: the default on CPython
@@ -16,7 +17,7 @@ import sys
 
 from . import _lib
 
-__all__ = ["impl", "name", "HAVE_UCX", "BACKENDS"]
+__all__ = ["impl", "name", "HAVE_UCX", "BACKENDS", "load_ucx"]
 
 BACKENDS = ("c", "cffi")
 DEFAULT = "cffi" if sys.implementation.name == "pypy" else "c"
@@ -50,4 +51,14 @@ def _alloc_error(exc):
 
 # the C extension takes the dlopen handle of the library the package loaded, the cffi backend
 # its file (dlopen gives the same copy back)
-HAVE_UCX = impl._init(_lib.lib._handle if name == "c" else _lib._path, _lib.error, _alloc_error)
+impl._init(_lib.lib._handle if name == "c" else _lib._path, _lib.error, _alloc_error)
+# whether the UCX transport library was built (cdtypes.ucx loads it; nothing is loaded here)
+HAVE_UCX = _lib.HAVE_UCX
+
+
+def load_ucx():
+    """Load the UCX transport library (and UCX) and hand its functions to the backend; returns
+    the ctypes library. Only cdtypes.ucx calls it."""
+    ucx = _lib.load_ucx()
+    impl._init_ucx(ucx._handle if name == "c" else _lib._ucx_path)
+    return ucx

@@ -5,8 +5,9 @@ it against libcdt's headers with the interpreter's own headers (CPython or PyPy)
 
     python _cffi_build.py OUTPUT.c
 
-Like cdtypes._ext, the module does not link libcdt: cdtpy_resolve() looks every function up
-(dlsym) in the libcdt.so the package already loaded, so there is one libcdt per process. The
+Like cdtypes._ext, the module does not link libcdt: cdtpy_resolve() looks the core's functions
+up (dlsym) in the libcdtypes.so the package already loaded, so there is one libcdt per process,
+and cdtpy_resolve_ucx() the transport's in libcdtypes-ucx.so once cdtypes.ucx has loaded it. The
 calls stay direct C calls: each name is a macro over the resolved pointer. cffi releases the
 GIL around every call; the two callbacks (the receive allocator and the UCX prepare hook) are
 ``extern "Python"`` functions, which take it back.
@@ -146,7 +147,8 @@ int cdt_ucx_request_recv_info(cdt_ucx_request request, cdt_ucx_recv_info *info);
 int cdt_ucx_request_free(cdt_ucx_request request);
 
 /* the module's own helpers */
-const char *cdtpy_resolve(const char *path, int *have_ucx);
+const char *cdtpy_resolve(const char *path);
+const char *cdtpy_resolve_ucx(const char *path);
 void *cdtpy_alloc(size_t n);
 void cdtpy_free(void *p);
 int cdtpy_alloc_default(void *user, cdt_count index, cdt_count len, cdt_kind kind, void **base);
@@ -165,8 +167,8 @@ def source():
     """The C part: the resolved functions, the aligned receive memory, two scans."""
     names = CORE_CALLS + UCX_CALLS
     decl = "".join("    __typeof__(&%s) %s;\n" % (n, n) for n in names)
-    core = "".join("    RESOLVE_(%s, 1)\n" % n for n in CORE_CALLS)
-    ucx = "".join("    RESOLVE_(%s, 0)\n" % n for n in UCX_CALLS)
+    core = "".join("    RESOLVE_(%s)\n" % n for n in CORE_CALLS)
+    ucx = "".join("    RESOLVE_(%s)\n" % n for n in UCX_CALLS)
     macros = "".join("#define %s (*cdtpy_C.%s)\n" % (n, n) for n in names)
     return r"""
 #include <dlfcn.h>
@@ -183,26 +185,38 @@ def source():
 static struct {
 %(decl)s} cdtpy_C;
 
-/* Look libcdt's functions up in the library at `path`, which the package loaded already
- * (dlopen gives that same copy back). NULL, or the name of the first function missing. */
-static const char *cdtpy_resolve(const char *path, int *have_ucx)
+/* The library at `path`, which the package loaded already (dlopen gives that same copy back). */
+static void *cdtpy_open(const char *path)
 {
     void *h = dlopen(path, RTLD_NOW | RTLD_NOLOAD);
-    if (h == NULL)
-        h = dlopen(path, RTLD_NOW);
+    return h != NULL ? h : dlopen(path, RTLD_NOW);
+}
+
+#define RESOLVE_(name)                                                                             \
+    *(void **)&cdtpy_C.name = dlsym(h, #name);                                                     \
+    if (cdtpy_C.name == NULL)                                                                      \
+        return #name;
+
+/* Look the core's functions up in libcdt's core at `path`. NULL, or the name of the first
+ * function missing ("dlopen" when the library cannot be opened). */
+static const char *cdtpy_resolve(const char *path)
+{
+    void *h = cdtpy_open(path);
     if (h == NULL)
         return "dlopen";
-#define RESOLVE_(name, required)                                                                   \
-    *(void **)&cdtpy_C.name = dlsym(h, #name);                                                     \
-    if (cdtpy_C.name == NULL) {                                                                    \
-        if (required)                                                                              \
-            return #name;                                                                          \
-        *have_ucx = 0;                                                                             \
-    }
-    *have_ucx = 1;
-%(core)s%(ucx)s#undef RESOLVE_
-    return NULL;
+%(core)s    return NULL;
 }
+
+/* The same for the transport's functions in the UCX transport library at `path`, which
+ * cdtypes.ucx loads (the core links no UCX). */
+static const char *cdtpy_resolve_ucx(const char *path)
+{
+    void *h = cdtpy_open(path);
+    if (h == NULL)
+        return "dlopen";
+%(ucx)s    return NULL;
+}
+#undef RESOLVE_
 
 %(macros)s
 /* Receive memory: 64-byte aligned, uninitialised (4 MiB and more: on huge pages where the kernel

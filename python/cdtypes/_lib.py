@@ -11,6 +11,7 @@ import os
 
 __all__ = [
     "lib",
+    "load_ucx",
     "DECLARED",
     "check",
     "CdtError",
@@ -40,8 +41,15 @@ __all__ = [
     "CDT_ERR_LIMIT",
 ]
 
+# libcdt is two libraries: the core (types, engine, frames), which `import cdtypes` and
+# cdtypes.mpi load and which links no UCX, and the UCX transport, loaded by cdtypes.ucx only
+# (load_ucx), so a process that never imports cdtypes.ucx maps no UCX library (its MPI library
+# may use a UCX of its own). CDTYPES_LIBCDT names another core; the transport is the file
+# libcdtypes-ucx.so beside it unless CDTYPES_LIBCDT_UCX names one.
 _here = os.path.dirname(os.path.abspath(__file__))
-_path = os.environ.get("CDTYPES_LIBCDT") or os.path.join(_here, "libcdt.so")
+_path = os.environ.get("CDTYPES_LIBCDT") or os.path.join(_here, "libcdtypes.so")
+_ucx_path = os.environ.get("CDTYPES_LIBCDT_UCX") or os.path.join(
+    os.path.dirname(os.path.abspath(_path)), "libcdtypes-ucx.so")
 lib = ctypes.CDLL(_path)
 
 # --- C types ---------------------------------------------------------------------------------
@@ -166,7 +174,7 @@ for _name, (_res, _args) in DECLARED.items():
     _fn.restype = _res
     _fn.argtypes = _args
 
-# --- the UCX transport (libcdt/include/cdt_ucx.h); present when libcdt was built with UCX ---
+# --- the UCX transport (libcdt/include/cdt_ucx.h): its own library, loaded by load_ucx() -----
 
 cdt_ucx_tag = ctypes.c_uint64
 CDT_UCX_INFINITE = -1
@@ -276,12 +284,32 @@ UCX_DECLARED = {
     "cdt_ucx_request_free": (_int, [c_void_p]),
 }
 
-HAVE_UCX = hasattr(lib, "cdt_ucx_context_create")
-if HAVE_UCX:
-    for _name, (_res, _args) in UCX_DECLARED.items():
-        _fn = getattr(lib, _name)
-        _fn.restype = _res
-        _fn.argtypes = _args
+# whether the transport library is there (built with UCX); nothing is loaded to tell
+HAVE_UCX = os.path.isfile(_ucx_path)
+_ucx_lib = None
+
+
+def load_ucx():
+    """The UCX transport library (loading it, and with it UCX, on the first call), its
+    functions declared. Its core is the one already loaded: the transport's dependency on
+    libcdtypes is that library's SONAME, which the loaded core carries. ImportError when the
+    transport was not built or cannot be loaded."""
+    global _ucx_lib
+    if _ucx_lib is not None:
+        return _ucx_lib
+    if not HAVE_UCX:
+        raise ImportError("this libcdt was built without the UCX transport (UCX not found at "
+                          "build time): no %s" % _ucx_path)
+    try:
+        ucx = ctypes.CDLL(_ucx_path)
+    except OSError as e:
+        raise ImportError("the UCX transport %s cannot be loaded: %s" % (_ucx_path, e)) from e
+    for name, (res, args) in UCX_DECLARED.items():
+        fn = getattr(ucx, name)
+        fn.restype = res
+        fn.argtypes = args
+    _ucx_lib = ucx
+    return ucx
 
 # --- errors ----------------------------------------------------------------------------------
 

@@ -25,14 +25,15 @@ max_regions= (checked before the buffers are allocated); see docs/SECURITY.md.
 import ctypes
 import os
 
-from . import _core, _lib
+from . import _backend, _core, _lib
 from ._backend import impl as _b
-from ._lib import check, lib
+from ._lib import check
 
 CDT_ERR_PY_EXCEPTION = _b.ERR_PY_EXCEPTION
 
-if not _lib.HAVE_UCX:
-    raise ImportError("this libcdt was built without the UCX transport (UCX not found at build time)")
+# The transport library, and with it UCX, is loaded here: `import cdtypes` and cdtypes.mpi load
+# the core only (ImportError when libcdt was built without the transport).
+lib = _backend.load_ucx()
 
 __all__ = ["Worker", "Listener", "Endpoint", "Request", "listen", "connect", "version"]
 

@@ -3,8 +3,10 @@
 //! 1. libcdt: with the `bundled` feature (on by default) the C sources this crate carries in
 //!    `libcdt-src/` (libcdt's CMake project: `libcdt/`, `bindings/`, `cmake/`) are built with
 //!    CMake (tests, examples and benchmarks off, UCX on, warnings not errors) and linked
-//!    statically, UCX through pkg-config `ucx`; without it, an installed libcdt is found through
-//!    pkg-config (`cdt.pc`) in the version range these bindings were made for.
+//!    statically: the transport `libcdtypes-ucx.a`, the core `libcdtypes.a`, UCX through
+//!    pkg-config `ucx`; without it, an installed libcdt is found through pkg-config
+//!    (`cdtypes-ucx.pc`, which requires `cdtypes.pc`) in the version range these bindings were
+//!    made for.
 //! 2. Generate the bindings with bindgen from cdt.h, cdt_ucx.h and cdt_sobj.h.
 //! 3. Generate the table the ABI test checks against bindings/abi.txt.
 //!
@@ -85,18 +87,18 @@ fn carried_include_dirs(sources: &Path) -> Vec<PathBuf> {
 }
 
 /// Without `bundled`: an installed libcdt through pkg-config, or a build error that says what
-/// to do. The pkg-config crate links it shared unless `CDT_STATIC=1` (or
+/// to do. The pkg-config crate links it shared unless `CDTYPES_UCX_STATIC=1` (or
 /// `PKG_CONFIG_ALL_STATIC=1`) is set.
 fn find_installed() -> Vec<PathBuf> {
     match pkg_config::Config::new()
         .range_version(ACCEPTED_VERSIONS)
-        .probe("cdt")
+        .probe("cdtypes-ucx")
     {
         Ok(lib) => lib.include_paths,
         Err(err) => panic!(
             "cdtypes-sys: the `bundled` feature is off and no libcdt {} ..< {} was found \
              through pkg-config (install libcdt and set PKG_CONFIG_PATH to the folder of its \
-             cdt.pc, or enable the `bundled` feature to build the carried sources): {err}",
+             cdtypes-ucx.pc and cdtypes.pc, or enable the `bundled` feature to build the carried sources): {err}",
             ACCEPTED_VERSIONS.start, ACCEPTED_VERSIONS.end
         ),
     }
@@ -128,8 +130,10 @@ fn build_bundled(sources: &Path) -> Vec<PathBuf> {
     let lib = dst.join("lib");
     println!("cargo:rustc-link-search=native={}", lib.display());
     println!("cargo:lib_dir={}", lib.display());
-    println!("cargo:rustc-link-lib=static=cdt");
-    // libcdt.a needs UCX (shared, through pkg-config) and pthreads
+    // the transport before the core it calls; both need UCX (shared, through pkg-config) and
+    // pthreads
+    println!("cargo:rustc-link-lib=static=cdtypes-ucx");
+    println!("cargo:rustc-link-lib=static=cdtypes");
     pkg_config::Config::new()
         .probe("ucx")
         .expect("pkg-config ucx not found (install libucx-dev)");

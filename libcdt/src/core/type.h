@@ -16,6 +16,12 @@
 #include <stdint.h>
 
 #define CDT__HIDDEN __attribute__((visibility("hidden")))
+/* Internal functions that the UCX transport (libcdtypes-ucx, src/ucx) calls in the core
+ * (libcdtypes): exported from the core's shared library, but no part of the ABI. The core's
+ * version script (libcdt/cdtypes-private.map.in) binds them to the version node
+ * CDTYPES_PRIVATE_<version>, so a transport runs only with the core of its own release and a
+ * mismatched pair fails to load with the node's name instead of calling a changed function. */
+#define CDT__TRANSPORT_SHARED __attribute__((visibility("default")))
 
 typedef enum cdt__type_class {
     CDT__CLASS_PREDEFINED = 1,
@@ -67,8 +73,8 @@ struct cdt_type_s {
 
 /* type.c */
 CDT__HIDDEN struct cdt_type_s *cdt__type_alloc(cdt__type_class cls, const cdt__type_ops *ops);
-CDT__HIDDEN void cdt__type_retain(cdt_type type);
-CDT__HIDDEN void cdt__type_release(cdt_type type);
+CDT__TRANSPORT_SHARED void cdt__type_retain(cdt_type type);
+CDT__TRANSPORT_SHARED void cdt__type_release(cdt_type type);
 CDT__HIDDEN bool cdt__type_is_predefined(cdt_type type);
 /* committed predefined or derived type (usable as data layout) */
 CDT__HIDDEN bool cdt__type_is_layout(cdt_type type);

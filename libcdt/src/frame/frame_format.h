@@ -154,21 +154,23 @@ CDT__HIDDEN int cdt__frame_encode_deferred(const void *buf, cdt_count count, cdt
                                            const cdt_frame_params *params, cdt_frame *out);
 /* Turn a deferred frame into an ordinary one: the head buffer grows to header + packed stream
  * and the stream is packed now. On error the frame can only be freed. */
-CDT__HIDDEN int cdt__frame_materialize(cdt_frame f);
+CDT__TRANSPORT_SHARED int cdt__frame_materialize(cdt_frame f);
 
 /* frame_encode.c: cdt__frame_encode_deferred, except that a plain frame (no regions) that fits
  * dst[0, cap) is written there whole instead (packed now; *out = NULL, *frame_len its length):
  * the small-object path of the transport, with no frame object and no allocation. The type's
  * callbacks run once either way. */
-CDT__HIDDEN int cdt__frame_encode_small(const void *buf, cdt_count count, cdt_type type,
-                                        const cdt_frame_params *params, void *dst, cdt_count cap,
-                                        cdt_count *frame_len, cdt_frame *out);
+CDT__TRANSPORT_SHARED int cdt__frame_encode_small(const void *buf, cdt_count count, cdt_type type,
+                                                  const cdt_frame_params *params, void *dst,
+                                                  cdt_count cap, cdt_count *frame_len,
+                                                  cdt_frame *out);
 /* frame_encode.c: cdt_frame_encode, except that a frame without regions that fits dst[0, cap)
  * is written there whole instead (*out = NULL, *frame_len its length): the same bytes as the
  * frame object's head, with no frame object and no allocation (the transport's split-mode
  * head message of a small object). A frame with regions is always a frame object. */
-CDT__HIDDEN int cdt__frame_encode_plain(const void *buf, cdt_count count, cdt_type type,
-                                        const cdt_frame_params *params, void *dst, cdt_count cap,
-                                        cdt_count *frame_len, cdt_frame *out);
+CDT__TRANSPORT_SHARED int cdt__frame_encode_plain(const void *buf, cdt_count count, cdt_type type,
+                                                  const cdt_frame_params *params, void *dst,
+                                                  cdt_count cap, cdt_count *frame_len,
+                                                  cdt_frame *out);
 
 #endif

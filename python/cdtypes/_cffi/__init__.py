@@ -18,13 +18,13 @@ holds the object's buffer export until ffi.release (or its collection). cffi rel
 around every libcdt call; the allocator and prepare callbacks take it back.
 
 Files, one job each, as the C extension's (docs/ARCHITECTURE.md maps both): module.py (_init,
-the state it sets, shared constants, errors), buffer.py, send.py, frame.py, receive.py, ucx.py,
+_init_ucx, the state they set, shared constants, errors), buffer.py, send.py, frame.py, receive.py, ucx.py,
 mpi.py; the NumPy reducer and the pickler are cdtypes._arrays's. This file names the interface.
 """
 from .._cffi_build import UCX_CALLS
 from .buffer import Buffer
 from .frame import Frame, dumps
-from .module import CALLS, ERR_PY_EXCEPTION, MPI_PREFIX, _init  # noqa: F401 (_init)
+from .module import CALLS, ERR_PY_EXCEPTION, MPI_PREFIX, _init, _init_ucx  # noqa: F401
 from .mpi import mpi_pack, mpi_parts, mpi_unpack
 from .receive import decode, stream_needs_check
 from .ucx import ucx_irecv, ucx_isend

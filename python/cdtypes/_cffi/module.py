@@ -1,7 +1,8 @@
-"""The cffi backend's module: libcdt's functions resolved (_init), the state _init sets, the
-constants the other files share, and the errors (as _ext/module.c for the C extension). The
-other files read the state as module._sobj_type, module._have_ucx and module._alloc_error:
-_init sets it after they are imported."""
+"""The cffi backend's module: libcdt's functions resolved (_init: the core's; _init_ucx: the
+transport's, when cdtypes.ucx loads it), the state they set, the constants the other files
+share, and the errors (as _ext/module.c for the C extension). The other files read the state as
+module._sobj_type, module._have_ucx and module._alloc_error: _init and _init_ucx set it after
+they are imported."""
 import os
 
 from .._cffi_build import CORE_CALLS
@@ -22,11 +23,10 @@ _have_ucx = False
 
 
 def _init(path, error, alloc_error):
-    """Resolve libcdt's functions in the library the package loaded (its file ``path``), and
-    take the functions that build exceptions. Returns whether the UCX transport is there."""
-    global _error, _alloc_error, _sobj_type, _have_ucx
-    have = ffi.new("int *")
-    missing = lib.cdtpy_resolve(os.fsencode(path), have)
+    """Resolve the core's functions in libcdt's core that the package loaded (its file
+    ``path``), and take the functions that build exceptions."""
+    global _error, _alloc_error, _sobj_type
+    missing = lib.cdtpy_resolve(os.fsencode(path))
     if missing != _NULL:
         raise ImportError("libcdt has no function %s" % ffi.string(missing).decode())
     env = os.environ.get("CDTYPES_BUFFER_CACHE")
@@ -35,9 +35,18 @@ def _init(path, error, alloc_error):
     t = lib.cdt_sobj_type()
     if t == _NULL:
         raise ImportError("cdt_sobj_type() failed")
-    _sobj_type, _have_ucx = t, bool(have[0])
+    _sobj_type = t
     _error, _alloc_error = error, alloc_error
-    return _have_ucx
+
+
+def _init_ucx(path):
+    """Resolve the transport's functions in the UCX transport library (its file ``path``),
+    which cdtypes.ucx has loaded; until then the ucx_* functions raise ImportError."""
+    global _have_ucx
+    missing = lib.cdtpy_resolve_ucx(os.fsencode(path))
+    if missing != _NULL:
+        raise ImportError("the UCX transport has no function %s" % ffi.string(missing).decode())
+    _have_ucx = True
 
 
 def _raise(code, what=None):

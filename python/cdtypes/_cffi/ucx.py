@@ -19,8 +19,8 @@ _kept = []  # sends dropped while the transport still reads their buffers: kept 
 
 
 def _no_ucx():
-    return ImportError("this libcdt was built without the UCX transport (UCX not found at build "
-                       "time)")
+    return ImportError("the UCX transport library is not loaded (import cdtypes.ucx, which "
+                       "loads it)")
 
 
 class UcxRequest:

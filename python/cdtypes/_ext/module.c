@@ -12,13 +12,14 @@
  *   mpi_pack     the frame split into a head message and the large buffers (one more message)
  *   mpi_unpack   the head message decoded, the large buffers' destinations given back
  *
- * libcdt is not linked: its functions are looked up (dlsym) in the copy of libcdt the package
- * already loaded (cdtypes._lib), so there is exactly one libcdt in the process, and the names
- * this module calls are listed in CALLS for the ABI check (bindings/abi.txt).
+ * libcdt is not linked: its functions are looked up (dlsym) in the copy of libcdt's core the
+ * package already loaded (cdtypes._lib), so there is exactly one libcdt in the process, and the
+ * transport's in the UCX transport library when cdtypes.ucx loads it (_init_ucx); the names
+ * this module calls are listed in CALLS and UCX_CALLS for the ABI check (bindings/abi.txt).
  *
  * Backend interface (cdtypes._core is the only Python layer; a second backend such as cffi
- * provides the same names): _init, Frame, Buffer, dumps, decode, stream_needs_check, ucx_isend,
- * ucx_irecv, mpi_pack, mpi_unpack, mpi_parts, CALLS, UCX.
+ * provides the same names): _init, _init_ucx, Frame, Buffer, dumps, decode, stream_needs_check,
+ * ucx_isend, ucx_irecv, mpi_pack, mpi_unpack, mpi_parts, CALLS, UCX.
  *
  * The GIL is released around every transport call (a prepare callback takes it back) and
  * around copies larger than COPY_NOGIL bytes.
@@ -93,13 +94,6 @@ static PyObject *ext_init(PyObject *self, PyObject *args)
         return PyErr_Format(PyExc_ImportError, "libcdt has no function %s", #name);
     CORE_CALLS(RESOLVE_)
 #undef RESOLVE_
-    have_ucx = 1;
-#define RESOLVE_UCX_(name)                                                                         \
-    *(void **)&C.name = dlsym(h, #name);                                                           \
-    if (C.name == NULL)                                                                            \
-        have_ucx = 0;
-    UCX_CALLS(RESOLVE_UCX_)
-#undef RESOLVE_UCX_
     const char *env = getenv("CDTYPES_BUFFER_CACHE");
     if (env != NULL && *env != '\0') {
         long long limit = strtoll(env, NULL, 10);
@@ -122,11 +116,34 @@ static PyObject *ext_init(PyObject *self, PyObject *args)
     Py_XSETREF(hook_error, err);
     Py_INCREF(alloc_err);
     Py_XSETREF(hook_alloc_error, alloc_err);
-    return PyBool_FromLong(have_ucx);
+    Py_RETURN_NONE;
+}
+
+/* _init_ucx(dlopen_handle): resolve the transport's functions in the UCX transport library,
+ * which cdtypes.ucx loads (the core links no UCX: `import cdtypes` maps none). Until then the
+ * ucx_* functions raise ImportError. */
+static PyObject *ext_init_ucx(PyObject *self, PyObject *arg)
+{
+    (void)self;
+    unsigned long long handle = PyLong_AsUnsignedLongLong(arg);
+    if (handle == (unsigned long long)-1 && PyErr_Occurred())
+        return NULL;
+    void *h = (void *)(uintptr_t)handle;
+    struct ext_calls resolved = C;
+#define RESOLVE_UCX_(name)                                                                         \
+    *(void **)&resolved.name = dlsym(h, #name);                                                    \
+    if (resolved.name == NULL)                                                                     \
+        return PyErr_Format(PyExc_ImportError, "the UCX transport has no function %s", #name);
+    UCX_CALLS(RESOLVE_UCX_)
+#undef RESOLVE_UCX_
+    C = resolved;
+    have_ucx = 1;
+    Py_RETURN_NONE;
 }
 
 static PyMethodDef ext_methods[] = {
-    {"_init", ext_init, METH_VARARGS, "_init(handle, error, alloc_error) -> has UCX"},
+    {"_init", ext_init, METH_VARARGS, "_init(handle, error, alloc_error): the core's functions"},
+    {"_init_ucx", ext_init_ucx, METH_O, "_init_ucx(handle): the UCX transport's functions"},
     {"dumps", ext_dumps, METH_VARARGS, "dumps(obj, protocol=5) -> Frame"},
     {"decode", ext_decode, METH_VARARGS,
      "decode(data, alloc=None, inplace=False, max_bytes=-1, max_regions=-1) -> (stream, "

@@ -214,9 +214,8 @@ static RequestObject *request_new(int is_recv)
 
 static PyObject *no_ucx(void)
 {
-    PyErr_SetString(PyExc_ImportError,
-                    "this libcdt was built without the UCX transport (UCX not found at build "
-                    "time)");
+    PyErr_SetString(PyExc_ImportError, "the UCX transport library is not loaded (import "
+                                       "cdtypes.ucx, which loads it)");
     return NULL;
 }
 

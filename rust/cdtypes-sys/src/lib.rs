@@ -7,7 +7,8 @@
 //! Linking: with the `bundled` feature (on by default), the libcdt C sources this crate
 //! carries are built with CMake and linked statically, so that programs need no
 //! `LD_LIBRARY_PATH`. Without it, an installed libcdt `>= 0.2.0, < 0.3.0` is found through
-//! pkg-config (`cdt.pc`, searched along `PKG_CONFIG_PATH`); `CDT_STATIC=1` links it statically.
+//! pkg-config (`cdtypes-ucx.pc`, the transport, which requires `cdtypes.pc`, the core; searched
+//! along `PKG_CONFIG_PATH`); `CDTYPES_UCX_STATIC=1` and `CDTYPES_STATIC=1` link them statically.
 #![allow(non_upper_case_globals, non_camel_case_types, non_snake_case)]
 #![allow(clippy::all)]
 #![allow(rustdoc::all)]
