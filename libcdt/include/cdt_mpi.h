@@ -527,20 +527,32 @@ static inline cdt_count cdt_mpi_count_(const MPI_Status *st)
     return (cdt_count)n;
 }
 
-/* consume a matched message of comm unread: a zero-byte receive, which ends with
- * MPI_ERR_TRUNCATE (8.3). That error goes to an error handler: MPICH calls
- * MPI_COMM_WORLD's for a matched receive, Open MPI the message's communicator's, so both
- * return errors for the length of the call (then get their own handlers back), also where
- * the application keeps MPI_ERRORS_ARE_FATAL (docs/MPI.md section 12, 13.3) */
-static inline int cdt_mpi_consume_(MPI_Comm comm, MPI_Message *m)
+/* consume a matched message of comm (n bytes, -1: unknown) unread. Up to 64 KiB it is
+ * received into a scratch buffer. Larger ones take a zero-byte receive into NULL, which ends
+ * with MPI_ERR_TRUNCATE (8.3). NULL, not a small buffer: Open MPI 4.1's single-copy
+ * shared-memory path reads the whole message into the buffer it is given (it fails on NULL,
+ * and reports "Read -1, expected ..." on stderr). The truncation goes to an error handler:
+ * MPICH calls MPI_COMM_WORLD's for a matched receive, Open MPI the message's communicator's,
+ * so both return errors for the length of the call (then get their own handlers back), also
+ * where the application keeps MPI_ERRORS_ARE_FATAL (docs/MPI.md section 12) */
+static inline int cdt_mpi_consume_(MPI_Comm comm, MPI_Message *m, cdt_count n)
 {
     MPI_Status st;
+    int mrc, cls = MPI_SUCCESS;
+    if (n >= 0 && n <= 65536) {
+        void *scratch = malloc((size_t)n + 1);
+        if (scratch != NULL) {
+            mrc = MPI_Mrecv(scratch, (int)n, MPI_BYTE, m, &st);
+            free(scratch);
+            return mrc == MPI_SUCCESS ? CDT_SUCCESS : cdt_mpi_mpierr_(mrc, "MPI_Mrecv (discard)");
+        }
+    }
     MPI_Errhandler world_eh, comm_eh;
     MPI_Comm_get_errhandler(MPI_COMM_WORLD, &world_eh);
     MPI_Comm_get_errhandler(comm, &comm_eh);
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
     MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN);
-    int mrc = MPI_Mrecv(NULL, 0, MPI_BYTE, m, &st), cls = MPI_SUCCESS;
+    mrc = MPI_Mrecv(NULL, 0, MPI_BYTE, m, &st);
     MPI_Comm_set_errhandler(comm, comm_eh);
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, world_eh);
     MPI_Errhandler_free(&comm_eh);
@@ -792,7 +804,7 @@ CDT_MPI_API int cdt_mpi_isend(const void *buf, cdt_count count, cdt_type type, i
 CDT_MPI_API int cdt_mpi_send(const void *buf, cdt_count count, cdt_type type, int dest, int tag,
                              MPI_Comm comm)
 {
-    cdt_mpi_request r;
+    cdt_mpi_request r = NULL;
     int rc = cdt_mpi_isend(buf, count, type, dest, tag, comm, NULL, &r);
     return rc == CDT_SUCCESS ? cdt_mpi_wait(&r, MPI_STATUS_IGNORE) : rc;
 }
@@ -855,16 +867,16 @@ static inline int cdt_mpi_parts_matched_(cdt_mpi_parts_ *p, MPI_Message *m, MPI_
 {
     if (p->stale > 0) { /* an earlier object's part under this id: sent first, matched first */
         p->stale--;
-        return cdt_mpi_consume_(p->att->pc, m);
+        return cdt_mpi_consume_(p->att->pc, m, cdt_mpi_count_(st));
     }
     if (p->drain) {
         p->done = 1;
-        return cdt_mpi_consume_(p->att->pc, m);
+        return cdt_mpi_consume_(p->att->pc, m, cdt_mpi_count_(st));
     }
     cdt_count got = cdt_mpi_count_(st);
     if (got != p->nbytes) { /* step 3: before a byte lands in the object */
         p->done = 1;
-        int rc = cdt_mpi_consume_(p->att->pc, m);
+        int rc = cdt_mpi_consume_(p->att->pc, m, got);
         return rc != CDT_SUCCESS ? rc : cdt_mpi_count_error_(p, got);
     }
     int mrc = MPI_Imrecv(p->dest.buf, p->dest.count, p->dest.type, m, &p->req);
@@ -1088,7 +1100,7 @@ static inline int cdt_mpi_take_head_(MPI_Comm comm, MPI_Message *mm, MPI_Status 
                            source, (long long)(n - CDT_MPI_PREFIX), (long long)max_bytes);
         if (n > CDT_MPI_HEAD_DRAIN_MAX) {
             /* consumed unread (section 12: its parts cannot be named) */
-            int crc = cdt_mpi_consume_(comm, mm);
+            int crc = cdt_mpi_consume_(comm, mm, n);
             return crc != CDT_SUCCESS ? crc : rc;
         }
         unsigned char *tmp = (unsigned char *)malloc((size_t)n + 1);
@@ -1106,7 +1118,7 @@ static inline int cdt_mpi_take_head_(MPI_Comm comm, MPI_Message *mm, MPI_Status 
     cdt_mpi_message m = (cdt_mpi_message)calloc(1, sizeof *m);
     if (m == NULL || (m->head = (unsigned char *)malloc((size_t)n + 1)) == NULL) {
         free(m);
-        cdt_mpi_consume_(comm, mm); /* the head must still be consumed: it is this object's */
+        cdt_mpi_consume_(comm, mm, -1); /* the head must still be consumed: it is this object's */
         return cdt_mpi_fail_(CDT_ERR_NO_MEMORY, "out of memory for a head of %lld bytes",
                              (long long)n);
     }
