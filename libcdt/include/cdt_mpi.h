@@ -206,6 +206,11 @@ CDT_MPI_API int cdt_mpi_mrecv(void *buf, cdt_count count, cdt_type type, cdt_mpi
 /*! cdt_mpi_mrecv_sobj() : receive the object of *msg as a serialized object (see
  *  cdt_mpi_recv_sobj); frees *msg and sets it to NULL. */
 CDT_MPI_API int cdt_mpi_mrecv_sobj(cdt_sobj *obj, cdt_mpi_message *msg);
+/*! cdt_mpi_mrecv_bound() : receive the object of *msg into the destination the caller bound
+ *  itself with cdt_decoder_bind() on cdt_mpi_message_decoder(msg) (a binding that sizes its
+ *  own object from the header first, as language bindings do); frees *msg and sets it to
+ *  NULL. An unbound decoder is CDT_ERR_ORDER (the object is drained). */
+CDT_MPI_API int cdt_mpi_mrecv_bound(cdt_mpi_message *msg);
 /*! cdt_mpi_message_discard() : drop the object of *msg: its parts are consumed unread (a
  *  drain, docs/MPI.md section 8.3) so that its sender's send completes; frees *msg. */
 CDT_MPI_API int cdt_mpi_message_discard(cdt_mpi_message *msg);
@@ -1223,7 +1228,7 @@ CDT_MPI_API cdt_decoder cdt_mpi_message_decoder(cdt_mpi_message msg)
 static inline int cdt_mpi_deliver_(cdt_mpi_message m, void *buf, cdt_count count, cdt_type type,
                                    cdt_sobj *obj)
 {
-    int rc;
+    int rc = CDT_SUCCESS;
     if (obj != NULL) {
         if ((rc = cdt_sobj_recv_prepare(obj, m->dec)) != CDT_SUCCESS)
             return cdt_mpi_fail_(rc, "cdt_sobj_recv_prepare: %s", cdt_strerror(rc));
@@ -1233,7 +1238,7 @@ static inline int cdt_mpi_deliver_(cdt_mpi_message m, void *buf, cdt_count count
         count = 1;
         type = cdt_sobj_type();
     }
-    if ((rc = cdt_decoder_bind(m->dec, buf, count, type)) != CDT_SUCCESS)
+    if (type != NULL && (rc = cdt_decoder_bind(m->dec, buf, count, type)) != CDT_SUCCESS)
         return cdt_mpi_fail_(rc, "rank %d: object %d does not fit the receive: %s", m->source,
                              m->id, cdt_strerror(rc));
     cdt_frame_info info = {
@@ -1356,6 +1361,11 @@ CDT_MPI_API int cdt_mpi_mrecv_sobj(cdt_sobj *obj, cdt_mpi_message *msg)
     if (obj == NULL)
         return cdt_mpi_fail_(CDT_ERR_INVALID_ARG, "cdt_mpi_mrecv_sobj: obj is NULL");
     return cdt_mpi_mrecv_into_(NULL, 0, NULL, obj, msg);
+}
+
+CDT_MPI_API int cdt_mpi_mrecv_bound(cdt_mpi_message *msg)
+{
+    return cdt_mpi_mrecv_into_(NULL, 0, NULL, NULL, msg); /* no type: bound by the caller */
 }
 
 CDT_MPI_API int cdt_mpi_message_discard(cdt_mpi_message *msg)
