@@ -351,7 +351,7 @@ static inline int cdt_mpi_attached_get_(MPI_Comm comm, cdt_mpi_attached_ **att)
 
 CDT_MPI_API int cdt_mpi_attach(MPI_Comm comm)
 {
-    cdt_mpi_attached_ *a;
+    cdt_mpi_attached_ *a = NULL;
     int kv = 0, rc = cdt_mpi_attached_get_(comm, &a);
     if (rc != CDT_SUCCESS || a != NULL)
         return rc;
@@ -379,7 +379,7 @@ CDT_MPI_API int cdt_mpi_attach(MPI_Comm comm)
 
 CDT_MPI_API int cdt_mpi_is_attached(MPI_Comm comm, int *flag)
 {
-    cdt_mpi_attached_ *a;
+    cdt_mpi_attached_ *a = NULL;
     if (flag == NULL)
         return cdt_mpi_fail_(CDT_ERR_INVALID_ARG, "cdt_mpi_is_attached: flag is NULL");
     int rc = cdt_mpi_attached_get_(comm, &a);
