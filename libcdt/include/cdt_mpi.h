@@ -287,6 +287,60 @@ static inline uint64_t cdt_mpi_get_le_(const unsigned char *p, int n)
     return v;
 }
 
+/* ---- reused memory for heads ------------------------------------------------------------- */
+
+/* One buffer per thread and use (0: heads being sent, 1: heads being received), kept between
+ * objects: fresh memory costs a page fault per 4 KiB touched, which is slower than packing
+ * into it (cdt.h, cdt_frame_params). A block is [its capacity | padding to 64 bytes | data];
+ * a thread keeps at most one per use, of at most 256 MiB, until it exits. */
+__attribute__((weak, visibility("default"))) __thread void *cdt_mpi_cache_[2];
+#define CDT_MPI_CACHE_MAX_ ((size_t)256 << 20)
+
+static inline void *cdt_mpi_take_(int use, size_t bytes)
+{
+    unsigned char *b = (unsigned char *)cdt_mpi_cache_[use];
+    if (b != NULL && *(size_t *)b >= bytes) {
+        cdt_mpi_cache_[use] = NULL;
+        return b + 64;
+    }
+    b = (unsigned char *)malloc(bytes + 64);
+    if (b == NULL)
+        return NULL;
+    *(size_t *)b = bytes;
+    return b + 64;
+}
+
+static inline void cdt_mpi_give_(int use, void *p)
+{
+    if (p == NULL)
+        return;
+    unsigned char *b = (unsigned char *)p - 64, *kept = (unsigned char *)cdt_mpi_cache_[use];
+    if (*(size_t *)b > CDT_MPI_CACHE_MAX_ || (kept != NULL && *(size_t *)kept >= *(size_t *)b)) {
+        free(b);
+        return;
+    }
+    free(kept); /* keep the larger one */
+    cdt_mpi_cache_[use] = b;
+}
+
+/* cdt_frame_params' head allocator: room for the prefix before the frame's head, so that a
+ * head message that is prefix + the frame's head goes out from one buffer without a copy */
+static inline void *cdt_mpi_head_alloc_(void *arg, size_t bytes)
+{
+    unsigned char *p = (unsigned char *)cdt_mpi_take_(0, bytes + CDT_MPI_PREFIX);
+    if (p == NULL)
+        return NULL;
+    *(void **)arg = p + CDT_MPI_PREFIX;
+    return p + CDT_MPI_PREFIX;
+}
+
+static inline void cdt_mpi_head_release_(void *arg, void *ptr, size_t bytes)
+{
+    (void)arg;
+    (void)bytes;
+    cdt_mpi_give_(0, (unsigned char *)ptr - CDT_MPI_PREFIX);
+}
+
 /* ---- 2.2 the parts communicator and 8.4 the owed parts ----------------------------------- */
 
 typedef struct cdt_mpi_owed_entry_ {
@@ -321,7 +375,7 @@ static inline int cdt_mpi_attached_delete_(MPI_Comm comm, int keyval, void *attr
 
 static inline void cdt_mpi_keyval_create_(void)
 {
-    int kv;
+    int kv = 0;
     if (MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, cdt_mpi_attached_delete_, &kv, NULL) ==
         MPI_SUCCESS)
         cdt_mpi_keyval_ = kv + 1; /* 0 stays "not created" whatever MPI_KEYVAL_INVALID is */
@@ -602,6 +656,7 @@ struct cdt_mpi_request_s {
     unsigned char *head; /* prefix (+ the copied head) */
     MPI_Request reqs[2];
     MPI_Status sts[2]; /* not MPI_STATUSES_IGNORE: GCC 12 warns on MPICH's prototypes */
+    void *alloc_head;  /* the frame's head when cdt_mpi_head_alloc_ gave its memory */
     int nreqs;
     /* receive */
     int source, tag, matched, canceled;
@@ -642,8 +697,8 @@ static inline int cdt_mpi_head_pieces_(cdt_frame f, const unsigned char *prefix,
         goto done;
     }
     for (cdt_count i = 0; rc == CDT_SUCCESS && i < nreg; i++) {
-        cdt_count len, off;
-        cdt_kind kind;
+        cdt_count len = 0, off = 0;
+        cdt_kind kind = CDT_KIND_BYTE;
         rc = cdt_frame_region_info(f, i, &len, &kind, &off);
         if (rc == CDT_SUCCESS && cdt_mpi_separate_(len, threshold)) {
             ranges[2 * nsep] = off;
@@ -684,12 +739,12 @@ done:
 /* the parts message's pieces: every separate region's, in region order (5.1) */
 static inline int cdt_mpi_send_parts_(cdt_frame f, cdt_count threshold, cdt_mpi_buf_ *out)
 {
-    cdt_count nreg, n = 0, cap = 0;
+    cdt_count nreg = 0, n = 0, cap = 0;
     cdt_iov *p = NULL;
     int rc = cdt_frame_region_count(f, &nreg);
     for (cdt_count i = 0; rc == CDT_SUCCESS && i < nreg; i++) {
-        cdt_count len, off, m, got;
-        cdt_kind kind;
+        cdt_count len = 0, off = 0, m = 0, got = 0;
+        cdt_kind kind = CDT_KIND_BYTE;
         rc = cdt_frame_region_info(f, i, &len, &kind, &off);
         if (rc != CDT_SUCCESS || !cdt_mpi_separate_(len, threshold))
             continue;
@@ -741,7 +796,13 @@ CDT_MPI_API int cdt_mpi_isend(const void *buf, cdt_count count, cdt_type type, i
     cdt_mpi_request r = (cdt_mpi_request)calloc(1, sizeof *r);
     if (r == NULL)
         return cdt_mpi_fail_(CDT_ERR_NO_MEMORY, "cdt_mpi_isend: out of memory");
-    if ((rc = cdt_frame_encode(buf, count, type, NULL, &r->frame)) != CDT_SUCCESS) {
+    cdt_frame_params fp;
+    memset(&fp, 0, sizeof fp);
+    fp.field_mask = CDT_FRAME_PARAM_HEAD_ALLOCATOR;
+    fp.head_alloc = cdt_mpi_head_alloc_;
+    fp.head_release = cdt_mpi_head_release_;
+    fp.head_alloc_arg = &r->alloc_head;
+    if ((rc = cdt_frame_encode(buf, count, type, &fp, &r->frame)) != CDT_SUCCESS) {
         free(r);
         return cdt_mpi_fail_(rc, "cdt_frame_encode: %s", cdt_strerror(rc));
     }
@@ -755,7 +816,14 @@ CDT_MPI_API int cdt_mpi_isend(const void *buf, cdt_count count, cdt_type type, i
     rc = cdt_mpi_head_pieces_(r->frame, prefix, threshold, &pieces, &npieces, &head_bytes,
                               &sep_bytes);
     cdt_mpi_buf_ hb = {NULL, 0, MPI_BYTE, 0}, pb = {NULL, 0, MPI_BYTE, 0};
-    if (rc == CDT_SUCCESS) {
+    if (rc == CDT_SUCCESS && npieces == 2 && pieces[1].base == r->alloc_head &&
+        r->alloc_head != NULL) {
+        /* prefix + the frame's head, which has room for the prefix before it: no copy */
+        unsigned char *h = (unsigned char *)r->alloc_head - CDT_MPI_PREFIX;
+        memcpy(h, prefix, CDT_MPI_PREFIX);
+        cdt_iov one = {h, head_bytes};
+        rc = cdt_mpi_describe_(&one, 1, &hb);
+    } else if (rc == CDT_SUCCESS) {
         /* small heads: one copy into one buffer; large ones from where they lie */
         size_t keep = head_bytes <= CDT_MPI_HEAD_COPY_MAX_ ? (size_t)head_bytes : CDT_MPI_PREFIX;
         r->head = (unsigned char *)malloc(keep);
@@ -1045,8 +1113,8 @@ static inline int cdt_mpi_open_head_(const unsigned char *h, cdt_count n, MPI_Co
     cdt_decoder_info(*dec, &info);
     cdt_count s = 0;
     for (cdt_count i = 0; i < info.region_count; i++) {
-        cdt_count len, off;
-        cdt_kind kind;
+        cdt_count len = 0, off = 0;
+        cdt_kind kind = CDT_KIND_BYTE;
         cdt_decoder_region_info(*dec, i, &len, &kind, &off);
         if (cdt_mpi_separate_(len, *threshold))
             s += len;
@@ -1062,8 +1130,8 @@ static inline int cdt_mpi_drain_head_(const unsigned char *h, cdt_count n, MPI_C
 {
     char saved[sizeof cdt_mpi_errmsg_];
     memcpy(saved, cdt_mpi_errmsg_, sizeof saved);
-    int id;
-    cdt_count threshold, sep;
+    int id = 0;
+    cdt_count threshold = 0, sep = 0;
     cdt_decoder dec = NULL;
     int orc = cdt_mpi_open_head_(h, n, comm, source, -1, -1, &id, &threshold, &dec, &sep);
     cdt_decoder_free(dec);
@@ -1079,7 +1147,7 @@ static inline void cdt_mpi_message_free_(cdt_mpi_message m)
     if (m->sobj_prepared)
         cdt_sobj_release(m->sobj);
     cdt_mpi_buf_free_(&m->parts.dest);
-    free(m->head);
+    cdt_mpi_give_(1, m->head);
     free(m);
 }
 
@@ -1121,7 +1189,7 @@ static inline int cdt_mpi_take_head_(MPI_Comm comm, MPI_Message *mm, MPI_Status 
         return rc;
     }
     cdt_mpi_message m = (cdt_mpi_message)calloc(1, sizeof *m);
-    if (m == NULL || (m->head = (unsigned char *)malloc((size_t)n + 1)) == NULL) {
+    if (m == NULL || (m->head = (unsigned char *)cdt_mpi_take_(1, (size_t)n + 1)) == NULL) {
         free(m);
         cdt_mpi_consume_(comm, mm, -1); /* the head must still be consumed: it is this object's */
         return cdt_mpi_fail_(CDT_ERR_NO_MEMORY, "out of memory for a head of %lld bytes",
@@ -1135,7 +1203,7 @@ static inline int cdt_mpi_take_head_(MPI_Comm comm, MPI_Message *mm, MPI_Status 
     m->timeout = timeout;
     m->n = n;
     cdt_iov one = {m->head, n};
-    cdt_mpi_buf_ hb;
+    cdt_mpi_buf_ hb = {NULL, 0, MPI_BYTE, 0};
     if ((rc = cdt_mpi_describe_(&one, 1, &hb)) != CDT_SUCCESS) { /* step 2 */
         cdt_mpi_message_free_(m);
         return rc;
@@ -1182,9 +1250,9 @@ CDT_MPI_API int cdt_mpi_mprobe(int source, int tag, MPI_Comm comm,
 {
     MPI_Message mm;
     MPI_Status st;
-    cdt_count b, g;
-    double t;
-    int u, rc = cdt_mpi_recv_limits_(params, &b, &g, &t, &u);
+    cdt_count b = 0, g = 0;
+    double t = 0;
+    int u = 0, rc = cdt_mpi_recv_limits_(params, &b, &g, &t, &u);
     if (rc != CDT_SUCCESS)
         return rc; /* before a head is matched: a matched head must be consumed */
     if (msg == NULL)
@@ -1201,9 +1269,9 @@ CDT_MPI_API int cdt_mpi_improbe(int source, int tag, MPI_Comm comm,
 {
     MPI_Message mm;
     MPI_Status st;
-    cdt_count b, g;
-    double t;
-    int u, rc = cdt_mpi_recv_limits_(params, &b, &g, &t, &u);
+    cdt_count b = 0, g = 0;
+    double t = 0;
+    int u = 0, rc = cdt_mpi_recv_limits_(params, &b, &g, &t, &u);
     if (rc != CDT_SUCCESS)
         return rc;
     if (msg == NULL || flag == NULL)
@@ -1248,7 +1316,7 @@ static inline int cdt_mpi_deliver_(cdt_mpi_message m, void *buf, cdt_count count
     cdt_iov *pieces = NULL;
     for (cdt_count i = 0; i <= info.region_count; i++) {
         cdt_count len = 0, off = info.frame_size;
-        cdt_kind kind;
+        cdt_kind kind = CDT_KIND_BYTE;
         if (i < info.region_count) {
             cdt_decoder_region_info(m->dec, i, &len, &kind, &off);
             if (!cdt_mpi_separate_(len, m->threshold))
@@ -1263,7 +1331,7 @@ static inline int cdt_mpi_deliver_(cdt_mpi_message m, void *buf, cdt_count count
         pos = off + len;
         if (i == info.region_count)
             break;
-        cdt_count k, got;
+        cdt_count k = 0, got = 0;
         if ((rc = cdt_decoder_region_iov_count(m->dec, i, &k)) != CDT_SUCCESS)
             break;
         if (npieces + k > cap) {
@@ -1297,8 +1365,8 @@ static inline int cdt_mpi_finish_(cdt_mpi_message m)
     cdt_frame_info info = {CDT_FRAME_INFO_REGION_COUNT, 0, 0, 0, 0, 0, 0, 0};
     int rc = cdt_decoder_info(m->dec, &info);
     for (cdt_count i = 0; rc == CDT_SUCCESS && i < info.region_count; i++) {
-        cdt_count len, off;
-        cdt_kind kind;
+        cdt_count len = 0, off = 0;
+        cdt_kind kind = CDT_KIND_BYTE;
         cdt_decoder_region_info(m->dec, i, &len, &kind, &off);
         if (cdt_mpi_separate_(len, m->threshold))
             rc = cdt_decoder_region_done(m->dec, i);
@@ -1401,9 +1469,9 @@ static inline int cdt_mpi_irecv_(void *buf, cdt_count count, cdt_type type, cdt_
                                  int source, int tag, MPI_Comm comm,
                                  const cdt_mpi_recv_params *params, cdt_mpi_request *req)
 {
-    cdt_count b, g;
-    double t;
-    int u, rc = cdt_mpi_recv_limits_(params, &b, &g, &t, &u);
+    cdt_count b = 0, g = 0;
+    double t = 0;
+    int u = 0, rc = cdt_mpi_recv_limits_(params, &b, &g, &t, &u);
     if (rc != CDT_SUCCESS)
         return rc;
     if (req == NULL)
@@ -1531,6 +1599,7 @@ CDT_MPI_API int cdt_mpi_cancel(cdt_mpi_request req, int *canceled)
 #undef CDT_MPI_TRY_
 #undef CDT_MPI_BLOCK_
 #undef CDT_MPI_HEAD_COPY_MAX_
+#undef CDT_MPI_CACHE_MAX_
 /*! @endcond */
 
 #ifdef __cplusplus
