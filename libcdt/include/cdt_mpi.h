@@ -657,6 +657,7 @@ struct cdt_mpi_request_s {
     MPI_Request reqs[2];
     MPI_Status sts[2]; /* not MPI_STATUSES_IGNORE: GCC 12 warns on MPICH's prototypes */
     void *alloc_head;  /* the frame's head when cdt_mpi_head_alloc_ gave its memory */
+    unsigned char inline_head[256]; /* small heads are copied here */
     int nreqs;
     /* receive */
     int source, tag, matched, canceled;
@@ -678,10 +679,16 @@ static inline int cdt_mpi_separate_(cdt_count len, cdt_count threshold)
 
 /* the head's pieces: prefix, then the frame's pieces outside the separate regions (4.3);
  * a piece of the frame lies wholly inside a region or wholly outside every region */
+#define CDT_MPI_FEW_ 8 /* pieces and regions counted on the stack (the usual small object) */
+
+/* *out: `few` (CDT_MPI_FEW_ entries of the caller's) when the pieces fit, else malloc'd */
 static inline int cdt_mpi_head_pieces_(cdt_frame f, const unsigned char *prefix,
-                                       cdt_count threshold, cdt_iov **out, cdt_count *n_out,
-                                       cdt_count *head_bytes, cdt_count *sep_bytes)
+                                       cdt_count threshold, cdt_iov *few, cdt_iov **out,
+                                       cdt_count *n_out, cdt_count *head_bytes,
+                                       cdt_count *sep_bytes)
 {
+    cdt_iov fp_few[CDT_MPI_FEW_];
+    cdt_count ranges_few[2 * CDT_MPI_FEW_];
     cdt_count nfp = 0, nreg = 0, nsep = 0, got = 0, k = 0, pos = 0, r = 0, sep = 0;
     cdt_count total = CDT_MPI_PREFIX;
     int rc = cdt_frame_iov_count(f, &nfp);
@@ -689,9 +696,11 @@ static inline int cdt_mpi_head_pieces_(cdt_frame f, const unsigned char *prefix,
         rc = cdt_frame_region_count(f, &nreg);
     if (rc != CDT_SUCCESS)
         return cdt_mpi_fail_(rc, "the frame's pieces: %s", cdt_strerror(rc));
-    cdt_iov *fp = (cdt_iov *)malloc((size_t)(nfp + 1) * sizeof *fp);
-    cdt_iov *hp = (cdt_iov *)malloc((size_t)(nfp + 1) * sizeof *hp);
-    cdt_count *ranges = (cdt_count *)malloc((size_t)(2 * nreg + 1) * sizeof *ranges);
+    int small = nfp + 1 <= CDT_MPI_FEW_ && nreg <= CDT_MPI_FEW_;
+    cdt_iov *fp = small ? fp_few : (cdt_iov *)malloc((size_t)(nfp + 1) * sizeof *fp);
+    cdt_iov *hp = small ? few : (cdt_iov *)malloc((size_t)(nfp + 1) * sizeof *hp);
+    cdt_count *ranges =
+        small ? ranges_few : (cdt_count *)malloc((size_t)(2 * nreg + 1) * sizeof *ranges);
     if (fp == NULL || hp == NULL || ranges == NULL) {
         rc = cdt_mpi_fail_(CDT_ERR_NO_MEMORY, "out of memory for the head's pieces");
         goto done;
@@ -730,9 +739,11 @@ static inline int cdt_mpi_head_pieces_(cdt_frame f, const unsigned char *prefix,
     *head_bytes = total;
     *sep_bytes = sep;
 done:
-    free(fp);
-    free(hp);
-    free(ranges);
+    if (!small) {
+        free(fp);
+        free(hp);
+        free(ranges);
+    }
     return rc;
 }
 
@@ -773,13 +784,15 @@ static inline int cdt_mpi_send_parts_(cdt_frame f, cdt_count threshold, cdt_mpi_
 static inline void cdt_mpi_send_free_(cdt_mpi_request r)
 {
     cdt_frame_free(r->frame);
-    free(r->head);
+    if (r->head != r->inline_head)
+        free(r->head);
     free(r);
 }
 
-CDT_MPI_API int cdt_mpi_isend(const void *buf, cdt_count count, cdt_type type, int dest, int tag,
-                              MPI_Comm comm, const cdt_mpi_send_params *params,
-                              cdt_mpi_request *req)
+/* blocking: a head without parts goes out with MPI_Send (no request to complete) */
+static inline int cdt_mpi_isend_(const void *buf, cdt_count count, cdt_type type, int dest, int tag,
+                                 MPI_Comm comm, const cdt_mpi_send_params *params,
+                                 cdt_mpi_request *req, int blocking)
 {
     if (req == NULL || tag < 0)
         return cdt_mpi_fail_(CDT_ERR_INVALID_ARG, "cdt_mpi_isend: %s",
@@ -811,9 +824,9 @@ CDT_MPI_API int cdt_mpi_isend(const void *buf, cdt_count count, cdt_type type, i
     cdt_mpi_put_le_(prefix, CDT_MPI_MAGIC, 4);
     cdt_mpi_put_le_(prefix + 4, (uint32_t)id, 4);
     cdt_mpi_put_le_(prefix + 8, (uint64_t)threshold, 8);
-    cdt_iov *pieces = NULL;
+    cdt_iov *pieces = NULL, few[CDT_MPI_FEW_];
     cdt_count npieces = 0, head_bytes = 0, sep_bytes = 0;
-    rc = cdt_mpi_head_pieces_(r->frame, prefix, threshold, &pieces, &npieces, &head_bytes,
+    rc = cdt_mpi_head_pieces_(r->frame, prefix, threshold, few, &pieces, &npieces, &head_bytes,
                               &sep_bytes);
     cdt_mpi_buf_ hb = {NULL, 0, MPI_BYTE, 0}, pb = {NULL, 0, MPI_BYTE, 0};
     if (rc == CDT_SUCCESS && npieces == 2 && pieces[1].base == r->alloc_head &&
@@ -826,7 +839,7 @@ CDT_MPI_API int cdt_mpi_isend(const void *buf, cdt_count count, cdt_type type, i
     } else if (rc == CDT_SUCCESS) {
         /* small heads: one copy into one buffer; large ones from where they lie */
         size_t keep = head_bytes <= CDT_MPI_HEAD_COPY_MAX_ ? (size_t)head_bytes : CDT_MPI_PREFIX;
-        r->head = (unsigned char *)malloc(keep);
+        r->head = keep <= sizeof r->inline_head ? r->inline_head : (unsigned char *)malloc(keep);
         if (r->head == NULL) {
             rc = cdt_mpi_fail_(CDT_ERR_NO_MEMORY, "out of memory for a head of %lld bytes",
                                (long long)head_bytes);
@@ -844,12 +857,15 @@ CDT_MPI_API int cdt_mpi_isend(const void *buf, cdt_count count, cdt_type type, i
             rc = cdt_mpi_describe_(pieces, npieces, &hb);
         }
     }
-    free(pieces);
+    if (pieces != few)
+        free(pieces);
     if (rc == CDT_SUCCESS && sep_bytes > 0)
         rc = cdt_mpi_send_parts_(r->frame, threshold, &pb);
     /* 6.2-6.3: both sends posted at once, the parts no later than the head completes */
     int mrc = MPI_SUCCESS;
-    if (rc == CDT_SUCCESS) {
+    if (rc == CDT_SUCCESS && blocking && sep_bytes == 0) {
+        mrc = MPI_Send(hb.buf, hb.count, hb.type, dest, tag, comm);
+    } else if (rc == CDT_SUCCESS) {
         mrc = MPI_Isend(hb.buf, hb.count, hb.type, dest, tag, comm, &r->reqs[r->nreqs]);
         if (mrc == MPI_SUCCESS)
             r->nreqs++;
@@ -874,11 +890,18 @@ CDT_MPI_API int cdt_mpi_isend(const void *buf, cdt_count count, cdt_type type, i
     return CDT_SUCCESS;
 }
 
+CDT_MPI_API int cdt_mpi_isend(const void *buf, cdt_count count, cdt_type type, int dest, int tag,
+                              MPI_Comm comm, const cdt_mpi_send_params *params,
+                              cdt_mpi_request *req)
+{
+    return cdt_mpi_isend_(buf, count, type, dest, tag, comm, params, req, 0);
+}
+
 CDT_MPI_API int cdt_mpi_send(const void *buf, cdt_count count, cdt_type type, int dest, int tag,
                              MPI_Comm comm)
 {
     cdt_mpi_request r = NULL;
-    int rc = cdt_mpi_isend(buf, count, type, dest, tag, comm, NULL, &r);
+    int rc = cdt_mpi_isend_(buf, count, type, dest, tag, comm, NULL, &r, 1);
     return rc == CDT_SUCCESS ? cdt_mpi_wait(&r, MPI_STATUS_IGNORE) : rc;
 }
 
@@ -1600,6 +1623,7 @@ CDT_MPI_API int cdt_mpi_cancel(cdt_mpi_request req, int *canceled)
 #undef CDT_MPI_BLOCK_
 #undef CDT_MPI_HEAD_COPY_MAX_
 #undef CDT_MPI_CACHE_MAX_
+#undef CDT_MPI_FEW_
 /*! @endcond */
 
 #ifdef __cplusplus

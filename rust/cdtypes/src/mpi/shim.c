@@ -20,7 +20,8 @@ int cdtypes_mpi_send(const void *buf, cdt_count count, cdt_type type, int dest, 
 {
     cdt_mpi_send_params p = {CDT_MPI_SEND_PARAM_THRESHOLD, threshold};
     cdt_mpi_request r = NULL;
-    int rc = cdt_mpi_isend(buf, count, type, dest, tag, comm, threshold >= 0 ? &p : NULL, &r);
+    /* blocking: a head without parts goes out by MPI_Send (cdt_mpi_send's own path) */
+    int rc = cdt_mpi_isend_(buf, count, type, dest, tag, comm, threshold >= 0 ? &p : NULL, &r, 1);
     return rc == CDT_SUCCESS ? cdt_mpi_wait(&r, MPI_STATUS_IGNORE) : rc;
 }
 
