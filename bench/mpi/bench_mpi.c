@@ -18,7 +18,12 @@
  * C ...), each round a calibrated number of round trips; the median round gives the one-way
  * time (half a round trip). Rank 0 prints CSV rows: case,method,size_bytes,metric,value,unit
  * with metrics latency_us and bandwidth_mbs (10^6 bytes/s of the layout's packed bytes).
- * usage: bench_mpi_<mpi> [--quick] [--max-bytes N] [-t seconds] [-r rounds] [--only CASE]
+ * With one rank (mpiexec -n 1 ... --self), the "bytes" case only, each transfer a send to
+ * the rank itself (non-blocking send, receive, wait): the CPU cost per object of each method
+ * without a second process to schedule, which on a loaded machine is what stays measurable of
+ * a small message's latency.
+ * usage: bench_mpi_<mpi> [--quick] [--self] [--max-bytes N] [-t seconds] [-r rounds]
+ *                        [--only CASE]
  */
 #include "cdt_mpi.h"
 #include "layouts_api.h"
@@ -31,6 +36,8 @@ static int rank;
 static double target = 0.2; /* seconds of round trips per method and case, over all rounds */
 static int rounds = 5;
 static const char *only;
+static int self_mode;  /* one rank: sends to itself */
+static char *self_dst; /* where the bytes case is received to itself */
 
 typedef struct bench_case {
     const char *name;
@@ -52,10 +59,36 @@ static void die(const char *what, int rc)
     MPI_Abort(MPI_COMM_WORLD, 1);
 }
 
+/* --self: one object to this rank itself, bytes case (raw or cdt) */
+static void transfer_self(const bench_case *bc, int method)
+{
+    MPI_Request r;
+    cdt_mpi_request cr = NULL;
+    int rc;
+    if (method == RAW) {
+        MPI_Isend(bc->raw, (int)bc->bytes, MPI_BYTE, 0, 1, MPI_COMM_WORLD, &r);
+        MPI_Recv(self_dst, (int)bc->bytes, MPI_BYTE, 0, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        MPI_Wait(&r, MPI_STATUS_IGNORE);
+        return;
+    }
+    if ((rc = cdt_mpi_isend(bc->raw, bc->bytes, CDT_BYTE, 0, 1, MPI_COMM_WORLD, NULL, &cr)) != 0)
+        die("cdt_mpi_isend", rc);
+    rc = cdt_mpi_recv(self_dst, bc->bytes, CDT_BYTE, 0, 1, MPI_COMM_WORLD, NULL, MPI_STATUS_IGNORE);
+    if (rc != CDT_SUCCESS)
+        die("cdt_mpi_recv", rc);
+    if ((rc = cdt_mpi_wait(&cr, MPI_STATUS_IGNORE)) != CDT_SUCCESS)
+        die("cdt_mpi_wait", rc);
+}
+
 /* one transfer of the case by the method, from `from` to the other rank */
 static void transfer(const bench_case *bc, int method, int from)
 {
+    if (self_mode) {
+        transfer_self(bc, method);
+        return;
+    }
     int peer = 1 - rank, rc, pos = 0;
+
     if (rank == from) {
         switch (method) {
         case RAW:
@@ -170,8 +203,10 @@ int main(int argc, char **argv)
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     int size;
     MPI_Comm_size(MPI_COMM_WORLD, &size);
-    if (size != 2) {
-        fprintf(stderr, "bench_mpi: run with 2 processes\n");
+    for (int i = 1; i < argc; i++)
+        self_mode |= !strcmp(argv[i], "--self");
+    if (size != (self_mode ? 1 : 2)) {
+        fprintf(stderr, "bench_mpi: run with 2 processes, or 1 with --self\n");
         MPI_Abort(MPI_COMM_WORLD, 2);
     }
     for (int i = 1; i < argc; i++) {
@@ -199,11 +234,21 @@ int main(int argc, char **argv)
     /* contiguous bytes: 16 B up to max_bytes, x4 */
     char *raw = malloc((size_t)max_bytes + 64);
     memset(raw, 7, (size_t)max_bytes);
+    if (self_mode) {
+        self_dst = malloc((size_t)max_bytes + 64);
+        memset(self_dst, 0, (size_t)max_bytes);
+    }
     for (int64_t n = 16; n <= max_bytes; n *= 4) {
         bench_case bc = {"bytes", n, raw, NULL, 0, NULL, NULL};
         run_case(&bc);
     }
 
+    if (self_mode) {
+        free(self_dst);
+        free(raw);
+        MPI_Finalize();
+        return 0;
+    }
     static mpi_layout ml[64];
     static cdt_layout cl[64];
     int nm = layouts_mpi_make(ml, 64), nc = layouts_cdt_make(cl, 64);
