@@ -18,10 +18,10 @@
  * C ...), each round a calibrated number of round trips; the median round gives the one-way
  * time (half a round trip). Rank 0 prints CSV rows: case,method,size_bytes,metric,value,unit
  * with metrics latency_us and bandwidth_mbs (10^6 bytes/s of the layout's packed bytes).
- * With one rank (mpiexec -n 1 ... --self), the "bytes" case only, each transfer a send to
- * the rank itself (non-blocking send, receive, wait): the CPU cost per object of each method
- * without a second process to schedule, which on a loaded machine is what stays measurable of
- * a small message's latency.
+ * With one rank (mpiexec -n 1 ... --self), each transfer is a send to the rank itself
+ * (non-blocking send, receive into the other set of the layouts' memory, wait): the CPU cost
+ * per object of each method without a second process to schedule, which on a loaded machine
+ * is what stays measurable.
  * usage: bench_mpi_<mpi> [--quick] [--self] [--max-bytes N] [-t seconds] [-r rounds]
  *                        [--only CASE]
  */
@@ -47,6 +47,8 @@ typedef struct bench_case {
     int pack_size;       /* its size */
     const mpi_layout *m; /* NULL: the bytes case */
     const cdt_layout *c;
+    const mpi_layout *m_in; /* --self: the receive side (the other set of the layouts) */
+    const cdt_layout *c_in;
 } bench_case;
 
 enum { RAW, MPI_DDT, MPI_PACK_M, CDT, NMETHODS };
@@ -59,12 +61,44 @@ static void die(const char *what, int rc)
     MPI_Abort(MPI_COMM_WORLD, 1);
 }
 
-/* --self: one object to this rank itself, bytes case (raw or cdt) */
+/* --self: one object to this rank itself: non-blocking send, receive, wait */
 static void transfer_self(const bench_case *bc, int method)
 {
     MPI_Request r;
     cdt_mpi_request cr = NULL;
-    int rc;
+    int rc, pos = 0, n = 0;
+    MPI_Status st;
+    if (method == MPI_DDT) {
+        MPI_Isend(bc->m->buf, (int)bc->m->count, bc->m->type, 0, 1, MPI_COMM_WORLD, &r);
+        MPI_Recv(bc->m_in->buf, (int)bc->m_in->count, bc->m_in->type, 0, 1, MPI_COMM_WORLD,
+                 MPI_STATUS_IGNORE);
+        MPI_Wait(&r, MPI_STATUS_IGNORE);
+        return;
+    }
+    if (method == MPI_PACK_M) {
+        MPI_Pack(bc->m->buf, (int)bc->m->count, bc->m->type, bc->pack, bc->pack_size, &pos,
+                 MPI_COMM_WORLD);
+        MPI_Isend(bc->pack, pos, MPI_PACKED, 0, 1, MPI_COMM_WORLD, &r);
+        MPI_Recv(self_dst, bc->pack_size, MPI_PACKED, 0, 1, MPI_COMM_WORLD, &st);
+        MPI_Wait(&r, MPI_STATUS_IGNORE);
+        MPI_Get_count(&st, MPI_PACKED, &n);
+        pos = 0;
+        MPI_Unpack(self_dst, n, &pos, bc->m_in->buf, (int)bc->m_in->count, bc->m_in->type,
+                   MPI_COMM_WORLD);
+        return;
+    }
+    if (method == CDT && bc->c != NULL) {
+        rc = cdt_mpi_isend(bc->c->buf, bc->c->count, bc->c->type, 0, 1, MPI_COMM_WORLD, NULL, &cr);
+        if (rc != CDT_SUCCESS)
+            die("cdt_mpi_isend", rc);
+        rc = cdt_mpi_recv(bc->c_in->buf, bc->c_in->count, bc->c_in->type, 0, 1, MPI_COMM_WORLD,
+                          NULL, MPI_STATUS_IGNORE);
+        if (rc != CDT_SUCCESS)
+            die("cdt_mpi_recv", rc);
+        if ((rc = cdt_mpi_wait(&cr, MPI_STATUS_IGNORE)) != CDT_SUCCESS)
+            die("cdt_mpi_wait", rc);
+        return;
+    }
     if (method == RAW) {
         MPI_Isend(bc->raw, (int)bc->bytes, MPI_BYTE, 0, 1, MPI_COMM_WORLD, &r);
         MPI_Recv(self_dst, (int)bc->bytes, MPI_BYTE, 0, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
@@ -234,30 +268,39 @@ int main(int argc, char **argv)
     /* contiguous bytes: 16 B up to max_bytes, x4 */
     char *raw = malloc((size_t)max_bytes + 64);
     memset(raw, 7, (size_t)max_bytes);
-    if (self_mode) {
-        self_dst = malloc((size_t)max_bytes + 64);
-        memset(self_dst, 0, (size_t)max_bytes);
+    if (self_mode) { /* the bytes case's receive side, and MPI_Pack's (layouts under 64 MiB) */
+        size_t n = (size_t)max_bytes > ((size_t)64 << 20) ? (size_t)max_bytes : (size_t)64 << 20;
+        self_dst = malloc(n + 64);
+        memset(self_dst, 0, n);
     }
     for (int64_t n = 16; n <= max_bytes; n *= 4) {
-        bench_case bc = {"bytes", n, raw, NULL, 0, NULL, NULL};
+        bench_case bc = {"bytes", n, raw, NULL, 0, NULL, NULL, NULL, NULL};
         run_case(&bc);
     }
 
+    static mpi_layout ml[64], ml_in[64];
+    static cdt_layout cl[64], cl_in[64];
+    int nm = layouts_mpi_make(ml, 64, 0), nc = layouts_cdt_make(cl, 64, 0);
     if (self_mode) {
-        free(self_dst);
-        free(raw);
-        MPI_Finalize();
-        return 0;
+        layouts_mpi_make(ml_in, 64, 1);
+        layouts_cdt_make(cl_in, 64, 1);
     }
-    static mpi_layout ml[64];
-    static cdt_layout cl[64];
-    int nm = layouts_mpi_make(ml, 64), nc = layouts_cdt_make(cl, 64);
     for (int i = 0; i < nm && i < nc; i++) {
         int ps = 0;
         MPI_Pack_size((int)ml[i].count, ml[i].type, MPI_COMM_WORLD, &ps);
-        bench_case bc = {
-            ml[i].name, ml[i].bytes, malloc((size_t)ml[i].bytes + 64), malloc((size_t)ps + 64), ps,
-            &ml[i],     &cl[i]};
+        bench_case bc = {ml[i].name,
+                         ml[i].bytes,
+                         malloc((size_t)ml[i].bytes + 64),
+                         malloc((size_t)ps + 64),
+                         ps,
+                         &ml[i],
+                         &cl[i],
+                         NULL,
+                         NULL};
+        if (self_mode) {
+            bc.m_in = &ml_in[i];
+            bc.c_in = &cl_in[i];
+        }
         memset(bc.raw, 3, (size_t)bc.bytes);
         run_case(&bc);
         free(bc.raw);
@@ -265,6 +308,7 @@ int main(int argc, char **argv)
     }
     layouts_mpi_free();
     layouts_cdt_free();
+    free(self_dst);
     free(raw);
     MPI_Finalize();
     return 0;

@@ -25,9 +25,10 @@ typedef struct cdt_layout {
     int64_t bytes;
 } cdt_layout;
 
-/* every layout into out (at most max); returns how many */
-int layouts_mpi_make(mpi_layout *out, int max);
-int layouts_cdt_make(cdt_layout *out, int max);
+/* every layout into out (at most max), as set 0 or 1 (two sets of memory: a rank sending to
+ * itself receives into the other); returns how many */
+int layouts_mpi_make(mpi_layout *out, int max, int set);
+int layouts_cdt_make(cdt_layout *out, int max, int set);
 void layouts_mpi_free(void);
 void layouts_cdt_free(void);
 
