@@ -6,9 +6,11 @@
 #   1. C : Python : Rust, one rank each
 #   2. C : Python (C extension) : Python (cffi backend) : Rust : C (two ranks of one language
 #      too, and both Python backends)
-# Only MPICH: it is the MPI that mpi4py uses here (an Open MPI job would need an mpi4py built
-# for it); the C and Rust ranks are built for MPICH too. Julia joins where it exists
-# (julia/test/mpmd_rank.jl, checked statically by julia/check.sh otherwise).
+#   3. under Open MPI, where its launcher and the C rank built for it exist: C : Rust : C (no
+#      Python rank: mpi4py is built for MPICH here), the Rust rank built for Open MPI in its
+#      own target folder (rust/target/openmpi)
+# Julia joins the first job where it exists (julia/test/mpmd_rank.jl, checked statically by
+# julia/check.sh otherwise).
 # Needs: the C build (BUILD, default build/) with mpmd_rank_mpich, the Python package
 # installed in PYTHON (default python3; python/test.sh installs it), cargo.
 # Usage: tests/mpi/mpmd/run.sh
@@ -38,7 +40,9 @@ run() { # label, expected "ok" lines, mpiexec arguments...
   shift 2
   echo "== mpmd: $label"
   local out
-  if ! out=$(timeout 300 mpiexec.mpich "$@" 2>&1); then
+  local launcher=mpiexec.mpich
+  case "$label" in "Open MPI"*) launcher=mpiexec.openmpi ;; esac
+  if ! out=$(timeout 300 "$launcher" "$@" 2>&1); then
     echo "$out"
     echo "mpmd: $label FAILED"
     exit 1
@@ -59,4 +63,15 @@ run "C : Python (C extension) : Python (cffi) : Rust : C" 5 \
   : -n 1 -env CDTYPES_BACKEND c "$python" "$py_rank" "$vectors" \
   : -n 1 -env CDTYPES_BACKEND cffi "$python" "$py_rank" "$vectors" \
   : -n 1 "$rust_rank" "$vectors" : -n 1 "$c_rank" "$vectors"
+c_ompi="$build/tests/mpi/mpmd_rank_openmpi"
+if [ -x "$c_ompi" ] && command -v mpiexec.openmpi >/dev/null && command -v mpicc.openmpi >/dev/null; then
+  echo "== mpmd: the Rust rank for Open MPI (MPICC=mpicc.openmpi, rust/target/openmpi)"
+  (cd rust && MPICC=mpicc.openmpi CARGO_TARGET_DIR="$root/rust/target/openmpi" cargo build -q \
+    -j "${CARGO_JOBS:-2}" -p cdtypes --features mpi --example mpmd_rank)
+  run "Open MPI: C : Rust : C" 3 --allow-run-as-root --oversubscribe \
+    -n 1 "$c_ompi" "$vectors" : -n 1 "$root/rust/target/openmpi/debug/examples/mpmd_rank" "$vectors" \
+    : -n 1 "$c_ompi" "$vectors"
+else
+  echo "== mpmd: Open MPI job skipped (mpiexec.openmpi, mpicc.openmpi or $c_ompi missing)"
+fi
 echo "mpmd: all jobs passed"
