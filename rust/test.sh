@@ -23,6 +23,12 @@ if ! command -v cargo >/dev/null; then
   [ -f "$HOME/.cargo/env" ] && . "$HOME/.cargo/env"
 fi
 rustup component add rustfmt clippy >/dev/null 2>&1 || true
+# cdtypes' `mpi` feature (on with --all-features) builds against the MPI that mpicc names; MPICH
+# is the one mpi4py uses here, so that Rust ranks join Python and C ranks in one job
+# (tests/mpi/mpmd). Its tests run under that MPI's mpiexec (cdtypes/tests/mpi.rs).
+if [ -z "${MPICC:-}" ] && command -v mpicc.mpich >/dev/null; then
+  export MPICC=mpicc.mpich
+fi
 
 step "cargo fmt --check"
 cargo fmt --all --check

@@ -14,6 +14,8 @@
 //! - [`ucx`]: the UCX transport (listen/accept, connect, blocking and non-blocking send and
 //!   receive with timeouts).
 //! - [`TypeBuilder`] / [`Datatype`]: MPI-style derived datatypes.
+//! - `mpi` (feature `mpi`): values over rsmpi communicators on libcdt's MPI protocol
+//!   (docs/MPI.md), the same objects as Python's `cdtypes.mpi` and C's `cdt_mpi.h`.
 //!
 //! How a value moves: it is one of libcdt's custom types, so the library pulls the packed
 //! stream out of it fragment by fragment, at any offset, straight into the frame head or the
@@ -64,6 +66,8 @@
 
 mod error;
 mod frame;
+#[cfg(feature = "mpi")]
+pub mod mpi;
 mod object;
 mod pack;
 #[cfg(feature = "serde")]
