@@ -392,20 +392,24 @@ class Comm(MPI.Comm):
     def improbe(self, source=ANY_SOURCE, tag=ANY_TAG, status=None):
         return _mprobe(self, False, source, tag, status)
 
-    def bcast(self, obj, root=0):
-        return bcast(self, obj, root)
+    # The collectives (docs/MPI.md §14): pkl5's arguments, and the receive limits of
+    # cdtypes.mpi.recv as keywords (every rank that receives applies its own). When any rank
+    # fails, every rank raises: that rank's error there, PeerError at the others.
 
-    def gather(self, sendobj, root=0):
-        return gather(self, sendobj, root)
+    def bcast(self, obj, root=0, *, max_bytes=None, max_regions=None, allowed=None):
+        return bcast(self, obj, root, max_bytes, max_regions, allowed)
 
-    def scatter(self, sendobj, root=0):
-        return scatter(self, sendobj, root)
+    def gather(self, sendobj, root=0, *, max_bytes=None, max_regions=None, allowed=None):
+        return gather(self, sendobj, root, max_bytes, max_regions, allowed)
 
-    def allgather(self, sendobj):
-        return allgather(self, sendobj)
+    def scatter(self, sendobj, root=0, *, max_bytes=None, max_regions=None, allowed=None):
+        return scatter(self, sendobj, root, max_bytes, max_regions, allowed)
 
-    def alltoall(self, sendobj):
-        return alltoall(self, sendobj)
+    def allgather(self, sendobj, *, max_bytes=None, max_regions=None, allowed=None):
+        return allgather(self, sendobj, max_bytes, max_regions, allowed)
+
+    def alltoall(self, sendobj, *, max_bytes=None, max_regions=None, allowed=None):
+        return alltoall(self, sendobj, max_bytes, max_regions, allowed)
 
 
 class Intracomm(Comm, MPI.Intracomm):

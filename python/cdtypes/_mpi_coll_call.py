@@ -1,0 +1,209 @@
+"""One rank's part in one collective call of cdtypes.mpi (docs/MPI.md §14): the objects it
+packs (once each), sends and forwards, the objects it receives (with the caller's limits), the
+failure markers it sends in place of objects it does not have, and the agreement at the end
+that makes every rank raise when any rank failed. The algorithms (who sends what to whom) are
+in _mpi_coll.py; this module is what they are built from."""
+
+import array
+import pickle
+import struct
+
+from mpi4py import MPI
+
+from . import _lib
+from . import mpi as _m
+
+_BYTE = MPI.BYTE
+_INT = MPI.INT
+_OK = 2**31 - 1  # the agreement's value of a rank that did not fail (MIN picks a failed one)
+_ID = struct.Struct("<I")  # the prefix's id field, at offset 4 (docs/MPI.md §4.1)
+_COLL_KEYVAL = MPI.Comm.Create_keyval()  # on a user's communicator: its _Collectives
+
+
+class _Collectives:
+    """What the collectives of one user communicator use (docs/MPI.md §14.1): cc, its duplicate
+    for the objects (attached, so large buffers travel on cc's parts communicator pc), and the
+    intracommunicator of every process of comm on which the agreement runs (cc itself; on an
+    intercommunicator, cc's two groups merged)."""
+
+    __slots__ = ("cc", "pc", "agree", "agree_rank", "_mine", "_all")
+
+    def __init__(self, comm):
+        self.cc = MPI.Comm.Dup(comm)  # not comm.Dup(): the pkl5 API's Dup attaches
+        self.pc = _m.attach(self.cc)
+        self.agree = MPI.Intercomm.Merge(self.cc) if comm.Is_inter() else self.cc
+        self.agree_rank = self.agree.Get_rank()
+        self._mine, self._all = array.array("i", [0]), array.array("i", [0])
+
+    def agreement(self, failed):
+        """MPI_Allreduce(MIN) of this rank's number in the agreement communicator if it
+        failed, else _OK -> the lowest failed rank there, or None when none failed."""
+        self._mine[0] = self.agree_rank if failed else _OK
+        self.agree.Allreduce([self._mine, _INT], [self._all, _INT], MPI.MIN)
+        return None if self._all[0] == _OK else self._all[0]
+
+    def free(self):
+        if self.agree is not self.cc:
+            MPI.Comm.Free(self.agree)
+        pc = self.cc.Get_attr(_m._KEYVAL)
+        self.cc.Delete_attr(_m._KEYVAL)
+        MPI.Comm.Free(pc)
+        MPI.Comm.Free(self.cc)
+
+
+def collectives(comm):
+    """The _Collectives of ``comm``: made at the first collective call, which every process of
+    comm (both groups of an intercommunicator) makes, so Dup and Merge are collective as MPI
+    requires."""
+    coll = comm.Get_attr(_COLL_KEYVAL)
+    if coll is None:
+        coll = _Collectives(comm)
+        comm.Set_attr(_COLL_KEYVAL, coll)
+    return coll
+
+
+def release(comm):
+    """Free what cdtypes.mpi made for ``comm`` (its collectives' communicators and its parts
+    communicator); collective, as MPI_Comm_free. Called by Comm.Free."""
+    coll = comm.Get_attr(_COLL_KEYVAL)
+    if coll is not None:
+        comm.Delete_attr(_COLL_KEYVAL)
+        coll.free()
+    pc = comm.Get_attr(_m._KEYVAL)
+    if pc is not None:
+        comm.Delete_attr(_m._KEYVAL)
+        MPI.Comm.Free(pc)
+
+
+def local_copy(obj):
+    """A rank's own item of a collective (the root's bcast result, its own gather item, ...):
+    pickled and rebuilt here, out-of-band buffers shared with ``obj``, as mpi4py.util.pkl5
+    returns it (its arrays are not copied; nothing travels)."""
+    buffers = []
+    stream = pickle.dumps(obj, 5, buffer_callback=buffers.append)
+    return pickle.loads(stream, buffers=buffers)
+
+
+FAILED = object()  # what receive() returns for an object this rank does not have
+
+
+class Outgoing:
+    """An object packed once, sent to any number of ranks: its head (the prefix's id is the
+    sender's, §3.2), its separate buffers ((buffers, layout) for mpi._parts_message) and the
+    windows over the memory they are read from (the sender's Frame keeps its own alive until
+    finish() closes it; a received object's windows keep the received memory)."""
+
+    __slots__ = ("head", "parts", "oid")
+
+    def __init__(self, head, parts, oid):
+        self.head, self.parts, self.oid = head, parts, oid
+
+
+class Call:
+    """One rank's part in one collective call. Every method that can fail records the first
+    error (``error``) instead of raising, and the algorithms go on sending failure markers and
+    consuming what they are sent, so that every rank reaches finish(), whose agreement makes
+    every rank raise when any did fail (docs/MPI.md §14.4)."""
+
+    __slots__ = ("coll", "cc", "tag", "limits", "policy", "error", "peer_failed", "_reqs",
+                 "_frames")
+
+    def __init__(self, comm, tag, max_bytes, max_regions, allowed):
+        _m._thread_check()
+        self.coll = collectives(comm)
+        self.cc, self.tag = self.coll.cc, tag
+        self.limits, self.policy = _m._limits(max_bytes, max_regions, allowed)
+        self.error = None  # this rank's own failure (the first)
+        self.peer_failed = False  # a failure marker arrived
+        self._reqs, self._frames = [], []
+
+    def fail(self, error):
+        if self.error is None:
+            self.error = error
+
+    def pack(self, obj):
+        """``obj`` packed once (an Outgoing), or None when pickling it failed (recorded)."""
+        try:
+            frame, head, parts, _, oid = _m._pack(obj, self.cc)
+        except BaseException as e:
+            self.fail(e)
+            return None
+        self._frames.append(frame)
+        return Outgoing(head, parts, oid)
+
+    def send(self, out, dest):
+        """Post ``out`` (head on cc, parts on pc; §14.3) to ``dest``, or, for None, the
+        failure marker: a zero-byte message under the operation's tag (§14.4)."""
+        try:
+            if out is None:
+                self._reqs.append(self.cc.Isend([None, 0, _BYTE], dest, self.tag))
+                return
+            self._reqs.append(self.cc.Isend([out.head, _BYTE], dest, self.tag))
+            if out.parts[0]:
+                self._reqs.append(
+                    _m._post_parts(self.coll.pc.Isend, out.parts, dest, out.oid))
+        except BaseException as e:
+            self.fail(e)
+
+    def receive(self, source, forward=False):
+        """The next object from ``source`` under the operation's tag -> (Incoming, its
+        Outgoing to send on when ``forward``, else None), or (None, None) when there is none
+        (a failure marker came, or this receive failed: recorded). The object's head and
+        buffers arrived and were checked under the call's limits; rebuild() makes it. A
+        forwarded object is sent on as it came (its head, its buffers where they were
+        received), under a fresh id of this rank (§3.2)."""
+        status = MPI.Status()
+        try:
+            msg = self.cc.Mprobe(source, self.tag, status)
+            if status.Get_count(_BYTE) == 0:  # §14.4: the sender has no object to send
+                msg.Recv([None, 0, _BYTE])
+                self.peer_failed = True
+                return None, None
+            head, inc, parts, err = _m._start_head(self.cc, msg, status, None, self.limits)
+            try:
+                if parts is not None:
+                    parts.wait()
+            finally:
+                if err is not None:
+                    raise err
+        except BaseException as e:
+            self.fail(e)
+            return None, None
+        if not forward:
+            return inc, None
+        oid = next(_m._ids) % _m._TAG_SPACE
+        _ID.pack_into(head, 4, oid)
+        return inc, Outgoing(head, parts.buffers if parts is not None else ([], None), oid)
+
+    def rebuild(self, inc):
+        """The object of a receive() (None: FAILED), unpickled under the call's allow-list."""
+        if inc is None:
+            return FAILED
+        try:
+            return _m._rebuild(inc, self.limits, self.policy)
+        except BaseException as e:
+            self.fail(e)
+            return FAILED
+
+    def receive_object(self, source):
+        return self.rebuild(self.receive(source)[0])
+
+    def finish(self, name):
+        """Wait for this rank's sends, then the agreement: raises this rank's own error, or
+        PeerError when another rank failed (the failed rank named)."""
+        try:
+            MPI.Request.Waitall(self._reqs)
+            for frame in self._frames:
+                frame.close()
+        except BaseException as e:  # the frames stay open: MPI may still read them
+            self.fail(e)
+        self._reqs = self._frames = None
+        failed = self.coll.agreement(self.error is not None)
+        if self.error is not None:
+            raise self.error
+        if failed is not None or self.peer_failed:
+            where = "a rank" if failed is None else (
+                "rank %d of the communicator" if self.coll.agree is self.cc else
+                "rank %d of the intercommunicator's two groups merged") % failed
+            raise _lib.error(-21, "cdtypes.mpi %s: %s failed, so the collective failed on every "
+                             "rank" % (name, where))
