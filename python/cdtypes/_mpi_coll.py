@@ -20,7 +20,7 @@ _mpi_coll_call.py holds the per-call machinery."""
 
 from mpi4py import MPI
 
-from ._mpi_coll_call import Call, local_copy, release  # noqa: F401 (release: _mpi_pkl5)
+from ._mpi_coll_call import Call, local_copy, own_copy, release  # noqa: F401 (release: _mpi_pkl5)
 
 # docs/MPI.md §14.2: the tags of the collectives' messages on the collective communicator
 TAG_BCAST, TAG_GATHER, TAG_SCATTER, TAG_ALLGATHER, TAG_ALLTOALL = 1, 2, 3, 4, 5
@@ -70,10 +70,11 @@ def _items(call, objs, size):
         return None
 
 
-def _mine(call, obj):
-    """This rank's own item: a local copy (nothing travels), or FAILED if it does not pickle"""
+def _mine(call, obj, out=None):
+    """This rank's own item (nothing travels): rebuilt from ``out``, its packed form when it
+    was packed to be sent too, else a local copy; None (recorded) if that fails"""
     try:
-        return local_copy(obj)
+        return local_copy(obj) if out is None else own_copy(out, obj)
     except BaseException as e:
         call.fail(e)
         return None
@@ -116,7 +117,7 @@ def bcast(comm, obj, root, max_bytes=None, max_regions=None, allowed=None):
             for child in children:
                 call.send(out, child)
             if out is not None:
-                result = _mine(call, obj)
+                result = _mine(call, obj, out)
         else:
             inc, out = call.receive(parent, forward=bool(children))
             for child in children:
@@ -166,7 +167,7 @@ def _allgather_ring(call, obj, rank, size):
     result = [None] * size
     out = call.pack(obj)
     if out is not None:
-        result[rank] = _mine(call, obj)
+        result[rank] = _mine(call, obj, out)
     for k in range(1, size):
         call.send(out, right)
         inc, out = call.receive(left, forward=k < size - 1)
@@ -185,8 +186,8 @@ def allgather(comm, obj, max_bytes=None, max_regions=None, allowed=None):
         for dest in range(size):
             if dest != me:
                 call.send(out, dest)
-        result = [_mine(call, obj) if source == me else call.receive_object(source)
-                  for source in range(size)]
+        result = [(out and _mine(call, obj, out)) if source == me
+                  else call.receive_object(source) for source in range(size)]
     call.finish("allgather")
     return result
 

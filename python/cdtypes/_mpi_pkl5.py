@@ -18,7 +18,7 @@ from mpi4py import MPI
 
 from . import mpi as _m
 from ._mpi_parts import _SLEEP_MAX, _SLEEP_MIN, _SPIN
-from ._mpi_coll import allgather, alltoall, bcast, gather, release, scatter
+from . import _mpi_coll as _coll  # the module: importing _mpi_coll first works too
 
 ANY_SOURCE, ANY_TAG, PROC_NULL = MPI.ANY_SOURCE, MPI.ANY_TAG, MPI.PROC_NULL
 _BYTE = MPI.BYTE
@@ -338,7 +338,7 @@ class Comm(MPI.Comm):
         return comm
 
     def Free(self):  # noqa: N802
-        release(self)
+        _coll.release(self)
         MPI.Comm.Free(self)
 
     def send(self, obj, dest, tag=0):
@@ -397,19 +397,19 @@ class Comm(MPI.Comm):
     # fails, every rank raises: that rank's error there, PeerError at the others.
 
     def bcast(self, obj, root=0, *, max_bytes=None, max_regions=None, allowed=None):
-        return bcast(self, obj, root, max_bytes, max_regions, allowed)
+        return _coll.bcast(self, obj, root, max_bytes, max_regions, allowed)
 
     def gather(self, sendobj, root=0, *, max_bytes=None, max_regions=None, allowed=None):
-        return gather(self, sendobj, root, max_bytes, max_regions, allowed)
+        return _coll.gather(self, sendobj, root, max_bytes, max_regions, allowed)
 
     def scatter(self, sendobj, root=0, *, max_bytes=None, max_regions=None, allowed=None):
-        return scatter(self, sendobj, root, max_bytes, max_regions, allowed)
+        return _coll.scatter(self, sendobj, root, max_bytes, max_regions, allowed)
 
     def allgather(self, sendobj, *, max_bytes=None, max_regions=None, allowed=None):
-        return allgather(self, sendobj, max_bytes, max_regions, allowed)
+        return _coll.allgather(self, sendobj, max_bytes, max_regions, allowed)
 
     def alltoall(self, sendobj, *, max_bytes=None, max_regions=None, allowed=None):
-        return alltoall(self, sendobj, max_bytes, max_regions, allowed)
+        return _coll.alltoall(self, sendobj, max_bytes, max_regions, allowed)
 
 
 class Intracomm(Comm, MPI.Intracomm):
