@@ -94,7 +94,9 @@ def own_copy(out, obj):
     return _m._rebuild(_b.mpi_unpack(out.head, None, -1, -1)[0], None, None)
 
 
-FAILED = object()  # what receive() returns for an object this rank does not have
+FAILED = object()
+# what sends that failed to complete may still read (finish(): Waitall raised)
+_IN_FLIGHT = []  # what receive() returns for an object this rank does not have
 
 
 class Outgoing:
@@ -116,7 +118,7 @@ class Call:
     every rank raise when any did fail (docs/MPI.md §14.4)."""
 
     __slots__ = ("coll", "cc", "tag", "limits", "policy", "error", "peer_failed", "_reqs",
-                 "_frames")
+                 "_frames", "_forwarded")
 
     def __init__(self, comm, tag, max_bytes, max_regions, allowed):
         _m._thread_check()
@@ -126,6 +128,10 @@ class Call:
         self.error = None  # this rank's own failure (the first)
         self.peer_failed = False  # a failure marker arrived
         self._reqs, self._frames = [], []
+        # the Outgoing of every received object this rank forwards: its windows keep the
+        # received memory, which a parts message of several buffers reads by address (MPI
+        # keeps no reference to it), alive until finish() waited for the sends
+        self._forwarded = []
 
     def fail(self, error):
         if self.error is None:
@@ -183,7 +189,9 @@ class Call:
             return inc, None
         oid = next(_m._ids) % _m._TAG_SPACE
         _ID.pack_into(head, 4, oid)
-        return inc, Outgoing(head, parts.buffers if parts is not None else ([], None), oid)
+        out = Outgoing(head, parts.buffers if parts is not None else ([], None), oid)
+        self._forwarded.append(out)
+        return inc, out
 
     def rebuild(self, inc):
         """The object of a receive() (None: FAILED), unpickled under the call's allow-list."""
@@ -205,9 +213,10 @@ class Call:
             MPI.Request.Waitall(self._reqs)
             for frame in self._frames:
                 frame.close()
-        except BaseException as e:  # the frames stay open: MPI may still read them
+        except BaseException as e:  # MPI may still read them: kept for the process's life
             self.fail(e)
-        self._reqs = self._frames = None
+            _IN_FLIGHT.append((self._frames, self._forwarded))
+        self._reqs = self._frames = self._forwarded = None
         failed = self.coll.agreement(self.error is not None)
         if self.error is not None:
             raise self.error
