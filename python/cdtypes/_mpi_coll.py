@@ -36,25 +36,19 @@ def _bad_root(comm):  # pkl5's error for a root out of range
     raise MPI.Exception(MPI.ERR_ROOT)
 
 
-def _role(comm, root):
+def _role(comm, call, root):
     """'root', 'leaf' (receives from the root or sends to it) or 'none' (an
     intercommunicator's MPI.PROC_NULL); a root out of range raises MPI_ERR_ROOT here, on every
     rank, before anything is sent (as pkl5)."""
-    if comm.Is_inter():
+    coll = call.coll
+    if coll.inter:
         if root == MPI.PROC_NULL:
             return "none"
         if root == MPI.ROOT:
             return "root"
-        if not 0 <= root < comm.Get_remote_size():
-            _bad_root(comm)
-        return "leaf"
-    if not 0 <= root < comm.Get_size():
+    if not 0 <= root < coll.peers:
         _bad_root(comm)
-    return "root" if comm.Get_rank() == root else "leaf"
-
-
-def _peers(comm):
-    return comm.Get_remote_size() if comm.Is_inter() else comm.Get_size()
+    return "leaf" if coll.inter or coll.me != root else "root"
 
 
 def _items(call, objs, size):
@@ -99,19 +93,27 @@ def binomial_tree(rank, size, root):
     return parent, children
 
 
+def _tree(coll, root):
+    tree = coll.trees.get(root)
+    if tree is None:
+        tree = coll.trees[root] = binomial_tree(coll.me, coll.peers, root)
+    return tree
+
+
 def bcast(comm, obj, root, max_bytes=None, max_regions=None, allowed=None):
-    role = _role(comm, root)
     call = Call(comm, TAG_BCAST, max_bytes, max_regions, allowed)
+    role = _role(comm, call, root)
+    coll = call.coll
     result = None
-    if comm.Is_inter():
+    if coll.inter:
         if role == "root":
             out = call.pack(obj)
-            for dest in range(comm.Get_remote_size()):
+            for dest in range(coll.peers):
                 call.send(out, dest)
         elif role == "leaf":
             result = call.receive_object(root)
     else:
-        parent, children = binomial_tree(comm.Get_rank(), comm.Get_size(), root)
+        parent, children = _tree(coll, root)
         if parent is None:
             out = call.pack(obj)
             for child in children:
@@ -128,13 +130,13 @@ def bcast(comm, obj, root, max_bytes=None, max_regions=None, allowed=None):
 
 
 def gather(comm, obj, root, max_bytes=None, max_regions=None, allowed=None):
-    role = _role(comm, root)
     call = Call(comm, TAG_GATHER, max_bytes, max_regions, allowed)
+    role = _role(comm, call, root)
     result = None
     if role == "root":
-        me = None if comm.Is_inter() else comm.Get_rank()
+        me = call.coll.me
         result = [_mine(call, obj) if source == me else call.receive_object(source)
-                  for source in range(_peers(comm))]
+                  for source in range(call.coll.peers)]
     elif role == "leaf":
         call.send(call.pack(obj), root)
     call.finish("gather")
@@ -142,12 +144,11 @@ def gather(comm, obj, root, max_bytes=None, max_regions=None, allowed=None):
 
 
 def scatter(comm, objs, root, max_bytes=None, max_regions=None, allowed=None):
-    role = _role(comm, root)
     call = Call(comm, TAG_SCATTER, max_bytes, max_regions, allowed)
+    role = _role(comm, call, root)
     result = None
     if role == "root":
-        size = _peers(comm)
-        me = None if comm.Is_inter() else comm.Get_rank()
+        size, me = call.coll.peers, call.coll.me
         objs = _items(call, objs, size)
         for dest in range(size):
             if dest != me:
@@ -177,8 +178,7 @@ def _allgather_ring(call, obj, rank, size):
 
 def allgather(comm, obj, max_bytes=None, max_regions=None, allowed=None):
     call = Call(comm, TAG_ALLGATHER, max_bytes, max_regions, allowed)
-    size = _peers(comm)
-    me = None if comm.Is_inter() else comm.Get_rank()
+    size, me = call.coll.peers, call.coll.me
     if me is not None and size >= ALLGATHER_RING:
         result = _allgather_ring(call, obj, me, size)
     else:
@@ -194,8 +194,7 @@ def allgather(comm, obj, max_bytes=None, max_regions=None, allowed=None):
 
 def alltoall(comm, objs, max_bytes=None, max_regions=None, allowed=None):
     call = Call(comm, TAG_ALLTOALL, max_bytes, max_regions, allowed)
-    size = _peers(comm)
-    me = None if comm.Is_inter() else comm.Get_rank()
+    size, me = call.coll.peers, call.coll.me
     objs = _items(call, objs, size)
     for dest in range(size):
         if dest != me:

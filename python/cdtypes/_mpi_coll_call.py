@@ -27,13 +27,22 @@ class _Collectives:
     intracommunicator of every process of comm on which the agreement runs (cc itself; on an
     intercommunicator, cc's two groups merged)."""
 
-    __slots__ = ("cc", "pc", "agree", "agree_rank", "_mine", "_all")
+    __slots__ = ("cc", "pc", "agree", "agree_rank", "inter", "peers", "me", "trees", "_mine",
+                 "_all")
 
     def __init__(self, comm):
         self.cc = MPI.Comm.Dup(comm)  # not comm.Dup(): the pkl5 API's Dup attaches
         self.pc = _m.attach(self.cc)
-        self.agree = MPI.Intercomm.Merge(self.cc) if comm.Is_inter() else self.cc
+        self.inter = comm.Is_inter()
+        self.agree = MPI.Intercomm.Merge(self.cc) if self.inter else self.cc
         self.agree_rank = self.agree.Get_rank()
+        # asked once (each MPI call costs a fraction of a microsecond, a small object's whole
+        # bcast about ten): the ranks a collective sends to and receives from (the remote
+        # group's on an intercommunicator), this process's rank among them (None when it is
+        # not among them: an intercommunicator), bcast's tree per root (_mpi_coll)
+        self.peers = comm.Get_remote_size() if self.inter else comm.Get_size()
+        self.me = None if self.inter else comm.Get_rank()
+        self.trees = {}
         self._mine, self._all = array.array("i", [0]), array.array("i", [0])
 
     def agreement(self, failed):
