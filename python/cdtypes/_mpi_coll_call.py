@@ -103,9 +103,9 @@ def own_copy(out, obj):
     return _m._rebuild(_b.mpi_unpack(out.head, None, -1, -1)[0], None, None)
 
 
-FAILED = object()
+FAILED = object()  # what rebuild() returns for an object this rank does not have
 # what sends that failed to complete may still read (finish(): Waitall raised)
-_IN_FLIGHT = []  # what receive() returns for an object this rank does not have
+_IN_FLIGHT = []
 
 
 class Outgoing:
@@ -124,7 +124,7 @@ class Call:
     """One rank's part in one collective call. Every method that can fail records the first
     error (``error``) instead of raising, and the algorithms go on sending failure markers and
     consuming what they are sent, so that every rank reaches finish(), whose agreement makes
-    every rank raise when any did fail (docs/MPI.md §14.4)."""
+    every rank raise when any did fail (docs/MPI.md §14.4, §14.5)."""
 
     __slots__ = ("coll", "cc", "tag", "limits", "policy", "error", "peer_failed", "_reqs",
                  "_frames", "_forwarded")
@@ -171,12 +171,12 @@ class Call:
             self.fail(e)
 
     def receive(self, source, forward=False):
-        """The next object from ``source`` under the operation's tag -> (Incoming, its
-        Outgoing to send on when ``forward``, else None), or (None, None) when there is none
-        (a failure marker came, or this receive failed: recorded). The object's head and
-        buffers arrived and were checked under the call's limits; rebuild() makes it. A
-        forwarded object is sent on as it came (its head, its buffers where they were
-        received), under a fresh id of this rank (§3.2)."""
+        """The next object from ``source`` under the operation's tag -> (the backend's
+        incoming object, its Outgoing to send on when ``forward``, else None), or (None, None)
+        when there is none (a failure marker came, or this receive failed: recorded). The
+        object's head and buffers arrived and were checked under the call's limits; rebuild()
+        makes it. A forwarded object is sent on as it came (its head, its buffers where they
+        were received), under a fresh id of this rank (§3.2)."""
         status = MPI.Status()
         try:
             msg = self.cc.Mprobe(source, self.tag, status)
