@@ -15,21 +15,28 @@ def load(src):
         for r in csv.DictReader(f):
             key = (int(r["ranks"]), r["case"], r["op"])
             data.setdefault(key, {})[r["method"]] = float(r["us_per_call"])
+            data.setdefault(key, {})[r["method"] + "@min"] = float(r.get("us_min") or
+                                                                  r["us_per_call"])
     return data
 
 
 def table(data):
+    print("Median of the samples (min: the fastest sample), microseconds per call; ratios from"
+          " the same run.\n")
     print("| ranks | case | op | cdtypes us | pkl5 us | buffer us | pkl5 / cdtypes | "
-          "buffer / cdtypes | allgather ring us |")
-    print("|---:|---|---|---:|---:|---:|---:|---:|---:|")
+          "buffer / cdtypes | pkl5 / cdtypes (min) | buffer / cdtypes (min) | "
+          "allgather ring us |")
+    print("|---:|---|---|---:|---:|---:|---:|---:|---:|---:|---:|")
     for (ranks, case, op), t in sorted(data.items(), key=lambda kv: (
             kv[0][0], list(CASES).index(kv[0][1]) if kv[0][1] in CASES else 9, kv[0][2])):
-        c = t.get("cdtypes")
         cell = lambda m: "%.1f" % t[m] if m in t else ""  # noqa: E731
-        ratio = lambda m: "%.2f" % (t[m] / c) if c and m in t else ""  # noqa: E731
-        print("| %d | %s | %s | %s | %s | %s | %s | %s | %s |" % (
+
+        def ratio(m, base="cdtypes"):
+            return "%.2f" % (t[m] / t[base]) if t.get(base) and m in t else ""
+        print("| %d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
             ranks, CASES.get(case, case), op, cell("cdtypes"), cell("pkl5"), cell("buffer"),
-            ratio("pkl5"), ratio("buffer"), cell("cdtypes-ring")))
+            ratio("pkl5"), ratio("buffer"), ratio("pkl5@min", "cdtypes@min"),
+            ratio("buffer@min", "cdtypes@min"), cell("cdtypes-ring")))
 
 
 def plot(data, dst):

@@ -8,8 +8,8 @@ from the memory they were received into.
 - bcast: a binomial tree rooted at the root (intercommunicator: the root sends to every rank
   of the remote group);
 - gather, scatter: directly between the root and each rank;
-- allgather: direct exchange (every rank sends its object to every rank), or a ring where
-  ALLGATHER_RING says so (chosen by measurement: bench/run pycoll);
+- allgather: direct exchange (every rank sends its object to every rank), or a ring from
+  ALLGATHER_RING ranks up (bench/run pycoll measures both);
 - alltoall: direct exchange.
 
 Every receive takes max_bytes / max_regions / allowed as a point-to-point receive does. A rank
@@ -25,9 +25,12 @@ from ._mpi_coll_call import Call, local_copy, own_copy, release  # noqa: F401 (r
 # docs/MPI.md §14.2: the tags of the collectives' messages on the collective communicator
 TAG_BCAST, TAG_GATHER, TAG_SCATTER, TAG_ALLGATHER, TAG_ALLTOALL = 1, 2, 3, 4, 5
 # allgather on an intracommunicator of at least this many ranks runs as a ring (§14.3); below,
-# as a direct exchange. Measured (bench/results/pycoll.md): at 2 to 4 ranks on one node the
-# direct exchange is as fast or faster at every size, so the ring is left to larger
-# communicators, where a rank's p - 1 concurrent sends of one object stop paying off.
+# as a direct exchange: one round of concurrent sends instead of p - 1 dependent steps, each
+# waiting for the whole object to arrive before it is forwarded. Measured (bench/run pycoll,
+# bench/results/pycoll_findings.md): at 2 ranks both are the same exchange; at 3 and 4 ranks on
+# a 2-core machine the oversubscribed timings do not separate them. The threshold of 8, where
+# a rank's p - 1 concurrent sends of one object should start to contend, is not measured yet
+# (it needs a node with more cores); every rank must choose alike, so it depends on p alone.
 ALLGATHER_RING = 8
 
 
