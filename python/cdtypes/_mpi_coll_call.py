@@ -5,8 +5,10 @@ that makes every rank raise when any rank failed. The algorithms (who sends what
 in _mpi_coll.py; this module is what they are built from."""
 
 import array
+import os
 import pickle
 import struct
+import time
 
 from mpi4py import MPI
 
@@ -19,6 +21,27 @@ _INT = MPI.INT
 _OK = 2**31 - 1  # the agreement's value of a rank that did not fail (MIN picks a failed one)
 _ID = struct.Struct("<I")  # the prefix's id field, at offset 4 (docs/MPI.md §4.1)
 _COLL_KEYVAL = MPI.Comm.Create_keyval()  # on a user's communicator: its _Collectives
+_yield = getattr(os, "sched_yield", lambda: time.sleep(0))
+
+
+def _cores():
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+def _oversubscribed(agree):
+    """Whether any node runs more processes of ``agree`` than a process there may use cores
+    (collective over agree: every process gets the same answer, docs/MPI.md §14.5)."""
+    node = agree.Split_type(MPI.COMM_TYPE_SHARED)
+    try:
+        mine = array.array("i", [1 if node.Get_size() > _cores() else 0])
+    finally:
+        node.Free()
+    anywhere = array.array("i", [0])
+    agree.Allreduce([mine, _INT], [anywhere, _INT], MPI.MAX)
+    return bool(anywhere[0])
 
 
 class _Collectives:
@@ -27,8 +50,8 @@ class _Collectives:
     intracommunicator of every process of comm on which the agreement runs (cc itself; on an
     intercommunicator, cc's two groups merged)."""
 
-    __slots__ = ("cc", "pc", "agree", "agree_rank", "inter", "peers", "me", "trees", "_mine",
-                 "_all")
+    __slots__ = ("cc", "pc", "agree", "agree_rank", "inter", "peers", "me", "trees", "yielding",
+                 "_mine", "_all")
 
     def __init__(self, comm):
         self.cc = MPI.Comm.Dup(comm)  # not comm.Dup(): the pkl5 API's Dup attaches
@@ -43,6 +66,12 @@ class _Collectives:
         self.peers = comm.Get_remote_size() if self.inter else comm.Get_size()
         self.me = None if self.inter else comm.Get_rank()
         self.trees = {}
+        # More processes than cores on a node: MPI's blocking waits spin without giving up the
+        # core, so each hand-off between two processes can cost a scheduler time slice (ms).
+        # Then every wait of a collective polls and yields the core between polls (measured:
+        # bench/results/pycoll_findings.md). The same on every process: the agreement is then
+        # an MPI_Iallreduce, which matches no MPI_Allreduce.
+        self.yielding = _oversubscribed(self.agree)
         self._mine, self._all = array.array("i", [0]), array.array("i", [0])
 
     def agreement(self, failed):
@@ -50,7 +79,12 @@ class _Collectives:
         failed, else _OK -> the lowest failed rank there, or None when none failed. (Measured:
         MPI_Iallreduce started earlier, to overlap the root's own copy, cost more than it hid.)"""
         self._mine[0] = self.agree_rank if failed else _OK
-        self.agree.Allreduce([self._mine, _INT], [self._all, _INT], MPI.MIN)
+        if self.yielding:
+            request = self.agree.Iallreduce([self._mine, _INT], [self._all, _INT], MPI.MIN)
+            while not request.Test():
+                _yield()
+        else:
+            self.agree.Allreduce([self._mine, _INT], [self._all, _INT], MPI.MIN)
         return None if self._all[0] == _OK else self._all[0]
 
     def free(self):
@@ -179,14 +213,25 @@ class Call:
         were received), under a fresh id of this rank (§3.2)."""
         status = MPI.Status()
         try:
-            msg = self.cc.Mprobe(source, self.tag, status)
+            if self.coll.yielding:
+                msg = self.cc.Improbe(source, self.tag, status)
+                while msg is None:
+                    _yield()
+                    msg = self.cc.Improbe(source, self.tag, status)
+            else:
+                msg = self.cc.Mprobe(source, self.tag, status)
             if status.Get_count(_BYTE) == 0:  # §14.4: the sender has no object to send
                 msg.Recv([None, 0, _BYTE])
                 self.peer_failed = True
                 return None, None
             head, inc, parts, err = _m._start_head(self.cc, msg, status, None, self.limits)
             try:
-                if parts is not None:
+                if parts is None:
+                    pass
+                elif self.coll.yielding:
+                    while not parts.test():
+                        _yield()
+                else:
                     parts.wait()
             finally:
                 if err is not None:
@@ -219,7 +264,11 @@ class Call:
         """Wait for this rank's sends, then the agreement: raises this rank's own error, or
         PeerError when another rank failed (the failed rank named)."""
         try:
-            MPI.Request.Waitall(self._reqs)
+            if self.coll.yielding:
+                while not MPI.Request.Testall(self._reqs):
+                    _yield()
+            else:
+                MPI.Request.Waitall(self._reqs)
             for frame in self._frames:
                 frame.close()
         except BaseException as e:  # MPI may still read them: kept for the process's life
