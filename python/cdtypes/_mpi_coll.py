@@ -1,53 +1,37 @@
 """The collectives of cdtypes.mpi's pkl5 API (bcast, gather, scatter, allgather, alltoall) on
-intra- and intercommunicators, in their simplest correct form (docs/MPI.md §14): every object
-is one cdtypes.mpi object message (head and parts, §4-§7) from the rank that has it to each
-rank that needs it, on a communicator private to the collectives (a duplicate of the user's,
-made collectively at its first collective call and attached), under a tag per operation; so
-they never match a user's message, ANY_SOURCE and ANY_TAG included.
+intra- and intercommunicators (docs/MPI.md §14, normative). Every object travels as an ordinary
+cdtypes.mpi object (a head and, for large buffers, one parts message), packed once by the rank
+that has it and, where it passes through other ranks, forwarded as it was received: its head
+and its buffers, never unpickled and pickled again on the way, and its out-of-band arrays sent
+from the memory they were received into.
 
-LATER (issue 27, item 3): a tree for bcast, a ring or direct exchange for allgather/alltoall
-chosen by measurement, packing once at the root and forwarding without repacking, receive
-limits, and every rank raising (never hanging) when one rank fails. Until then an exception at
-one rank (the root's pickling, a wrong length of scatter's list) leaves the others waiting, as
-in mpi4py.util.pkl5."""
+- bcast: a binomial tree rooted at the root (intercommunicator: the root sends to every rank
+  of the remote group);
+- gather, scatter: directly between the root and each rank;
+- allgather: direct exchange (every rank sends its object to every rank), or a ring from
+  ALLGATHER_RING ranks up (bench/run pycoll measures both);
+- alltoall: direct exchange.
+
+Every receive takes max_bytes / max_regions / allowed as a point-to-point receive does. A rank
+that fails (its object does not pickle, a receive over a limit, a malformed frame, a scatter
+list of the wrong length) sends failure markers in place of the objects it owes, and every call
+ends with an agreement (one MPI_Allreduce of one int): every rank raises, none waits for ever.
+_mpi_coll_call.py holds the per-call machinery."""
 
 from mpi4py import MPI
 
-from . import mpi as _m
+from ._mpi_coll_call import Call, local_copy, own_copy, release  # noqa: F401 (release: _mpi_pkl5)
 
 # docs/MPI.md §14.2: the tags of the collectives' messages on the collective communicator
 TAG_BCAST, TAG_GATHER, TAG_SCATTER, TAG_ALLGATHER, TAG_ALLTOALL = 1, 2, 3, 4, 5
-
-_COLL_KEYVAL = MPI.Comm.Create_keyval()  # on a user's communicator: its collective duplicate
-
-
-def _coll_comm(comm):
-    """The collectives' communicator of ``comm`` (§14.1): made at the first collective call,
-    which every rank of ``comm`` (both groups of an intercommunicator) makes."""
-    cc = comm.Get_attr(_COLL_KEYVAL)
-    if cc is None:
-        cc = MPI.Comm.Dup(comm)
-        _m.attach(cc)
-        comm.Set_attr(_COLL_KEYVAL, cc)
-    return cc
-
-
-def _free_attached(comm):
-    pc = comm.Get_attr(_m._KEYVAL)
-    if pc is not None:
-        comm.Delete_attr(_m._KEYVAL)
-        MPI.Comm.Free(pc)
-
-
-def release(comm):
-    """Free what cdtypes.mpi made for ``comm`` (its collective and parts duplicates);
-    collective, as MPI_Comm_free. Called by Comm.Free."""
-    cc = comm.Get_attr(_COLL_KEYVAL)
-    if cc is not None:
-        comm.Delete_attr(_COLL_KEYVAL)
-        _free_attached(cc)
-        MPI.Comm.Free(cc)
-    _free_attached(comm)
+# allgather on an intracommunicator of at least this many ranks runs as a ring (§14.3); below,
+# as a direct exchange: one round of concurrent sends instead of p - 1 dependent steps, each
+# waiting for the whole object to arrive before it is forwarded. Measured (bench/run pycoll,
+# bench/results/pycoll_findings.md): at 2 ranks both are the same exchange; at 3 and 4 ranks on
+# a 2-core machine the oversubscribed timings do not separate them. The threshold of 8, where
+# a rank's p - 1 concurrent sends of one object should start to contend, is not measured yet
+# (it needs a node with more cores); every rank must choose alike, so it depends on p alone.
+ALLGATHER_RING = 8
 
 
 def _bad_root(comm):  # pkl5's error for a root out of range
@@ -55,78 +39,170 @@ def _bad_root(comm):  # pkl5's error for a root out of range
     raise MPI.Exception(MPI.ERR_ROOT)
 
 
-def _roles(comm, root):
-    """(collective communicator, am I the root, do I receive from the root, ranks the root
-    serves). Intercommunicator: root is MPI.ROOT at the root, MPI.PROC_NULL at the other ranks
-    of its group, the root's rank in the remote group at the ranks of the other group."""
-    if comm.Is_inter():
+def _role(comm, call, root):
+    """'root', 'leaf' (receives from the root or sends to it) or 'none' (an
+    intercommunicator's MPI.PROC_NULL); a root out of range raises MPI_ERR_ROOT here, on every
+    rank, before anything is sent (as pkl5)."""
+    coll = call.coll
+    if coll.inter:
         if root == MPI.PROC_NULL:
-            return _coll_comm(comm), False, False, 0
+            return "none"
         if root == MPI.ROOT:
-            return _coll_comm(comm), True, False, comm.Get_remote_size()
-        if not 0 <= root < comm.Get_remote_size():
-            _bad_root(comm)
-        return _coll_comm(comm), False, True, 0
-    size = comm.Get_size()
-    if not 0 <= root < size:
+            return "root"
+    if not 0 <= root < coll.peers:
         _bad_root(comm)
-    is_root = comm.Get_rank() == root
-    return _coll_comm(comm), is_root, True, size if is_root else 0
+    return "leaf" if coll.inter or coll.me != root else "root"
 
 
-def _peers(comm):
-    return comm.Get_remote_size() if comm.Is_inter() else comm.Get_size()
-
-
-def _items(objs, size):
-    if objs is None:
-        return [None] * size
-    objs = list(objs)
-    if len(objs) != size:
-        raise ValueError(f"expecting {size} items, got {len(objs)}")
-    return objs
-
-
-def _exchange(cc, tag, outgoing, sources):
-    """Send outgoing[dest] to each dest (non-blocking), receive one object from each of
-    ``sources`` in order, then wait for the sends -> the received objects."""
-    sends = [_m.isend(obj, dest, tag, cc) for dest, obj in outgoing]
+def _items(call, objs, size):
+    """scatter's and alltoall's list, or None (recorded as this rank's failure) when it is not
+    an iterable of ``size`` items"""
     try:
-        return [_m.recv(source, tag, cc) for source in sources]
-    finally:
-        for request in sends:
-            request.wait()
+        objs = [None] * size if objs is None else list(objs)
+        if len(objs) != size:
+            raise ValueError(f"expecting {size} items, got {len(objs)}")
+        return objs
+    except BaseException as e:
+        call.fail(e)
+        return None
 
 
-def bcast(comm, obj, root):
-    """The root sends ``obj`` to every rank (itself included on an intracommunicator, so that
-    every rank gets its own copy, as with pkl5)."""
-    cc, is_root, receives, nout = _roles(comm, root)
-    outgoing = [(dest, obj) for dest in range(nout)] if is_root else []
-    got = _exchange(cc, TAG_BCAST, outgoing, [root] if receives else [])
-    return got[0] if got else None
+def _mine(call, obj, out=None):
+    """This rank's own item (nothing travels): rebuilt from ``out``, its packed form when it
+    was packed to be sent too, else a local copy; None (recorded) if that fails"""
+    try:
+        return local_copy(obj) if out is None else own_copy(out, obj)
+    except BaseException as e:
+        call.fail(e)
+        return None
 
 
-def gather(comm, obj, root):
-    cc, is_root, receives, nout = _roles(comm, root)
-    outgoing = [(root, obj)] if receives else []
-    got = _exchange(cc, TAG_GATHER, outgoing, range(nout) if is_root else [])
-    return got if is_root else None
+def binomial_tree(rank, size, root):
+    """(parent or None, children) of ``rank`` in bcast's binomial tree (§14.3): ranks relative
+    to the root; the parent of r clears r's lowest set bit; children farthest first."""
+    rel = (rank - root) % size
+    mask, parent = 1, None
+    while mask < size:
+        if rel & mask:
+            parent = (rank - mask) % size
+            break
+        mask <<= 1
+    children = []
+    mask >>= 1
+    while mask > 0:
+        if rel + mask < size:
+            children.append((rank + mask) % size)
+        mask >>= 1
+    return parent, children
 
 
-def scatter(comm, objs, root):
-    cc, is_root, receives, nout = _roles(comm, root)
-    outgoing = list(enumerate(_items(objs, nout))) if is_root else []
-    got = _exchange(cc, TAG_SCATTER, outgoing, [root] if receives else [])
-    return got[0] if got else None
+def _tree(coll, root):
+    tree = coll.trees.get(root)
+    if tree is None:
+        tree = coll.trees[root] = binomial_tree(coll.me, coll.peers, root)
+    return tree
 
 
-def allgather(comm, obj):
-    cc, size = _coll_comm(comm), _peers(comm)
-    return _exchange(cc, TAG_ALLGATHER, [(dest, obj) for dest in range(size)], range(size))
+def bcast(comm, obj, root, max_bytes=None, max_regions=None, allowed=None):
+    call = Call(comm, TAG_BCAST, max_bytes, max_regions, allowed)
+    role = _role(comm, call, root)
+    coll = call.coll
+    result = None
+    if coll.inter:
+        if role == "root":
+            out = call.pack(obj)
+            for dest in range(coll.peers):
+                call.send(out, dest)
+        elif role == "leaf":
+            result = call.receive_object(root)
+    else:
+        parent, children = _tree(coll, root)
+        if parent is None:
+            out = call.pack(obj)
+            for child in children:
+                call.send(out, child)
+            if out is not None:
+                result = _mine(call, obj, out)
+        else:
+            inc, out = call.receive(parent, forward=bool(children))
+            for child in children:
+                call.send(out, child)
+            result = call.rebuild(inc)
+    call.finish("bcast")
+    return result
 
 
-def alltoall(comm, objs):
-    cc, size = _coll_comm(comm), _peers(comm)
-    objs = _items(objs, size)
-    return _exchange(cc, TAG_ALLTOALL, list(enumerate(objs)), range(size))
+def gather(comm, obj, root, max_bytes=None, max_regions=None, allowed=None):
+    call = Call(comm, TAG_GATHER, max_bytes, max_regions, allowed)
+    role = _role(comm, call, root)
+    result = None
+    if role == "root":
+        me = call.coll.me
+        result = [_mine(call, obj) if source == me else call.receive_object(source)
+                  for source in range(call.coll.peers)]
+    elif role == "leaf":
+        call.send(call.pack(obj), root)
+    call.finish("gather")
+    return result
+
+
+def scatter(comm, objs, root, max_bytes=None, max_regions=None, allowed=None):
+    call = Call(comm, TAG_SCATTER, max_bytes, max_regions, allowed)
+    role = _role(comm, call, root)
+    result = None
+    if role == "root":
+        size, me = call.coll.peers, call.coll.me
+        objs = _items(call, objs, size)
+        for dest in range(size):
+            if dest != me:
+                call.send(None if objs is None else call.pack(objs[dest]), dest)
+        if me is not None and objs is not None:
+            result = _mine(call, objs[me])
+    elif role == "leaf":
+        result = call.receive_object(root)
+    call.finish("scatter")
+    return result
+
+
+def _allgather_ring(call, obj, rank, size):
+    """Step k = 1 .. size-1: send right what came from the left at step k-1 (at step 1, this
+    rank's own object), receive from the left the object of rank - k (§14.3)."""
+    right, left = (rank + 1) % size, (rank - 1) % size
+    result = [None] * size
+    out = call.pack(obj)
+    if out is not None:
+        result[rank] = _mine(call, obj, out)
+    for k in range(1, size):
+        call.send(out, right)
+        inc, out = call.receive(left, forward=k < size - 1)
+        result[(rank - k) % size] = call.rebuild(inc)
+    return result
+
+
+def allgather(comm, obj, max_bytes=None, max_regions=None, allowed=None):
+    call = Call(comm, TAG_ALLGATHER, max_bytes, max_regions, allowed)
+    size, me = call.coll.peers, call.coll.me
+    if me is not None and size >= ALLGATHER_RING:
+        result = _allgather_ring(call, obj, me, size)
+    else:
+        out = call.pack(obj)
+        for dest in range(size):
+            if dest != me:
+                call.send(out, dest)
+        result = [(out and _mine(call, obj, out)) if source == me
+                  else call.receive_object(source) for source in range(size)]
+    call.finish("allgather")
+    return result
+
+
+def alltoall(comm, objs, max_bytes=None, max_regions=None, allowed=None):
+    call = Call(comm, TAG_ALLTOALL, max_bytes, max_regions, allowed)
+    size, me = call.coll.peers, call.coll.me
+    objs = _items(call, objs, size)
+    for dest in range(size):
+        if dest != me:
+            call.send(None if objs is None else call.pack(objs[dest]), dest)
+    result = [(None if objs is None else _mine(call, objs[me])) if source == me
+              else call.receive_object(source) for source in range(size)]
+    call.finish("alltoall")
+    return result

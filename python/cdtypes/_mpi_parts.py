@@ -89,6 +89,9 @@ class PartsReceive:
         self._status = MPI.Status()
         self._req = None
         self._done = False
+        # (buffers, layout) of a receive, as _parts_message takes them: set by mpi._parse,
+        # read by the collectives, which forward the received parts from that memory
+        self.buffers = None
 
     def test(self):
         """One step that never blocks: True once the parts were received or drained."""

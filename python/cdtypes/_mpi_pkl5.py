@@ -18,7 +18,7 @@ from mpi4py import MPI
 
 from . import mpi as _m
 from ._mpi_parts import _SLEEP_MAX, _SLEEP_MIN, _SPIN
-from ._mpi_coll import allgather, alltoall, bcast, gather, release, scatter
+from . import _mpi_coll as _coll  # the module: importing _mpi_coll first works too
 
 ANY_SOURCE, ANY_TAG, PROC_NULL = MPI.ANY_SOURCE, MPI.ANY_TAG, MPI.PROC_NULL
 _BYTE = MPI.BYTE
@@ -338,7 +338,7 @@ class Comm(MPI.Comm):
         return comm
 
     def Free(self):  # noqa: N802
-        release(self)
+        _coll.release(self)
         MPI.Comm.Free(self)
 
     def send(self, obj, dest, tag=0):
@@ -392,20 +392,24 @@ class Comm(MPI.Comm):
     def improbe(self, source=ANY_SOURCE, tag=ANY_TAG, status=None):
         return _mprobe(self, False, source, tag, status)
 
-    def bcast(self, obj, root=0):
-        return bcast(self, obj, root)
+    # The collectives (docs/MPI.md §14): pkl5's arguments, and the receive limits of
+    # cdtypes.mpi.recv as keywords (every rank that receives applies its own). When any rank
+    # fails, every rank raises: that rank's error there, PeerError at the others.
 
-    def gather(self, sendobj, root=0):
-        return gather(self, sendobj, root)
+    def bcast(self, obj, root=0, *, max_bytes=None, max_regions=None, allowed=None):
+        return _coll.bcast(self, obj, root, max_bytes, max_regions, allowed)
 
-    def scatter(self, sendobj, root=0):
-        return scatter(self, sendobj, root)
+    def gather(self, sendobj, root=0, *, max_bytes=None, max_regions=None, allowed=None):
+        return _coll.gather(self, sendobj, root, max_bytes, max_regions, allowed)
 
-    def allgather(self, sendobj):
-        return allgather(self, sendobj)
+    def scatter(self, sendobj, root=0, *, max_bytes=None, max_regions=None, allowed=None):
+        return _coll.scatter(self, sendobj, root, max_bytes, max_regions, allowed)
 
-    def alltoall(self, sendobj):
-        return alltoall(self, sendobj)
+    def allgather(self, sendobj, *, max_bytes=None, max_regions=None, allowed=None):
+        return _coll.allgather(self, sendobj, max_bytes, max_regions, allowed)
+
+    def alltoall(self, sendobj, *, max_bytes=None, max_regions=None, allowed=None):
+        return _coll.alltoall(self, sendobj, max_bytes, max_regions, allowed)
 
 
 class Intracomm(Comm, MPI.Intracomm):

@@ -267,6 +267,12 @@ def _start(comm, msg, st, alloc, limits):
     what the receive raises once parts (its drain, or None) completed. The checks of
     docs/MPI.md §7.2, steps 1-9 (step 7, the attachment, comes after the allocation here:
     §13.1)."""
+    return _start_head(comm, msg, st, alloc, limits)[1:]
+
+
+def _start_head(comm, msg, st, alloc, limits):
+    """_start, also returning the head message's bytes first (None when it was refused
+    unread): the collectives forward a received object's head as it came (docs/MPI.md §14)."""
     n = st.Get_count(_BYTE)
     source = st.Get_source()
     if limits is not None and limits.max_bytes is not None and n - _PREFIX > limits.max_bytes:
@@ -274,13 +280,13 @@ def _start(comm, msg, st, alloc, limits):
                          % (n - _PREFIX, limits.max_bytes))
         if n > HEAD_DRAIN_MAX:
             _discard(comm, msg)
-            return None, None, err
+            return None, None, None, err
         head = bytearray(n)
         msg.Recv([head, _BYTE])
-        return None, _drain(comm, head, source), err
+        return None, None, _drain(comm, head, source), err
     head = bytearray(n)
     msg.Recv([head, _BYTE])
-    return _parse(comm, head, source, alloc, limits)
+    return (head,) + _parse(comm, head, source, alloc, limits)
 
 
 def _parse(comm, head, source, alloc, limits):
@@ -299,8 +305,10 @@ def _parse(comm, head, source, alloc, limits):
             -11, "the message has separate parts, but the communicator is not attached here "
                  "(cdtypes.mpi.attach)")
     nbytes = sum(layout[0]) if layout is not None else len(dests[0])
-    return inc, _parts_receive(pc, source, oid, nbytes, _receive_into((dests, layout)),
-                               limits is not None), None
+    parts = _parts_receive(pc, source, oid, nbytes, _receive_into((dests, layout)),
+                           limits is not None)
+    parts.buffers = (dests, layout)  # what a collective forwards once they arrived
+    return inc, parts, None
 
 
 def _complete_parts(req, block):

@@ -34,3 +34,19 @@ def test_pkl5_api_large_objects(nranks):
     )
     assert r.returncode == 0, "mpiexec failed:\n%s\n%s" % (r.stdout, r.stderr)
     assert r.stdout.count(": ok") == nranks, r.stdout + r.stderr
+
+
+@pytest.mark.parametrize("nranks", [2, 3, 4])
+def test_collectives_fail_on_every_rank(nranks):
+    """The collectives when one rank fails (mpi_coll.py): a receive over max_bytes /
+    max_regions, an object outside the allow-list, the root's object that does not pickle, a
+    scatter or alltoall list of the wrong length, a head that is not a frame. The failed rank
+    raises its error, every other rank PeerError, none hangs, and the next collective works;
+    bcast's tree from every root and allgather's ring, on intra- and intercommunicators."""
+    script = os.path.join(os.path.dirname(__file__), "mpi_coll.py")
+    r = subprocess.run(
+        mpi_launcher() + ["-n", str(nranks), sys.executable, script],
+        capture_output=True, text=True, timeout=180,
+    )
+    assert r.returncode == 0, "mpiexec failed:\n%s\n%s" % (r.stdout, r.stderr)
+    assert r.stdout.count(": ok") == nranks, r.stdout + r.stderr

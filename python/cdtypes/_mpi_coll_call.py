@@ -1,0 +1,286 @@
+"""One rank's part in one collective call of cdtypes.mpi (docs/MPI.md §14): the objects it
+packs (once each), sends and forwards, the objects it receives (with the caller's limits), the
+failure markers it sends in place of objects it does not have, and the agreement at the end
+that makes every rank raise when any rank failed. The algorithms (who sends what to whom) are
+in _mpi_coll.py; this module is what they are built from."""
+
+import array
+import os
+import pickle
+import struct
+import time
+
+from mpi4py import MPI
+
+from . import _lib
+from ._backend import impl as _b
+from . import mpi as _m
+
+_BYTE = MPI.BYTE
+_INT = MPI.INT
+_OK = 2**31 - 1  # the agreement's value of a rank that did not fail (MIN picks a failed one)
+_ID = struct.Struct("<I")  # the prefix's id field, at offset 4 (docs/MPI.md §4.1)
+_COLL_KEYVAL = MPI.Comm.Create_keyval()  # on a user's communicator: its _Collectives
+_yield = getattr(os, "sched_yield", lambda: time.sleep(0))
+
+
+def _cores():
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+def _oversubscribed(agree):
+    """Whether any node runs more processes of ``agree`` than a process there may use cores
+    (collective over agree: every process gets the same answer, docs/MPI.md §14.5)."""
+    node = agree.Split_type(MPI.COMM_TYPE_SHARED)
+    try:
+        mine = array.array("i", [1 if node.Get_size() > _cores() else 0])
+    finally:
+        node.Free()
+    anywhere = array.array("i", [0])
+    agree.Allreduce([mine, _INT], [anywhere, _INT], MPI.MAX)
+    return bool(anywhere[0])
+
+
+class _Collectives:
+    """What the collectives of one user communicator use (docs/MPI.md §14.1): cc, its duplicate
+    for the objects (attached, so large buffers travel on cc's parts communicator pc), and the
+    intracommunicator of every process of comm on which the agreement runs (cc itself; on an
+    intercommunicator, cc's two groups merged)."""
+
+    __slots__ = ("cc", "pc", "agree", "agree_rank", "inter", "peers", "me", "trees", "yielding",
+                 "_mine", "_all")
+
+    def __init__(self, comm):
+        self.cc = MPI.Comm.Dup(comm)  # not comm.Dup(): the pkl5 API's Dup attaches
+        self.pc = _m.attach(self.cc)
+        self.inter = comm.Is_inter()
+        self.agree = MPI.Intercomm.Merge(self.cc) if self.inter else self.cc
+        self.agree_rank = self.agree.Get_rank()
+        # asked once (each MPI call costs a fraction of a microsecond, a small object's whole
+        # bcast about ten): the ranks a collective sends to and receives from (the remote
+        # group's on an intercommunicator), this process's rank among them (None when it is
+        # not among them: an intercommunicator), bcast's tree per root (_mpi_coll)
+        self.peers = comm.Get_remote_size() if self.inter else comm.Get_size()
+        self.me = None if self.inter else comm.Get_rank()
+        self.trees = {}
+        # More processes than cores on a node: MPI's blocking waits spin without giving up the
+        # core, so each hand-off between two processes can cost a scheduler time slice (ms).
+        # Then every wait of a collective polls and yields the core between polls (measured:
+        # bench/results/pycoll_findings.md). The same on every process: the agreement is then
+        # an MPI_Iallreduce, which matches no MPI_Allreduce.
+        self.yielding = _oversubscribed(self.agree)
+        self._mine, self._all = array.array("i", [0]), array.array("i", [0])
+
+    def agreement(self, failed):
+        """MPI_Allreduce(MIN) of this rank's number in the agreement communicator if it
+        failed, else _OK -> the lowest failed rank there, or None when none failed. (Measured:
+        MPI_Iallreduce started earlier, to overlap the root's own copy, cost more than it hid.)"""
+        self._mine[0] = self.agree_rank if failed else _OK
+        if self.yielding:
+            request = self.agree.Iallreduce([self._mine, _INT], [self._all, _INT], MPI.MIN)
+            while not request.Test():
+                _yield()
+        else:
+            self.agree.Allreduce([self._mine, _INT], [self._all, _INT], MPI.MIN)
+        return None if self._all[0] == _OK else self._all[0]
+
+    def free(self):
+        if self.agree is not self.cc:
+            MPI.Comm.Free(self.agree)
+        pc = self.cc.Get_attr(_m._KEYVAL)
+        self.cc.Delete_attr(_m._KEYVAL)
+        MPI.Comm.Free(pc)
+        MPI.Comm.Free(self.cc)
+
+
+def collectives(comm):
+    """The _Collectives of ``comm``: made at the first collective call, which every process of
+    comm (both groups of an intercommunicator) makes, so Dup and Merge are collective as MPI
+    requires."""
+    coll = comm.Get_attr(_COLL_KEYVAL)
+    if coll is None:
+        coll = _Collectives(comm)
+        comm.Set_attr(_COLL_KEYVAL, coll)
+    return coll
+
+
+def release(comm):
+    """Free what cdtypes.mpi made for ``comm`` (its collectives' communicators and its parts
+    communicator); collective, as MPI_Comm_free. Called by Comm.Free."""
+    coll = comm.Get_attr(_COLL_KEYVAL)
+    if coll is not None:
+        comm.Delete_attr(_COLL_KEYVAL)
+        coll.free()
+    pc = comm.Get_attr(_m._KEYVAL)
+    if pc is not None:
+        comm.Delete_attr(_m._KEYVAL)
+        MPI.Comm.Free(pc)
+
+
+def local_copy(obj):
+    """A rank's own item of a collective (the root's bcast result, its own gather item, ...):
+    pickled and rebuilt here, out-of-band buffers shared with ``obj``, as mpi4py.util.pkl5
+    returns it (its arrays are not copied; nothing travels)."""
+    buffers = []
+    stream = pickle.dumps(obj, 5, buffer_callback=buffers.append)
+    return pickle.loads(stream, buffers=buffers)
+
+
+def own_copy(out, obj):
+    """This rank's own item when it packed it to send it too: rebuilt from its own head when
+    that holds the whole object (one unpickling, no second pickling), else local_copy."""
+    if out.parts[0]:
+        return local_copy(obj)
+    return _m._rebuild(_b.mpi_unpack(out.head, None, -1, -1)[0], None, None)
+
+
+FAILED = object()  # what rebuild() returns for an object this rank does not have
+# what sends that failed to complete may still read (finish(): Waitall raised)
+_IN_FLIGHT = []
+
+
+class Outgoing:
+    """An object packed once, sent to any number of ranks: its head (the prefix's id is the
+    sender's, §3.2), its separate buffers ((buffers, layout) for mpi._parts_message) and the
+    windows over the memory they are read from (the sender's Frame keeps its own alive until
+    finish() closes it; a received object's windows keep the received memory)."""
+
+    __slots__ = ("head", "parts", "oid")
+
+    def __init__(self, head, parts, oid):
+        self.head, self.parts, self.oid = head, parts, oid
+
+
+class Call:
+    """One rank's part in one collective call. Every method that can fail records the first
+    error (``error``) instead of raising, and the algorithms go on sending failure markers and
+    consuming what they are sent, so that every rank reaches finish(), whose agreement makes
+    every rank raise when any did fail (docs/MPI.md §14.4, §14.5)."""
+
+    __slots__ = ("coll", "cc", "tag", "limits", "policy", "error", "peer_failed", "_reqs",
+                 "_frames", "_forwarded")
+
+    def __init__(self, comm, tag, max_bytes, max_regions, allowed):
+        _m._thread_check()
+        self.coll = collectives(comm)
+        self.cc, self.tag = self.coll.cc, tag
+        self.limits, self.policy = _m._limits(max_bytes, max_regions, allowed)
+        self.error = None  # this rank's own failure (the first)
+        self.peer_failed = False  # a failure marker arrived
+        self._reqs, self._frames = [], []
+        # the Outgoing of every received object this rank forwards: its windows keep the
+        # received memory, which a parts message of several buffers reads by address (MPI
+        # keeps no reference to it), alive until finish() waited for the sends
+        self._forwarded = []
+
+    def fail(self, error):
+        if self.error is None:
+            self.error = error
+
+    def pack(self, obj):
+        """``obj`` packed once (an Outgoing), or None when pickling it failed (recorded)."""
+        try:
+            frame, head, parts, _, oid = _m._pack(obj, self.cc)
+        except BaseException as e:
+            self.fail(e)
+            return None
+        self._frames.append(frame)
+        return Outgoing(head, parts, oid)
+
+    def send(self, out, dest):
+        """Post ``out`` (head on cc, parts on pc; §14.3) to ``dest``, or, for None, the
+        failure marker: a zero-byte message under the operation's tag (§14.4)."""
+        try:
+            if out is None:
+                self._reqs.append(self.cc.Isend([None, 0, _BYTE], dest, self.tag))
+                return
+            self._reqs.append(self.cc.Isend([out.head, _BYTE], dest, self.tag))
+            if out.parts[0]:
+                self._reqs.append(
+                    _m._post_parts(self.coll.pc.Isend, out.parts, dest, out.oid))
+        except BaseException as e:
+            self.fail(e)
+
+    def receive(self, source, forward=False):
+        """The next object from ``source`` under the operation's tag -> (the backend's
+        incoming object, its Outgoing to send on when ``forward``, else None), or (None, None)
+        when there is none (a failure marker came, or this receive failed: recorded). The
+        object's head and buffers arrived and were checked under the call's limits; rebuild()
+        makes it. A forwarded object is sent on as it came (its head, its buffers where they
+        were received), under a fresh id of this rank (§3.2)."""
+        status = MPI.Status()
+        try:
+            if self.coll.yielding:
+                msg = self.cc.Improbe(source, self.tag, status)
+                while msg is None:
+                    _yield()
+                    msg = self.cc.Improbe(source, self.tag, status)
+            else:
+                msg = self.cc.Mprobe(source, self.tag, status)
+            if status.Get_count(_BYTE) == 0:  # §14.4: the sender has no object to send
+                msg.Recv([None, 0, _BYTE])
+                self.peer_failed = True
+                return None, None
+            head, inc, parts, err = _m._start_head(self.cc, msg, status, None, self.limits)
+            try:
+                if parts is None:
+                    pass
+                elif self.coll.yielding:
+                    while not parts.test():
+                        _yield()
+                else:
+                    parts.wait()
+            finally:
+                if err is not None:
+                    raise err
+        except BaseException as e:
+            self.fail(e)
+            return None, None
+        if not forward:
+            return inc, None
+        oid = next(_m._ids) % _m._TAG_SPACE
+        _ID.pack_into(head, 4, oid)
+        out = Outgoing(head, parts.buffers if parts is not None else ([], None), oid)
+        self._forwarded.append(out)
+        return inc, out
+
+    def rebuild(self, inc):
+        """The object of a receive() (None: FAILED), unpickled under the call's allow-list."""
+        if inc is None:
+            return FAILED
+        try:
+            return _m._rebuild(inc, self.limits, self.policy)
+        except BaseException as e:
+            self.fail(e)
+            return FAILED
+
+    def receive_object(self, source):
+        return self.rebuild(self.receive(source)[0])
+
+    def finish(self, name):
+        """Wait for this rank's sends, then the agreement: raises this rank's own error, or
+        PeerError when another rank failed (the failed rank named)."""
+        try:
+            if self.coll.yielding:
+                while not MPI.Request.Testall(self._reqs):
+                    _yield()
+            else:
+                MPI.Request.Waitall(self._reqs)
+            for frame in self._frames:
+                frame.close()
+        except BaseException as e:  # MPI may still read them: kept for the process's life
+            self.fail(e)
+            _IN_FLIGHT.append((self._frames, self._forwarded))
+        self._reqs = self._frames = self._forwarded = None
+        failed = self.coll.agreement(self.error is not None)
+        if self.error is not None:
+            raise self.error
+        if failed is not None or self.peer_failed:
+            where = "a rank" if failed is None else (
+                "rank %d of the communicator" if self.coll.agree is self.cc else
+                "rank %d of the intercommunicator's two groups merged") % failed
+            raise _lib.error(-21, "cdtypes.mpi %s: %s failed, so the collective failed on every "
+                             "rank" % (name, where))

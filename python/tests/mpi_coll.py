@@ -1,0 +1,188 @@
+"""Run under `mpiexec -n N` (N >= 2): cdtypes.mpi's collectives when a rank fails (docs/MPI.md
+§14.4). A receive over a limit, an object refused by the allow-list, the root's object that
+does not pickle, a scatter list of the wrong length, a malformed frame: the rank that failed
+raises its error, every other rank raises PeerError, none waits for ever, and the next
+collective on the same communicator works (nothing of the failed one is left behind). Also:
+bcast's tree from every root and allgather's ring, with objects that have parts messages, on
+intra- and intercommunicators."""
+import faulthandler
+import sys
+
+import numpy as np
+from mpi4py import MPI
+
+from cdtypes import _mpi_coll, _mpi_coll_call
+from cdtypes import mpi
+from cdtypes._lib import ForbiddenError, FrameMagicError, LimitError, PeerError
+
+world = mpi.Intracomm(MPI.COMM_WORLD)
+size, rank = world.Get_size(), world.Get_rank()
+assert size >= 2, "run with 2 or more processes"
+T = mpi.THRESHOLD
+# a deadlock prints every rank's stack and fails the run instead of waiting for pytest's timeout
+faulthandler.dump_traceback_later(90, exit=True)
+
+
+class NotAllowed:  # a global outside the default allow-list
+    def __eq__(self, other):
+        return isinstance(other, NotAllowed)
+
+
+def big(seed):
+    """an object with two parts over the threshold and one under it"""
+    return {"seed": seed, "a": np.full(T // 8 + 10, seed, np.int64),
+            "b": np.full(T // 8 + 20, -seed, np.int64), "small": np.arange(5) + seed}
+
+
+def check(obj, seed):
+    assert obj["seed"] == seed, (obj["seed"], seed)
+    assert (obj["a"] == seed).all() and obj["a"].shape == (T // 8 + 10,)
+    assert (obj["b"] == -seed).all() and (obj["small"] == np.arange(5) + seed).all()
+    assert obj["a"].flags.writeable
+
+
+def expect(fn, own, *args, **kwargs):
+    """fn(*args, **kwargs) must raise: ``own`` (an exception class) at a rank whose own
+    receive or pickling fails, PeerError at the others (own None: this rank does not fail)."""
+    try:
+        fn(*args, **kwargs)
+    except PeerError as e:
+        assert own is None, "rank %d: PeerError, expected %s" % (rank, own)
+        assert "failed on every rank" in str(e), e
+        return
+    except BaseException as e:
+        assert own is not None and isinstance(e, own), "rank %d: %r" % (rank, e)
+        return
+    raise AssertionError("rank %d: %s did not raise" % (rank, getattr(fn, "__name__", fn)))
+
+
+def still_works(comm, inter=False):
+    """after a failure: the next collective gets exactly its own objects"""
+    n = comm.Get_remote_size() if inter else comm.Get_size()
+    got = comm.allgather(big(500 + comm.Get_rank()))
+    for source, obj in enumerate(got):
+        check(obj, 500 + source)
+    assert len(got) == n
+    coll = _mpi_coll_call.collectives(comm)
+    assert not coll.cc.iprobe(MPI.ANY_SOURCE, MPI.ANY_TAG)
+    assert not coll.pc.iprobe(MPI.ANY_SOURCE, MPI.ANY_TAG)
+    comm.barrier()  # no rank sends for the next collective before every rank looked
+
+
+def trees(comm):
+    """bcast from every root (binomial tree: inner ranks forward), allgather direct and ring"""
+    for root in range(comm.Get_size()):
+        check(comm.bcast(big(root) if comm.Get_rank() == root else None, root), root)
+        assert comm.bcast({"small": root} if comm.Get_rank() == root else None,
+                          root) == {"small": root}
+    for ring in (2, 1 << 30):
+        _mpi_coll.ALLGATHER_RING = ring
+        try:
+            for source, obj in enumerate(comm.allgather(big(comm.Get_rank()))):
+                check(obj, source)
+            assert comm.allgather(comm.Get_rank()) == list(range(comm.Get_size()))
+        finally:
+            _mpi_coll.ALLGATHER_RING = 8
+    for parent_rank in range(comm.Get_size()):  # the tree covers every rank once
+        parent, children = _mpi_coll.binomial_tree(parent_rank, comm.Get_size(), 0)
+        assert (parent is None) == (parent_rank == 0)
+
+
+def limits(comm):
+    """one rank at a time receives under a limit its object exceeds"""
+    me, n = comm.Get_rank(), comm.Get_size()
+    for bad in range(n):
+        fails = me == bad
+        for root in range(n):
+            if bad != root:  # the root receives nothing in bcast and scatter
+                expect(comm.bcast, LimitError if fails else None,
+                       big(root) if me == root else None, root,
+                       max_bytes=1000 if fails else None)
+                expect(comm.scatter, LimitError if fails else None,
+                       [big(d) for d in range(n)] if me == root else None, root,
+                       max_regions=1 if fails else None)
+        expect(comm.gather, LimitError if fails else None, big(me), bad,
+               max_bytes=1000 if fails else None)
+        for ring in (2, 1 << 30):
+            _mpi_coll.ALLGATHER_RING = ring
+            try:
+                expect(comm.allgather, ForbiddenError if fails else None, NotAllowed(),
+                       allowed=True if fails else None)
+            finally:
+                _mpi_coll.ALLGATHER_RING = 8
+        expect(comm.alltoall, LimitError if fails else None, [big(d) for d in range(n)],
+               max_bytes=100 if fails else None)
+        # a limit the objects meet changes nothing
+        got = comm.alltoall([big(me * 10 + d) for d in range(n)], max_bytes=1 << 20,
+                            max_regions=4, allowed=True)
+        for source, obj in enumerate(got):
+            check(obj, source * 10 + me)
+    still_works(comm)
+
+
+def senders_fail(comm):
+    """the object a rank sends does not pickle, or its list has the wrong length"""
+    me, n = comm.Get_rank(), comm.Get_size()
+    unpicklable = lambda: None  # noqa: E731 (pickle refuses lambdas)
+    for root in range(n):
+        fails = me == root
+        expect(comm.bcast, Exception if fails else None, unpicklable if fails else None, root)
+        expect(comm.scatter, ValueError if fails else None, [1] * (n + 1) if fails else None,
+               root)
+        expect(comm.gather, Exception if fails else None, unpicklable if fails else 1,
+               (root + 1) % n)
+        expect(comm.alltoall, ValueError if fails else None, [1] * (n - 1 if fails else n))
+        expect(comm.allgather, Exception if fails else None, unpicklable if fails else 1)
+    still_works(comm)
+
+
+def bad_frame(comm):
+    """a rank sends gather's root a head that is not a frame, by hand, and votes as a rank
+    that did not fail: the root raises FrameMagicError, the others PeerError"""
+    me, root, hostile = comm.Get_rank(), 0, comm.Get_size() - 1
+    if me == hostile:
+        coll = _mpi_coll_call.collectives(comm)
+        coll.cc.Send([b"not a cdtypes frame at all", MPI.BYTE], root, _mpi_coll.TAG_GATHER)
+        assert coll.agreement(False) == root
+    else:
+        expect(comm.gather, FrameMagicError if me == root else None, big(me), root)
+    still_works(comm)
+
+
+def intercomm():
+    half = size // 2
+    group = 0 if rank < half else 1
+    local = MPI.COMM_WORLD.Split(group, rank)
+    inter = mpi.Intercomm(local.Create_intercomm(0, MPI.COMM_WORLD, half if group == 0 else 0,
+                                                 11))
+    local.Free()
+    me, remote = inter.Get_rank(), inter.Get_remote_size()
+    # group 0's rank 0 is the root; group 1's last rank receives under a limit
+    bad = group == 1 and me == inter.Get_size() - 1
+    if group == 0:
+        root = MPI.ROOT if me == 0 else MPI.PROC_NULL
+        expect(inter.bcast, None, big(7), root)
+        expect(inter.bcast, Exception if me == 0 else None, (lambda: 0), root)
+    else:
+        expect(inter.bcast, LimitError if bad else None, None, 0,
+               max_bytes=1000 if bad else None)
+        expect(inter.bcast, None, None, 0)
+    expect(inter.allgather, LimitError if bad else None, big(me),
+           max_bytes=1000 if bad else None)
+    for source, obj in enumerate(inter.alltoall([big(me * 10 + d) for d in range(remote)])):
+        check(obj, source * 10 + me)
+    still_works(inter, True)
+    inter.Free()
+
+
+trees(world)
+limits(world)
+senders_fail(world)
+bad_frame(world)
+dup = world.Dup()
+trees(dup)
+senders_fail(dup)
+dup.Free()
+intercomm()
+print("rank %d: ok" % rank)
+sys.stdout.flush()
