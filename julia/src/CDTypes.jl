@@ -18,10 +18,12 @@ See docs/JULIA.md in the repository.
 module CDTypes
 
 using Libdl
+using Preferences
 using Serialization
 
 export CDTypesError, Frame, RawFrame
 
+include("binary.jl")
 include("lib.jl")
 include("serialize.jl")
 include("frame.jl")

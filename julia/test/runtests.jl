@@ -1,5 +1,15 @@
 using Test
 using Serialization
+
+const REPO = normpath(joinpath(@__DIR__, "..", ".."))
+# The repository's tests use the build tree's libcdt (cmake -S . -B build), whatever the
+# package's `binary` preference says; ENV["CDTYPES_LIBCDT"] names another one.
+let built = joinpath(REPO, "build", "libcdt", "libcdtypes." * Base.Libc.Libdl.dlext)
+    isempty(get(ENV, "CDTYPES_LIBCDT", "")) &&
+        isfile(built) &&
+        (ENV["CDTYPES_LIBCDT"] = built)
+end
+
 using CDTypes
 using CDTypes: encode, decode, decode_frame, tobytes, iov, pieces, nregions
 if Base.find_package("MPI") !== nothing
@@ -9,8 +19,6 @@ end
 include("types.jl")
 include("json_min.jl")
 include("vector_values.jl")
-
-const REPO = normpath(joinpath(@__DIR__, "..", ".."))
 
 errname(f) = try
     f()
