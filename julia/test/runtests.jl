@@ -2,13 +2,7 @@ using Test
 using Serialization
 
 const REPO = normpath(joinpath(@__DIR__, "..", ".."))
-# The repository's tests use the build tree's libcdt (cmake -S . -B build), whatever the
-# package's `binary` preference says; ENV["CDTYPES_LIBCDT"] names another one.
-let built = joinpath(REPO, "build", "libcdt", "libcdtypes." * Base.Libc.Libdl.dlext)
-    isempty(get(ENV, "CDTYPES_LIBCDT", "")) &&
-        isfile(built) &&
-        (ENV["CDTYPES_LIBCDT"] = built)
-end
+include("use_build_tree.jl")
 
 using CDTypes
 using CDTypes: encode, decode, decode_frame, tobytes, iov, pieces, nregions
@@ -32,6 +26,17 @@ roundtrip(x; kw...) = decode(tobytes(encode(x; kw...)))
 @testset "CDTypes" begin
     @testset "library and errors" begin
         @test isfile(CDTypes.libcdt_path()) || !isempty(CDTypes.libcdt_path())
+        # the binary preference: a bad choice is refused before anything is written
+        pref = CDTypes.library_preference()
+        @test pref in ("jll", "system") || isabspath(pref)
+        @test_throws ArgumentError CDTypes.set_library!("libcdtypes.so") # not absolute
+        @test_throws ArgumentError CDTypes.set_library!("/nonexistent/libcdtypes.so")
+        @test_throws ArgumentError CDTypes.set_library!("jll"; ucx = CDTypes.libcdt_path())
+        @test_throws ArgumentError CDTypes.set_library!(
+            CDTypes.libcdt_path();
+            ucx = "libcdtypes-ucx.so",
+        )
+        @test CDTypes.library_preference() == pref
         @test CDTypes.libcdt_version() >= 100
         @test CDTypes.kind_size(12) == 8
         @test CDTypes.kind_name(12) == "double"
