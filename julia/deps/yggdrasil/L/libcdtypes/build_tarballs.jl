@@ -63,12 +63,10 @@ products = [
 ]
 
 # UCX 1.13 is the oldest UCX the transport is tested with (README.md, docs/TRANSPORT.md).
-dependencies = [
-    Dependency(
-        PackageSpec(name = "UCX_jll", uuid = "16e4e860-d6b8-5056-a518-93e88b6392ae");
-        compat = "1.13",
-    ),
-]
+dependencies = [Dependency(
+    PackageSpec(name = "UCX_jll", uuid = "16e4e860-d6b8-5056-a518-93e88b6392ae");
+    compat = "1.13",
+)]
 
 # C11 and the __atomic builtins: GCC 8 (BinaryBuilder's default GCC is older).
 build_tarballs(
