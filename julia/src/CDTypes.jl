@@ -17,6 +17,7 @@ See docs/JULIA.md in the repository.
 """
 module CDTypes
 
+using Artifacts
 using Libdl
 using Preferences
 using Serialization

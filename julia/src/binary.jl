@@ -1,7 +1,6 @@
 # Which libcdt the package loads: a Preferences.jl switch in the convention of MPI.jl and
 # MPIPreferences. The preference is read when the package is compiled (a change takes effect
-# after a restart of Julia, which recompiles it), so that the JLL is imported only when it is
-# the one in use.
+# after a restart of Julia, which recompiles it).
 #
 #   binary = "jll"     (the default) libcdtypes_jll: the libraries built by
 #                      julia/deps/yggdrasil/L/libcdtypes/build_tarballs.jl, with UCX_jll
@@ -18,8 +17,37 @@ const UCX_KEY = "libcdtypes_ucx"
 const _BINARY = @load_preference(BINARY_KEY, "jll")
 const _UCX_PREFERENCE = @load_preference(UCX_KEY, nothing)
 
-@static if _BINARY == "jll"
-    import libcdtypes_jll
+# libcdtypes_jll, found without being loaded. Loading a JLL loads its dependencies, and
+# libcdtypes_jll's UCX_jll opens UCX's libraries; the core needs no UCX (a program that frames
+# objects, or sends them with an MPI library that uses a UCX of its own, must not get a second
+# UCX), so the core is opened from the JLL's artifact directly and the JLL itself (with UCX_jll)
+# is loaded on the first transport call only.
+const _JLL = Base.PkgId(Base.UUID("42fccd27-48ff-5aef-b108-8d688682e9a1"), "libcdtypes_jll")
+
+# The directory of libcdtypes_jll's build for this platform (its artifact), without loading it.
+function _jll_artifact_dir()
+    entry = Base.locate_package(_JLL)
+    entry === nothing &&
+        error(
+            "libcdtypes_jll is not installed in this environment (Pkg.instantiate()), or use " *
+                "CDTypes.set_library!(\"system\") or a path and restart Julia",
+        )
+    toml = joinpath(dirname(dirname(entry)), "Artifacts.toml")
+    meta = Artifacts.artifact_meta("libcdtypes", toml)
+    meta === nothing &&
+        error(
+            "libcdtypes_jll has no build for this platform " *
+                "($(Base.BinaryPlatforms.triplet(Base.BinaryPlatforms.HostPlatform()))); use " *
+                "CDTypes.set_library!(\"system\") or a path, and restart Julia",
+        )
+    return Artifacts.artifact_path(Base.SHA1(meta["git-tree-sha1"]))
+end
+
+# The transport of libcdtypes_jll: loading the JLL opens UCX_jll's libraries, which the
+# transport links, and gives the transport's path.
+function _jll_transport_path()
+    jll = Base.require(_JLL)
+    return Base.invokelatest(getproperty, jll, :libcdtypes_ucx_path)::String
 end
 
 """
@@ -90,22 +118,14 @@ function _preferred_core()
                 problem *
                 "; fix it with CDTypes.set_library!(...) and restart",
         )
-    @static if _BINARY == "jll"
-        libcdtypes_jll.is_available() ||
-            error(
-                "libcdtypes_jll has no build for this platform ($(Base.BinaryPlatforms.triplet(Base.BinaryPlatforms.HostPlatform()))); " *
-                    "use CDTypes.set_library!(\"system\") or a path, and restart Julia",
-            )
-        return [libcdtypes_jll.libcdtypes_path]
-    end
+    _BINARY == "jll" &&
+        return [joinpath(_jll_artifact_dir(), "lib", "libcdtypes." * Libdl.dlext)]
     return _BINARY == "system" ? ["libcdtypes"] : [_BINARY]
 end
 
 # The transport's candidates of the preference, given the loaded core's folder.
 function _preferred_ucx(core_dir::AbstractString)
-    @static if _BINARY == "jll"
-        return [libcdtypes_jll.libcdtypes_ucx_path]
-    end
+    _BINARY == "jll" && return [_jll_transport_path()]
     _UCX_PREFERENCE === nothing || return [_UCX_PREFERENCE]
     return [joinpath(core_dir, "libcdtypes-ucx." * Libdl.dlext), "libcdtypes-ucx"]
 end

@@ -15,7 +15,9 @@ and checked against the repository as it is now:
   - the platforms are Linux x86_64 and aarch64 with glibc.
 Project.toml: every dependency (deps, weakdeps, extras) has a [compat] bound; the package depends
 on the recipe's JLL (`NAME_jll`) under the UUID BinaryBuilder will give it, with a compat bound of
-the recipe's ABI series (0.x: "0.x"); and on Preferences. Exit status 1 on any problem.
+the recipe's ABI series (0.x: "0.x"); and on Preferences. The package's own reference to the JLL
+(src/binary.jl: `Base.PkgId(Base.UUID("..."), "NAME_jll")`, which finds it without loading it)
+has that UUID too. Exit status 1 on any problem.
 """
 import argparse
 import hashlib
@@ -247,6 +249,22 @@ def check_project(project_path, jll_name, version):
     return problems
 
 
+def check_source_reference(src_dir, jll_name):
+    """The PkgId the package's source builds for the JLL has BinaryBuilder's UUID."""
+    if not jll_name:
+        return []
+    jll = jll_name + "_jll"
+    refs = []
+    for f in sorted(pathlib.Path(src_dir).rglob("*.jl")):
+        for m in re.finditer(r'Base\.PkgId\(\s*Base\.UUID\("([0-9a-f-]+)"\)\s*,\s*"%s"\s*\)' % jll,
+                             f.read_text()):
+            refs.append((f, m.group(1)))
+    if not refs:
+        return ["%s: no Base.PkgId(Base.UUID(...), \"%s\") in the package's source" % (src_dir, jll)]
+    return ["%s: %s has uuid %s, BinaryBuilder will give it %s" % (f, jll, u, jll_uuid(jll_name))
+            for f, u in refs if u != jll_uuid(jll_name)]
+
+
 def main(argv):
     ap = argparse.ArgumentParser()
     ap.add_argument("--root", default=str(ROOT))
@@ -261,6 +279,7 @@ def main(argv):
         return 1
     problems, name, version = check_recipe(recipes[0], root)
     problems += check_project(pathlib.Path(a.project or root / "julia/Project.toml"), name, version)
+    problems += check_source_reference(root / "julia/src", name)
     for p in problems:
         print(p)
     print("check_recipe: %s_jll %s, %s" % (name, version, "ok" if not problems else "%d problems" % len(problems)))

@@ -18,7 +18,8 @@ import check_recipe  # noqa: E402
 @pytest.fixture
 def tree(tmp_path):
     """A copy of what the check reads: the recipe, Project.toml and the CMake files."""
-    for rel in (RECIPE, "julia/Project.toml", "CMakeLists.txt", "libcdt/CMakeLists.txt"):
+    for rel in (RECIPE, "julia/Project.toml", "julia/src/binary.jl", "CMakeLists.txt",
+                "libcdt/CMakeLists.txt"):
         (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy(ROOT / rel, tmp_path / rel)
     return tmp_path
@@ -72,6 +73,8 @@ BREAKS = [
      "the recipe's ABI series is '0.2'"),
     ("julia/Project.toml", 'libcdtypes_jll = "42fccd27', 'libcdtypes_jll = "52fccd27',
      "BinaryBuilder will give it 42fccd27"),
+    ("julia/src/binary.jl", 'UUID("42fccd27', 'UUID("42fccd28', "binary.jl: libcdtypes_jll has uuid 42fccd28"),
+    ("julia/src/binary.jl", '"libcdtypes_jll")', '"libcdt_jll")', "no Base.PkgId(Base.UUID(...)"),
     ("julia/Project.toml", 'Preferences = "21216c6a-2e73-6563-6e65-726566657250"\n', "",
      "Preferences (21216c6a-2e73-6563-6e65-726566657250) is not in [deps]"),
 ]

@@ -54,9 +54,9 @@ platforms = [
     Platform("aarch64", "linux"; libc = "glibc"),
 ]
 
-# The transport is not opened when the JLL loads (dont_dlopen): CDTypes.jl opens it on the first
-# transport call, so a program that only frames objects, or sends them with MPI.jl, does not
-# bring libcdtypes-ucx into the process.
+# The transport is not opened when the JLL loads (dont_dlopen): only a transport call needs it.
+# (CDTypes.jl opens the core from the JLL's artifact without loading the JLL, and loads the JLL,
+# whose UCX_jll opens UCX, on the first transport call: see julia/src/binary.jl.)
 products = [
     LibraryProduct("libcdtypes", :libcdtypes),
     LibraryProduct("libcdtypes-ucx", :libcdtypes_ucx; dont_dlopen = true),
