@@ -239,6 +239,30 @@ roundtrip(x; kw...) = decode(tobytes(encode(x; kw...)))
         @test success(pipeline(cmd; stdout = stdout, stderr = stderr))
     end
 
+    @testset "the JLL's core loads no UCX" begin
+        # where libcdtypes_jll is installed and is the preference: a fresh process without
+        # CDTYPES_LIBCDT frames an object with the JLL's core, and neither the JLL (whose
+        # UCX_jll opens UCX) nor UCX nor the transport is loaded
+        if CDTypes.library_preference() != "jll" ||
+                Base.locate_package(CDTypes._JLL) === nothing
+            @info "libcdtypes_jll is not installed or not the preference: skipped"
+        else
+            code = """
+            using CDTypes
+            CDTypes.decode(CDTypes.tobytes(CDTypes.encode(Dict("a" => collect(1.0:1000.0)))))
+            occursin("artifacts", CDTypes.libcdt_path()) || (println(CDTypes.libcdt_path()); exit(2))
+            haskey(Base.loaded_modules, CDTypes._JLL) && exit(3)
+            maps = read("/proc/self/maps", String)
+            found = filter(l -> occursin(r"/lib(ucp|uct|ucs|ucm|cdtypes-ucx)[^/]*\$", l), split(maps, '\\n'))
+            isempty(found) || (println(join(found, '\\n')); exit(1))
+            """
+            cmd = `$(Base.julia_cmd()) --project=$(Base.active_project()) -e $code`
+            withenv("CDTYPES_LIBCDT" => nothing, "CDTYPES_LIBCDT_UCX" => nothing) do
+                @test success(pipeline(cmd; stdout = stdout, stderr = stderr))
+            end
+        end
+    end
+
     @testset "UCX, two processes" begin
         if !CDTypes.has_ucx()
             @info "libcdt was built without UCX: two-process test skipped"
