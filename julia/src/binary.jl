@@ -125,7 +125,17 @@ end
 
 # The transport's candidates of the preference, given the loaded core's folder.
 function _preferred_ucx(core_dir::AbstractString)
-    _BINARY == "jll" && return [_jll_transport_path()]
+    if _BINARY == "jll"
+        # a JLL that does not load is a transport that cannot be found (has_ucx() is false):
+        # the reason becomes the candidate's name in the error message
+        return try
+            [_jll_transport_path()]
+        catch e
+            [
+                "libcdtypes_jll's transport (libcdtypes_jll did not load: $(sprint(showerror, e)))",
+            ]
+        end
+    end
     _UCX_PREFERENCE === nothing || return [_UCX_PREFERENCE]
     return [joinpath(core_dir, "libcdtypes-ucx." * Libdl.dlext), "libcdtypes-ucx"]
 end
