@@ -2,7 +2,9 @@
 # Everything CI runs for the Julia package CDTypes.jl on a machine without Julia, plus the
 # package's own tests where Julia exists:
 #   syntax check (tree-sitter-julia), ABI check (ccalls and mirrored structs against the C
-#   headers and bindings/abi.txt), fatou lint + format check, the checkers' own tests, and
+#   headers and bindings/abi.txt), the JLL recipe and Project.toml against the CMake project,
+#   the API reference's pages against the docstrings, fatou lint + format check, the checkers'
+#   own tests, and
 #   `julia --project=julia -e 'using Pkg; Pkg.test()'` when julia is on PATH.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -23,10 +25,14 @@ echo "== julia: syntax check (tree-sitter-julia)"
 "$py" tools/check_syntax.py "$here" "$root/bench/julia"
 echo "== julia: ABI check (ccalls and structs against the C headers and bindings/abi.txt)"
 "$py" tools/check_abi.py src ext "$root/bench/julia"
+echo "== julia: JLL recipe and Project.toml (versions, products, CMake options, UUIDs, compat)"
+"$py" tools/check_recipe.py
+echo "== julia: API reference (docs/: every export documented, every @docs entry exists)"
+"$py" tools/check_docs.py
 if command -v fatou >/dev/null 2>&1; then
     echo "== julia: fatou lint and format check"
-    fatou lint src ext test "$root/bench/julia"
-    fatou format --check src ext test "$root/bench/julia"
+    fatou lint src ext test deps docs "$root/bench/julia"
+    fatou format --check src ext test deps docs "$root/bench/julia"
 else
     echo "== julia: fatou not available: lint skipped"
 fi

@@ -17,11 +17,14 @@ See docs/JULIA.md in the repository.
 """
 module CDTypes
 
+using Artifacts
 using Libdl
+using Preferences
 using Serialization
 
 export CDTypesError, Frame, RawFrame
 
+include("binary.jl")
 include("lib.jl")
 include("serialize.jl")
 include("frame.jl")

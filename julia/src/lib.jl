@@ -21,24 +21,16 @@ const _SYMS = Ref(Base.ImmutableDict{Symbol, Ptr{Cvoid}}())
 
 Where libcdt's core (`libcdtypes`) is looked for, in order:
 
-1. `ENV["CDTYPES_LIBCDT"]`, a path to the shared library (nothing else is tried when it is set);
-2. the library of the repository build next to this package, `../build/libcdt/libcdtypes.so`
-   (`.dylib` on macOS) relative to the `julia/` folder;
-3. the system's `libcdtypes` (the dynamic loader's search path: `LD_LIBRARY_PATH`, the install
-   prefix's `lib/`, ...).
+1. `ENV["CDTYPES_LIBCDT"]`, a path to the shared library (nothing else is tried when it is set;
+   the repository's tests and benchmarks set it to the build tree's library);
+2. what the `binary` preference says (`CDTypes.set_library!`): libcdtypes_jll's library
+   (`"jll"`, the default), the system's `libcdtypes` through the dynamic loader's search path
+   (`"system"`), or the path it names.
 """
 function library_candidates()
     env = get(ENV, "CDTYPES_LIBCDT", "")
     isempty(env) || return [env]
-    repo = normpath(joinpath(
-        @__DIR__,
-        "..",
-        "..",
-        "build",
-        "libcdt",
-        "libcdtypes." * Libdl.dlext,
-    ))
-    return [repo, "libcdtypes"]
+    return _preferred_core()
 end
 
 """
@@ -47,14 +39,18 @@ end
 Where libcdt's UCX transport (`libcdtypes-ucx`) is looked for, in order:
 
 1. `ENV["CDTYPES_LIBCDT_UCX"]`, a path to the shared library (nothing else is tried when set);
-2. `libcdtypes-ucx` in the folder of the core that was loaded (`libcdt_path()`);
-3. the system's `libcdtypes-ucx` (the dynamic loader's search path).
+2. when `ENV["CDTYPES_LIBCDT"]` names the core: `libcdtypes-ucx` beside it;
+3. otherwise what the `binary` preference says: libcdtypes_jll's transport (`"jll"`); the
+   preference `libcdtypes_ucx` when set; else `libcdtypes-ucx` in the folder of the loaded core
+   (`libcdt_path()`), then the system's (the dynamic loader's search path).
 """
 function ucx_library_candidates()
     env = get(ENV, "CDTYPES_LIBCDT_UCX", "")
     isempty(env) || return [env]
-    beside = joinpath(dirname(libcdt_path()), "libcdtypes-ucx." * Libdl.dlext)
-    return [beside, "libcdtypes-ucx"]
+    core_dir = dirname(libcdt_path())
+    isempty(get(ENV, "CDTYPES_LIBCDT", "")) ||
+        return [joinpath(core_dir, "libcdtypes-ucx." * Libdl.dlext)]
+    return _preferred_ucx(core_dir)
 end
 
 """
@@ -105,8 +101,8 @@ function libhandle()
             error(
                 "libcdt not found; tried: " *
                     path *
-                    ". Set ENV[\"CDTYPES_LIBCDT\"] to the path of libcdtypes.so, or build the " *
-                    "repository (cmake -S . -B build && cmake --build build).",
+                    ". Choose another with CDTypes.set_library!(\"system\" or a path) and " *
+                    "restart Julia, or set ENV[\"CDTYPES_LIBCDT\"] to the path of libcdtypes.so.",
             )
         _LIB_PATH[] = path
         _LIB_HANDLE[] = hh
@@ -128,8 +124,8 @@ function ucxhandle(; throw_error::Bool = true)
             error(
                 "libcdt's UCX transport not found; tried: " *
                     path *
-                    ". Build libcdt with UCX (pkg-config ucx), or set " *
-                    "ENV[\"CDTYPES_LIBCDT_UCX\"] to the path of libcdtypes-ucx.so.",
+                    ". Build libcdt with UCX (pkg-config ucx), or name it with " *
+                    "CDTypes.set_library!(core; ucx=path) or ENV[\"CDTYPES_LIBCDT_UCX\"].",
             )
         end
         _UCX_PATH[] = path

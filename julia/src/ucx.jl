@@ -98,7 +98,7 @@ function Worker(;
         Int64(something(zcopy_threshold, 0)),
         Csize_t(something(buffer_cache_bytes, 0)),
         protocol === nothing ? Cint(0) : _PROTOCOLS[protocol],
-        Int64(0),  # fifo_stall_timeout_ms: not in the mask, the library's default
+        Int64(0), # fifo_stall_timeout_ms: not in the mask, the library's default
     ))
     w = Ref{Ptr{Cvoid}}(C_NULL)
     rc = ccall(

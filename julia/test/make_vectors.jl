@@ -6,6 +6,7 @@
 #
 # runtests.jl decodes them back into vector_values(); the other bindings' tests check them at
 # the frame level (header, stream bytes, region lengths, kinds and bytes).
+include(joinpath(@__DIR__, "use_build_tree.jl"))
 using CDTypes
 include(joinpath(@__DIR__, "vector_values.jl"))
 

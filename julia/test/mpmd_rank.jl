@@ -8,6 +8,7 @@
 # itself, as docs/MPI.md sections 4-7 say, on the duplicate CDTypes.mpi_attach made, and
 # takes the frame apart with CDTypes.decode_frame.
 using MPI
+include(joinpath(@__DIR__, "use_build_tree.jl"))
 using CDTypes
 include(joinpath(@__DIR__, "json_min.jl"))
 

@@ -1,5 +1,9 @@
 using Test
 using Serialization
+
+const REPO = normpath(joinpath(@__DIR__, "..", ".."))
+include("use_build_tree.jl")
+
 using CDTypes
 using CDTypes: encode, decode, decode_frame, tobytes, iov, pieces, nregions
 if Base.find_package("MPI") !== nothing
@@ -9,8 +13,6 @@ end
 include("types.jl")
 include("json_min.jl")
 include("vector_values.jl")
-
-const REPO = normpath(joinpath(@__DIR__, "..", ".."))
 
 errname(f) = try
     f()
@@ -24,6 +26,17 @@ roundtrip(x; kw...) = decode(tobytes(encode(x; kw...)))
 @testset "CDTypes" begin
     @testset "library and errors" begin
         @test isfile(CDTypes.libcdt_path()) || !isempty(CDTypes.libcdt_path())
+        # the binary preference: a bad choice is refused before anything is written
+        pref = CDTypes.library_preference()
+        @test pref in ("jll", "system") || isabspath(pref)
+        @test_throws ArgumentError CDTypes.set_library!("libcdtypes.so") # not absolute
+        @test_throws ArgumentError CDTypes.set_library!("/nonexistent/libcdtypes.so")
+        @test_throws ArgumentError CDTypes.set_library!("jll"; ucx = CDTypes.libcdt_path())
+        @test_throws ArgumentError CDTypes.set_library!(
+            CDTypes.libcdt_path();
+            ucx = "libcdtypes-ucx.so",
+        )
+        @test CDTypes.library_preference() == pref
         @test CDTypes.libcdt_version() >= 100
         @test CDTypes.kind_size(12) == 8
         @test CDTypes.kind_name(12) == "double"
@@ -224,6 +237,30 @@ roundtrip(x; kw...) = decode(tobytes(encode(x; kw...)))
         """
         cmd = `$(Base.julia_cmd()) --project=$(Base.active_project()) -e $code`
         @test success(pipeline(cmd; stdout = stdout, stderr = stderr))
+    end
+
+    @testset "the JLL's core loads no UCX" begin
+        # where libcdtypes_jll is installed and is the preference: a fresh process without
+        # CDTYPES_LIBCDT frames an object with the JLL's core, and neither the JLL (whose
+        # UCX_jll opens UCX) nor UCX nor the transport is loaded
+        if CDTypes.library_preference() != "jll" ||
+                Base.locate_package(CDTypes._JLL) === nothing
+            @info "libcdtypes_jll is not installed or not the preference: skipped"
+        else
+            code = """
+            using CDTypes
+            CDTypes.decode(CDTypes.tobytes(CDTypes.encode(Dict("a" => collect(1.0:1000.0)))))
+            occursin("artifacts", CDTypes.libcdt_path()) || (println(CDTypes.libcdt_path()); exit(2))
+            haskey(Base.loaded_modules, CDTypes._JLL) && exit(3)
+            maps = read("/proc/self/maps", String)
+            found = filter(l -> occursin(r"/lib(ucp|uct|ucs|ucm|cdtypes-ucx)[^/]*\$", l), split(maps, '\\n'))
+            isempty(found) || (println(join(found, '\\n')); exit(1))
+            """
+            cmd = `$(Base.julia_cmd()) --project=$(Base.active_project()) -e $code`
+            withenv("CDTYPES_LIBCDT" => nothing, "CDTYPES_LIBCDT_UCX" => nothing) do
+                @test success(pipeline(cmd; stdout = stdout, stderr = stderr))
+            end
+        end
     end
 
     @testset "UCX, two processes" begin
