@@ -15,6 +15,8 @@
 set -euo pipefail
 build=$1 src=$2 work=$3
 rm -rf "$work" && mkdir -p "$work"
+# absolute paths: CMake reads a relative CMAKE_PREFIX_PATH against its own build folder
+build=$(cd "$build" && pwd) src=$(cd "$src" && pwd) work=$(cd "$work" && pwd)
 export UCX_WARN_UNUSED_ENV_VARS=n
 
 fail() { echo "packaging check: $*" >&2; exit 1; }
