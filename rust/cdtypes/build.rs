@@ -25,8 +25,8 @@ fn mpi_shim() {
     for dir in &mpi.include_paths {
         build.include(dir);
     }
-    // libcdt's installed headers, from cdtypes-sys (`links = "cdt"`, `cargo:include=`)
-    if let Some(dir) = env::var_os("DEP_CDT_INCLUDE") {
+    // libcdt's installed headers, from cdtypes-sys (`links = "cdtypes"`, `cargo:include=`)
+    if let Some(dir) = env::var_os("DEP_CDTYPES_INCLUDE") {
         build.include(dir);
     }
     build.compile("cdtypes_mpi_shim");
