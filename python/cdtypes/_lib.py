@@ -289,6 +289,31 @@ HAVE_UCX = os.path.isfile(_ucx_path)
 _ucx_lib = None
 
 
+def _ucx_from():
+    """The Python package whose UCX the transport was built against ("" for none: the one the
+    dynamic loader finds). A layout without _build_config.py (python/asan.sh) has none."""
+    try:
+        from ._build_config import UCX_FROM
+    except ImportError:
+        return ""
+    return UCX_FROM
+
+
+def _load_ucx_wheel():
+    """A transport built against the libucx-cu12 wheel (the wheels of cdtypes) names UCX's
+    libraries by SONAME only: that wheel's copies must be loaded first (libucx.load_library()),
+    so that the dynamic loader takes them, never a system UCX that would be a second copy."""
+    if _ucx_from() != "libucx":
+        return
+    try:
+        import libucx
+    except ImportError as e:
+        raise ImportError("this cdtypes was built against the UCX of PyPI's libucx-cu12 wheel, "
+                          "which is not installed: pip install 'cdtypes[ucx]' (or libucx-cu12)"
+                          ) from e
+    libucx.load_library()
+
+
 def load_ucx():
     """The UCX transport library (loading it, and with it UCX, on the first call), its
     functions declared. Its core is the one already loaded: the transport's dependency on
@@ -300,6 +325,7 @@ def load_ucx():
     if not HAVE_UCX:
         raise ImportError("this libcdt was built without the UCX transport (UCX not found at "
                           "build time): no %s" % _ucx_path)
+    _load_ucx_wheel()
     try:
         ucx = ctypes.CDLL(_ucx_path)
     except OSError as e:
