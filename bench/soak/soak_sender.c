@@ -230,6 +230,12 @@ void *sender_main(void *arg)
     while (!g_stop) {
         beat(th);
         if (g_final && !final_done) {
+            /* A receive posted before the phase began waits only the traffic's short patience
+             * (1 s, or the dvec timeout) and may match a final object and then be abandoned by the
+             * soak's own timer before the object's tail arrived, which looks like an idle receive
+             * and loses the object: the two such losses of the 30-minute soaks. The final objects
+             * start once every such receive has ended. */
+            sleep_ms(opt.dvec_timeout_ms > 1000 ? opt.dvec_timeout_ms + 1000 : 2000);
             for (int t = 0; t < opt.peers; t++)
                 for (int k = 0; t != g_me && k < opt.final_per_target; k++)
                     if (send_one(th, &c[t], t, 1, &seq, &r) != CDT_SUCCESS) {
