@@ -748,6 +748,20 @@ done:
 }
 
 /* the parts message's pieces: every separate region's, in region order (5.1) */
+/* room for `need` pieces in *list (of *cap), grown to twice what is needed; *list is kept (and
+ * still the caller's to free) when memory runs out */
+static inline int cdt_mpi_iov_reserve_(cdt_iov **list, cdt_count *cap, cdt_count need)
+{
+    if (need <= *cap)
+        return CDT_SUCCESS;
+    cdt_iov *q = (cdt_iov *)realloc(*list, (size_t)(2 * need) * sizeof **list);
+    if (q == NULL)
+        return CDT_ERR_NO_MEMORY;
+    *list = q;
+    *cap = 2 * need;
+    return CDT_SUCCESS;
+}
+
 static inline int cdt_mpi_send_parts_(cdt_frame f, cdt_count threshold, cdt_mpi_buf_ *out)
 {
     cdt_count nreg = 0, n = 0, cap = 0;
@@ -761,15 +775,8 @@ static inline int cdt_mpi_send_parts_(cdt_frame f, cdt_count threshold, cdt_mpi_
             continue;
         if ((rc = cdt_frame_region_iov_count(f, i, &m)) != CDT_SUCCESS)
             break;
-        if (n + m > cap) {
-            cap = 2 * (n + m);
-            cdt_iov *q = (cdt_iov *)realloc(p, (size_t)cap * sizeof *p);
-            if (q == NULL) {
-                rc = CDT_ERR_NO_MEMORY;
-                break;
-            }
-            p = q;
-        }
+        if ((rc = cdt_mpi_iov_reserve_(&p, &cap, n + m)) != CDT_SUCCESS)
+            break;
         rc = cdt_frame_region_iov(f, i, 0, m, p + n, &got);
         n += got;
     }
@@ -1357,15 +1364,8 @@ static inline int cdt_mpi_deliver_(cdt_mpi_message m, void *buf, cdt_count count
         cdt_count k = 0, got = 0;
         if ((rc = cdt_decoder_region_iov_count(m->dec, i, &k)) != CDT_SUCCESS)
             break;
-        if (npieces + k > cap) {
-            cap = 2 * (npieces + k);
-            cdt_iov *q = (cdt_iov *)realloc(pieces, (size_t)cap * sizeof *pieces);
-            if (q == NULL) {
-                rc = CDT_ERR_NO_MEMORY;
-                break;
-            }
-            pieces = q;
-        }
+        if ((rc = cdt_mpi_iov_reserve_(&pieces, &cap, npieces + k)) != CDT_SUCCESS)
+            break;
         if ((rc = cdt_decoder_region_iov(m->dec, i, 0, k, pieces + npieces, &got)) != 0)
             break;
         npieces += got;
