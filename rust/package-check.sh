@@ -29,7 +29,9 @@ cargo publish --dry-run --allow-dirty -j "$jobs" "${crates[@]/#/-p}"
 # the .crate files themselves (publish leaves none behind), already verified above
 cargo package --no-verify --allow-dirty -q "${crates[@]/#/-p}"
 # the C sources travel inside cdtypes-sys
-cargo package --list --allow-dirty -p cdtypes-sys | grep -qx 'libcdt-src/libcdt/include/cdt.h'
+# (each listing read whole before grep -q: under pipefail, a writer that grep -q leaves behind
+# dies of SIGPIPE and fails the pipeline at random)
+grep -qx 'libcdt-src/libcdt/include/cdt.h' <<<"$(cargo package --list --allow-dirty -p cdtypes-sys)"
 
 step "unpack the .crate files into an empty folder"
 mkdir "$work/crates"
@@ -68,7 +70,7 @@ TOML
 step "smoke test, bundled libcdt (default features)"
 (cd "$work/smoke" && cargo run -j "$jobs" -q)
 bin="$CARGO_TARGET_DIR/debug/cdtypes-package-check"
-if ldd "$bin" | grep -q 'libcdtypes'; then
+if grep -q 'libcdtypes' <<<"$(ldd "$bin")"; then
   echo "package-check: the bundled build links a shared libcdt" >&2
   exit 1
 fi
@@ -81,7 +83,7 @@ cmake --build "$work/cbuild" -j "$jobs" >/dev/null
 cmake --install "$work/cbuild" >/dev/null
 (cd "$work/smoke" && PKG_CONFIG_PATH="$work/prefix/lib/pkgconfig" LD_LIBRARY_PATH="$work/prefix/lib" \
   cargo run -j "$jobs" -q --no-default-features)
-if ! LD_LIBRARY_PATH="$work/prefix/lib" ldd "$bin" | grep -q "$work/prefix/lib/libcdtypes-ucx\.so"; then
+if ! grep -q "$work/prefix/lib/libcdtypes-ucx\.so" <<<"$(LD_LIBRARY_PATH="$work/prefix/lib" ldd "$bin")"; then
   echo "package-check: the build without 'bundled' does not use the installed libcdt" >&2
   exit 1
 fi

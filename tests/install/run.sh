@@ -78,7 +78,9 @@ check_core() { # the frame program: needs libcdtypes, neither Graphviz's libcdt 
   if ldd "$bin" | grep -E 'libuc[pstm]|libcdtypes-ucx'; then
     fail "$how: the core-only program loads UCX (above)"
   fi
-  ldd "$bin" | grep -q "$lib/libcdtypes.so" || fail "$how: $bin does not load $lib/libcdtypes.so"
+  # ldd's output read whole first: `ldd | grep -q` fails at random under pipefail (grep exits at
+  # the first match and ldd, still writing, dies of SIGPIPE)
+  grep -qF "$lib/libcdtypes.so" <<<"$(ldd "$bin")" || fail "$how: $bin does not load $lib/libcdtypes.so"
   "$bin" >/dev/null || fail "$how: $bin failed"
 }
 
