@@ -74,6 +74,8 @@ if grep -q 'libcdtypes' <<<"$(ldd "$bin")"; then
   echo "package-check: the bundled build links a shared libcdt" >&2
   exit 1
 fi
+# what the bundled build's program loads for UCX (the artefact report, below)
+bundled_ucx=$(ldd "$bin" | awk '$1 ~ /^libuc[mpst]\.so/ { print $1 " => " $3 }' | paste -sd, - | sed 's/,/, /g')
 
 step "smoke test, installed libcdt through pkg-config (no default features)"
 cmake -S "$work/crates/cdtypes-sys-$version/libcdt-src" -B "$work/cbuild" -DCMAKE_BUILD_TYPE=Release \
@@ -104,4 +106,11 @@ grep -q 'no libcdt 0.2.0 ..< 0.3.0 was found through pkg-config' "$work/refused.
   { cat "$work/refused.log" >&2; exit 1; }
 echo "refused as it should be"
 
+# the artefact report of the packaging stage (tests/install/artefacts.sh)
+report=../tests/install/artefacts.sh
+ucx_version=$(pkg-config --modversion ucx 2>/dev/null || echo unknown)
+"$report" add "$CARGO_TARGET_DIR/package/cdtypes-sys-$version.crate" \
+  "bundled (default): libcdt's carried sources, the transport built against pkg-config's UCX ($ucx_version here); the program loads ${bundled_ucx:-no UCX}; without bundled: the installed libcdtypes-ucx's UCX"
+"$report" add "$CARGO_TARGET_DIR/package/cdtypes-$version.crate" "cdtypes-sys's (above)"
+"$report" add "$CARGO_TARGET_DIR/package/cdtypes-derive-$version.crate" "none (a procedural macro, run by the compiler)"
 printf '\nrust package check: passed\n'
