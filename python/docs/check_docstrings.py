@@ -4,24 +4,43 @@
     check_docstrings.py --inventory FILE     the built reference (Sphinx's objects.inv) lists
                                              every public name
 
-Public: the modules in MODULES; in each, the names of its ``__all__`` (where it has none: every
-attribute whose name does not start with "_", modules left out); in each public class, every
-method, property and slot whose name does not start with "_", also those it inherits from
-cdtypes' own classes (not those of mpi4py's communicators it extends). A function, class, method
-or property needs its own docstring; a constant (a value of a plain type, which carries its
-type's docstring) needs a ``#:`` comment before its assignment in the module that exports it,
-which is what autodoc shows. Run with the package importable (installed); the backend
-(CDTYPES_BACKEND) decides which Frame and Buffer are checked. Exit status 1 on any gap.
+Public: the modules public_modules() names; in each, the names of its ``__all__`` (where it has
+none: every attribute whose name does not start with "_", modules left out); in each public
+class, every method, property and slot whose name does not start with "_", also those it
+inherits from cdtypes' own classes (not those of mpi4py's communicators it extends). A function,
+class, method or property needs its own docstring; a constant (a value of a plain type, which
+carries its type's docstring) needs a ``#:`` comment before its assignment in the module that
+exports it, which is what autodoc shows; a slot an entry of a ``__slots__`` dict. Run with the package importable (installed); the
+backend (CDTYPES_BACKEND) decides which Frame and Buffer are checked. Exit status 1 on any gap.
 """
 
 import argparse
 import importlib
 import inspect
+import pkgutil
 import sys
 import types
 import zlib
 
-MODULES = ["cdtypes", "cdtypes.ucx", "cdtypes.mpi", "cdtypes.__main__"]
+
+
+def is_python(module_info):
+    """A package or a .py module: pkgutil also reports libcdtypes.so, a plain C library that
+    only looks like an extension module by its suffix."""
+    spec = module_info.module_finder.find_spec(module_info.name)
+    return module_info.ispkg or (spec is not None and (spec.origin or "").endswith(".py"))
+
+
+def public_modules():
+    """cdtypes, each of its modules whose name does not start with "_" (cdtypes.ucx,
+    cdtypes.mpi: a new one is checked, and must be in the reference, without a change here) and
+    cdtypes.__main__ (``python -m cdtypes``)."""
+    import cdtypes
+
+    names = sorted(m.name for m in pkgutil.iter_modules(cdtypes.__path__)
+                   if not m.name.startswith("_") and is_python(m))
+    return ["cdtypes"] + ["cdtypes." + n for n in names] + ["cdtypes.__main__"]
+
 
 # what the reference names as a constant, not as a function or class
 DATA_TYPES = (int, float, str, bytes, bool, tuple, frozenset, type(None))
@@ -73,7 +92,7 @@ def data_comments(module):
 
     try:
         docs = ModuleAnalyzer.for_module(module.__name__).find_attr_docs()
-    except Exception:  # a module without Python source (none of MODULES)
+    except Exception:  # a module without Python source (no public one)
         return {}
     return {name: "".join(text).strip() for (scope, name), text in docs.items() if scope == ""}
 
@@ -81,7 +100,7 @@ def data_comments(module):
 def check_modules():
     missing = []
     count = 0
-    for modname in MODULES:
+    for modname in public_modules():
         module = importlib.import_module(modname)
         count += 1
         if not (module.__doc__ or "").strip():
@@ -144,7 +163,7 @@ def inventory_names(path):
 def check_inventory(path):
     listed = inventory_names(path)
     absent = []
-    for modname in MODULES:
+    for modname in public_modules():
         module = importlib.import_module(modname)
         if modname not in listed:
             absent.append(modname + " (module)")
