@@ -27,6 +27,12 @@ echo "== julia: ABI check (ccalls and structs against the C headers and bindings
 "$py" tools/check_abi.py src ext "$root/bench/julia"
 echo "== julia: JLL recipe and Project.toml (versions, products, CMake options, UUIDs, compat)"
 "$py" tools/check_recipe.py
+# the artefact report of the packaging stage (tests/install/artefacts.sh): the JLL is built by
+# BinaryBuilder (Yggdrasil), not here; what it loads is the recipe's UCX_jll dependency
+recipe=$(ls deps/yggdrasil/L/*/build_tarballs.jl | head -1)
+ucx_compat=$(awk '/name = "UCX_jll"/ { f = 1 } f && /compat = / { gsub(/[",]/, "", $3); print $3; exit }' "$recipe")
+"$root/tests/install/artefacts.sh" add-label "libcdtypes_jll (julia/$recipe; not built here)" - \
+  "UCX_jll (compat $ucx_compat), on the first transport call; with CDTypes.jl's binary preference \"system\" or a path: that libcdtypes-ucx's UCX (docs/JULIA.md)"
 echo "== julia: API reference (docs/: every export documented, every @docs entry exists)"
 "$py" tools/check_docs.py
 if command -v fatou >/dev/null 2>&1; then

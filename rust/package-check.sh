@@ -29,7 +29,9 @@ cargo publish --dry-run --allow-dirty -j "$jobs" "${crates[@]/#/-p}"
 # the .crate files themselves (publish leaves none behind), already verified above
 cargo package --no-verify --allow-dirty -q "${crates[@]/#/-p}"
 # the C sources travel inside cdtypes-sys
-cargo package --list --allow-dirty -p cdtypes-sys | grep -qx 'libcdt-src/libcdt/include/cdt.h'
+# (each listing read whole before grep -q: under pipefail, a writer that grep -q leaves behind
+# dies of SIGPIPE and fails the pipeline at random)
+grep -qx 'libcdt-src/libcdt/include/cdt.h' <<<"$(cargo package --list --allow-dirty -p cdtypes-sys)"
 
 step "unpack the .crate files into an empty folder"
 mkdir "$work/crates"
@@ -68,10 +70,12 @@ TOML
 step "smoke test, bundled libcdt (default features)"
 (cd "$work/smoke" && cargo run -j "$jobs" -q)
 bin="$CARGO_TARGET_DIR/debug/cdtypes-package-check"
-if ldd "$bin" | grep -q 'libcdtypes'; then
+if grep -q 'libcdtypes' <<<"$(ldd "$bin")"; then
   echo "package-check: the bundled build links a shared libcdt" >&2
   exit 1
 fi
+# what the bundled build's program loads for UCX (the artefact report, below)
+bundled_ucx=$(ldd "$bin" | awk '$1 ~ /^libuc[mpst]\.so/ { print $1 " => " $3 }' | paste -sd, - | sed 's/,/, /g')
 
 step "smoke test, installed libcdt through pkg-config (no default features)"
 cmake -S "$work/crates/cdtypes-sys-$version/libcdt-src" -B "$work/cbuild" -DCMAKE_BUILD_TYPE=Release \
@@ -81,7 +85,7 @@ cmake --build "$work/cbuild" -j "$jobs" >/dev/null
 cmake --install "$work/cbuild" >/dev/null
 (cd "$work/smoke" && PKG_CONFIG_PATH="$work/prefix/lib/pkgconfig" LD_LIBRARY_PATH="$work/prefix/lib" \
   cargo run -j "$jobs" -q --no-default-features)
-if ! LD_LIBRARY_PATH="$work/prefix/lib" ldd "$bin" | grep -q "$work/prefix/lib/libcdtypes-ucx\.so"; then
+if ! grep -q "$work/prefix/lib/libcdtypes-ucx\.so" <<<"$(LD_LIBRARY_PATH="$work/prefix/lib" ldd "$bin")"; then
   echo "package-check: the build without 'bundled' does not use the installed libcdt" >&2
   exit 1
 fi
@@ -102,4 +106,11 @@ grep -q 'no libcdt 0.2.0 ..< 0.3.0 was found through pkg-config' "$work/refused.
   { cat "$work/refused.log" >&2; exit 1; }
 echo "refused as it should be"
 
+# the artefact report of the packaging stage (tests/install/artefacts.sh)
+report=../tests/install/artefacts.sh
+ucx_version=$(pkg-config --modversion ucx 2>/dev/null || echo unknown)
+"$report" add "$CARGO_TARGET_DIR/package/cdtypes-sys-$version.crate" \
+  "bundled (default): libcdt's carried sources, the transport built against pkg-config's UCX ($ucx_version here); the program loads ${bundled_ucx:-no UCX}; without bundled: the installed libcdtypes-ucx's UCX"
+"$report" add "$CARGO_TARGET_DIR/package/cdtypes-$version.crate" "cdtypes-sys's (above)"
+"$report" add "$CARGO_TARGET_DIR/package/cdtypes-derive-$version.crate" "none (a procedural macro, run by the compiler)"
 printf '\nrust package check: passed\n'

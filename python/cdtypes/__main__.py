@@ -71,6 +71,7 @@ def info(out=None):
 
 
 def main(argv=None):
+    """The command line (``argv``: its arguments, default sys.argv[1:]) -> the exit status."""
     parser = argparse.ArgumentParser(prog="python -m cdtypes", description=__doc__.splitlines()[0])
     parser.add_argument("--info", action="store_true",
                         help="print the version, the backend and the libcdt and UCX files loaded")

@@ -112,7 +112,11 @@ class Limits:
     header, pickle stream, padding and buffers) and ``max_regions`` (out-of-band buffers).
     None: no limit."""
 
-    __slots__ = ("max_bytes", "max_regions")
+    __slots__ = {
+        "max_bytes": "Largest frame accepted, in bytes (header, stream, padding, buffers); "
+        "None: any.",
+        "max_regions": "Most out-of-band buffers a frame may have; None: any.",
+    }
 
     def __init__(self, max_bytes=None, max_regions=None):
         self.max_bytes = _limit(max_bytes, "max_bytes")
@@ -120,6 +124,7 @@ class Limits:
 
     @property
     def any(self):
+        """True when a limit is set."""
         return self.max_bytes is not None or self.max_regions is not None
 
     def describe_set(self):
@@ -168,6 +173,7 @@ class Limits:
         ) or "no limits"
 
     def describe(self, info):
+        """Why a validated header (cdt_frame_info) is over the limits, in words."""
         if self.max_bytes is not None and info.frame_size > self.max_bytes:
             return "the frame announces %d bytes, max_bytes is %d" % (
                 info.frame_size, self.max_bytes)

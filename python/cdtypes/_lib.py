@@ -360,31 +360,33 @@ class CdtError(Exception):
 
 
 class InvalidArgumentError(CdtError, ValueError):
-    pass
+    """An argument libcdt refused (CDT_ERR_INVALID_ARG, CDT_ERR_NOT_COMMITTED); also a
+    ValueError."""
 
 
 class NoMemoryError(CdtError, MemoryError):
-    pass
+    """libcdt could not allocate memory (CDT_ERR_NO_MEMORY); also a MemoryError."""
 
 
 class OverflowError_(CdtError, OverflowError):
-    pass
+    """A count, size or displacement overflows 64 bits (CDT_ERR_OVERFLOW); also an OverflowError."""
 
 
 class UnsupportedError(CdtError):
-    pass
+    """The operation is not supported here (CDT_ERR_UNSUPPORTED): for example
+    ``Worker.fileno()`` on a worker made without ``wakeup=True``."""
 
 
 class OrderError(CdtError):
-    pass
+    """A call out of order for its operation (CDT_ERR_ORDER)."""
 
 
 class TruncatedError(CdtError):
-    pass
+    """The data does not fit its destination (CDT_ERR_TRUNCATED)."""
 
 
 class CallbackError(CdtError):
-    pass
+    """A callback broke its contract (CDT_ERR_CALLBACK)."""
 
 
 class FrameError(CdtError, ValueError):
@@ -392,51 +394,55 @@ class FrameError(CdtError, ValueError):
 
 
 class FrameMagicError(FrameError):
-    pass
+    """Not a libcdt frame: the magic number is wrong (CDT_ERR_FRAME_MAGIC)."""
 
 
 class FrameVersionError(FrameError):
-    pass
+    """A frame version or flags this libcdt does not read (CDT_ERR_FRAME_VERSION)."""
 
 
 class FrameMalformedError(FrameError):
-    pass
+    """The header's fields contradict each other or the frame is longer than its
+    header announces (CDT_ERR_FRAME_MALFORMED)."""
 
 
 class FrameTruncatedError(FrameError):
-    pass
+    """The frame is shorter than its header announces (CDT_ERR_FRAME_TRUNCATED)."""
 
 
 class FrameMismatchError(FrameError):
-    pass
+    """The frame does not match the receiving datatype (CDT_ERR_FRAME_MISMATCH)."""
 
 
 class ByteOrderError(FrameError):
-    pass
+    """The frame was written with another byte order (CDT_ERR_BYTE_ORDER)."""
 
 
 class IncompleteError(FrameError):
-    pass
+    """Not all bytes of the operation were delivered (CDT_ERR_INCOMPLETE)."""
 
 
 class TransportError(CdtError, OSError):
-    pass
+    """The UCX transport failed (CDT_ERR_TRANSPORT); the base of the transport's
+    errors, and an OSError."""
 
 
 class PeerError(TransportError):
-    pass
+    """The peer is unreachable or went away (CDT_ERR_PEER); in the collectives of
+    cdtypes.mpi, another rank failed (that rank raised the reason)."""
 
 
 class CanceledError(TransportError):
-    pass
+    """The request was canceled (CDT_ERR_CANCELED)."""
 
 
 class CdtTimeoutError(TransportError, TimeoutError):
-    pass
+    """A wait ran past its timeout (CDT_ERR_TIMEOUT); also a TimeoutError."""
 
 
 class BusyError(TransportError):
-    pass
+    """The resource is busy (CDT_ERR_BUSY): for example a request freed while it is
+    still pending."""
 
 
 class UnpicklingFailed(CdtError):

@@ -143,6 +143,7 @@ class Request(tuple):
             req.Free()
 
     def free(self):
+        """Free the MPI requests (mpi4py's ``free``: a send goes on)."""
         self._keep_frame()
         for req in self:
             req.free()
@@ -187,9 +188,13 @@ class Request(tuple):
         return True, incoming.result()
 
     def test(self, status=None):
+        """Non-blocking test -> (flag, obj): (True, the object) once a receive completed
+        (its parts received and the object rebuilt), (True, None) for a send or a request
+        already completed, (False, None) while in progress."""
         return self._complete(False, status)
 
     def wait(self, status=None):
+        """Wait for the object -> the object for a receive (once), None for a send."""
         return self._complete(True, status)[1]
 
     @staticmethod
@@ -202,6 +207,7 @@ class Request(tuple):
 
     @classmethod
     def get_status_all(cls, requests, statuses=None):
+        """Non-destructive test of a list of requests: True once every one completed."""
         return all(map(Request.get_status, requests, cls._statuses(requests, statuses)))
 
     @staticmethod
@@ -212,6 +218,9 @@ class Request(tuple):
 
     @classmethod
     def testall(cls, requests, statuses=None):
+        """Non-blocking test of a list of requests -> (flag, objs): (True, a list of
+        wait()'s results) once every request completed, (False, None) otherwise. Every request
+        is progressed in turn."""
         sts = cls._statuses(requests, statuses)
         if not cls._progress(requests):
             return False, None
@@ -263,6 +272,7 @@ class Message(tuple):
         return any(msg for msg in self)
 
     def free(self):
+        """Free the matched message without receiving it (mpi4py's ``free``)."""
         for msg in self:
             msg.free()
 
@@ -300,10 +310,14 @@ class Message(tuple):
 
     @classmethod
     def probe(cls, comm, source=ANY_SOURCE, tag=ANY_TAG, status=None):
+        """Match the head of the next object from ``source`` under ``tag`` on ``comm``
+        (blocking, MPI_Mprobe) -> Message."""
         return _mprobe(comm, True, source, tag, status)
 
     @classmethod
     def iprobe(cls, comm, source=ANY_SOURCE, tag=ANY_TAG, status=None):
+        """Match the head of an object if one has arrived (MPI_Improbe) -> Message, or
+        None."""
         return _mprobe(comm, False, source, tag, status)
 
 
@@ -333,11 +347,16 @@ class Comm(MPI.Comm):
         return MPI.Comm.__new__(cls, comm)
 
     def Dup(self, info=None):  # noqa: N802 (mpi4py's name)
+        """Duplicate the communicator (MPI_Comm_dup) and attach the copy
+        (cdtypes.mpi.attach: collective), so that its objects' large buffers take the fast
+        path."""
         comm = MPI.Comm.Dup(self) if info is None else MPI.Comm.Dup(self, info)
         _m.attach(comm)
         return comm
 
     def Free(self):  # noqa: N802
+        """Free the communicator and the duplicates cdtypes.mpi made for it
+        (collective, as MPI_Comm_free)."""
         _coll.release(self)
         MPI.Comm.Free(self)
 
@@ -357,12 +376,16 @@ class Comm(MPI.Comm):
         self.issend(obj, dest, tag).wait()
 
     def isend(self, obj, dest, tag=0):
+        """Non-blocking send in standard mode -> Request."""
         return _isend(self, MPI.Comm.Isend, obj, dest, tag)
 
     def ibsend(self, obj, dest, tag=0):
+        """Non-blocking send in buffered mode -> Request (both messages of the object
+        buffered)."""
         return _isend(self, MPI.Comm.Ibsend, obj, dest, tag)
 
     def issend(self, obj, dest, tag=0):
+        """Non-blocking send in synchronous mode -> Request."""
         return _isend(self, MPI.Comm.Issend, obj, dest, tag)
 
     def recv(self, buf=None, source=ANY_SOURCE, tag=ANY_TAG, status=None):
@@ -387,9 +410,12 @@ class Comm(MPI.Comm):
         return obj
 
     def mprobe(self, source=ANY_SOURCE, tag=ANY_TAG, status=None):
+        """Match the head of the next object (blocking) -> Message; receive it with
+        Message.recv() or Message.irecv()."""
         return _mprobe(self, True, source, tag, status)
 
     def improbe(self, source=ANY_SOURCE, tag=ANY_TAG, status=None):
+        """Match the head of an object if one has arrived -> Message, or None."""
         return _mprobe(self, False, source, tag, status)
 
     # The collectives (docs/MPI.md §14): pkl5's arguments, and the receive limits of
@@ -397,18 +423,41 @@ class Comm(MPI.Comm):
     # fails, every rank raises: that rank's error there, PeerError at the others.
 
     def bcast(self, obj, root=0, *, max_bytes=None, max_regions=None, allowed=None):
+        """Broadcast ``obj`` from ``root`` -> the object, at every rank (a binomial tree; the
+        object is packed once and forwarded as received). ``max_bytes``, ``max_regions`` and
+        ``allowed`` are the receive limits of cdtypes.mpi.recv; each rank applies its own to
+        what it receives. When any rank fails, every rank raises: that rank its own error,
+        the others cdtypes.PeerError naming it."""
         return _coll.bcast(self, obj, root, max_bytes, max_regions, allowed)
 
     def gather(self, sendobj, root=0, *, max_bytes=None, max_regions=None, allowed=None):
+        """Gather one object from each rank -> at ``root`` the list of them in rank order, None
+        elsewhere. ``max_bytes``, ``max_regions`` and ``allowed`` are the receive limits of
+        cdtypes.mpi.recv; each rank applies its own to what it receives. When any rank fails,
+        every rank raises: that rank its own error, the others cdtypes.PeerError naming it."""
         return _coll.gather(self, sendobj, root, max_bytes, max_regions, allowed)
 
     def scatter(self, sendobj, root=0, *, max_bytes=None, max_regions=None, allowed=None):
+        """Scatter ``sendobj``, a list of one object per rank at ``root`` (ignored elsewhere) ->
+        this rank's object (ValueError for a list of the wrong length). ``max_bytes``,
+        ``max_regions`` and ``allowed`` are the receive limits of cdtypes.mpi.recv; each rank
+        applies its own to what it receives. When any rank fails, every rank raises: that
+        rank its own error, the others cdtypes.PeerError naming it."""
         return _coll.scatter(self, sendobj, root, max_bytes, max_regions, allowed)
 
     def allgather(self, sendobj, *, max_bytes=None, max_regions=None, allowed=None):
+        """Gather one object from each rank at every rank -> the list of them in rank order.
+        ``max_bytes``, ``max_regions`` and ``allowed`` are the receive limits of
+        cdtypes.mpi.recv; each rank applies its own to what it receives. When any rank fails,
+        every rank raises: that rank its own error, the others cdtypes.PeerError naming it."""
         return _coll.allgather(self, sendobj, max_bytes, max_regions, allowed)
 
     def alltoall(self, sendobj, *, max_bytes=None, max_regions=None, allowed=None):
+        """Send ``sendobj[i]`` to rank i -> the list of the objects each rank sent to this one,
+        in rank order. ``max_bytes``, ``max_regions`` and ``allowed`` are the receive limits
+        of cdtypes.mpi.recv; each rank applies its own to what it receives. When any rank
+        fails, every rank raises: that rank its own error, the others cdtypes.PeerError
+        naming it."""
         return _coll.alltoall(self, sendobj, max_bytes, max_regions, allowed)
 
 

@@ -51,6 +51,8 @@ docs/MPI.md §7 and §8 in full):
    OWED_MAX owed ids are kept per source (the oldest are forgotten beyond that, which only that
    source's own later objects could meet).
 
+Sending and receiving::
+
     from cdtypes import mpi
     mpi.send(obj, dest=1, tag=7)            # rank 0
     obj = mpi.recv(source=0, tag=7)         # rank 1
@@ -80,15 +82,15 @@ from ._mpi_parts import Owed, PartsReceive, discard as _discard
 __all__ = ["send", "isend", "recv", "irecv", "attach", "SendRequest", "RecvRequest", "THRESHOLD",
            "PARTS_TIMEOUT", "Comm", "Intracomm", "Intercomm", "Request", "Message"]
 
-# buffers of at least this many bytes travel as their own message (docs/MPI.md §4.2; measured:
-# bench/run python; below it, copying into the head message costs less than one more MPI
-# message)
+#: Buffers of at least this many bytes travel in the object's parts message, read and received
+#: in place; smaller ones are copied into its head message (docs/MPI.md §4.2; measured with
+#: bench/run python: below it, the copy costs less than one more MPI message).
 THRESHOLD = 64 * 1024
 # a head message over max_bytes is still received (to find and drain its parts) up to this size
 # (docs/MPI.md §7.2 step 1, §12)
 HEAD_DRAIN_MAX = 1 << 20
-# seconds an untrusted receive, and every drain, waits for an object's parts message once its
-# head was matched (receiver rules 3 and 4; docs/MPI.md §8.2, §8.3)
+#: Seconds a receive with limits or an allow-list, and every drain, waits for an object's parts
+#: message once its head was matched (receiver rules 3 and 4; docs/MPI.md §8.2, §8.3).
 PARTS_TIMEOUT = 10.0
 _PREFIX = _b.MPI_PREFIX
 _BYTE = MPI.BYTE
@@ -144,11 +146,13 @@ class SendRequest:
         self._reqs = self._frame = self._head = None
 
     def wait(self):
+        """Wait until both messages of the object are sent; then the frame is released."""
         if self._reqs is not None:
             MPI.Request.Waitall(self._reqs)
             self._done()
 
     def test(self):
+        """True once the send completed (then the frame is released); never blocks."""
         if self._reqs is not None and MPI.Request.Testall(self._reqs):
             self._done()
         return self._reqs is None

@@ -1,6 +1,6 @@
 """Python objects over libcdt's UCX transport (libcdt/include/cdt_ucx.h): one object = one
 matched message; out-of-band buffers of at least the worker's zcopy threshold move zero-copy on
-both ends (the receiver allocates them from the frame header before they arrive).
+both ends (the receiver allocates them from the frame header before they arrive)::
 
     from cdtypes import ucx
     with ucx.listen(port=13337) as listener:         # process A
@@ -126,6 +126,7 @@ class Worker:
 
     @property
     def sender_id(self):
+        """The id this worker's messages carry (the sender_id given, else a random one)."""
         return lib.cdt_ucx_worker_sender_id(self._handle())
 
     def progress(self):
@@ -249,6 +250,7 @@ class Listener:
 
     @property
     def port(self):
+        """The port the listener listens on (the one chosen when port 0 was asked for)."""
         port = ctypes.c_uint16()
         check(lib.cdt_ucx_listener_port(self._handle(), ctypes.byref(port)))
         return port.value
@@ -264,6 +266,7 @@ class Listener:
         self._l = None
 
     def close(self):
+        """Stop listening (and close the worker when listen() made one for it)."""
         h, self._l = self._l, None
         if h is not None and self.worker._w is not None:
             lib.cdt_ucx_listener_destroy(h)

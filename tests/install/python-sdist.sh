@@ -66,6 +66,16 @@ grep -qF "($package/libcdtypes-ucx.so)" "$work/info.txt" ||
   fail "--info does not name the venv's transport ($package/libcdtypes-ucx.so)"
 if grep -F "$root" "$work/info.txt"; then fail "--info names files of the checkout (above)"; fi
 
+# the artefact report (tests/install/artefacts.sh): the sdist, and the transport pip built from
+# it, with the UCX that --info saw it load
+transport=$(sed -n 's/^transport: \(UCX [^ ]*\) .*/\1/p' "$work/info.txt")
+ucx_files=$(sed -n 's/^\(libuc[mpst]\): \(.*\)/\1 \2/p' "$work/info.txt" | paste -sd, - | sed 's/,/, /g')
+"$root/tests/install/artefacts.sh" add "$sdist" \
+  "none itself; pip builds the transport against the UCX pkg-config finds at install time"
+"$root/tests/install/artefacts.sh" add-label "cdtypes/libcdtypes-ucx.so (pip install of the sdist)" \
+  "$(stat -c %s "$package/libcdtypes-ucx.so")" \
+  "${transport:-no transport} found at build time (--info): ${ucx_files:-no UCX file mapped}"
+
 rm -f "$work/port"
 "$py" "$work/smoke.py" recv "$work/port" >"$work/recv.log" 2>&1 &
 receiver=$!

@@ -96,6 +96,13 @@ grep -q '^libucp: ' "$work/info.txt" || fail "--info names no libucp"
 if grep -E '^libuc[mpst]: ' "$work/info.txt" | grep -vF ": $libucx/lib/"; then
   fail "a UCX library outside the libucx wheel is loaded (above)"
 fi
+# the artefact report (tests/install/artefacts.sh): the repaired wheel, with the UCX that --info
+# saw the installed package load (its files named from the libucx wheel's folder)
+transport=$(sed -n 's/^transport: \(UCX [^ ]*\) .*/\1/p' "$work/info.txt")
+ucx_files=$(sed -n 's/^\(libuc[mpst]\): \(.*\)/\1 \2/p' "$work/info.txt" |
+  sed "s|$(dirname "$libucx")/||" | paste -sd, - | sed 's/,/, /g')
+"$root/tests/install/artefacts.sh" add "$repaired" \
+  "libucx-cu12's $transport (--info, from site-packages): $ucx_files"
 rm -f "$work/port"
 "$py" "$work/smoke.py" recv "$work/port" >"$work/recv.log" 2>&1 &
 receiver=$!

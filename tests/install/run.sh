@@ -78,7 +78,9 @@ check_core() { # the frame program: needs libcdtypes, neither Graphviz's libcdt 
   if ldd "$bin" | grep -E 'libuc[pstm]|libcdtypes-ucx'; then
     fail "$how: the core-only program loads UCX (above)"
   fi
-  ldd "$bin" | grep -q "$lib/libcdtypes.so" || fail "$how: $bin does not load $lib/libcdtypes.so"
+  # ldd's output read whole first: `ldd | grep -q` fails at random under pipefail (grep exits at
+  # the first match and ldd, still writing, dies of SIGPIPE)
+  grep -qF "$lib/libcdtypes.so" <<<"$(ldd "$bin")" || fail "$how: $bin does not load $lib/libcdtypes.so"
   "$bin" >/dev/null || fail "$how: $bin failed"
 }
 
@@ -127,4 +129,32 @@ if [ "$graphviz" = 1 ]; then
   needs "$work/gv" | grep -qx 'libcdt.so.[0-9]*' || fail "-lcdt no longer gives Graphviz's libcdt"
   echo "  Graphviz's libcdt in the same prefix: untouched, and -lcdt still links it"
 fi
+
+# --- the artefact report (tests/install/artefacts.sh): each installed library, its size and the
+# UCX it loads, as its NEEDED entries and the dynamic loader's resolution (ldd) say --------------
+ucx_version=$(pkg-config --modversion ucx 2>/dev/null || echo unknown)
+for so in "$lib"/libcdtypes*; do
+  [ -f "$so" ] && [ ! -L "$so" ] || continue
+  case "$so" in
+    *.a) # a static archive loads nothing: the program that links it links what its .pc says
+      pc=cdtypes
+      case "$so" in *ucx*) pc=cdtypes-ucx ;; esac
+      ucx_libs=$(pkg-config --static --libs-only-l "$pc" | tr ' ' '\n' | { grep '^-luc' || true; } | sort -u | xargs)
+      if [ -z "$ucx_libs" ]; then
+        "$src/artefacts.sh" add "$so" "none (pkg-config --static --libs $pc names no UCX library)"
+      else
+        "$src/artefacts.sh" add "$so" "the UCX a program linking it links: pkg-config --static --libs $pc gives $ucx_libs (ucx $ucx_version)"
+      fi
+      continue ;;
+  esac
+  ucx_needed=$(needs "$so" | grep -E '^libuc[mpst]\.so' || true)
+  if [ -z "$ucx_needed" ]; then
+    "$src/artefacts.sh" add "$so" "none (no UCX library among its NEEDED)"
+    continue
+  fi
+  resolved=$(for n in $ucx_needed; do
+    ldd "$so" | awk -v n="$n" '$1 == n { print n " => " $3 }'
+  done | paste -sd, - | sed 's/,/, /g')
+  "$src/artefacts.sh" add "$so" "the system's UCX $ucx_version (pkg-config ucx at build time): NEEDED $resolved"
+done
 echo "packaging check: the installed C library (moved prefix) works through CMake, pkg-config and -l"
