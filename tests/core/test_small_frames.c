@@ -5,9 +5,7 @@
  * object; objects that do not qualify (more regions than fit inline, too large) get a frame
  * object instead. And its split-mode sibling (cdt__frame_encode_plain) writes a frame whole only
  * where cdt_frame_encode would make one without regions, the same bytes, and otherwise gives
- * the same frame object; cdt__frame_encode_inline writes the split-mode inline stream (regions
- * without padding) of objects whose few regions are all below a threshold. Linked with the
- * static library: the functions are internal.
+ * the same frame object. Linked with the static library: the functions are internal.
  */
 #include "check.h"
 #include "frame/frame_format.h"
@@ -158,94 +156,10 @@ static void test_plain(void)
     CHECK_OK(cdt_type_free(&v));
 }
 
-/* 1: written whole by the inline path (cdt__frame_encode_inline with regions below `below`
- * bytes), 0: a frame object came back. Either way the bytes are the split-mode inline stream
- * the transport builds from cdt_frame_encode's frame (default parameters): the frame head,
- * then each region's bytes without padding; written whole only when every region is below
- * `below` and the stream fits CAP. */
-static int check_inline(const void *obj, cdt_count count, cdt_type type, cdt_count below)
-{
-    static unsigned char small[CAP];
-    memset(small, 0xa5, sizeof(small));
-    cdt_frame ref, f = NULL;
-    CHECK_OK(cdt_frame_encode(obj, count, type, NULL, &ref));
-    const void *head;
-    cdt_count head_len, regions, stream = 0, len = -1;
-    CHECK_OK(cdt_frame_head(ref, &head, &head_len));
-    CHECK_OK(cdt_frame_region_count(ref, &regions));
-    int all_below = 1;
-    cdt_count total = head_len;
-    for (cdt_count i = 0; i < regions; i++) {
-        cdt_count rl;
-        CHECK_OK(cdt_frame_region_info(ref, i, &rl, NULL, NULL));
-        all_below &= rl < below;
-        total += rl;
-    }
-    unsigned char *want = malloc((size_t)total + 1);
-    memcpy(want, head, (size_t)head_len);
-    stream = head_len;
-    for (cdt_count i = 0; i < regions; i++) {
-        cdt_count rl, off;
-        CHECK_OK(cdt_frame_region_info(ref, i, &rl, NULL, &off));
-        CHECK_OK(cdt_frame_gather(ref, off, want + stream, rl));
-        stream += rl;
-    }
-    CHECK_OK(cdt__frame_encode_inline(obj, count, type, NULL, below, small, CAP, &len, &f));
-    int whole = f == NULL;
-    if (whole) {
-        CHECK(all_below && len == stream && memcmp(small, want, (size_t)len) == 0);
-    } else {
-        CHECK(len == -1 &&
-              (!all_below || stream > CAP || regions > 4 || !cdt_type_is_custom(type)));
-        CHECK_OK(cdt_frame_free(f));
-    }
-    free(want);
-    CHECK_OK(cdt_frame_free(ref));
-    return whole;
-}
-
-static void test_inline(void)
-{
-    /* double_vec: its arrays inline while each is below the threshold and at most 4 */
-    for (cdt_count n = 0; n <= 6; n++)
-        for (cdt_count len = 0; len <= 33; len += 11) {
-            double_vec dv = {0};
-            CHECK_OK(double_vec_init(&dv, n, len, (int)(n * 5 + len)));
-            CHECK(check_inline(&dv, 1, double_vec_type(), 65536) == (n <= 4));
-            CHECK(check_inline(&dv, 1, double_vec_type(), 44) ==
-                  (n == 0 || (n <= 4 && len * 4 < 44)));
-            CHECK(check_inline(&dv, 1, double_vec_type(), 0) == (n == 0));
-            double_vec_clear(&dv);
-        }
-    double_vec big = {0}; /* 32 KiB of arrays: the stream does not fit the head */
-    CHECK_OK(double_vec_init(&big, 2, 4096, 3));
-    CHECK(check_inline(&big, 1, double_vec_type(), 65536) == 0);
-    double_vec_clear(&big);
-    struct_vec *sv = calloc(3, sizeof(struct_vec)); /* fields packed, an 8 KiB array each */
-    struct_vec_fill(sv, 3, 4);
-    CHECK(check_inline(sv, 3, struct_vec_type(), 65536) == 1);
-    CHECK(check_inline(sv, 3, struct_vec_type(), 8192) == 0); /* 8 KiB: on its own */
-    free(sv);
-    struct_simple ss[100];
-    struct_simple_fill(ss, 100, 2);
-    CHECK(check_inline(ss, 100, struct_simple_type(), 1) == 1);
-    static double d[2000];
-    for (int i = 0; i < 2000; i++)
-        d[i] = i * 0.75;
-    CHECK(check_inline(d, 1000, CDT_DOUBLE, 65536) == 1); /* a layout: the plain rule */
-    CHECK(check_inline(d, 2000, CDT_DOUBLE, 65536) == 0); /* 16 KB contiguous: a region */
-    cdt_count len;
-    cdt_frame f;
-    unsigned char tiny[8];
-    CHECK(cdt__frame_encode_inline(d, 1, CDT_DOUBLE, NULL, -1, tiny, 8, &len, &f) ==
-          CDT_ERR_INVALID_ARG);
-}
-
 int main(void)
 {
     test_custom();
     test_layouts();
     test_plain();
-    test_inline();
     return check_report("test_small_frames");
 }

@@ -165,19 +165,12 @@ typedef struct small_dst {
     unsigned char *dst;
     cdt_count cap, *frame_len;
     bool plain;
-    /* plain only, >= 0: a custom type's regions (each of fewer bytes than this) are welcome and
-     * follow the packed stream without padding, as in the transport's split-mode inline stream;
-     * *frame_len is then the length of that stream. -1: no regions (a plain frame). */
-    cdt_count inline_below;
 } small_dst;
 
 /* The whole frame of a begun pack operation with n <= CDT__OP_INLINE_REGIONS regions (a custom
  * type's, fetched; 0 for a layout), written into small->dst if it fits (*fits; else nothing is
  * written): header, region table, packed stream, each region after its padding, the same
- * bytes as cdt_frame_encode + cdt_frame_gather. With small->inline_below >= 0 the regions
- * follow one another without padding (the split-mode inline stream: the frame head, then
- * each region's bytes) and each must be shorter than inline_below; the header is the
- * frame's all the same. */
+ * bytes as cdt_frame_encode + cdt_frame_gather. */
 static int write_small(cdt_op op, cdt_count packed_size, cdt_count n, const small_dst *small,
                        bool *fits)
 {
@@ -189,17 +182,7 @@ static int write_small(cdt_op op, cdt_count packed_size, cdt_count n, const smal
         if (cdt__mul_overflows(op->region_lens[i], op->region_types[i]->size, &bytes[i]) ||
             !cdt__frame_align(end, &offs[i]) || cdt__add_overflows(offs[i], bytes[i], &end))
             return CDT_SUCCESS;
-    const bool unpadded = small->inline_below >= 0;
-    cdt_count written = end; /* the bytes written: the frame, or the inline stream */
-    if (unpadded) {
-        written = header_size + packed_size;
-        for (cdt_count i = 0; i < n; i++) {
-            if (bytes[i] >= small->inline_below)
-                return CDT_SUCCESS; /* a region the transport sends on its own */
-            written += bytes[i];    /* no overflow: at most the padded end */
-        }
-    }
-    if (written > small->cap)
+    if (end > small->cap)
         return CDT_SUCCESS;
     *fits = true;
     unsigned char *h = small->dst;
@@ -209,19 +192,18 @@ static int write_small(cdt_op op, cdt_count packed_size, cdt_count n, const smal
     int rc = pack_into(op, h + header_size, packed_size);
     cdt_count at = header_size + packed_size;
     for (cdt_count i = 0; rc == CDT_SUCCESS && i < n; i++) {
-        cdt_count to = unpadded ? at : offs[i];
-        memset(h + at, 0, (size_t)(to - at));
-        at = to + bytes[i];
+        memset(h + at, 0, (size_t)(offs[i] - at));
+        at = offs[i] + bytes[i];
         if (bytes[i] == 0)
             continue;
         cdt_type t = op->region_types[i];
         struct cdt__node *form;
         rc = t->ops->form(t, &form);
         if (rc == CDT_SUCCESS)
-            t->ops->pack(form, t->extent, op->region_bases[i], 0, bytes[i], h + to);
+            t->ops->pack(form, t->extent, op->region_bases[i], 0, bytes[i], h + offs[i]);
     }
     if (rc == CDT_SUCCESS)
-        *small->frame_len = written;
+        *small->frame_len = end;
     return rc;
 }
 
@@ -331,10 +313,9 @@ static int encode(const void *buf, cdt_count count, cdt_type type, const cdt_fra
     bool custom = type->cls == CDT__CLASS_CUSTOM;
     bool want_small = small != NULL && (!custom || op.region_count <= CDT__OP_INLINE_REGIONS);
     if (want_small && small->plain) {
-        /* the rule of choose_regions: no region at all, or no plain frame (a custom type's
-         * regions are welcome in an inline stream) */
+        /* the rule of choose_regions: no region at all, or no plain frame */
         cdt_count threshold = default_threshold(params);
-        want_small = custom ? op.region_count == 0 || small->inline_below >= 0
+        want_small = custom ? op.region_count == 0
                             : threshold < 0 || packed_size < threshold || packed_size == 0;
     }
     if (want_small) {
@@ -380,7 +361,7 @@ int cdt__frame_encode_small(const void *buf, cdt_count count, cdt_type type,
                             const cdt_frame_params *params, void *dst, cdt_count cap,
                             cdt_count *frame_len, cdt_frame *out)
 {
-    small_dst small = {dst, cap, frame_len, false, -1};
+    small_dst small = {dst, cap, frame_len, false};
     return encode(buf, count, type, params, true, &small, out);
 }
 
@@ -388,17 +369,7 @@ int cdt__frame_encode_plain(const void *buf, cdt_count count, cdt_type type,
                             const cdt_frame_params *params, void *dst, cdt_count cap,
                             cdt_count *frame_len, cdt_frame *out)
 {
-    small_dst small = {dst, cap, frame_len, true, -1};
-    return encode(buf, count, type, params, false, &small, out);
-}
-
-int cdt__frame_encode_inline(const void *buf, cdt_count count, cdt_type type,
-                             const cdt_frame_params *params, cdt_count region_below, void *dst,
-                             cdt_count cap, cdt_count *stream_len, cdt_frame *out)
-{
-    if (region_below < 0)
-        return CDT_ERR_INVALID_ARG;
-    small_dst small = {dst, cap, stream_len, true, region_below};
+    small_dst small = {dst, cap, frame_len, true};
     return encode(buf, count, type, params, false, &small, out);
 }
 

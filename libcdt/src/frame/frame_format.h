@@ -172,15 +172,5 @@ CDT__TRANSPORT_SHARED int cdt__frame_encode_plain(const void *buf, cdt_count cou
                                                   const cdt_frame_params *params, void *dst,
                                                   cdt_count cap, cdt_count *frame_len,
                                                   cdt_frame *out);
-/* frame_encode.c: cdt__frame_encode_plain, except that a custom type's regions (at most
- * CDT__OP_INLINE_REGIONS, each shorter than region_below bytes) do not stop the small path: the
- * transport's split-mode inline stream is written into dst[0, cap) if it fits (*out = NULL,
- * *stream_len its length): the frame head (header, packed stream), then each region's bytes
- * without padding (docs/TRANSPORT.md §4), the bytes the frame object's head and regions would
- * give. region_below 0 makes it cdt__frame_encode_plain. */
-CDT__TRANSPORT_SHARED int cdt__frame_encode_inline(const void *buf, cdt_count count, cdt_type type,
-                                                   const cdt_frame_params *params,
-                                                   cdt_count region_below, void *dst, cdt_count cap,
-                                                   cdt_count *stream_len, cdt_frame *out);
 
 #endif

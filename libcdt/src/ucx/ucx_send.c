@@ -486,15 +486,14 @@ int cdt_ucx_isend_advanced(cdt_ucx_ep ep, const void *buf, cdt_count count, cdt_
             return send_single(ep, r, tag, request);
         }
     } else {
-        /* split mode: an object whose whole inline stream fits the head message (a frame
-         * without regions, or a custom type's few regions, all below the threshold) is written
-         * there (the head message is then prefix + inline stream, no tail): no frame object */
+        /* split mode: a frame without regions that fits the head message is written there
+         * whole (the head message is then prefix + frame, no tail) */
         const cdt_count room = CDT__UCX_HEAD_MAX - CDT__UCX_PREFIX_SIZE;
-        cdt_count stream_len = 0;
-        rc = cdt__frame_encode_inline(buf, count, type, &fp, threshold,
-                                      r->head + CDT__UCX_PREFIX_SIZE, room, &stream_len, &r->frame);
+        cdt_count frame_len = 0;
+        rc = cdt__frame_encode_plain(buf, count, type, &fp, r->head + CDT__UCX_PREFIX_SIZE, room,
+                                     &frame_len, &r->frame);
         if (rc == CDT_SUCCESS && r->frame == NULL)
-            return send_plain(ep, r, threshold, stream_len, tag, request);
+            return send_plain(ep, r, threshold, frame_len, tag, request);
     }
     bool pack_now = false;
     if (rc == CDT_SUCCESS && mode == CDT__UCX_MODE_SINGLE && protocol == CDT_UCX_PROTOCOL_AUTO &&
