@@ -163,7 +163,8 @@ def main():
         f"after the run ({a.seconds} s). The machine is shared with other work running at the same "
         "time and the two benchmark processes busy-poll on its 2 cores: absolute numbers swing "
         "from run to run; compare the methods' ratios within this run, not with other runs."
-        + (f" Processes pinned: {a.pinned} (taskset)." if a.pinned else ""),
+        + (f" Processes pinned: {a.pinned} (taskset)." if a.pinned else "")
+        + f" Allocator: GLIBC_TUNABLES={os.environ.get('GLIBC_TUNABLES') or '(glibc defaults)'}.",
         "",
         "UCX transports in use (UCX_LOG_LEVEL=info, lanes of the endpoints): "
         + ("; ".join(f"`{l}`" for l in lanes) if lanes else "(not recorded)") + ".",

@@ -6,13 +6,16 @@
  *                on libcdt's endpoint (peer error handling)
  *   raw_nopeer   the same on an endpoint without peer error handling (UCX's fastest choice)
  *   libcdt       cdt_ucx_isend / cdt_ucx_irecv of the object (one matched message)
- *   manual_pack  hand-written pack into bytes, raw send, raw receive, hand-written unpack
+ *   manual_pack  hand-written pack into bytes, raw send, raw receive, hand-written unpack (one
+ *                buffer per message of a window on each side, as a program with that many
+ *                messages in flight needs)
  *   ucx_iov      one UCX IOV message: packed fields first, then every region (as the seed)
  *   ucx_generic  one UCX message of a generic datatype (ucp_dt_make_generic): its pack callback
  *                copies the frame (cdt_frame_gather), its unpack callback feeds the decoder
  *                (cdt_decoder_write), so packing happens inside UCX's own copies
  * Every buffer is written before it is first sent (no untouched zero pages).
  * Usage: bench_transfer [--quick] [--csv FILE] [--transports FILE] [--cases A,B] [--methods A,B]
+ *        [--size BYTES] [--bandwidth-only] [--total-mib M]   (one point, e.g. for a profile)
  *        (forks the peer itself; --cases / --methods run only the named ones)
  * MB = 10^6 bytes.
  * The files: bench_transfer.c (the options, the bootstrap, the cases and the report: main),
@@ -46,6 +49,9 @@ int main(int argc, char **argv)
 {
     int quick = 0;
     const char *csv_path = NULL, *transports_path = NULL, *only = NULL, *only_methods = NULL;
+    /* one point for a profile: --size N (bytes), --bandwidth-only, --total-mib M */
+    long long only_size = 0, total_mib = 0;
+    int bandwidth_only = 0;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--quick") == 0)
             quick = 1;
@@ -57,9 +63,15 @@ int main(int argc, char **argv)
             only = argv[++i]; /* comma-separated case names */
         else if (strcmp(argv[i], "--methods") == 0 && i + 1 < argc)
             only_methods = argv[++i];
+        else if (strcmp(argv[i], "--size") == 0 && i + 1 < argc)
+            only_size = atoll(argv[++i]);
+        else if (strcmp(argv[i], "--total-mib") == 0 && i + 1 < argc)
+            total_mib = atoll(argv[++i]);
+        else if (strcmp(argv[i], "--bandwidth-only") == 0)
+            bandwidth_only = 1;
         else
             DIE("usage: %s [--quick] [--csv FILE] [--transports FILE] [--cases A,B] [--methods "
-                "A,B]",
+                "A,B] [--size BYTES] [--bandwidth-only] [--total-mib M]",
                 argv[0]);
     }
     /* endpoints from exchanged worker addresses (as MPI or a file would bootstrap): UCX then
@@ -173,6 +185,8 @@ int main(int argc, char **argv)
         for (int pass = 0; pass < 2; pass++) { /* 0 latency, 1 bandwidth */
             if (quick && pass == 0 && kd->k == K_DOUBLEVEC && kd->sub != 1024)
                 continue;
+            if (bandwidth_only && pass == 0)
+                continue;
             if (pass == 1 && kd->k == K_DOUBLEVEC && kd->sub != 1024 && kd->sub != 131072)
                 continue; /* bandwidth at 1 KiB sub-vectors (the seed) and 128 KiB */
             if (!e.server) {
@@ -188,6 +202,8 @@ int main(int argc, char **argv)
                 if (kd->k != K_BYTES && size < elem_size(kd->k))
                     continue;
                 if (kd->k == K_DOUBLEVEC && size < 4)
+                    continue;
+                if (only_size > 0 && size != only_size)
                     continue;
                 if (!e.server)
                     printf("%-10lld", (long long)size);
@@ -216,7 +232,9 @@ int main(int argc, char **argv)
                         v = latency_us(&e, &o, (enum method)m, iters);
                     } else {
                         /* at least 1 GiB per point (256 MiB quick) */
-                        cdt_count total = quick ? (cdt_count)256 << 20 : (cdt_count)1 << 30;
+                        cdt_count total = total_mib > 0 ? (cdt_count)total_mib << 20
+                                          : quick       ? (cdt_count)256 << 20
+                                                        : (cdt_count)1 << 30;
                         cdt_count wn = (total + o.size * window - 1) / (o.size * window);
                         int windows = wn < 2 ? 2 : (int)wn;
                         v = bandwidth_mbs(&e, &o, (enum method)m, windows);

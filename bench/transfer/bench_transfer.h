@@ -55,7 +55,10 @@ typedef struct obj {
     double_vec dv;     /* send object, or shape of the expected object */
     double_vec *dv_in; /* receive targets (one per message of a window) */
     int window;
-    unsigned char *pack; /* manual pack buffer */
+    unsigned char *pack; /* raw's bytes (double_vec) */
+    /* manual_pack's buffers, one per message of a window: a hand-written sender cannot reuse
+     * a buffer whose send is in flight, nor a receiver one it is receiving into */
+    unsigned char *manual;
     cdt_count pack_len;
     ucp_dt_iov_t *iov;
     size_t niov;
@@ -107,7 +110,7 @@ void obj_free(obj *o);
 cdt_type obj_type(const obj *o);
 void pack_fields(const void *mem, cdt_count count, cdt_count stride, unsigned char *dst);
 void unpack_fields(void *mem, cdt_count count, cdt_count stride, const unsigned char *src);
-void manual_pack(obj *o);
+void manual_pack(obj *o, int slot);
 void manual_unpack(obj *o, int slot);
 
 /* transfer_generic.c: the callbacks of the ucx_generic method's UCX datatype */
@@ -118,7 +121,7 @@ extern ucp_generic_dt_ops_t gen_ops;
 void *raw_send(env *e, const void *buf, size_t len, uint64_t tag, ucp_datatype_t dt);
 void *raw_recv(env *e, void *buf, size_t len, uint64_t tag, ucp_datatype_t dt);
 void raw_wait(env *e, void *q);
-handle do_send(env *e, obj *o, enum method m, uint64_t tag);
+handle do_send(env *e, obj *o, enum method m, uint64_t tag, int slot);
 handle do_recv(env *e, obj *o, enum method m, uint64_t tag, int slot);
 void do_wait(env *e, obj *o, enum method m, handle *h);
 

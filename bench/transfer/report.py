@@ -20,6 +20,18 @@ def machine():
             f"allocator: GLIBC_TUNABLES={os.environ.get('GLIBC_TUNABLES', '(glibc defaults)')}")
 
 
+def machine_line(transports_path):
+    """machine(), with the UCX version the benchmark's own transports file names (its first
+    line, "UCX x.y.z, ..."), when it differs from the system's ucx_info"""
+    line = machine()
+    if transports_path and os.path.exists(transports_path):
+        with open(transports_path) as f:
+            first = f.readline().split(",")[0].strip()
+        if first.startswith("UCX ") and first not in line:
+            line = line.replace(f"UCX {bench_machine.ucx_version()}", f"{first} (the benchmark's build)")
+    return line
+
+
 def main(csv_path, out_path, transports_path=None):
     data = defaultdict(lambda: defaultdict(dict))  # (case, metric) -> method -> size -> value
     order = []
@@ -30,12 +42,14 @@ def main(csv_path, out_path, transports_path=None):
                 order.append(key)
             data[key][r["method"]][int(r["size_bytes"])] = float(r["value"])
     methods = ["raw", "raw_nopeer", "libcdt", "manual_pack", "ucx_iov", "ucx_generic"]
+    # the UCX the benchmark ran against is the one its transports file names (a build against
+    # another UCX than the system's ucx_info, e.g. the libucx-cu12 wheel's)
     out = ["# bench/transfer results", "",
            "Two processes on one machine over UCX (endpoints from exchanged worker addresses, so",
            "UCX picks shared memory). `raw`: one contiguous `ucp_tag_send_nbx` of the same byte",
            "count (the roofline); `libcdt`: `cdt_ucx_isend`/`cdt_ucx_irecv` of the object (one",
            "matched message); `manual_pack`: hand-written pack into bytes, raw send, hand-written",
-           "unpack; `ucx_iov`: one UCX IOV message (packed fields, then every region);",
+           "unpack (one pack buffer per message in flight on each side); `ucx_iov`: one UCX IOV message (packed fields, then every region);",
            "`raw_nopeer`: `raw` on an endpoint without peer error handling; `ucx_generic`: one",
            "message of a UCX generic datatype whose callbacks drive libcdt's frame encoder",
            "(`cdt_op_pack` / `cdt_frame_gather`) and decoder (`cdt_op_unpack` /",
@@ -43,7 +57,7 @@ def main(csv_path, out_path, transports_path=None):
            "written before it is sent; at least 1 GiB per bandwidth point (256 MiB quick). Latency:",
            "half round trip of a ping-pong; bandwidth: windows of non-blocking sends then an",
            "acknowledgement. MB = 10^6 bytes. Command: `bench/run transfer` (two passes, the better value of each point).", "",
-           f"Machine: {machine()} (the two benchmark processes busy-poll, so the load is about 2 while it runs).", "",
+           f"Machine: {machine_line(transports_path)} (the two benchmark processes busy-poll, so the load is about 2 while it runs).", "",
            "What the numbers say, goal by goal: [transfer_findings.md](transfer_findings.md).", ""]
     if transports_path and os.path.exists(transports_path):
         with open(transports_path) as f:

@@ -46,7 +46,7 @@ static void *obj_buf(obj *o, int slot)
     return o->k == K_DOUBLEVEC ? (void *)&o->dv_in[slot] : o->mem;
 }
 
-handle do_send(env *e, obj *o, enum method m, uint64_t tag)
+handle do_send(env *e, obj *o, enum method m, uint64_t tag, int slot)
 {
     handle h = {NULL, NULL, -1, NULL, NULL};
     switch (m) {
@@ -78,8 +78,9 @@ handle do_send(env *e, obj *o, enum method m, uint64_t tag)
             OK(cdt_ucx_isend(e->ep, o->mem, o->count, obj_type(o), tag, &h.req));
         break;
     case M_MANUAL:
-        manual_pack(o);
-        h.ucx = raw_send(e, o->pack, (size_t)o->pack_len, tag, ucp_dt_make_contig(1));
+        manual_pack(o, slot);
+        h.ucx = raw_send(e, o->manual + (size_t)slot * (size_t)o->pack_len, (size_t)o->pack_len,
+                         tag, ucp_dt_make_contig(1));
         break;
     case M_IOV:
         if (o->k == K_STRUCTVEC)
@@ -124,7 +125,8 @@ handle do_recv(env *e, obj *o, enum method m, uint64_t tag, int slot)
         }
         break;
     case M_MANUAL:
-        h.ucx = raw_recv(e, o->pack, (size_t)o->pack_len, tag, ucp_dt_make_contig(1));
+        h.ucx = raw_recv(e, o->manual + (size_t)slot * (size_t)o->pack_len, (size_t)o->pack_len,
+                         tag, ucp_dt_make_contig(1));
         h.unpack_slot = slot;
         break;
     case M_IOV:

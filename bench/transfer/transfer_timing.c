@@ -30,10 +30,10 @@ double latency_us(env *e, obj *o, enum method m, int iters)
         if (e->server) {
             handle h = do_recv(e, o, m, 7, 0);
             do_wait(e, o, m, &h);
-            h = do_send(e, o, m, 8);
+            h = do_send(e, o, m, 8, 0);
             do_wait(e, o, m, &h);
         } else {
-            handle h = do_send(e, o, m, 7);
+            handle h = do_send(e, o, m, 7, 0);
             do_wait(e, o, m, &h);
             h = do_recv(e, o, m, 8, 0);
             do_wait(e, o, m, &h);
@@ -51,7 +51,7 @@ double bandwidth_mbs(env *e, obj *o, enum method m, int windows)
         if (it == 1)
             t0 = now();
         for (int i = 0; i < w; i++)
-            hs[i] = e->server ? do_recv(e, o, m, 9, i) : do_send(e, o, m, 9);
+            hs[i] = e->server ? do_recv(e, o, m, 9, i) : do_send(e, o, m, 9, i);
         for (int i = 0; i < w; i++)
             do_wait(e, o, m, &hs[i]);
         ack(e, e->server);

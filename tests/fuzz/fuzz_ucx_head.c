@@ -35,8 +35,8 @@ static void one(const uint8_t *data, size_t size, const cdt__ucx_limits *lim)
     check(h.part_len == (cdt_count)size - CDT__UCX_PREFIX_SIZE);
     check(h.key <= CDT__UCX_KEY_MASK && h.threshold >= 1 && h.tail_len >= 0);
     check(h.stream_len == h.part_len + h.tail_len);
-    if (h.tail_len > 0)
-        check(h.part_len == CDT__UCX_HEAD_MAX - CDT__UCX_PREFIX_SIZE);
+    if (h.tail_len > 0) /* a tail follows only a head that holds the frame's fixed header */
+        check(h.part_len >= CDT_FRAME_FIXED_HEADER_SIZE);
     if (h.part_len >= CDT_FRAME_FIXED_HEADER_SIZE) {
         /* what the receive sizes from the head never exceeds the receiver's limits */
         cdt_count frame_size = (cdt_count)cdt__get_u64(h.part + CDT__OFF_FRAME_SIZE);

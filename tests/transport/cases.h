@@ -23,9 +23,11 @@ side_fn custom_client, custom_server, derived_client, derived_server, wildcard_c
     wildcard_server, sobj_client, sobj_server, many_regions_client, many_regions_server, big_client,
     big_server;
 
-/* cases_async.c: non-blocking requests, cancel, threads, sleeping on the worker's fd */
+/* cases_async.c: non-blocking requests, cancel, threads, sleeping on the worker's fd, an
+ * object received while its sender does not progress */
 side_fn nonblocking_client, nonblocking_server, cancel_client, cancel_server, threads_client,
-    threads_server, wakeup_client, wakeup_server;
+    threads_server, wakeup_client, wakeup_server, receiver_copies_client, receiver_copies_server;
+int receiver_copies_setup(void);
 
 /* cases_failures.c: a peer or a receiver that exits, a refused connection, closes and sends
  * that cannot complete, malformed frames */

@@ -1,7 +1,8 @@
 /*
  * cases_async.c - requests that overlap, wait or sleep: non-blocking sends and receives,
- * cancel and a receive that times out, eight threads on one endpoint, and an application's
- * event loop on the worker's fd (CDT_UCX_WAKEUP=1).
+ * cancel and a receive that times out, eight threads on one endpoint, an application's
+ * event loop on the worker's fd (CDT_UCX_WAKEUP=1), and an object that reaches its receiver
+ * while its sender does not progress.
  */
 #include "cases.h"
 
@@ -252,4 +253,70 @@ void wakeup_server(peer *p)
     double_vec_clear(&late);
     fprintf(stderr, "blocking receive: %.0f ms waited, %.1f ms of CPU\n", 1e3 * wall, 1e3 * cpu);
     CHECK(wall < 0.2 || cpu < 0.15 * wall);
+}
+
+/* ----------------------------------------------- the receiver copies, the sender packs --- */
+
+/* An object whose inline stream does not fit one head message (a tail follows) must reach its
+ * receiver while the sender does something else, as a sender does that packs its next objects
+ * before it waits: over cma the receiver copies the tail itself, and the head must not need
+ * the sender either (it is eager: docs/TRANSPORT.md §4). The sender posts a 1 MiB object and
+ * then blocks, not progressing, until the receiver's prepare callback ran (the inline stream
+ * complete) or 10 s passed. When the head was a rendezvous received through a generic
+ * datatype, its data moved only when the sender progressed: prepare never ran, the check
+ * below failed. Meaningful where the rendezvous is the receiver's copy (the default, cma). */
+
+enum { RC_COUNT = (1 << 20) / (int)sizeof(struct_simple) };
+static int rc_pipe[2] = {-1, -1}; /* receiver -> sender: "the inline stream is here" */
+
+int receiver_copies_setup(void)
+{
+    return pipe(rc_pipe);
+}
+
+void receiver_copies_client(peer *p)
+{
+    close(rc_pipe[1]);
+    struct_simple *v = calloc(RC_COUNT, sizeof(*v));
+    CHECK(v != NULL);
+    struct_simple_fill(v, RC_COUNT, 5);
+    cdt_ucx_request r;
+    CHECK_RC(cdt_ucx_isend(p->ep, v, RC_COUNT, struct_simple_type(), TAG, &r));
+    struct pollfd pfd = {.fd = rc_pipe[0], .events = POLLIN};
+    int ready = poll(&pfd, 1, 10000); /* no progress of this worker meanwhile */
+    char byte = 0;
+    CHECK(ready == 1 && read(rc_pipe[0], &byte, 1) == 1 && byte == 'p');
+    CHECK_RC(cdt_ucx_request_wait(r, T_TIMEOUT_MS));
+    CHECK_RC(cdt_ucx_request_free(r));
+    free(v);
+}
+
+typedef struct rc_target {
+    struct_simple *v;
+} rc_target;
+
+static int rc_prepare(void *arg, cdt_decoder dec)
+{
+    rc_target *t = arg;
+    int rc = cdt_decoder_bind(dec, t->v, RC_COUNT, struct_simple_type());
+    char byte = 'p';
+    if (write(rc_pipe[1], &byte, 1) != 1)
+        return CDT_ERR_CALLBACK;
+    return rc;
+}
+
+void receiver_copies_server(peer *p)
+{
+    close(rc_pipe[0]);
+    rc_target t = {calloc(RC_COUNT, sizeof(struct_simple))};
+    struct_simple *want = calloc(RC_COUNT, sizeof(*want));
+    CHECK(t.v != NULL && want != NULL);
+    struct_simple_fill(want, RC_COUNT, 5);
+    cdt_ucx_recv_params rp = {
+        .field_mask = CDT_UCX_RECV_PARAM_PREPARE, .prepare = rc_prepare, .prepare_arg = &t};
+    CHECK_RC(
+        cdt_ucx_recv(p->w, NULL, 0, NULL, TAG, CDT_UCX_TAG_MASK_FULL, &rp, NULL, T_TIMEOUT_MS));
+    CHECK(struct_simple_equal(t.v, want, RC_COUNT));
+    free(t.v);
+    free(want);
 }

@@ -221,7 +221,7 @@ void malformed_client(peer *p)
     /* a valid prefix followed by a broken frame header */
     unsigned char bad[32 + 48];
     memset(bad, 0, sizeof(bad));
-    memcpy(bad, "CDTU\x04\0\0\0", 8); /* prefix version 4, split mode */
+    memcpy(bad, "CDTU\x05\0\0\0", 8); /* prefix version 5, split mode */
     bad[16] = 0xff;                   /* threshold */
     memcpy(bad + 32, "CDTF\x01\0\0\0", 8);
     bad[32 + 8] = 47; /* header_size wrong */

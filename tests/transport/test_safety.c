@@ -39,7 +39,7 @@ static size_t make_head(unsigned char *out, uint64_t key, uint64_t threshold, ui
                         uint64_t n, uint64_t len)
 {
     memset(out, 0, 32 + 48);
-    memcpy(out, "CDTU\x04\0\0\0", 8); /* version 4, split mode */
+    memcpy(out, "CDTU\x05\0\0\0", 8); /* version 5, split mode */
     le64(out + 8, key);
     le64(out + 16, threshold);
     le64(out + 24, tail_len);

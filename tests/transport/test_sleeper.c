@@ -128,13 +128,13 @@ static void le64(unsigned char *p, uint64_t v)
         p[i] = (unsigned char)(v >> (8 * i));
 }
 
-/* prefix (version 4, split mode) + FORMAT.md header of a frame of one byte region of `len`
+/* prefix (version 5, split mode) + FORMAT.md header of a frame of one byte region of `len`
  * bytes sent on its own (its length over the threshold) and no packed stream: a head whose
  * region the receiver then waits for (the layout test_safety.c writes too) */
 static size_t make_head(unsigned char *out, uint64_t key, uint64_t len)
 {
     memset(out, 0, 32 + 64);
-    memcpy(out, "CDTU\x04\0\0\0", 8);
+    memcpy(out, "CDTU\x05\0\0\0", 8);
     le64(out + 8, key);
     le64(out + 16, 1024); /* zcopy threshold */
     le64(out + 24, 0);    /* no tail */

@@ -59,6 +59,10 @@ int main(int argc, char **argv)
         return connect_refused_case();
     if (strcmp(c, "close_pending_flush") == 0)
         return run_pair(close_pending_flush_server, close_pending_flush_client, NULL, NULL, 0);
+    if (strcmp(c, "receiver_copies") == 0)
+        return receiver_copies_setup() != 0
+                   ? 1
+                   : run_pair(receiver_copies_server, receiver_copies_client, NULL, NULL, 0);
     if (strcmp(c, "late_reader") == 0)
         return run_pair(late_reader_server, late_reader_client, NULL, NULL, 0);
     if (strcmp(c, "close_stuck") == 0)

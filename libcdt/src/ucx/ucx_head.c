@@ -70,8 +70,8 @@ int cdt__ucx_parse_head(const unsigned char *msg, size_t len, const cdt__ucx_lim
         return CDT_ERR_FRAME_MALFORMED;
     const unsigned char *part = msg + CDT__UCX_PREFIX_SIZE;
     cdt_count part_len = (cdt_count)len - CDT__UCX_PREFIX_SIZE;
-    if (tail_len > 0 && part_len != CDT__UCX_HEAD_MAX - CDT__UCX_PREFIX_SIZE)
-        return CDT_ERR_FRAME_MALFORMED; /* a tail follows only a full head message */
+    /* a tail may follow a head of any length that holds the frame's fixed header (below):
+     * senders cut the head short to keep it eager (docs/TRANSPORT.md §4) */
     if (part_len >= CDT_FRAME_FIXED_HEADER_SIZE) {
         /* the fixed header is here: validate it and apply the limits before anything is sized
          * from it (the tail buffer, the receive's memory) */

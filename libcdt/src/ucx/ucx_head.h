@@ -28,7 +28,7 @@
 #define CDT__UCX_HEAD_MAX 32768
 #define CDT__UCX_PREFIX_SIZE 32
 #define CDT__UCX_PREFIX_MAGIC UINT32_C(0x55544443) /* "CDTU" little-endian */
-#define CDT__UCX_PREFIX_VERSION 4
+#define CDT__UCX_PREFIX_VERSION 5
 /* prefix byte 5: how the object travels */
 #define CDT__UCX_MODE_SPLIT 0  /* head message, tail and large regions as private messages */
 #define CDT__UCX_MODE_SINGLE 1 /* this message holds the prefix and the whole frame */

@@ -256,6 +256,23 @@ static int plan(cdt_ucx_request r, cdt_count threshold, send_plan *pl)
     return CDT_SUCCESS;
 }
 
+/* How much of the inline stream the head message carries. An object that is one message
+ * (its inline stream fits HEAD_MAX, no large region) sends it whole. An object with other
+ * messages (a tail, large regions) puts at most CDT__UCX_EAGER_SURE bytes in its head, so the
+ * head is always eager: the receiver has it as soon as the sender posted it, and copies the
+ * tail and the regions (rendezvous it runs itself over cma) while the sender is busy elsewhere,
+ * e.g. packing its next objects. A longer head is a rendezvous received through a generic
+ * datatype, whose data moves only when the sender's worker progresses: a sender that posts
+ * objects back to back held every receiver's copies back until it waited (1.4-2.4x slower from
+ * 1 MiB, bench/results/transport_default_findings.md §7). */
+static cdt_count head_room(const send_plan *pl)
+{
+    const cdt_count whole = CDT__UCX_HEAD_MAX - CDT__UCX_PREFIX_SIZE;
+    if (pl->inline_len <= whole && pl->nsep == 0)
+        return whole;
+    return CDT__UCX_EAGER_SURE - CDT__UCX_PREFIX_SIZE;
+}
+
 /* lay out prefix + inline stream: the head message in r->head (or r->bounce) and the tail.
  * head_in_buffer: the head message always goes from r->head (copied there from r->bounce),
  * whose memory is quarantined if the send fails (a peer that copies it itself: cma). */
@@ -263,7 +280,7 @@ static int build(cdt_ucx_request r, const send_plan *pl, uint64_t key, cdt_count
                  bool head_in_buffer, const unsigned char **msg, size_t *msg_len,
                  const unsigned char **tail, cdt_count *tail_len)
 {
-    const cdt_count room = CDT__UCX_HEAD_MAX - CDT__UCX_PREFIX_SIZE;
+    const cdt_count room = head_room(pl);
     *tail_len = pl->inline_len > room ? pl->inline_len - room : 0;
     unsigned char *out = r->head;
     if (pl->small_regions && *tail_len > 0) {
@@ -310,7 +327,7 @@ static int build(cdt_ucx_request r, const send_plan *pl, uint64_t key, cdt_count
     if (*tail_len == 0)
         *tail = NULL;
     else if (out == r->bounce)
-        *tail = out + CDT__UCX_HEAD_MAX;
+        *tail = out + CDT__UCX_PREFIX_SIZE + room;
     else
         *tail = pl->head + room; /* zero-copy: the rest of the frame head */
     return CDT_SUCCESS;
@@ -540,7 +557,7 @@ int cdt_ucx_isend_advanced(cdt_ucx_ep ep, const void *buf, cdt_count count, cdt_
      * do so after the send ended (above cdt__ucx_ep_end_sends): an object with messages from
      * memory the caller or the library reuses (a tail, large regions) is complete only with
      * its commit, and its head goes from the head buffer, quarantined if the send fails */
-    r->commit = cma && (pl.nsep > 0 || pl.inline_len > CDT__UCX_HEAD_MAX - CDT__UCX_PREFIX_SIZE);
+    r->commit = cma && (pl.nsep > 0 || pl.inline_len > head_room(&pl));
     r->key = key;
     if (rc == CDT_SUCCESS)
         rc = build(r, &pl, key, threshold, cma, &msg, &msg_len, &tail, &tail_len);
