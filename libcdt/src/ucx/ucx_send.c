@@ -263,8 +263,8 @@ static int plan(cdt_ucx_request r, cdt_count threshold, send_plan *pl)
  * tail and the regions (rendezvous it runs itself over cma) while the sender is busy elsewhere,
  * e.g. packing its next objects. A longer head is a rendezvous received through a generic
  * datatype, whose data moves only when the sender's worker progresses: a sender that posts
- * objects back to back held every receiver's copies back until it waited (1.2-1.5x slower from
- * 64 KiB, bench/results/transport_default_findings.md §9). */
+ * objects back to back held every receiver's copies back until it waited (up to 1.5x slower,
+ * 1.2-1.4x from 1 MiB: bench/results/transport_default_findings.md §9). */
 static cdt_count head_room(const send_plan *pl)
 {
     const cdt_count whole = CDT__UCX_HEAD_MAX - CDT__UCX_PREFIX_SIZE;
