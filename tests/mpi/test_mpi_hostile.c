@@ -6,8 +6,7 @@
  * Rank 2 (with 3 ranks) is an honest sender whose objects are received between the hostile
  * ones: none of rank 0's parts may reach them. The cases are python/tests/mpi_hostile.py's,
  * so both implementations of the receiver meet the same peer. */
-#include "cdt_mpi.h"
-#include "check.h"
+#include "mpi_check.h"
 
 #include <string.h>
 
@@ -15,15 +14,6 @@ enum { HOSTILE = 0, RECEIVER = 1, HONEST = 2 };
 enum { T = CDT_MPI_THRESHOLD, TAG_DONE = 30002, TAG_GO = 30001, LATE_TAG = 20000 };
 static const double SHORT_WAIT = 0.2, LONG_WAIT = 120.0;
 static int rank, size;
-
-#define CHECK_MPI(call, want)                                                                      \
-    do {                                                                                           \
-        int got__ = (call);                                                                        \
-        if (got__ != (want))                                                                       \
-            fprintf(stderr, "rank %d: %s: %s (%s)\n", rank, #call, cdt_err_name(got__),            \
-                    cdt_mpi_last_error());                                                         \
-        CHECK_RC(got__, want);                                                                     \
-    } while (0)
 
 enum kind {
     OK,

@@ -5,23 +5,12 @@
  * test, mprobe + mrecv, with wildcards; then the receiver's limits (a refused object is
  * drained and the next one arrives), a communicator that is not attached, cancellation and
  * invalid arguments. docs/MPI.md is the protocol. */
-#include "cdt_mpi.h"
-#include "check.h"
+#include "mpi_check.h"
 #include "seed_types.h"
 
 #include <string.h>
 
 static int rank, size;
-
-/* every rank's program prints its rank with a failure */
-#define CHECK_MPI(call, want)                                                                      \
-    do {                                                                                           \
-        int got__ = (call);                                                                        \
-        if (got__ != (want))                                                                       \
-            fprintf(stderr, "rank %d: %s: %s (%s)\n", rank, #call, cdt_err_name(got__),            \
-                    cdt_mpi_last_error());                                                         \
-        CHECK_RC(got__, want);                                                                     \
-    } while (0)
 
 static void fill(void *p, size_t n, unsigned seed)
 {

@@ -291,14 +291,10 @@ void receiver_copies_client(peer *p)
     free(v);
 }
 
-typedef struct rc_target {
-    struct_simple *v;
-} rc_target;
-
+/* arg: the receive's struct_simple array */
 static int rc_prepare(void *arg, cdt_decoder dec)
 {
-    rc_target *t = arg;
-    int rc = cdt_decoder_bind(dec, t->v, RC_COUNT, struct_simple_type());
+    int rc = cdt_decoder_bind(dec, arg, RC_COUNT, struct_simple_type());
     char byte = 'p';
     if (write(rc_pipe[1], &byte, 1) != 1)
         return CDT_ERR_CALLBACK;
@@ -308,15 +304,15 @@ static int rc_prepare(void *arg, cdt_decoder dec)
 void receiver_copies_server(peer *p)
 {
     close(rc_pipe[0]);
-    rc_target t = {calloc(RC_COUNT, sizeof(struct_simple))};
+    struct_simple *got = calloc(RC_COUNT, sizeof(*got));
     struct_simple *want = calloc(RC_COUNT, sizeof(*want));
-    CHECK(t.v != NULL && want != NULL);
+    CHECK(got != NULL && want != NULL);
     struct_simple_fill(want, RC_COUNT, 5);
     cdt_ucx_recv_params rp = {
-        .field_mask = CDT_UCX_RECV_PARAM_PREPARE, .prepare = rc_prepare, .prepare_arg = &t};
+        .field_mask = CDT_UCX_RECV_PARAM_PREPARE, .prepare = rc_prepare, .prepare_arg = got};
     CHECK_RC(
         cdt_ucx_recv(p->w, NULL, 0, NULL, TAG, CDT_UCX_TAG_MASK_FULL, &rp, NULL, T_TIMEOUT_MS));
-    CHECK(struct_simple_equal(t.v, want, RC_COUNT));
-    free(t.v);
+    CHECK(struct_simple_equal(got, want, RC_COUNT));
+    free(got);
     free(want);
 }
