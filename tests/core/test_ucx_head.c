@@ -1,0 +1,68 @@
+/*
+ * test_ucx_head.c - the split-mode head rules of protocol version 5 (docs/TRANSPORT.md §4,
+ * §5), on the pure parser cdt__ucx_parse_head (no UCX needed): a tail may follow a short head
+ * that holds the frame's fixed header (senders cut heads to 1 KiB to keep them eager); a tail
+ * after a head without that header, a tail longer than the frame allows, and a head of an
+ * earlier protocol version are refused with their own error.
+ */
+#include "check.h"
+#include "frame/frame_format.h"
+#include "ucx/ucx_head.h"
+
+#include <string.h>
+
+enum { EAGER_HEAD = 1024, PACKED = 1 << 20 };
+
+/* a head of `len` bytes: prefix (key 7, threshold 65536, tail_len) and a frame of no regions
+ * whose packed stream is PACKED bytes (the head holds its start) */
+static void make_head(unsigned char *msg, size_t len, uint64_t tail_len)
+{
+    memset(msg, 0x5a, len);
+    cdt__ucx_put_prefix(msg, 7, 65536, (cdt_count)tail_len, CDT__UCX_FLAG_COMMIT);
+    if (len >= CDT__UCX_PREFIX_SIZE + CDT_FRAME_FIXED_HEADER_SIZE)
+        cdt__frame_put_fixed(msg + CDT__UCX_PREFIX_SIZE, CDT_FRAME_FIXED_HEADER_SIZE, PACKED, 0,
+                             CDT_FRAME_FIXED_HEADER_SIZE + PACKED);
+}
+
+int main(void)
+{
+    static unsigned char msg[CDT__UCX_HEAD_MAX];
+    const cdt_count frame = CDT_FRAME_FIXED_HEADER_SIZE + PACKED;
+    const cdt_count part = EAGER_HEAD - CDT__UCX_PREFIX_SIZE;
+    cdt__ucx_head h;
+
+    /* an eager 1 KiB head, then the tail: the rest of the inline stream */
+    make_head(msg, EAGER_HEAD, (uint64_t)(frame - part));
+    CHECK_OK(cdt__ucx_parse_head(msg, EAGER_HEAD, NULL, &h));
+    CHECK(h.part_len == part && h.tail_len == frame - part && h.stream_len == frame && h.commit);
+
+    /* the same object with version 4's full head still parses (the rule only widened) */
+    make_head(msg, CDT__UCX_HEAD_MAX,
+              (uint64_t)(frame - (CDT__UCX_HEAD_MAX - CDT__UCX_PREFIX_SIZE)));
+    CHECK_OK(cdt__ucx_parse_head(msg, CDT__UCX_HEAD_MAX, NULL, &h));
+    CHECK(h.stream_len == frame);
+
+    /* a tail after a head too short for the fixed header: nothing to size it from */
+    make_head(msg, CDT__UCX_PREFIX_SIZE + CDT_FRAME_FIXED_HEADER_SIZE - 1, 100);
+    CHECK_RC(
+        cdt__ucx_parse_head(msg, CDT__UCX_PREFIX_SIZE + CDT_FRAME_FIXED_HEADER_SIZE - 1, NULL, &h),
+        CDT_ERR_FRAME_MALFORMED);
+
+    /* a tail longer than the rest of the frame */
+    make_head(msg, EAGER_HEAD, (uint64_t)(frame - part + 1));
+    CHECK_RC(cdt__ucx_parse_head(msg, EAGER_HEAD, NULL, &h), CDT_ERR_FRAME_MALFORMED);
+
+    /* the receiver's frame limit applies to what the short head announces */
+    make_head(msg, EAGER_HEAD, (uint64_t)(frame - part));
+    cdt__ucx_limits small = {.max_frame_bytes = frame - 1, .max_regions = -1};
+    CHECK_RC(cdt__ucx_parse_head(msg, EAGER_HEAD, &small, &h), CDT_ERR_LIMIT);
+
+    /* a head of protocol version 4 (or any other) is a version error, not a malformed one */
+    for (int v = 1; v < 8; v++) {
+        make_head(msg, EAGER_HEAD, (uint64_t)(frame - part));
+        msg[4] = (unsigned char)v;
+        CHECK_RC(cdt__ucx_parse_head(msg, EAGER_HEAD, NULL, &h),
+                 v == CDT__UCX_PREFIX_VERSION ? CDT_SUCCESS : CDT_ERR_FRAME_VERSION);
+    }
+    return check_report("test_ucx_head");
+}
