@@ -256,19 +256,19 @@ static int plan(cdt_ucx_request r, cdt_count threshold, send_plan *pl)
     return CDT_SUCCESS;
 }
 
-/* How much of the inline stream the head message carries. An object that is one message
- * (its inline stream fits HEAD_MAX, no large region) sends it whole. An object with other
- * messages (a tail, large regions) puts at most CDT__UCX_EAGER_SURE bytes in its head, so the
- * head is always eager: the receiver has it as soon as the sender posted it, and copies the
- * tail and the regions (rendezvous it runs itself over cma) while the sender is busy elsewhere,
- * e.g. packing its next objects. A longer head is a rendezvous received through a generic
- * datatype, whose data moves only when the sender's worker progresses: a sender that posts
- * objects back to back held every receiver's copies back until it waited (up to 1.5x slower,
- * 1.2-1.4x from 1 MiB: bench/results/transport_default_findings.md §9). */
+/* How much of the inline stream the head message carries. An object whose inline stream fits
+ * HEAD_MAX sends it whole (large regions, if any, follow as their own messages). An object with
+ * a tail puts at most CDT__UCX_EAGER_SURE bytes in its head, so the head is always eager: the
+ * receiver has it as soon as the sender posted it, and copies the tail and the regions (rendezvous
+ * it runs itself over cma) while the sender is busy elsewhere, e.g. packing its next objects. A
+ * longer head is a rendezvous received through a generic datatype, whose data moves only when the
+ * sender's worker progresses: a sender that posts objects back to back held every receiver's copies
+ * back until it waited (up to 1.5x slower, 1.2-1.4x from 1 MiB:
+ * bench/results/transport_default_findings.md §9). */
 static cdt_count head_room(const send_plan *pl)
 {
     const cdt_count whole = CDT__UCX_HEAD_MAX - CDT__UCX_PREFIX_SIZE;
-    if (pl->inline_len <= whole && pl->nsep == 0)
+    if (pl->inline_len <= whole)
         return whole;
     return CDT__UCX_EAGER_SURE - CDT__UCX_PREFIX_SIZE;
 }
