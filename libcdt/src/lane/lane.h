@@ -48,7 +48,7 @@
 /* defaults (measured: bench/lane, docs/TRANSPORT.md §10.3) */
 #define CDT__LANE_DEFAULT_RING (UINT64_C(1) << 20)
 #define CDT__LANE_DEFAULT_GRANTS 64u
-#define CDT__LANE_DEFAULT_FRAG (1u << 15)
+#define CDT__LANE_DEFAULT_FRAG (1u << 14)
 
 /* the offer a producer sends its peer in a head message (docs/TRANSPORT.md §10.2) */
 #define CDT__LANE_OFFER_SIZE 40
