@@ -14,8 +14,11 @@
 #include <dirent.h>
 #include <sched.h>
 #include <signal.h>
+#include <linux/capability.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -513,6 +516,51 @@ static void case_attach_refused(void)
     CHECK(lane_mappings() == 0);
 }
 
+/* Without read access to the producer (here: a producer that made itself non-dumpable, and a
+ * consumer without CAP_SYS_PTRACE), the segment cannot be opened: the attach fails with
+ * CDT_ERR_UNSUPPORTED, the status on which a transport keeps its version 5 path, and maps
+ * nothing. (Yama's ptrace_scope restricts attach access only, which the lane never needs.) */
+static void case_not_readable(void)
+{
+    int pfd[2], done[2];
+    CHECK(pipe(pfd) == 0 && pipe(done) == 0);
+    pid_t kid = fork();
+    if (kid == 0) {
+        cdt__lane p;
+        cdt__lane_offer o;
+        if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0 || cdt__lane_create(NULL, &p, &o) != 0 ||
+            send_offer(pfd[1], &o) != 0)
+            _exit(2);
+        char b;
+        (void)!read(done[0], &b, 1);
+        _exit(0);
+    }
+    cdt__lane_offer o;
+    CHECK(recv_offer(pfd[0], &o) == 0);
+    pid_t tester = fork();
+    if (tester == 0) {
+        /* drop CAP_SYS_PTRACE (a root test run has it; it overrides the dumpable flag) */
+        struct __user_cap_header_struct h = {.version = _LINUX_CAPABILITY_VERSION_3, .pid = 0};
+        struct __user_cap_data_struct d[2];
+        if (syscall(SYS_capget, &h, d) != 0)
+            _exit(3);
+        d[CAP_SYS_PTRACE / 32].effective &= ~(1u << (CAP_SYS_PTRACE % 32));
+        if (syscall(SYS_capset, &h, d) != 0)
+            _exit(3);
+        cdt__lane c;
+        int rc = cdt__lane_attach(&o, &c);
+        _exit(rc == CDT_ERR_UNSUPPORTED && lane_mappings() == 0 ? 0 : 4);
+    }
+    int st = wait_exit(tester);
+    CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    CHECK(write(done[1], "x", 1) == 1);
+    wait_exit(kid);
+    close(pfd[0]);
+    close(pfd[1]);
+    close(done[0]);
+    close(done[1]);
+}
+
 /* producer in a child, consumer here: many objects, byte-exact */
 static void case_processes(void)
 {
@@ -756,6 +804,7 @@ int main(int argc, char **argv)
         {"bounds", case_bounds},
         {"local", case_local},
         {"attach_refused", case_attach_refused},
+        {"not_readable", case_not_readable},
         {"processes", case_processes},
         {"hostile", case_hostile},
         {"kill_producer", case_kill_producer},
