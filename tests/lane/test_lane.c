@@ -12,11 +12,13 @@
 #include "lane/lane.h"
 
 #include <dirent.h>
+#include <errno.h>
 #include <sched.h>
 #include <signal.h>
 #include <linux/capability.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/inotify.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -502,9 +504,34 @@ static void case_attach_refused(void)
     q = o;
     q.ring_bytes *= 2; /* another size */
     CHECK_RC(cdt__lane_attach(&q, &c), CDT_ERR_FRAME_MALFORMED);
+    /* descriptors that are not a lane's memfd are refused before they are opened: a pipe
+     * (opening its read end would block without O_NONBLOCK), a regular file, a memfd of
+     * another name */
+    int pp[2];
+    CHECK(pipe(pp) == 0);
+    int other = memfd_create("not-a-lane", MFD_CLOEXEC);
+    int descriptors[] = {pp[0], pp[1], other, 0};
+    for (size_t i = 0; i < sizeof descriptors / sizeof descriptors[0]; i++) {
+        q = o;
+        q.fd = descriptors[i];
+        CHECK_RC(cdt__lane_attach(&q, &c), CDT_ERR_FRAME_MALFORMED);
+    }
+    close(pp[0]);
+    close(pp[1]);
+    close(other);
+    /* ... and never opened: inotify sees no open of a regular file offered as the segment */
+    char tmpl[] = "/tmp/cdt-lane-test-XXXXXX";
+    int reg = mkstemp(tmpl);
+    int in = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+    CHECK(reg >= 0 && in >= 0 && inotify_add_watch(in, tmpl, IN_OPEN) >= 0);
     q = o;
-    q.fd = 0; /* not a memfd */
-    CHECK(cdt__lane_attach(&q, &c) < 0);
+    q.fd = reg;
+    CHECK_RC(cdt__lane_attach(&q, &c), CDT_ERR_FRAME_MALFORMED);
+    char ev[256];
+    CHECK(read(in, ev, sizeof ev) < 0 && errno == EAGAIN);
+    close(in);
+    close(reg);
+    unlink(tmpl);
     q.fd = 999999; /* no such descriptor */
     CHECK_RC(cdt__lane_attach(&q, &c), CDT_ERR_UNSUPPORTED);
     /* an unsealed memfd of the right size and header */

@@ -24,6 +24,9 @@
 #include <unistd.h>
 
 #define CDT__LANE_SEALS (F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL)
+#define CDT__LANE_MEMFD_NAME "cdt-lane"
+/* what /proc/<pid>/fd/<fd> reads as for such a memfd */
+#define CDT__LANE_MEMFD_LINK "/memfd:" CDT__LANE_MEMFD_NAME " (deleted)"
 
 static int pidfd_open_(pid_t pid)
 {
@@ -71,7 +74,7 @@ int cdt__lane_create(const cdt__lane_params *params, cdt__lane *lane, cdt__lane_
     if (random_bytes(o.nonce, sizeof o.nonce) != 0)
         return CDT_ERR_UNSUPPORTED;
     size_t total = cdt__lane_data_offset(o.grant_slots) + (size_t)o.ring_bytes;
-    int fd = memfd_create("cdt-lane", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+    int fd = memfd_create(CDT__LANE_MEMFD_NAME, MFD_CLOEXEC | MFD_ALLOW_SEALING);
     if (fd < 0)
         return errno_status(errno);
     int rc;
@@ -119,11 +122,25 @@ int cdt__lane_attach(const cdt__lane_offer *offer, cdt__lane *lane)
     int pidfd = pidfd_open_((pid_t)offer->pid);
     if (pidfd < 0)
         return errno == ESRCH ? CDT_ERR_PEER : CDT_ERR_UNSUPPORTED;
-    char path[64];
+    char path[64], target[64];
     snprintf(path, sizeof path, "/proc/%d/fd/%d", (int)offer->pid, (int)offer->fd);
-    /* O_NONBLOCK: a descriptor that names a FIFO or a device must not block us */
-    int fd = open(path, O_RDWR | O_NOCTTY | O_NONBLOCK | O_CLOEXEC);
+    /* Before opening anything, the descriptor must name a lane's memfd: the offer is the
+     * peer's, and opening whatever file it names (a device, a file on a stalled network or
+     * FUSE mount) could block us or have effects of its own. No other file has this name:
+     * it would be a file "memfd:cdt-lane (deleted)" in the root folder. */
     int rc;
+    ssize_t tn = readlink(path, target, sizeof target - 1);
+    if (tn < 0) {
+        rc = CDT_ERR_UNSUPPORTED; /* no such descriptor, or no read access to it */
+        goto err_pidfd;
+    }
+    target[tn] = '\0';
+    if (strcmp(target, CDT__LANE_MEMFD_LINK) != 0) {
+        rc = CDT_ERR_FRAME_MALFORMED;
+        goto err_pidfd;
+    }
+    /* O_NONBLOCK, O_NOCTTY: should the descriptor change between the check and the open */
+    int fd = open(path, O_RDWR | O_NOCTTY | O_NONBLOCK | O_CLOEXEC);
     if (fd < 0) {
         rc = CDT_ERR_UNSUPPORTED;
         goto err_pidfd;
