@@ -143,6 +143,32 @@ CDT__LANE_HIDDEN int cdt__lane_release(cdt__lane *lane, size_t len);
 /* Consumer's position (the next byte it reads) and producer's (the next byte it writes). */
 CDT__LANE_HIDDEN uint64_t cdt__lane_position(const cdt__lane *lane);
 
+/* ---- one object's stream through the rings (lane_pump.c) ---- */
+
+/* Packs stream bytes [offset, offset + *used) into dst (n bytes; *used <= n, > 0 while bytes
+ * are left), as cdt_op_pack or cdt_frame_gather do. Returns a status. */
+typedef int(cdt__lane_pack_fn)(void *state, uint64_t offset, unsigned char *dst, size_t n,
+                               size_t *used);
+/* Unpacks n stream bytes found at offset, as cdt_op_unpack or cdt_decoder_write do. */
+typedef int(cdt__lane_unpack_fn)(void *state, uint64_t offset, const unsigned char *src, size_t n);
+
+/* Producer: pack the object's stream bytes [*offset, len) into the ring while it has room,
+ * publishing each fragment as soon as it is packed (so the consumer unpacks one while the
+ * next is packed). 1: all published; 0: the ring is full, call again; else the lane's error or
+ * the callback's (CDT_ERR_CALLBACK for a callback that packs nothing). *offset advances by what
+ * was published. */
+CDT__LANE_HIDDEN int cdt__lane_pump_out(cdt__lane *lane, cdt__lane_pack_fn *pack, void *state,
+                                        uint64_t *offset, uint64_t len);
+/* Consumer: unpack the object's published bytes [*offset, len) and release them. bounce NULL:
+ * unpack reads the ring itself (types that read each byte once); else bounce holds frag_bytes
+ * bytes of private memory, each piece is copied there first and unpack reads the copy, so
+ * bytes it checked cannot change under it (custom types). unpack NULL: the bytes are released
+ * unread (an object whose receive failed: the stream must still be consumed to reach the next
+ * object's). 1: the object is complete; 0: no more bytes now; else the lane's error or the
+ * callback's (*offset then stays before the piece that failed, which was not released). */
+CDT__LANE_HIDDEN int cdt__lane_pump_in(cdt__lane *lane, cdt__lane_unpack_fn *unpack, void *state,
+                                       uint64_t *offset, uint64_t len, unsigned char *bounce);
+
 /* ---- the segment (lane_segment.c) ---- */
 
 /* Producer: a sealed memfd of the given sizes, mapped, its header written; *offer describes it
