@@ -348,7 +348,18 @@ typedef int(cdt_custom_query_func_t)(void *state, const void *buf, cdt_count cou
  * offset < packed size. Required. */
 typedef int(cdt_custom_pack_func_t)(void *state, const void *buf, cdt_count count, cdt_count offset,
                                     void *dst, cdt_count dst_size, cdt_count *used);
-/*! Unpack src_size bytes found at `offset` of the packed stream. Required for receiving. */
+/*! Unpack src_size bytes found at `offset` of the packed stream. Required for receiving.
+ *
+ * The bytes come from the frame, that is from the sender, not from the receiver's `count`: a
+ * decoder bounds offset + src_size by the packed size that the frame's header announces, but it
+ * cannot know how many bytes (buf, count) holds (a custom object's packed size is the
+ * callback's own business). A frame of 2 objects decoded with count 1, or a hostile frame,
+ * hands this callback offsets past what one object packs. So an unpack callback MUST check
+ * every offset and length against its own state (count, the lengths it has read so far) before
+ * it writes, and return an error (CDT_ERR_TRUNCATED, or a code at or below CDT_ERR_USER_BASE)
+ * for bytes it has no room for; the error reaches the caller unchanged. The library checks
+ * what it can see: the header against the bytes, and the receiver's region count and region
+ * sizes against the header (CDT_ERR_FRAME_MISMATCH). */
 typedef int(cdt_custom_unpack_func_t)(void *state, void *buf, cdt_count count, cdt_count offset,
                                       const void *src, cdt_count src_size);
 /*! Number of memory regions of (buf, count). May be NULL (no regions). */

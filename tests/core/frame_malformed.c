@@ -138,3 +138,71 @@ void test_malformed(void)
     free(good);
     free(sv);
 }
+
+/* ---- a frame of more objects than the receiver's count ---- */
+
+/* the receive side of a type that writes nothing: how far the library lets its stream go */
+static cdt_count seen_end;
+static int seen_query(void *state, const void *buf, cdt_count count, cdt_count *size)
+{
+    (void)state, (void)buf;
+    *size = count * 20;
+    return CDT_SUCCESS;
+}
+static int seen_pack(void *state, const void *buf, cdt_count count, cdt_count offset, void *dst,
+                     cdt_count dst_size, cdt_count *used)
+{
+    (void)state, (void)buf, (void)count, (void)offset, (void)dst;
+    *used = dst_size;
+    return CDT_SUCCESS;
+}
+static int seen_unpack(void *state, void *buf, cdt_count count, cdt_count offset, const void *src,
+                       cdt_count src_size)
+{
+    (void)state, (void)buf, (void)count, (void)src;
+    if (offset + src_size > seen_end)
+        seen_end = offset + src_size;
+    return CDT_SUCCESS;
+}
+
+/* cdt.h's unpack contract: the stream's length comes from the sender's frame, not from the
+ * receiver's count, so a frame of 2 objects decoded with count 1 hands the callback the bytes of
+ * both; the callback bounds them by its own count (the seed types do), and its error reaches
+ * the caller with nothing written past the receiver's object. The library bounds the stream
+ * by the header and compares the receiver's regions with the header's. */
+void test_count_mismatch(void)
+{
+    struct_simple two[2], into[2], guard;
+    struct_simple_fill(two, 2, 7);
+    memset(into, 0, sizeof(into));
+    memset(&into[1], 0xa5, sizeof(into[1]));
+    guard = into[1];
+    cdt_count size;
+    unsigned char *w = encode(two, 2, struct_simple_type(), &size);
+    CHECK_RC(cdt_frame_decode(w, size, into, 1, struct_simple_type()), CDT_ERR_TRUNCATED);
+    CHECK(memcmp(&into[1], &guard, sizeof(guard)) == 0); /* nothing past count 1 */
+    uint64_t seed = 38;
+    CHECK_RC(decode_shuffled(w, size, into, 1, struct_simple_type(), &seed), CDT_ERR_TRUNCATED);
+    CHECK(memcmp(&into[1], &guard, sizeof(guard)) == 0);
+
+    /* the library never goes past the header's packed size (2 x 20 bytes) */
+    cdt_type seen;
+    CHECK_OK(cdt_type_create_custom(NULL, NULL, seen_query, seen_pack, seen_unpack, NULL, NULL,
+                                    NULL, 0, &seen));
+    seen_end = 0;
+    CHECK_OK(cdt_frame_decode(w, size, into, 1, seen));
+    CHECK(seen_end == 40);
+    CHECK_OK(cdt_type_free(&seen));
+    free(w);
+
+    /* a type with a region per object: the receiver's region count differs from the header's */
+    struct_vec *sv = calloc(2, sizeof(*sv)), *rv = calloc(2, sizeof(*rv));
+    struct_vec_fill(sv, 2, 3);
+    w = encode(sv, 2, struct_vec_type(), &size);
+    int rc = cdt_frame_decode(w, size, rv, 1, struct_vec_type());
+    CHECK(rc == CDT_ERR_TRUNCATED || rc == CDT_ERR_FRAME_MISMATCH);
+    CHECK(rv[1].a == 0 && rv[1].data[0] == 0 && rv[1].data[STRUCT_VEC_DATA_LEN - 1] == 0);
+    free(w);
+    free(sv);
+    free(rv);
+}
