@@ -244,14 +244,14 @@ struct CdtDecoderParams
     max_regions::Int64
 end
 
-"`cdt_sobj_buffer` (bindings/cdt_sobj.h): one out-of-band buffer."
+"`cdt_sobj_buffer` (libcdt/include/cdt_sobj.h): one out-of-band buffer."
 struct CdtSobjBuffer
     base::Ptr{Cvoid}
     len::Int64
     kind::Cint
 end
 
-"`cdt_sobj` (bindings/cdt_sobj.h): in-band bytes + out-of-band buffers."
+"`cdt_sobj` (libcdt/include/cdt_sobj.h): in-band bytes + out-of-band buffers."
 struct CdtSobj
     field_mask::UInt64 # CDT_SOBJ_FIELD_ALLOC when alloc is set; high bits: the library's
     inband::Ptr{Cvoid}

@@ -1,4 +1,4 @@
-"""pickle protocol 5 onto the serialized-object adapter (bindings/cdt_sobj.h): the Python
+"""pickle protocol 5 onto the serialized-object adapter (libcdt/include/cdt_sobj.h): the Python
 layer; the work per object runs in the backend (cdtypes._backend: the C extension), a constant
 number of calls per object.
 

@@ -163,7 +163,7 @@ DECLARED = {
     "cdt_decoder_region_done": (_int, [c_void_p, cdt_count]),
     "cdt_decoder_finish": (_int, [c_void_p]),
     "cdt_decoder_free": (_int, [c_void_p]),
-    # the serialized-object adapter (bindings/cdt_sobj.h)
+    # the serialized-object adapter (libcdt/include/cdt_sobj.h)
     "cdt_sobj_type": (c_void_p, []),
     "cdt_sobj_recv_prepare": (_int, [P(cdt_sobj), c_void_p]),
     "cdt_sobj_release": (None, [P(cdt_sobj)]),

@@ -116,7 +116,7 @@ def test_default_alloc_is_aligned_and_writable():
 
 def test_large_buffers_start_on_a_huge_page_boundary():
     # 4 MiB and more: allocated on 2 MiB and marked for transparent huge pages, as NumPy's own
-    # arrays (bindings/cdt_receive_memory.h); below that, 64-byte aligned only
+    # arrays (libcdt/src/sobj/cdt_receive_memory.h); below that, 64-byte aligned only
     src = {"big": np.arange((8 << 20) // 8, dtype=np.float64), "mid": np.ones(1 << 20, np.uint8)}
     for _ in range(2):  # the second time from the receive-memory cache
         out = roundtrip(src)

@@ -39,7 +39,7 @@ sdist="$work/dist/cdtypes-$version.tar.gz"
 [ ! -e "$root/python/_libcdt" ] || fail "the sdist build left python/_libcdt behind"
 listing=$(tar tzf "$sdist")
 for f in _libcdt/CMakeLists.txt _libcdt/libcdt/include/cdt.h _libcdt/libcdt/CMakeLists.txt \
-  _libcdt/bindings/cdt_sobj.c _libcdt/bindings/abi.txt _libcdt/cmake/cdtypes.pc.in \
+  _libcdt/libcdt/src/sobj/cdt_sobj.c _libcdt/bindings/abi.txt _libcdt/cmake/cdtypes.pc.in \
   LICENSE CMakeLists.txt pyproject.toml build_backend/cdtypes_build.py; do
   grep -qx "cdtypes-$version/$f" <<<"$listing" || fail "the sdist lacks $f"
 done
