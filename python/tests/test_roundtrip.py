@@ -178,3 +178,22 @@ def test_loads_accepts_memoryview_and_bytearray():
     for d in (data, bytearray(data), memoryview(data)):
         out = cdtypes.loads(d)
         np.testing.assert_array_equal(out[0], np.arange(10))
+
+
+def test_large_bytes_in_band_unless_pickle_buffer():
+    """docs/PYTHON.md, "Large bytes": a bytes value travels in band and comes back as bytes; as
+    a PickleBuffer it is an out-of-band buffer, received as a read-only memoryview (a writable
+    buffer for a bytearray)."""
+    blob = bytes(range(256)) * 4096  # 1 MiB
+    with cdtypes.dumps({"b": blob}) as f:
+        assert f.nbuffers == 0
+        back = cdtypes.loads(f.tobytes())["b"]
+    assert type(back) is bytes and back == blob
+    with cdtypes.dumps({"b": pickle.PickleBuffer(blob)}) as f:
+        assert f.nbuffers == 1
+        back = cdtypes.loads(f.tobytes())["b"]
+    assert isinstance(back, memoryview) and back.readonly and bytes(back) == blob
+    with cdtypes.dumps({"b": pickle.PickleBuffer(bytearray(blob))}) as f:
+        assert f.nbuffers == 1
+        back = cdtypes.loads(f.tobytes())["b"]
+    assert not memoryview(back).readonly and bytes(back) == blob

@@ -50,8 +50,12 @@ echo "  sdist: $(basename "$sdist"), $(stat -c %s "$sdist") bytes, $(wc -l <<<"$
 cd "$work/run"
 "$python" -m venv "$work/venv"
 py="$work/venv/bin/python"
-"$py" -m pip install -q numpy "$sdist" >"$work/install.log" 2>&1 ||
+"$py" -m pip install -v numpy "$sdist" >"$work/install.log" 2>&1 ||
   { cat "$work/install.log" >&2; fail "pip install $(basename "$sdist") failed"; }
+# pip -v shows which UCX the transport was built against (python/CMakeLists.txt)
+ucx_line=$(grep -o 'cdtypes: the UCX transport (cdtypes.ucx) is built against UCX [^ ]*.*' \
+  "$work/install.log" | head -1) || fail "pip install -v does not say which UCX the transport was built against"
+echo "  pip -v: $ucx_line"
 
 # --- 3. the smoke test, from the empty folder --------------------------------------------------
 cp "$root/tests/install/python_smoke.py" "$work/smoke.py"
