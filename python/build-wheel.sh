@@ -50,8 +50,9 @@ zig_req=ziglang
 cc_env=()
 if [ -n "$zig_req" ]; then
   # zig cc as CC: one word (CMake takes CC's first word as the compiler), a script that calls
-  # the ziglang package of the build venv with the glibc target
-  printf '#!/bin/sh\nexec "%s" -m ziglang cc -target x86_64-linux-gnu.%s "$@"\n' "$bpy" "$glibc" \
+  # the ziglang package of the build venv with the glibc target; -g0 first: zig emits debug
+  # information unless told not to (a build that asks for -g still gets it: the last wins)
+  printf '#!/bin/sh\nexec "%s" -m ziglang cc -target x86_64-linux-gnu.%s -g0 "$@"\n' "$bpy" "$glibc" \
     >"$out/cc/cc"
   chmod +x "$out/cc/cc"
   cc_env=(CC="$out/cc/cc")
