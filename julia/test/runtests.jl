@@ -147,7 +147,9 @@ roundtrip(x; kw...) = decode(tobytes(encode(x; kw...)))
         bad[5] = 0x02
         @test errname(() -> decode(bad)) == "CDT_ERR_FRAME_VERSION"
         bad = copy(good)
-        bad[41] = 0x01 # reserved field
+        bad[41] = 0x02 # object_count: the sender's 1 object became 2
+        @test errname(() -> decode(bad)) == "CDT_ERR_FRAME_MISMATCH"
+        bad[7] = 0x00 # no OBJECT_COUNT flag: offset 40 is reserved, must be zero
         @test errname(() -> decode(bad)) == "CDT_ERR_FRAME_MALFORMED"
         @test errname(() -> decode(vcat(good, 0x00))) == "CDT_ERR_FRAME_MALFORMED"
         @test errname(() -> decode_frame(good[1:end - 8])) == "CDT_ERR_FRAME_TRUNCATED"
