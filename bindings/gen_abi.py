@@ -21,7 +21,7 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 HEADERS = [
     ROOT / "libcdt/include/cdt.h",
     ROOT / "libcdt/include/cdt_ucx.h",
-    ROOT / "bindings/cdt_sobj.h",
+    ROOT / "libcdt/include/cdt_sobj.h",
 ]
 LIST = ROOT / "bindings/abi.txt"
 

@@ -40,6 +40,30 @@ for crate in "${crates[@]}"; do
 done
 ls "$work/crates"
 
+# each crate carries its README (crates.io and docs.rs show it) and names it in its metadata
+for crate in "${crates[@]}"; do
+  dir="$work/crates/$crate-$version"
+  [ -s "$dir/README.md" ] || { echo "package-check: $crate's .crate holds no README.md" >&2; exit 1; }
+  grep -qx 'readme = "README.md"' "$dir/Cargo.toml" ||
+    { echo "package-check: $crate's Cargo.toml names no readme" >&2; exit 1; }
+  for key in description license documentation keywords categories rust-version; do
+    grep -q "^$key = " "$dir/Cargo.toml" ||
+      { echo "package-check: $crate's Cargo.toml has no $key" >&2; exit 1; }
+  done
+done
+
+# the [patch.crates-io] block of rust/README.md, the documented way to use the unpacked crates
+# before they are published, with its CRATES placeholder pointing at them
+patch=$(awk '/<!-- package-check:/ { f = 1; next } f && /^```toml/ { b = 1; next }
+  b && /^```/ { exit } b && /^\[patch\.crates-io\]/ { p = 1 } p { print }' README.md |
+  sed 's|CRATES/|../crates/|')
+grep -q '^\[patch\.crates-io\]' <<<"$patch" ||
+  { echo "package-check: no [patch.crates-io] block found in rust/README.md" >&2; exit 1; }
+for crate in "${crates[@]}"; do
+  grep -q "^$crate = { path = \"../crates/$crate-$version\" }" <<<"$patch" ||
+    { echo "package-check: rust/README.md's [patch.crates-io] block lacks $crate $version" >&2; exit 1; }
+done
+
 mkdir -p "$work/smoke/src"
 cp package-check/main.rs "$work/smoke/src/main.rs"
 cp Cargo.lock "$work/smoke/Cargo.lock" # the versions the workspace tests
@@ -58,14 +82,11 @@ bundled = ["cdtypes/bundled", "cdtypes-sys/bundled"]
 cdtypes = { version = "$version", default-features = false, features = ["derive"] }
 cdtypes-sys = { version = "$version", default-features = false }
 
-# the unpacked crates stand in for crates.io
-[patch.crates-io]
-cdtypes = { path = "../crates/cdtypes-$version" }
-cdtypes-sys = { path = "../crates/cdtypes-sys-$version" }
-cdtypes-derive = { path = "../crates/cdtypes-derive-$version" }
-
 [workspace]
+
 TOML
+# the unpacked crates stand in for crates.io, as rust/README.md says
+echo "$patch" >>"$work/smoke/Cargo.toml"
 
 step "smoke test, bundled libcdt (default features)"
 (cd "$work/smoke" && cargo run -j "$jobs" -q)

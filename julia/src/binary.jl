@@ -2,7 +2,9 @@
 # MPIPreferences. The preference is read when the package is compiled (a change takes effect
 # after a restart of Julia, which recompiles it).
 #
-#   binary = "jll"     (the default) libcdtypes_jll: the libraries built by
+#   binary = "auto"    (the default) libcdtypes_jll when it is installed in the environment,
+#                      else as "system"
+#   binary = "jll"     libcdtypes_jll: the libraries built by
 #                      julia/deps/yggdrasil/L/libcdtypes/build_tarballs.jl, with UCX_jll
 #   binary = "system"  `libcdtypes` / `libcdtypes-ucx` through the dynamic loader's search
 #                      path (LD_LIBRARY_PATH, ld.so.conf: a `cmake --install` prefix)
@@ -14,10 +16,14 @@
 
 const BINARY_KEY = "binary"
 const UCX_KEY = "libcdtypes_ucx"
-const _BINARY = @load_preference(BINARY_KEY, "jll")
+const _BINARY = @load_preference(BINARY_KEY, "auto")
 const _UCX_PREFERENCE = @load_preference(UCX_KEY, nothing)
 
-# libcdtypes_jll, found without being loaded. Loading a JLL loads its dependencies, and
+# libcdtypes_jll is not a dependency of the package ([deps] names only standard libraries and
+# packages of the General registry, so that `Pkg.add`, `Pkg.develop` and `Pkg.test` resolve
+# with the General registry alone): a user who wants it adds it to the environment
+# (`Pkg.add` of libcdtypes_jll), where the load path finds it. It is found without being loaded.
+# Loading a JLL loads its dependencies, and
 # libcdtypes_jll's UCX_jll opens UCX's libraries; the core needs no UCX (a program that frames
 # objects, or sends them with an MPI library that uses a UCX of its own, must not get a second
 # UCX), so the core is opened from the JLL's artifact directly and the JLL itself (with UCX_jll)
@@ -29,8 +35,8 @@ function _jll_artifact_dir()
     entry = Base.locate_package(_JLL)
     entry === nothing &&
         error(
-            "libcdtypes_jll is not installed in this environment (Pkg.instantiate()), or use " *
-                "CDTypes.set_library!(\"system\") or a path and restart Julia",
+            "libcdtypes_jll is not installed in this environment (Pkg.add(\"libcdtypes_jll\")), " *
+                "or use CDTypes.set_library!(\"system\") or a path and restart Julia",
         )
     toml = joinpath(dirname(dirname(entry)), "Artifacts.toml")
     meta = Artifacts.artifact_meta("libcdtypes", toml)
@@ -50,19 +56,26 @@ function _jll_transport_path()
     return Base.invokelatest(getproperty, jll, :libcdtypes_ucx_path)::String
 end
 
+# Whether libcdtypes_jll is installed in the environment (the load path finds it).
+_jll_installed() = Base.locate_package(_JLL) !== nothing
+
 """
     CDTypes.library_preference() -> String
 
-The `binary` preference the package was compiled with: `"jll"` (the default), `"system"` or
-the path of a libcdt core; see `CDTypes.set_library!`.
+The `binary` preference the package was compiled with: `"auto"` (the default: libcdtypes_jll
+when it is installed in the environment, else the system's), `"jll"`, `"system"` or the path
+of a libcdt core; see `CDTypes.set_library!`.
 """
 library_preference() = _BINARY
 
+# What the preference means here: "auto" becomes "jll" or "system".
+_effective_binary() = _BINARY == "auto" ? (_jll_installed() ? "jll" : "system") : _BINARY
+
 # Why `binary` cannot be used, or nothing when it can.
 function _binary_problem(binary::AbstractString)
-    binary in ("jll", "system") && return nothing
+    binary in ("auto", "jll", "system") && return nothing
     isabspath(binary) ||
-        return "binary = \"$(binary)\" is neither \"jll\", \"system\" nor an absolute path"
+        return "binary = \"$(binary)\" is neither \"auto\", \"jll\", \"system\" nor an absolute path"
     isfile(binary) || return "binary = \"$(binary)\": no such file"
     return nothing
 end
@@ -74,8 +87,12 @@ Choose the libcdt that CDTypes loads, as a preference of the active project
 (`LocalPreferences.toml`, or `Project.toml` with `export_prefs=true`); restart Julia for it
 to take effect.
 
-- `"jll"`: libcdtypes_jll (the default);
-- `"system"`: `libcdtypes` and `libcdtypes-ucx` through the dynamic loader's search path;
+- `"auto"` (the default): libcdtypes_jll when it is installed in the active environment
+  (`Pkg.add("libcdtypes_jll")`), else as `"system"`;
+- `"jll"`: libcdtypes_jll, which must be installed in the environment (it is not a dependency
+  of CDTypes, so that the package installs with the General registry alone);
+- `"system"`: `libcdtypes` and `libcdtypes-ucx` through the dynamic loader's search path (a
+  `cmake --install` prefix on `LD_LIBRARY_PATH` or in `ld.so.conf`);
 - an absolute path to `libcdtypes.so`: that core, with the transport `libcdtypes-ucx.so`
   beside it, or at `ucx` (an absolute path) when given.
 
@@ -89,7 +106,7 @@ function set_library!(
     problem = _binary_problem(binary)
     problem === nothing || throw(ArgumentError("CDTypes.set_library!: " * problem))
     if ucx !== nothing
-        binary in ("jll", "system") &&
+        binary in ("auto", "jll", "system") &&
             throw(ArgumentError(
                 "CDTypes.set_library!: ucx is for a core given by its path",
             ))
@@ -118,14 +135,15 @@ function _preferred_core()
                 problem *
                 "; fix it with CDTypes.set_library!(...) and restart",
         )
-    _BINARY == "jll" &&
+    binary = _effective_binary()
+    binary == "jll" &&
         return [joinpath(_jll_artifact_dir(), "lib", "libcdtypes." * Libdl.dlext)]
-    return _BINARY == "system" ? ["libcdtypes"] : [_BINARY]
+    return binary == "system" ? ["libcdtypes"] : [binary]
 end
 
 # The transport's candidates of the preference, given the loaded core's folder.
 function _preferred_ucx(core_dir::AbstractString)
-    if _BINARY == "jll"
+    if _effective_binary() == "jll"
         # a JLL that does not load is a transport that cannot be found (has_ucx() is false):
         # the reason becomes the candidate's name in the error message
         return try

@@ -23,9 +23,10 @@ Where libcdt's core (`libcdtypes`) is looked for, in order:
 
 1. `ENV["CDTYPES_LIBCDT"]`, a path to the shared library (nothing else is tried when it is set;
    the repository's tests and benchmarks set it to the build tree's library);
-2. what the `binary` preference says (`CDTypes.set_library!`): libcdtypes_jll's library
-   (`"jll"`, the default), the system's `libcdtypes` through the dynamic loader's search path
-   (`"system"`), or the path it names.
+2. what the `binary` preference says (`CDTypes.set_library!`): `"auto"` (the default),
+   libcdtypes_jll's library when the JLL is installed in the environment, else the system's;
+   libcdtypes_jll's (`"jll"`); the system's `libcdtypes` through the dynamic loader's search
+   path (`"system"`); or the path it names.
 """
 function library_candidates()
     env = get(ENV, "CDTYPES_LIBCDT", "")
@@ -40,7 +41,8 @@ Where libcdt's UCX transport (`libcdtypes-ucx`) is looked for, in order:
 
 1. `ENV["CDTYPES_LIBCDT_UCX"]`, a path to the shared library (nothing else is tried when set);
 2. when `ENV["CDTYPES_LIBCDT"]` names the core: `libcdtypes-ucx` beside it;
-3. otherwise what the `binary` preference says: libcdtypes_jll's transport (`"jll"`); the
+3. otherwise what the `binary` preference says: libcdtypes_jll's transport (`"jll"`, or
+   `"auto"` with the JLL installed); the
    preference `libcdtypes_ucx` when set; else `libcdtypes-ucx` in the folder of the loaded core
    (`libcdt_path()`), then the system's (the dynamic loader's search path).
 """
@@ -244,14 +246,14 @@ struct CdtDecoderParams
     max_regions::Int64
 end
 
-"`cdt_sobj_buffer` (bindings/cdt_sobj.h): one out-of-band buffer."
+"`cdt_sobj_buffer` (libcdt/include/cdt_sobj.h): one out-of-band buffer."
 struct CdtSobjBuffer
     base::Ptr{Cvoid}
     len::Int64
     kind::Cint
 end
 
-"`cdt_sobj` (bindings/cdt_sobj.h): in-band bytes + out-of-band buffers."
+"`cdt_sobj` (libcdt/include/cdt_sobj.h): in-band bytes + out-of-band buffers."
 struct CdtSobj
     field_mask::UInt64 # CDT_SOBJ_FIELD_ALLOC when alloc is set; high bits: the library's
     inband::Ptr{Cvoid}

@@ -1,4 +1,4 @@
-# Julia's Serialization onto the serialized-object adapter (bindings/cdt_sobj.h).
+# Julia's Serialization onto the serialized-object adapter (libcdt/include/cdt_sobj.h).
 #
 # In-band bytes of a frame written by this package (all one Julia serialization stream format):
 #

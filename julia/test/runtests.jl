@@ -28,7 +28,7 @@ roundtrip(x; kw...) = decode(tobytes(encode(x; kw...)))
         @test isfile(CDTypes.libcdt_path()) || !isempty(CDTypes.libcdt_path())
         # the binary preference: a bad choice is refused before anything is written
         pref = CDTypes.library_preference()
-        @test pref in ("jll", "system") || isabspath(pref)
+        @test pref in ("auto", "jll", "system") || isabspath(pref)
         @test_throws ArgumentError CDTypes.set_library!("libcdtypes.so") # not absolute
         @test_throws ArgumentError CDTypes.set_library!("/nonexistent/libcdtypes.so")
         @test_throws ArgumentError CDTypes.set_library!("jll"; ucx = CDTypes.libcdt_path())
@@ -147,7 +147,9 @@ roundtrip(x; kw...) = decode(tobytes(encode(x; kw...)))
         bad[5] = 0x02
         @test errname(() -> decode(bad)) == "CDT_ERR_FRAME_VERSION"
         bad = copy(good)
-        bad[41] = 0x01 # reserved field
+        bad[41] = 0x02 # object_count: the sender's 1 object became 2
+        @test errname(() -> decode(bad)) == "CDT_ERR_FRAME_MISMATCH"
+        bad[7] = 0x00 # no OBJECT_COUNT flag: offset 40 is reserved, must be zero
         @test errname(() -> decode(bad)) == "CDT_ERR_FRAME_MALFORMED"
         @test errname(() -> decode(vcat(good, 0x00))) == "CDT_ERR_FRAME_MALFORMED"
         @test errname(() -> decode_frame(good[1:end - 8])) == "CDT_ERR_FRAME_TRUNCATED"
@@ -243,8 +245,7 @@ roundtrip(x; kw...) = decode(tobytes(encode(x; kw...)))
         # where libcdtypes_jll is installed and is the preference: a fresh process without
         # CDTYPES_LIBCDT frames an object with the JLL's core, and neither the JLL (whose
         # UCX_jll opens UCX) nor UCX nor the transport is loaded
-        if CDTypes.library_preference() != "jll" ||
-                Base.locate_package(CDTypes._JLL) === nothing
+        if CDTypes._effective_binary() != "jll" || !CDTypes._jll_installed()
             @info "libcdtypes_jll is not installed or not the preference: skipped"
         else
             code = """

@@ -27,7 +27,7 @@ import tree_sitter_julia
 HERE = pathlib.Path(__file__).resolve().parent
 PKG = HERE.parent
 ROOT = PKG.parent
-HEADERS = ["libcdt/include/cdt.h", "libcdt/include/cdt_ucx.h", "bindings/cdt_sobj.h"]
+HEADERS = ["libcdt/include/cdt.h", "libcdt/include/cdt_ucx.h", "libcdt/include/cdt_sobj.h"]
 
 SCALARS = {
     "int": {"Cint", "Int32"},

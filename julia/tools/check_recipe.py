@@ -13,11 +13,14 @@ and checked against the repository as it is now:
     CACHE variable), with a value CMake accepts for it;
   - every Dependency's uuid is the one BinaryBuilder gives its JLL;
   - the platforms are Linux x86_64 and aarch64 with glibc.
-Project.toml: every dependency (deps, weakdeps, extras) has a [compat] bound; the package depends
-on the recipe's JLL (`NAME_jll`) under the UUID BinaryBuilder will give it, with a compat bound of
-the recipe's ABI series (0.x: "0.x"); and on Preferences. The package's own reference to the JLL
-(src/binary.jl: `Base.PkgId(Base.UUID("..."), "NAME_jll")`, which finds it without loading it)
-has that UUID too. Exit status 1 on any problem.
+Project.toml: every dependency (deps, weakdeps, extras) has a [compat] bound; [deps] and
+[weakdeps] name only Julia's standard libraries and packages of the General registry (the tables
+below, name and UUID: a user with the General registry alone must be able to add, develop and
+test the package), so the recipe's JLL (`NAME_jll`, not registered until Yggdrasil builds it) is
+in neither: the package finds it in the user's environment when it is there; it depends on
+Preferences. The package's own reference to the JLL (src/binary.jl:
+`Base.PkgId(Base.UUID("..."), "NAME_jll")`, which finds it without loading it) has the UUID
+BinaryBuilder will give it. Exit status 1 on any problem.
 """
 import argparse
 import hashlib
@@ -34,6 +37,19 @@ HERE = pathlib.Path(__file__).resolve().parent
 PKG = HERE.parent
 ROOT = PKG.parent
 PREFERENCES_UUID = "21216c6a-2e73-6563-6e65-726566657250"
+# Julia's standard libraries the package may name (their UUIDs in Julia's stdlib folder)
+STDLIBS = {
+    "Artifacts": "56f22d72-fd6d-98f1-02f0-08ddc0907c33",
+    "Libdl": "8f399da3-3557-5675-b5ff-fb832c97cbdb",
+    "Serialization": "9e88b42a-f829-5b0c-bbe9-9e923198166b",
+    "Test": "8dfed614-e22c-5e08-85e1-65c5234f0b40",
+}
+# packages of the General registry the package may name (their entries in General's
+# Registry.toml); a new dependency is added here after checking that it is registered there
+GENERAL = {
+    "Preferences": PREFERENCES_UUID,
+    "MPI": "da04e1cc-30fd-572f-bb4f-1f8673147195",
+}
 PLATFORMS = {("x86_64", "linux", "glibc"), ("aarch64", "linux", "glibc")}
 
 # BinaryBuilder's JLL UUIDs (BinaryBuilder.jl, JLLTools: jll_uuid): a UUID5-like hash of the
@@ -233,19 +249,22 @@ def check_project(project_path, jll_name, version):
     deps = proj.get("deps", {})
     if deps.get("Preferences") != PREFERENCES_UUID:
         problems.append("%s: Preferences (%s) is not in [deps]" % (project_path, PREFERENCES_UUID))
+    for table in ("deps", "weakdeps", "extras"):
+        for dep, u in proj.get(table, {}).items():
+            known = STDLIBS.get(dep) or GENERAL.get(dep)
+            if known is None:
+                problems.append("%s: [%s] %s is neither a standard library nor a package of the "
+                                "General registry (a user with General alone cannot resolve it)"
+                                % (project_path, table, dep))
+            elif u != known:
+                problems.append("%s: [%s] %s has uuid %s, the registered one is %s"
+                                % (project_path, table, dep, u, known))
     if jll_name:
         jll = jll_name + "_jll"
-        if jll not in deps:
-            problems.append("%s: %s is not in [deps]" % (project_path, jll))
-        elif deps[jll] != jll_uuid(jll_name):
-            problems.append("%s: %s has uuid %s, BinaryBuilder will give it %s"
-                            % (project_path, jll, deps[jll], jll_uuid(jll_name)))
-        if version:
-            major, minor, _ = version.split(".")
-            series = "0.%s" % minor if major == "0" else major
-            if compat.get(jll) != series:
-                problems.append("%s: [compat] %s = %r, the recipe's ABI series is %r"
-                                % (project_path, jll, compat.get(jll), series))
+        for table in ("deps", "weakdeps"):
+            if jll in proj.get(table, {}):
+                problems.append("%s: %s is in [%s]: it is not in the General registry, so "
+                                "Pkg cannot resolve the package" % (project_path, jll, table))
     return problems
 
 

@@ -348,7 +348,22 @@ typedef int(cdt_custom_query_func_t)(void *state, const void *buf, cdt_count cou
  * offset < packed size. Required. */
 typedef int(cdt_custom_pack_func_t)(void *state, const void *buf, cdt_count count, cdt_count offset,
                                     void *dst, cdt_count dst_size, cdt_count *used);
-/*! Unpack src_size bytes found at `offset` of the packed stream. Required for receiving. */
+/*! Unpack src_size bytes found at `offset` of the packed stream. Required for receiving.
+ *
+ * The bytes come from the frame, that is from the sender, not from the receiver's `count`: a
+ * decoder bounds offset + src_size by the packed size that the frame's header announces, but it
+ * cannot know how many bytes (buf, count) holds (a custom object's packed size is the
+ * callback's own business). The library refuses a frame whose header carries an object count
+ * other than the receiver's `count` before this callback runs (CDT_ERR_FRAME_MISMATCH; every
+ * frame this library writes carries it, docs/FORMAT.md), but a frame of an earlier writer
+ * carries none, and a hostile frame may state the receiver's count over any packed size: both
+ * can hand this callback offsets past what (buf, count) holds. So an unpack callback MUST check
+ * every offset and length against its own state (count, the lengths it has read so far) before
+ * it writes, and return an error (CDT_ERR_TRUNCATED, or a code at or below CDT_ERR_USER_BASE)
+ * for bytes it has no room for; the error reaches the caller unchanged. The library checks
+ * what it can see: the header against the bytes, the header's object count against the
+ * receiver's count, and the receiver's region count and region sizes against the header
+ * (CDT_ERR_FRAME_MISMATCH). */
 typedef int(cdt_custom_unpack_func_t)(void *state, void *buf, cdt_count count, cdt_count offset,
                                       const void *src, cdt_count src_size);
 /*! Number of memory regions of (buf, count). May be NULL (no regions). */
@@ -692,10 +707,12 @@ CDT_API int cdt_decoder_info(cdt_decoder decoder, cdt_frame_info *info);
 CDT_API int cdt_decoder_region_info(cdt_decoder decoder, cdt_count index, cdt_count *len_bytes,
                                     cdt_kind *kind, cdt_count *frame_offset);
 /*! cdt_decoder_bind() : choose where the object goes, and begin the unpack operation. For a
- *  custom type the packed stream goes to its unpack callback and the regions to the places
- *  its region callback gives (count and byte lengths must match the header:
- *  CDT_ERR_FRAME_MISMATCH). For predefined and derived types, the packed stream followed by
- *  the regions is unpacked as one stream (the sender chose the split). */
+ *  custom type `count` must be the object count the header carries (CDT_ERR_FRAME_MISMATCH,
+ *  nothing bound; a frame of an earlier writer carries none and any count is taken), the
+ *  packed stream goes to its unpack callback and the regions to the places its region
+ *  callback gives (count and byte lengths must match the header: CDT_ERR_FRAME_MISMATCH). For
+ *  predefined and derived types, the packed stream followed by the regions is unpacked as one
+ *  stream (the sender chose the split; `count` is the room, more data: CDT_ERR_TRUNCATED). */
 CDT_API int cdt_decoder_bind(cdt_decoder decoder, void *buf, cdt_count count, cdt_type type);
 /*! cdt_decoder_write() : deliver frame bytes [offset, offset + len) (offsets of the whole frame;
  *  header bytes are checked against the header given at create, padding must be zero). Pieces
@@ -728,7 +745,9 @@ CDT_API int cdt_decoder_finish(cdt_decoder decoder);
 CDT_API int cdt_decoder_free(cdt_decoder decoder);
 
 /*! cdt_frame_decode() : one call: validate the frame in data[0, len) completely, then unpack it
- *  into (buf, count, type). Nothing is written to buf before the header is validated. */
+ *  into (buf, count, type). Nothing is written to buf before the header is validated, nor
+ *  when a custom type's `count` differs from the header's object count
+ *  (CDT_ERR_FRAME_MISMATCH, as cdt_decoder_bind). */
 CDT_API int cdt_frame_decode(const void *data, cdt_count len, void *buf, cdt_count count,
                              cdt_type type);
 

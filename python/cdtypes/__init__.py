@@ -33,6 +33,7 @@ from ._lib import (  # noqa: F401
     FrameTruncatedError,
     FrameVersionError,
     ForbiddenError,
+    ForeignFrameError,
     IncompleteError,
     InvalidArgumentError,
     LimitError,

@@ -1,4 +1,4 @@
-"""pickle protocol 5 onto the serialized-object adapter (bindings/cdt_sobj.h): the Python
+"""pickle protocol 5 onto the serialized-object adapter (libcdt/include/cdt_sobj.h): the Python
 layer; the work per object runs in the backend (cdtypes._backend: the C extension), a constant
 number of calls per object.
 
@@ -66,6 +66,27 @@ _pickle_loads = pickle.loads
 _needs_check = _b.stream_needs_check
 
 
+def foreign_writer(stream):
+    """None when ``stream`` (a frame's packed stream) starts as cdtypes' pickle streams do
+    (PROTO 2-5: 80 0x); else what wrote it, as far as its first bytes say. Only called once
+    pickle has failed, so it costs the fast path nothing."""
+    head = bytes(memoryview(stream)[:16])
+    if len(head) >= 2 and head[0] == 0x80 and 2 <= head[1] <= 5:
+        return None
+    if head[:3] == b"7JL":
+        who = "Julia's CDTypes.jl (its stream is a Julia Serialization stream, header 37 4a 4c)"
+    elif len(head) >= 8:
+        who = ("a C custom type or Rust's cdtypes (a Rust stream starts with its type's 64-bit "
+               "fingerprint, here 0x%016x: receive it as the Rust type whose Schema has it)"
+               % int.from_bytes(head[:8], "little"))
+    else:
+        who = "a C custom type or another binding"
+    return ("the frame was not written by cdtypes' Python side: its packed stream (%d bytes, "
+            "starting %s) is not a pickle stream (cdtypes writes protocol 5: 80 05); it comes "
+            "from %s, and only a receiver with the writer's type can read it"
+            % (len(memoryview(stream)), head[:8].hex(" ") or "empty", who))
+
+
 def _unpickle(stream, buffers, policy=None, strict=False):
     """Rebuild the object. The stream is checked first without running it (``strict``, for
     untrusted input: every length and memo index; otherwise what would make pickle fail inside
@@ -83,8 +104,14 @@ def _unpickle(stream, buffers, policy=None, strict=False):
     except _restricted.Refused as e:
         raise _lib.ForbiddenError(None, "refused by the allow-list: %s" % (e,)) from e
     except _stream.StreamError as e:
+        foreign = foreign_writer(stream)
+        if foreign is not None:
+            raise _lib.ForeignFrameError(None, foreign) from e
         raise _lib.UnpicklingFailed(None, "malformed pickle stream: %s" % (e,)) from e
     except Exception as e:
+        foreign = foreign_writer(stream)
+        if foreign is not None:
+            raise _lib.ForeignFrameError(None, foreign) from e
         raise _lib.UnpicklingFailed(None, "pickle could not rebuild the object: %r" % (e,)) from e
 
 

@@ -36,6 +36,7 @@ __all__ = [
     "CdtTimeoutError",
     "BusyError",
     "UnpicklingFailed",
+    "ForeignFrameError",
     "ForbiddenError",
     "LimitError",
     "CDT_ERR_LIMIT",
@@ -163,7 +164,7 @@ DECLARED = {
     "cdt_decoder_region_done": (_int, [c_void_p, cdt_count]),
     "cdt_decoder_finish": (_int, [c_void_p]),
     "cdt_decoder_free": (_int, [c_void_p]),
-    # the serialized-object adapter (bindings/cdt_sobj.h)
+    # the serialized-object adapter (libcdt/include/cdt_sobj.h)
     "cdt_sobj_type": (c_void_p, []),
     "cdt_sobj_recv_prepare": (_int, [P(cdt_sobj), c_void_p]),
     "cdt_sobj_release": (None, [P(cdt_sobj)]),
@@ -448,6 +449,13 @@ class BusyError(TransportError):
 class UnpicklingFailed(CdtError):
     """The frame was valid but pickle could not rebuild the object from it (the cause is
     chained)."""
+
+
+class ForeignFrameError(UnpicklingFailed):
+    """The frame is valid but was not written by cdtypes' Python side: its packed stream is
+    not a pickle stream (a frame of a C custom type, of Rust's cdtypes or of Julia's
+    CDTypes.jl). The message says which writer its first bytes point to (a Rust type's
+    fingerprint, a Julia Serialization header)."""
 
 
 class ForbiddenError(UnpicklingFailed):

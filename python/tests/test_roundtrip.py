@@ -116,7 +116,7 @@ def test_default_alloc_is_aligned_and_writable():
 
 def test_large_buffers_start_on_a_huge_page_boundary():
     # 4 MiB and more: allocated on 2 MiB and marked for transparent huge pages, as NumPy's own
-    # arrays (bindings/cdt_receive_memory.h); below that, 64-byte aligned only
+    # arrays (libcdt/src/sobj/cdt_receive_memory.h); below that, 64-byte aligned only
     src = {"big": np.arange((8 << 20) // 8, dtype=np.float64), "mid": np.ones(1 << 20, np.uint8)}
     for _ in range(2):  # the second time from the receive-memory cache
         out = roundtrip(src)
@@ -178,3 +178,22 @@ def test_loads_accepts_memoryview_and_bytearray():
     for d in (data, bytearray(data), memoryview(data)):
         out = cdtypes.loads(d)
         np.testing.assert_array_equal(out[0], np.arange(10))
+
+
+def test_large_bytes_in_band_unless_pickle_buffer():
+    """docs/PYTHON.md, "Large bytes": a bytes value travels in band and comes back as bytes; as
+    a PickleBuffer it is an out-of-band buffer, received as a read-only memoryview (a writable
+    buffer for a bytearray)."""
+    blob = bytes(range(256)) * 4096  # 1 MiB
+    with cdtypes.dumps({"b": blob}) as f:
+        assert f.nbuffers == 0
+        back = cdtypes.loads(f.tobytes())["b"]
+    assert type(back) is bytes and back == blob
+    with cdtypes.dumps({"b": pickle.PickleBuffer(blob)}) as f:
+        assert f.nbuffers == 1
+        back = cdtypes.loads(f.tobytes())["b"]
+    assert isinstance(back, memoryview) and back.readonly and bytes(back) == blob
+    with cdtypes.dumps({"b": pickle.PickleBuffer(bytearray(blob))}) as f:
+        assert f.nbuffers == 1
+        back = cdtypes.loads(f.tobytes())["b"]
+    assert not memoryview(back).readonly and bytes(back) == blob

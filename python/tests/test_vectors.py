@@ -113,6 +113,24 @@ def test_python_vectors_read_back():
 @pytest.mark.parametrize("b", [b for b in BINS if not b.name.startswith("python_")],
                          ids=[b.stem for b in BINS if not b.name.startswith("python_")])
 def test_other_bindings_frames_are_a_clear_error_in_loads(b):
-    with pytest.raises(cdtypes.CdtError):
-        cdtypes.loads(b.read_bytes())
+    """A frame of C, Rust or Julia says that cdtypes' Python side did not write it, and what
+    did (before: UnpicklingFailed ... EOFError('Ran out of input'))."""
+    for kwargs in ({}, {"allowed": True}):
+        with pytest.raises(cdtypes.ForeignFrameError) as e:
+            cdtypes.loads(b.read_bytes(), **kwargs)
+        msg = str(e.value)
+        assert "not written by cdtypes' Python side" in msg, msg
+        assert "not a pickle stream" in msg, msg
+        assert isinstance(e.value, cdtypes.UnpicklingFailed)
+        if b.name.startswith("rust_"):
+            stream = json.loads(b.with_suffix(".json").read_text())["stream_hex"]
+            fp = int.from_bytes(bytes.fromhex(stream)[:8], "little")
+            assert "fingerprint, here 0x%016x" % fp in msg, msg
+
+
+def test_julia_stream_is_named():
+    from cdtypes import _core
+    msg = _core.foreign_writer(b"7JL\x0c\x04\x00\x00\x00\x00\x00")
+    assert "Julia" in msg and "not written by cdtypes' Python side" in msg
+    assert _core.foreign_writer(b"\x80\x05\x95") is None
 

@@ -80,10 +80,7 @@ impl bindgen::callbacks::ParseCallbacks for MemberDocComments {
 
 /// The headers this crate carries (`cdt.h`, `cdt_ucx.h`, `cdt_sobj.h`).
 fn carried_include_dirs(sources: &Path) -> Vec<PathBuf> {
-    vec![
-        sources.join("libcdt").join("include"),
-        sources.join("bindings"),
-    ]
+    vec![sources.join("libcdt").join("include")]
 }
 
 /// Without `bundled`: an installed libcdt through pkg-config, or a build error that says what

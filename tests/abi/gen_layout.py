@@ -28,7 +28,7 @@ import tempfile
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent.parent
 HEADERS = ["cdt.h", "cdt_ucx.h", "cdt_sobj.h"]
-INCLUDES = [ROOT / "libcdt/include", ROOT / "bindings"]
+INCLUDES = [ROOT / "libcdt/include"]
 OUT = ROOT / "tests/abi/abi_layout.h"
 
 

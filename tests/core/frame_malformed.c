@@ -46,6 +46,8 @@ void test_malformed(void)
     MUTATE(w[4] = 2, CDT_ERR_FRAME_VERSION, "unknown version");
     MUTATE(w[6] = 0x4, CDT_ERR_FRAME_VERSION, "unknown flag");
     MUTATE(w[6] = 0x1, CDT_ERR_BYTE_ORDER, "other byte order");
+    MUTATE(w[6] = 0x3, CDT_ERR_BYTE_ORDER, "other byte order, with an object count");
+    MUTATE(w[6] = 0x6, CDT_ERR_FRAME_VERSION, "unknown flag beside the object count");
     MUTATE(put64(w + 8, 96), CDT_ERR_FRAME_MALFORMED, "header size disagrees with region count");
     MUTATE(put64(w + 24, UINT64_MAX / 8), CDT_ERR_FRAME_MALFORMED, "region count overflows");
     MUTATE((put64(w + 24, (uint64_t)1 << 59), put64(w + 8, 48 + ((uint64_t)1 << 63))),
@@ -55,7 +57,12 @@ void test_malformed(void)
     MUTATE(put64(w + 16, 41), CDT_ERR_FRAME_MALFORMED, "packed size does not add up");
     MUTATE(put64(w + 32, (uint64_t)size + 8), CDT_ERR_FRAME_MALFORMED, "frame size beyond regions");
     MUTATE(put64(w + 32, (uint64_t)size - 8), CDT_ERR_FRAME_MALFORMED, "frame size too small");
-    MUTATE(w[40] = 1, CDT_ERR_FRAME_MALFORMED, "reserved field set");
+    MUTATE((w[6] = 0, w[40] = 1), CDT_ERR_FRAME_MALFORMED, "no object count, reserved field set");
+    MUTATE(w[47] = 0x80, CDT_ERR_FRAME_MALFORMED, "object count above 2^63-1");
+    MUTATE(put64(w + 40, UINT64_MAX), CDT_ERR_FRAME_MALFORMED, "object count overflows");
+    /* consistent header, but an object count the receiver's (2) differs from */
+    MUTATE(w[40] = 1, CDT_ERR_FRAME_MISMATCH, "object count below receiver's");
+    MUTATE(w[40] = 3, CDT_ERR_FRAME_MISMATCH, "object count above receiver's");
     MUTATE(put64(w + 48, UINT64_MAX), CDT_ERR_FRAME_MALFORMED, "region length overflows");
     MUTATE(put64(w + 48, (uint64_t)INT64_MAX - 4), CDT_ERR_FRAME_MALFORMED,
            "region length past end");
@@ -137,4 +144,126 @@ void test_malformed(void)
     free(w);
     free(good);
     free(sv);
+}
+
+/* ---- a frame of more objects than the receiver's count ---- */
+
+/* the receive side of a type that writes nothing: how far the library lets its stream go */
+static cdt_count seen_end;
+static int seen_query(void *state, const void *buf, cdt_count count, cdt_count *size)
+{
+    (void)state, (void)buf;
+    *size = count * 20;
+    return CDT_SUCCESS;
+}
+static int seen_pack(void *state, const void *buf, cdt_count count, cdt_count offset, void *dst,
+                     cdt_count dst_size, cdt_count *used)
+{
+    (void)state, (void)buf, (void)count, (void)offset, (void)dst;
+    *used = dst_size;
+    return CDT_SUCCESS;
+}
+static int seen_unpack(void *state, void *buf, cdt_count count, cdt_count offset, const void *src,
+                       cdt_count src_size)
+{
+    (void)state, (void)buf, (void)count, (void)src;
+    if (offset + src_size > seen_end)
+        seen_end = offset + src_size;
+    return CDT_SUCCESS;
+}
+
+/* FORMAT.md §4: the header carries the sender's object count and the library refuses a custom
+ * receiver whose count differs (CDT_ERR_FRAME_MISMATCH) before anything is written, so a frame of
+ * 2 objects decoded with count 1 never reaches the unpack callback. A frame without the count
+ * (an earlier writer's: flag clear, offset 40 zero) is read as before, and then cdt.h's unpack
+ * contract holds: the stream's length comes from the frame, not from the receiver's count, so
+ * the callback bounds it by its own count (the seed types do), and the library bounds it by the
+ * header and compares the receiver's regions with the header's. */
+void test_count_mismatch(void)
+{
+    struct_simple two[2], into[2], zero;
+    struct_simple_fill(two, 2, 7);
+    memset(&zero, 0, sizeof(zero));
+    cdt_count size;
+    unsigned char *w = encode(two, 2, struct_simple_type(), &size);
+    CHECK(w[6] == 0x2 && w[40] == 2); /* OBJECT_COUNT set, object_count 2 */
+    /* the count checked: one call, the decoder (pieces in any order), the bind itself */
+    uint64_t seed = 38;
+    memset(into, 0, sizeof(into));
+    CHECK_RC(cdt_frame_decode(w, size, into, 1, struct_simple_type()), CDT_ERR_FRAME_MISMATCH);
+    CHECK_RC(decode_shuffled(w, size, into, 1, struct_simple_type(), &seed),
+             CDT_ERR_FRAME_MISMATCH);
+    CHECK_RC(cdt_frame_decode(w, size, into, 3, struct_simple_type()), CDT_ERR_FRAME_MISMATCH);
+    cdt_decoder d;
+    CHECK_OK(cdt_decoder_create(w, size, &d));
+    CHECK_RC(cdt_decoder_bind(d, into, 1, struct_simple_type()), CDT_ERR_FRAME_MISMATCH);
+    CHECK_OK(cdt_decoder_bind(d, into, 2, struct_simple_type())); /* a refused bind binds nothing */
+    CHECK_OK(cdt_decoder_write(d, 0, w, size));
+    CHECK_OK(cdt_decoder_finish(d));
+    CHECK_OK(cdt_decoder_free(d));
+    CHECK(struct_simple_equal(two, into, 2));
+    memset(into, 0, sizeof(into));
+    /* nothing written, not even the receiver's one object */
+    CHECK_RC(cdt_frame_decode(w, size, into, 1, struct_simple_type()), CDT_ERR_FRAME_MISMATCH);
+    CHECK(memcmp(&into[0], &zero, sizeof(zero)) == 0 && memcmp(&into[1], &zero, sizeof(zero)) == 0);
+    /* the library refuses before the callback runs: a callback without any bounds check sees
+     * nothing */
+    cdt_type seen;
+    CHECK_OK(cdt_type_create_custom(NULL, NULL, seen_query, seen_pack, seen_unpack, NULL, NULL,
+                                    NULL, 0, &seen));
+    seen_end = 0;
+    CHECK_RC(cdt_frame_decode(w, size, into, 1, seen), CDT_ERR_FRAME_MISMATCH);
+    CHECK_RC(decode_shuffled(w, size, into, 1, seen, &seed), CDT_ERR_FRAME_MISMATCH);
+    CHECK(seen_end == 0);
+    /* a consistent header whose count is not the sender's is refused as well */
+    w[40] = 1;
+    CHECK_RC(cdt_frame_decode(w, size, into, 2, struct_simple_type()), CDT_ERR_FRAME_MISMATCH);
+    CHECK_RC(decode_shuffled(w, size, into, 2, struct_simple_type(), &seed),
+             CDT_ERR_FRAME_MISMATCH);
+    /* a layout receiver takes any stream its buffer holds, as before: no count to match */
+    unsigned char bytes[2 * 20 + 8];
+    CHECK_OK(cdt_frame_decode(w, size, bytes, 40, cdt_type_predefined(CDT_KIND_BYTE)));
+    CHECK_RC(cdt_frame_decode(w, size, bytes, 39, cdt_type_predefined(CDT_KIND_BYTE)),
+             CDT_ERR_TRUNCATED);
+
+    /* an earlier writer's frame: no count (flag clear, offset 40 zero) decodes as before */
+    w[6] = 0, w[40] = 0;
+    memset(into, 0, sizeof(into));
+    CHECK_OK(cdt_frame_decode(w, size, into, 2, struct_simple_type()));
+    CHECK(struct_simple_equal(two, into, 2));
+    CHECK_OK(decode_shuffled(w, size, into, 2, struct_simple_type(), &seed));
+    /* ... with count 1 the seed type's own bounds check refuses it, nothing past count 1 */
+    struct_simple guard;
+    memset(into, 0, sizeof(into));
+    memset(&into[1], 0xa5, sizeof(into[1]));
+    guard = into[1];
+    CHECK_RC(cdt_frame_decode(w, size, into, 1, struct_simple_type()), CDT_ERR_TRUNCATED);
+    CHECK(memcmp(&into[1], &guard, sizeof(guard)) == 0);
+    CHECK_RC(decode_shuffled(w, size, into, 1, struct_simple_type(), &seed), CDT_ERR_TRUNCATED);
+    CHECK(memcmp(&into[1], &guard, sizeof(guard)) == 0);
+    /* ... and the library never goes past the header's packed size (2 x 20 bytes) */
+    seen_end = 0;
+    CHECK_OK(cdt_frame_decode(w, size, into, 1, seen));
+    CHECK(seen_end == 40);
+    /* flag clear and offset 40 non-zero: not an earlier writer's frame */
+    w[40] = 2;
+    CHECK_RC(cdt_frame_decode(w, size, into, 2, struct_simple_type()), CDT_ERR_FRAME_MALFORMED);
+    CHECK_RC(cdt_decoder_create(w, size, &d), CDT_ERR_FRAME_MALFORMED);
+    CHECK_OK(cdt_type_free(&seen));
+    free(w);
+
+    /* a type with a region per object: the count is refused before the regions are compared */
+    struct_vec *sv = calloc(2, sizeof(*sv)), *rv = calloc(2, sizeof(*rv));
+    struct_vec_fill(sv, 2, 3);
+    w = encode(sv, 2, struct_vec_type(), &size);
+    CHECK_RC(cdt_frame_decode(w, size, rv, 1, struct_vec_type()), CDT_ERR_FRAME_MISMATCH);
+    CHECK(rv[0].a == 0 && rv[0].data[0] == 0 && rv[1].a == 0 && rv[1].data[0] == 0);
+    /* an earlier writer's frame: the receiver's region count differs from the header's */
+    w[6] = 0, w[40] = 0;
+    int rc = cdt_frame_decode(w, size, rv, 1, struct_vec_type());
+    CHECK(rc == CDT_ERR_TRUNCATED || rc == CDT_ERR_FRAME_MISMATCH);
+    CHECK(rv[1].a == 0 && rv[1].data[0] == 0 && rv[1].data[STRUCT_VEC_DATA_LEN - 1] == 0);
+    free(w);
+    free(sv);
+    free(rv);
 }

@@ -23,8 +23,8 @@ void test_seed_roundtrips(void)
             CHECK_OK(decode_in_place(wire, size, sv2, N, struct_vec_type()));
         CHECK(struct_vec_equal(sv, sv2, N));
     }
-    /* receiving into fewer elements: region count differs from the header */
-    CHECK_RC(cdt_frame_decode(wire, size, sv2, N - 1, struct_vec_type()), CDT_ERR_TRUNCATED);
+    /* receiving into fewer elements: the header's object count differs from the receiver's */
+    CHECK_RC(cdt_frame_decode(wire, size, sv2, N - 1, struct_vec_type()), CDT_ERR_FRAME_MISMATCH);
     free(wire);
     free(sv);
     free(sv2);

@@ -26,5 +26,6 @@ int main(void)
     test_gather_ranges();
     test_head_allocator();
     test_malformed();
+    test_count_mismatch();
     return check_report("test_frame");
 }

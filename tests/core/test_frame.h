@@ -45,5 +45,6 @@ void test_growable_structs(void);
 
 /* frame_malformed.c: malformed and truncated frames, streaming misuse, argument errors */
 void test_malformed(void);
+void test_count_mismatch(void);
 
 #endif

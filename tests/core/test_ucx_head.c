@@ -21,7 +21,7 @@ static void make_head(unsigned char *msg, size_t len, uint64_t tail_len)
     cdt__ucx_put_prefix(msg, 7, 65536, (cdt_count)tail_len, CDT__UCX_FLAG_COMMIT);
     if (len >= CDT__UCX_PREFIX_SIZE + CDT_FRAME_FIXED_HEADER_SIZE)
         cdt__frame_put_fixed(msg + CDT__UCX_PREFIX_SIZE, CDT_FRAME_FIXED_HEADER_SIZE, PACKED, 0,
-                             CDT_FRAME_FIXED_HEADER_SIZE + PACKED);
+                             CDT_FRAME_FIXED_HEADER_SIZE + PACKED, 1);
 }
 
 int main(void)

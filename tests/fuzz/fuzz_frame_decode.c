@@ -1,7 +1,8 @@
 /*
  * fuzz_frame_decode.c - libFuzzer target: arbitrary bytes as a frame, decoded into every kind
- * of receiver (a byte layout, a fixed custom type with regions, a dynamic custom type, the
- * serialized-object adapter with a capped allocator, and the streaming decoder in two pieces).
+ * of receiver (a byte layout, a fixed custom type with regions at two counts, a dynamic custom
+ * type, the serialized-object adapter with a capped allocator, and the streaming decoder in
+ * two pieces).
  * Any crash, over-read, leak or undefined behaviour is a bug; error codes are the expected
  * outcome for almost all inputs.
  */
@@ -43,10 +44,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     unsigned char bytes[4096];
     (void)cdt_frame_decode(data, len, bytes, sizeof(bytes), CDT_BYTE);
 
-    /* a custom type with regions of fixed length */
+    /* a custom type with regions of fixed length, with the count of the seed frame and with
+     * one object fewer than the header's object_count (refused before anything is written) */
     struct_vec *sv = malloc(2 * sizeof(*sv));
     if (sv != NULL) {
         (void)cdt_frame_decode(data, len, sv, 2, struct_vec_type());
+        (void)cdt_frame_decode(data, len, sv, 1, struct_vec_type());
         free(sv);
     }
 

@@ -39,7 +39,7 @@ sdist="$work/dist/cdtypes-$version.tar.gz"
 [ ! -e "$root/python/_libcdt" ] || fail "the sdist build left python/_libcdt behind"
 listing=$(tar tzf "$sdist")
 for f in _libcdt/CMakeLists.txt _libcdt/libcdt/include/cdt.h _libcdt/libcdt/CMakeLists.txt \
-  _libcdt/bindings/cdt_sobj.c _libcdt/bindings/abi.txt _libcdt/cmake/cdtypes.pc.in \
+  _libcdt/libcdt/src/sobj/cdt_sobj.c _libcdt/bindings/abi.txt _libcdt/cmake/cdtypes.pc.in \
   LICENSE CMakeLists.txt pyproject.toml build_backend/cdtypes_build.py; do
   grep -qx "cdtypes-$version/$f" <<<"$listing" || fail "the sdist lacks $f"
 done
@@ -50,8 +50,12 @@ echo "  sdist: $(basename "$sdist"), $(stat -c %s "$sdist") bytes, $(wc -l <<<"$
 cd "$work/run"
 "$python" -m venv "$work/venv"
 py="$work/venv/bin/python"
-"$py" -m pip install -q numpy "$sdist" >"$work/install.log" 2>&1 ||
+"$py" -m pip install -v numpy "$sdist" >"$work/install.log" 2>&1 ||
   { cat "$work/install.log" >&2; fail "pip install $(basename "$sdist") failed"; }
+# pip -v shows which UCX the transport was built against (python/CMakeLists.txt)
+ucx_line=$(grep -o 'cdtypes: the UCX transport (cdtypes.ucx) is built against UCX [^ ]*.*' \
+  "$work/install.log" | head -1) || fail "pip install -v does not say which UCX the transport was built against"
+echo "  pip -v: $ucx_line"
 
 # --- 3. the smoke test, from the empty folder --------------------------------------------------
 cp "$root/tests/install/python_smoke.py" "$work/smoke.py"

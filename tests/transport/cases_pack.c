@@ -72,13 +72,34 @@ void pack_fails_client(peer *p)
     free(data);
 }
 
+typedef struct pf_recv {
+    char *buf;
+    cdt_type type;
+} pf_recv;
+
+static int pf_prepare(void *arg, cdt_decoder decoder)
+{
+    pf_recv *r = arg;
+    cdt_frame_info info = {.field_mask = CDT_FRAME_INFO_PACKED_SIZE};
+    int rc = cdt_decoder_info(decoder, &info);
+    if (rc == CDT_SUCCESS && info.packed_size > PF_LEN)
+        rc = CDT_ERR_TRUNCATED;
+    return rc != CDT_SUCCESS ? rc : cdt_decoder_bind(decoder, r->buf, info.packed_size, r->type);
+}
+
 void pack_fails_server(peer *p)
 {
     cdt_type t = pf_type();
     char *buf = calloc(1, PF_LEN);
     CHECK(buf != NULL);
     cdt_ucx_protocol proto;
-    int rc = cdt_ucx_recv(p->w, buf, PF_LEN, t, TAG, CDT_UCX_TAG_MASK_FULL, NULL, NULL, 2000);
+    /* which object arrives is known only from its header: a custom receiver's count must be
+     * the sender's (the header's object count, FORMAT.md §4), and this type packs one byte per
+     * object, so the receive binds with the packed size */
+    pf_recv into = {buf, t};
+    cdt_ucx_recv_params rp = {
+        .field_mask = CDT_UCX_RECV_PARAM_PREPARE, .prepare = pf_prepare, .prepare_arg = &into};
+    int rc = cdt_ucx_recv(p->w, NULL, 0, NULL, TAG, CDT_UCX_TAG_MASK_FULL, &rp, NULL, 2000);
     fprintf(stderr, "receive of it: %s\n", cdt_err_name(rc));
     CHECK_RC(cdt_ucx_ep_protocol(p->ep, &proto));
     /* single mode packing late (over TCP): the message moved and its trailer says it is not

@@ -37,8 +37,11 @@ def layout(frame, writer):
         struct.unpack_from("<4sHHQQQQQ", frame, 0)
     _need(magic == b"CDTF", "bad magic %r" % magic)
     _need(version == 1, "version %d" % version)
-    _need(flags & ~1 == 0, "reserved flag bits set: %#x" % flags)
-    _need(reserved == 0, "reserved header field not zero")
+    _need(flags & ~3 == 0, "reserved flag bits set: %#x" % flags)
+    if flags & 2:  # OBJECT_COUNT: offset 40 is the sender's object count
+        _need(reserved <= 2**63 - 1, "object_count %d above 2^63-1" % reserved)
+    else:  # an earlier writer's frame: offset 40 reserved
+        _need(reserved == 0, "reserved header field not zero")
     _need(header_size == 48 + 16 * region_count, "header_size %d for %d regions" % (header_size, region_count))
     _need(frame_size == len(frame), "frame_size %d, file %d bytes" % (frame_size, len(frame)))
     _need(header_size + packed_size <= len(frame), "packed stream past the end")

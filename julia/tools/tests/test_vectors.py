@@ -37,10 +37,15 @@ def test_a_wrong_description_is_found(tmp_path):
 def test_broken_frames_are_refused():
     data = bytearray((VECTORS / "python_buffers.bin").read_bytes())
     w = json.loads((VECTORS / "python_buffers.json").read_text())
-    for pos in (0, 4, 40, 48 + 12, w["header_size"] + w["packed_size"]):  # magic, version,
-        bad = bytearray(data)  # reserved, a region's reserved field, a padding byte
+    for pos in (0, 4, 7, 48 + 12, w["header_size"] + w["packed_size"]):  # magic, version,
+        bad = bytearray(data)  # a reserved flag bit, a region's reserved field, a padding byte
         bad[pos] ^= 0x01
         with pytest.raises(describe.VectorError):
             describe.layout(bytes(bad), "x")
+    bad = bytearray(data)  # OBJECT_COUNT cleared: offset 40 (the count, 1) is reserved then
+    assert bad[6] & 0x02 and bad[40] == 1
+    bad[6] &= ~0x02
+    with pytest.raises(describe.VectorError):
+        describe.layout(bytes(bad), "x")
     with pytest.raises(describe.VectorError):
         describe.layout(bytes(data[:-1]), "x")

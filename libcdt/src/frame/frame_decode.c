@@ -24,7 +24,8 @@ typedef struct dec_early {
 
 struct cdt_decoder_s {
     cdt_frame_info info;
-    unsigned char *header; /* copy of the validated header: header_inline or allocated */
+    cdt_count object_count; /* the sender's count, -1 when the frame carries none */
+    unsigned char *header;  /* copy of the validated header: header_inline or allocated */
     dec_region *regions;
     cdt_op op; /* &op_storage after bind */
     struct cdt_op_s op_storage;
@@ -62,7 +63,8 @@ int cdt_decoder_create_advanced(const void *data, cdt_count len, const cdt_decod
             return CDT_ERR_INVALID_ARG;
     }
     cdt_frame_info info;
-    int rc = cdt__frame_parse_fixed(data, len, &info);
+    cdt_count object_count;
+    int rc = cdt__frame_parse_fixed(data, len, &info, &object_count);
     if (rc != CDT_SUCCESS)
         return rc;
     /* limits come before the region table is even read: nothing is allocated for a frame that
@@ -88,6 +90,7 @@ int cdt_decoder_create_advanced(const void *data, cdt_count len, const cdt_decod
     if ((rc = cdt__frame_parse_regions(d->header, &info, d->regions)) != CDT_SUCCESS)
         goto fail;
     d->info = info;
+    d->object_count = object_count;
     *out = d;
     return CDT_SUCCESS;
 fail:
@@ -144,7 +147,13 @@ int cdt_decoder_bind(cdt_decoder d, void *buf, cdt_count count, cdt_type type)
     bool custom = type->cls == CDT__CLASS_CUSTOM;
     /* a layout receives packed stream and regions as one stream */
     cdt_count stream = d->info.packed_size + (custom ? 0 : d->info.region_bytes);
-    rc = cdt__op_set_stream_size(op, stream);
+    /* a custom receiver's count against the sender's: its unpack callback never sees the stream
+     * of more objects than it holds (a layout receives any stream its buffer holds, as before:
+     * more is CDT_ERR_TRUNCATED) */
+    if (custom)
+        rc = cdt__frame_check_count(d->object_count, count);
+    if (rc == CDT_SUCCESS)
+        rc = cdt__op_set_stream_size(op, stream);
     if (rc != CDT_SUCCESS) {
         cdt__op_fini(op);
         return rc;

@@ -39,8 +39,15 @@ static bool decode_whole(const unsigned char *data, cdt_count len, void *buf, cd
                          cdt_type type, int *rc)
 {
     cdt_frame_info info = {.field_mask = CDT_FRAME_INFO_ALL};
-    if (cdt__frame_parse_fixed(data, len, &info) != CDT_SUCCESS || info.frame_size != len)
+    cdt_count object_count;
+    if (cdt__frame_parse_fixed(data, len, &info, &object_count) != CDT_SUCCESS ||
+        info.frame_size != len)
         return false;
+    /* a custom receiver's count against the sender's before anything is unpacked (a negative
+     * count is left to the operation, which names it) */
+    if (type != NULL && type->cls == CDT__CLASS_CUSTOM && count >= 0 &&
+        (*rc = cdt__frame_check_count(object_count, count)) != CDT_SUCCESS)
+        return true;
     if (info.region_count == 0) {
         if (info.header_size + info.packed_size != info.frame_size)
             return false;

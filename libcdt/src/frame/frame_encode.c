@@ -94,7 +94,7 @@ static int layout_frame(cdt_frame f, cdt_count packed_size, const region_src *sr
         return CDT_ERR_NO_MEMORY;
 
     unsigned char *h = f->head;
-    cdt__frame_put_fixed(h, header_size, packed_size, f->region_count, f->frame_size);
+    cdt__frame_put_fixed(h, header_size, packed_size, f->region_count, f->frame_size, f->op->count);
     for (cdt_count i = 0; i < f->region_count; i++)
         cdt__frame_put_region(h, i, f->regions[i].rec.bytes, f->regions[i].rec.kind);
     return CDT_SUCCESS;
@@ -186,7 +186,7 @@ static int write_small(cdt_op op, cdt_count packed_size, cdt_count n, const smal
         return CDT_SUCCESS;
     *fits = true;
     unsigned char *h = small->dst;
-    cdt__frame_put_fixed(h, header_size, packed_size, n, end);
+    cdt__frame_put_fixed(h, header_size, packed_size, n, end, op->count);
     for (cdt_count i = 0; i < n; i++)
         cdt__frame_put_region(h, i, bytes[i], op->region_types[i]->kind);
     int rc = pack_into(op, h + header_size, packed_size);

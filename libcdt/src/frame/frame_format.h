@@ -13,7 +13,10 @@
 #define CDT__FRAME_MAGIC "CDTF"
 #define CDT__FRAME_VERSION 1
 #define CDT__FRAME_FLAG_BIG_ENDIAN 0x1u /* payload written by a big-endian host */
-#define CDT__FRAME_FLAGS_KNOWN CDT__FRAME_FLAG_BIG_ENDIAN
+/* offset 40 holds the sender's object count (else it is reserved, zero): the receiver's count
+ * is checked against it */
+#define CDT__FRAME_FLAG_OBJECT_COUNT 0x2u
+#define CDT__FRAME_FLAGS_KNOWN (CDT__FRAME_FLAG_BIG_ENDIAN | CDT__FRAME_FLAG_OBJECT_COUNT)
 
 /* fixed part */
 #define CDT__OFF_MAGIC 0
@@ -23,7 +26,7 @@
 #define CDT__OFF_PACKED_SIZE 16
 #define CDT__OFF_REGION_COUNT 24
 #define CDT__OFF_FRAME_SIZE 32
-#define CDT__OFF_RESERVED 40
+#define CDT__OFF_OBJECT_COUNT 40
 /* region table entry */
 #define CDT__REG_OFF_LEN 0
 #define CDT__REG_OFF_KIND 8
@@ -84,19 +87,22 @@ static inline bool cdt__host_is_big_endian(void)
     return __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__;
 }
 
-/* the fixed header (the region table, if any, follows it) */
+/* the fixed header (the region table, if any, follows it) of a frame of object_count objects */
 static inline void cdt__frame_put_fixed(unsigned char *h, cdt_count header_size,
                                         cdt_count packed_size, cdt_count region_count,
-                                        cdt_count frame_size)
+                                        cdt_count frame_size, cdt_count object_count)
 {
+    uint16_t flags = CDT__FRAME_FLAG_OBJECT_COUNT;
     memcpy(h + CDT__OFF_MAGIC, CDT__FRAME_MAGIC, 4);
     cdt__put_u16(h + CDT__OFF_VERSION, CDT__FRAME_VERSION);
-    cdt__put_u16(h + CDT__OFF_FLAGS, cdt__host_is_big_endian() ? CDT__FRAME_FLAG_BIG_ENDIAN : 0);
+    if (cdt__host_is_big_endian())
+        flags |= CDT__FRAME_FLAG_BIG_ENDIAN;
+    cdt__put_u16(h + CDT__OFF_FLAGS, flags);
     cdt__put_u64(h + CDT__OFF_HEADER_SIZE, (uint64_t)header_size);
     cdt__put_u64(h + CDT__OFF_PACKED_SIZE, (uint64_t)packed_size);
     cdt__put_u64(h + CDT__OFF_REGION_COUNT, (uint64_t)region_count);
     cdt__put_u64(h + CDT__OFF_FRAME_SIZE, (uint64_t)frame_size);
-    cdt__put_u64(h + CDT__OFF_RESERVED, 0);
+    cdt__put_u64(h + CDT__OFF_OBJECT_COUNT, (uint64_t)object_count);
 }
 
 /* entry `index` of the region table after the fixed header: a region of `bytes` bytes whose

@@ -7,7 +7,8 @@
 
 #include <string.h>
 
-int cdt__frame_parse_fixed(const unsigned char *h, cdt_count len, cdt_frame_info *info)
+int cdt__frame_parse_fixed(const unsigned char *h, cdt_count len, cdt_frame_info *info,
+                           cdt_count *object_count)
 {
     if (len < CDT_FRAME_FIXED_HEADER_SIZE)
         return CDT_ERR_FRAME_TRUNCATED;
@@ -23,7 +24,11 @@ int cdt__frame_parse_fixed(const unsigned char *h, cdt_count len, cdt_frame_info
     uint64_t packed_size = cdt__get_u64(h + CDT__OFF_PACKED_SIZE);
     uint64_t region_count = cdt__get_u64(h + CDT__OFF_REGION_COUNT);
     uint64_t frame_size = cdt__get_u64(h + CDT__OFF_FRAME_SIZE);
-    if (cdt__get_u64(h + CDT__OFF_RESERVED) != 0)
+    /* offset 40: the object count when the flag says so, else reserved (an earlier writer's
+     * frame, read as before: no count to check) */
+    uint64_t objects = cdt__get_u64(h + CDT__OFF_OBJECT_COUNT);
+    bool has_count = (flags & CDT__FRAME_FLAG_OBJECT_COUNT) != 0;
+    if (has_count ? objects > INT64_MAX : objects != 0)
         return CDT_ERR_FRAME_MALFORMED;
     /* every size must fit cdt_count; the region table must be exactly what header_size says */
     if (header_size > INT64_MAX || packed_size > INT64_MAX || frame_size > INT64_MAX ||
@@ -39,6 +44,7 @@ int cdt__frame_parse_fixed(const unsigned char *h, cdt_count len, cdt_frame_info
         .region_count = (cdt_count)region_count,
         .frame_size = (cdt_count)frame_size,
     };
+    *object_count = has_count ? (cdt_count)objects : -1;
     return CDT_SUCCESS;
 }
 
@@ -47,7 +53,8 @@ int cdt_frame_header_size(const void *data, cdt_count len, cdt_count *header_siz
     if (data == NULL || header_size == NULL || len < 0)
         return CDT_ERR_INVALID_ARG;
     cdt_frame_info info;
-    int rc = cdt__frame_parse_fixed(data, len, &info);
+    cdt_count objects;
+    int rc = cdt__frame_parse_fixed(data, len, &info, &objects);
     if (rc == CDT_SUCCESS)
         *header_size = info.header_size;
     return rc;

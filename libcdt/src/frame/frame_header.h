@@ -15,8 +15,15 @@ typedef struct dec_region {
     cdt_count stream_offset; /* layout receivers: where the region's bytes are in the stream */
 } dec_region;
 
-/* the fixed part of a header of `len` bytes: magic, version, flags, byte order, sizes */
-CDT__HIDDEN int cdt__frame_parse_fixed(const unsigned char *h, cdt_count len, cdt_frame_info *info);
+/* the fixed part of a header of `len` bytes: magic, version, flags, byte order, sizes;
+ * *object_count the sender's count, or -1 for a frame that carries none (an earlier writer's) */
+CDT__HIDDEN int cdt__frame_parse_fixed(const unsigned char *h, cdt_count len, cdt_frame_info *info,
+                                       cdt_count *object_count);
+/* a custom receiver's count against the header's object count (-1: none, any count goes) */
+static inline int cdt__frame_check_count(cdt_count object_count, cdt_count count)
+{
+    return object_count < 0 || object_count == count ? CDT_SUCCESS : CDT_ERR_FRAME_MISMATCH;
+}
 /* the region table: lengths, kinds and offsets that add up to frame_size exactly; fills
  * info->region_bytes */
 CDT__HIDDEN int cdt__frame_parse_regions(const unsigned char *h, cdt_frame_info *info,

@@ -15,6 +15,11 @@
 
 include!(concat!(env!("OUT_DIR"), "/bindings.rs"));
 
+/// The crate's README (the page crates.io shows) as doc tests: its first program runs.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;
+
 // Macros that are casts or calls, which bindgen does not translate.
 
 /// `CDT_UCX_TAG_MAX`: user tags are 63 bits.

@@ -94,3 +94,8 @@ pub use types::{AsType, Datatype, Kind, Order, TypeBuilder};
 
 #[cfg(feature = "derive")]
 pub use cdtypes_derive::{Pack, Unpack};
+
+/// The crate's README (the page crates.io shows) as doc tests: its first program runs.
+#[cfg(all(doctest, feature = "derive"))]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;

@@ -36,8 +36,8 @@ def large():
 
 
 def frame(stream, regions):
-    """The frame of a serialized object (docs/FORMAT.md: fixed header, region table, stream,
-    each region 8-byte aligned with zero padding)."""
+    """The frame of a serialized object (docs/FORMAT.md: fixed header with flag OBJECT_COUNT and
+    object_count 1, region table, stream, each region 8-byte aligned with zero padding)."""
     header_size = 48 + 16 * len(regions)
     body = bytearray(stream)
     offsets = []
@@ -46,8 +46,8 @@ def frame(stream, regions):
         body += bytes(pad)
         offsets.append(header_size + len(body))
         body += data
-    out = bytearray(struct.pack("<4sHHQQQQQ", b"CDTF", 1, 0, header_size, len(stream),
-                                len(regions), header_size + len(body), 0))
+    out = bytearray(struct.pack("<4sHHQQQQQ", b"CDTF", 1, 2, header_size, len(stream),
+                                len(regions), header_size + len(body), 1))
     for kind, data in regions:
         out += struct.pack("<QII", len(data), kind, 0)
     return bytes(out + body), offsets

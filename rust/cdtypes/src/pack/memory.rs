@@ -86,7 +86,7 @@ pub(super) fn take_recycled<T: 'static>(n: usize) -> Option<Vec<T>> {
 }
 
 /// Received memory of at least this many bytes is marked for transparent huge pages (as
-/// libcdt's own receive memory, bindings/cdt_receive_memory.h).
+/// libcdt's own receive memory, libcdt/src/sobj/cdt_receive_memory.h).
 const HUGE_MIN_BYTES: usize = 4 << 20;
 
 /// Mark the whole pages of fresh receive memory `[p, p + len)` for transparent huge pages
