@@ -46,11 +46,13 @@ def _role(comm, call, root):
     coll = call.coll
     if coll.inter:
         if root == MPI.PROC_NULL:
-            return "none"
+            return "none"  # states no root in the agreement
         if root == MPI.ROOT:
+            call.root = comm.Get_rank()  # what the other group passes as root (§14.5)
             return "root"
     if not 0 <= root < coll.peers:
         _bad_root(comm)
+    call.root = root
     return "leaf" if coll.inter or coll.me != root else "root"
 
 
