@@ -12,6 +12,7 @@ Differences from pkl5 (docs/PYTHON.md, "Migrating from mpi4py.util.pkl5"): ``buf
 sendrecv is accepted and ignored (cdtypes allocates every buffer from the object's header);
 irecv raises RuntimeError as pkl5's does (mprobe().irecv() and cdtypes.mpi.irecv work)."""
 
+import atexit
 import time
 
 from mpi4py import MPI
@@ -35,6 +36,8 @@ def _isend(comm, post, obj, dest, tag):
     if dest == PROC_NULL:
         return Request(post(comm, _nothing(), dest, tag))
     _m._thread_check()
+    if _FREED_IN_FLIGHT:
+        _reap()
     frame, head, parts, pc, oid = _m._pack(obj, comm)
     try:
         reqs = [post(comm, [head, _BYTE], dest, tag)]
@@ -89,8 +92,31 @@ class _Incoming:
         return obj
 
 
-# frames of sends whose requests were freed while in progress (Request.Free)
+# (requests, frame) of sends freed while in progress (Request.Free): the MPI requests are kept
+# (MPI_Request_free would leave no way to learn when MPI stops reading the frame) and tested at
+# every later send of the pkl5 API; a completed one releases its frame
 _FREED_IN_FLIGHT = []
+
+
+def _reap():
+    """Release the frames of freed sends that MPI completed since (a non-blocking test of
+    each)."""
+    keep = []
+    for reqs, frame in _FREED_IN_FLIGHT:
+        if MPI.Request.Testall(reqs):
+            frame.close()
+        else:
+            keep.append((reqs, frame))
+    _FREED_IN_FLIGHT[:] = keep
+
+
+@atexit.register
+def _free_at_exit():  # before mpi4py's MPI_Finalize (registered earlier, so run later)
+    for reqs, _ in _FREED_IN_FLIGHT:
+        if not MPI.Is_finalized():
+            for req in reqs:
+                req.Free()
+    _FREED_IN_FLIGHT.clear()
 
 
 class Request(tuple):
@@ -109,44 +135,49 @@ class Request(tuple):
         if isinstance(other, Request):
             return tuple(self) == tuple(other)
         if isinstance(other, MPI.Request):
+            if self.__dict__.get("_freed"):
+                return other == MPI.REQUEST_NULL
             return all(req == other for req in self)
         return NotImplemented
 
     def __ne__(self, other):
-        if isinstance(other, Request):
-            return tuple(self) != tuple(other)
-        if isinstance(other, MPI.Request):
-            return any(req != other for req in self)
-        return NotImplemented
+        result = self.__eq__(other)
+        return result if result is NotImplemented else not result
 
     __hash__ = tuple.__hash__
 
     def __bool__(self):
-        return any(req for req in self)
+        return not self.__dict__.get("_freed") and any(req for req in self)
 
-    def _keep_frame(self):
-        """Before the MPI requests are freed: a send that completed releases its frame; one
-        still in progress keeps it for the life of the process (MPI may still read it, and no
-        longer says when it is done)."""
+    def _free_send(self):
+        """A send still in progress that is freed keeps its MPI requests and its frame in
+        _FREED_IN_FLIGHT until MPI completed it (_reap); the request reads as freed (false,
+        equal to REQUEST_NULL) from now on. -> False when the requests are to be freed now
+        (a receive), else True (a send that completed is completed by the test: its requests
+        are null and its frame released here)."""
         frame = self.__dict__.pop("_frame", None)
         if frame is None:
-            return
-        if all(map(MPI.Request.Get_status, self)):
+            return False
+        if MPI.Request.Testall(list(self)):
             frame.close()
-        else:
-            _FREED_IN_FLIGHT.append(frame)
+            return True
+        _FREED_IN_FLIGHT.append((list(self), frame))
+        self._freed = True
+        return True
 
     def Free(self):  # noqa: N802 (mpi4py's name)
-        """Free the MPI requests (MPI_Request_free: a send goes on)."""
-        self._keep_frame()
-        for req in self:
-            req.Free()
+        """Free the request (MPI_Request_free: a send goes on; its frame is released once
+        MPI completed it)."""
+        if not self._free_send():
+            for req in self:
+                req.Free()
 
     def free(self):
-        """Free the MPI requests (mpi4py's ``free``: a send goes on)."""
-        self._keep_frame()
-        for req in self:
-            req.free()
+        """Free the request (mpi4py's ``free``: a send goes on; its frame is released once
+        MPI completed it)."""
+        if not self._free_send():
+            for req in self:
+                req.free()
 
     def cancel(self):
         """Cancel every message of the object (docs/MPI.md §9, cancellation)."""
@@ -155,6 +186,8 @@ class Request(tuple):
 
     def get_status(self, status=None):
         """Non-destructive test: True once every message of the object completed."""
+        if self.__dict__.get("_freed"):
+            return True
         statuses = [status] + [None] * (len(self) - 1)
         if not all(map(MPI.Request.Get_status, self, statuses)):
             return False
@@ -169,6 +202,8 @@ class Request(tuple):
 
     def _complete(self, block, status):
         """(flag, obj): Waitall (block) or Testall, then the parts of a receive."""
+        if self.__dict__.get("_freed"):
+            return True, None
         statuses = None if status is None else [status] + [MPI.Status() for _ in self[1:]]
         if block:
             MPI.Request.Waitall(self, statuses)

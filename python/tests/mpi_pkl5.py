@@ -149,7 +149,31 @@ def collectives(comm, inter):
     assert not comm.iprobe(MPI.ANY_SOURCE, MPI.ANY_TAG)
 
 
+def freed_sends(comm):
+    """Request.Free() of sends still in progress (1 MiB each, parts messages in rendezvous):
+    the objects arrive whole, and each frame is released once MPI completed its send (at the
+    sender's next send), not kept for the life of the process"""
+    from cdtypes import _mpi_pkl5
+    me, n = comm.Get_rank(), comm.Get_size()
+    right, left = (me + 1) % n, (me - 1) % n
+    count = 50
+    for i in range(count):
+        request = comm.isend(np.full(1 << 17, i, np.int64), right, 31)
+        request.Free()
+        assert not request and request == MPI.REQUEST_NULL
+        assert request.wait() is None and request.test() == (True, None)
+    assert _mpi_pkl5._FREED_IN_FLIGHT, "the sends completed before the peer received them"
+    for i in range(count):
+        assert (comm.recv(None, left, 31) == i).all()
+    comm.barrier()  # every object received: every send completed
+    comm.isend(None, right, 32).wait()
+    assert comm.recv(None, left, 32) is None
+    assert not _mpi_pkl5._FREED_IN_FLIGHT, len(_mpi_pkl5._FREED_IN_FLIGHT)
+    comm.barrier()
+
+
 point_to_point(world)
+freed_sends(world)
 collectives(world, False)
 dup = world.Dup()  # attached by Dup
 assert isinstance(dup, mpi.Intracomm) and dup.Get_attr(mpi._KEYVAL) is not None
