@@ -151,7 +151,7 @@ def own_copy(out, obj):
     that holds the whole object (one unpickling, no second pickling), else local_copy."""
     if out.parts[0]:
         return local_copy(obj)
-    return _m._rebuild(_b.mpi_unpack(out.head, None, -1, -1)[0], None, None)
+    return _m._rebuild(_b.mpi_unpack(out.head, None, -1, -1)[0], None, None, True)
 
 
 FAILED = object()  # what rebuild() returns for an object this rank does not have
@@ -295,7 +295,7 @@ class Call:
         if inc is None:
             return FAILED
         try:
-            return _m._rebuild(inc, self.limits, self.policy)
+            return _m._rebuild(inc, self.limits, self.policy, True)
         except BaseException as e:
             self.fail(e)
             return FAILED

@@ -87,7 +87,7 @@ class _Incoming:
     def result(self):
         if self._error is not None:
             raise self._error
-        obj = _m._rebuild(self._inc, None, None)
+        obj = _m._rebuild(self._inc, None, None, True)  # pickle's errors as pkl5 raises them
         self._inc = None
         return obj
 

@@ -332,11 +332,13 @@ def _complete_parts(req, block):
     return True
 
 
-def _rebuild(inc, limits, policy):
+def _rebuild(inc, limits, policy, raw=False):
+    """The object from a received frame; ``raw``: what pickle raises propagates unwrapped
+    (the pkl5 API), else it is chained to UnpicklingFailed."""
     stream, buffers = inc.finish()
     if limits is None:
-        return _core._unpickle(stream, buffers)
-    return _core._unpickle(stream, buffers, policy, True)
+        return _core._unpickle(stream, buffers, raw=raw)
+    return _core._unpickle(stream, buffers, policy, True, raw)
 
 
 def recv(source=MPI.ANY_SOURCE, tag=MPI.ANY_TAG, comm=None, status=None, *, alloc=None,
