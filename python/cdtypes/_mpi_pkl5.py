@@ -18,6 +18,7 @@ import time
 from mpi4py import MPI
 
 from . import mpi as _m
+from ._backend import impl as _b
 from ._mpi_parts import _SLEEP_MAX, _SLEEP_MIN, _SPIN
 from . import _mpi_coll as _coll  # the module: importing _mpi_coll first works too
 
@@ -304,42 +305,51 @@ class Message(tuple):
     __hash__ = tuple.__hash__
 
     def __bool__(self):
-        return any(msg for msg in self)
+        return "_matched" in self.__dict__ or any(msg for msg in self)
 
     def free(self):
-        """Free the matched message without receiving it (mpi4py's ``free``)."""
-        for msg in self:
-            msg.free()
+        """Drop the matched object without rebuilding it (mpi4py's ``free``): its head was
+        received when it was matched; its parts message is consumed unread (docs/MPI.md
+        §8.3)."""
+        matched = self.__dict__.pop("_matched", None)
+        if matched is None:
+            for msg in self:
+                msg.free()
+            return
+        comm, head, source, _ = matched
+        parts = _m._drain(comm, head, source)
+        if parts is not None:
+            parts.wait()
 
-    def _head(self):
-        """(head buffer, _Incoming), or None for a message with no object (MESSAGE_NO_PROC)"""
+    def _incoming(self):
+        """The _Incoming of the matched object (its head received when it was matched), or
+        None for a message with no object (MESSAGE_NO_PROC)"""
         matched = self.__dict__.pop("_matched", None)
         if matched is None:
             return None
-        comm, source, tag, nbytes = matched
-        head = bytearray(nbytes)
-        return head, _Incoming(comm, head, source, tag)
+        return _Incoming(*matched)
 
     def recv(self, status=None):
         """Receive the matched object (blocking)."""
-        head = self._head()
-        if head is None:
+        incoming = self._incoming()
+        if incoming is None:
             self[0].Recv(_nothing(), status)
             return None
-        buf, incoming = head
-        self[0].Recv([buf, _BYTE])
         incoming.step(True)
         if status is not None:
             incoming.fill(status)
         return incoming.result()
 
     def irecv(self):
-        """Start receiving the matched object -> Request (wait() returns it)."""
-        head = self._head()
-        if head is None:
+        """Start receiving the matched object -> Request (wait() returns it). Its head
+        arrived when it was matched: the request's MPI request is a generalized request,
+        already complete, and the parts are received as it is progressed."""
+        incoming = self._incoming()
+        if incoming is None:
             return Request(self[0].Irecv(_nothing()))
-        buf, incoming = head
-        request = Request(self[0].Irecv([buf, _BYTE]))
+        done = MPI.Grequest.Start()
+        done.Complete()
+        request = Request(done)
         request._incoming = incoming
         return request
 
@@ -357,7 +367,10 @@ class Message(tuple):
 
 
 def _mprobe(comm, block, source, tag, status):
-    """Match an object's head (Mprobe, or Improbe: None when there is none) -> Message."""
+    """Match an object's head (Mprobe, or Improbe: None when there is none) and receive it
+    -> Message. The status counts the object's bytes (its frame: header, pickle stream and
+    every buffer), as pkl5's counts the object's, not the head message's: the head is
+    received here to read them."""
     _m._thread_check()
     if status is None:
         status = MPI.Status()
@@ -369,8 +382,14 @@ def _mprobe(comm, block, source, tag, status):
             return None
     message = Message(msg)
     if msg != MPI.MESSAGE_NO_PROC:
-        message._matched = (comm, status.Get_source(), status.Get_tag(),
-                            status.Get_count(_BYTE))
+        head = bytearray(status.Get_count(_BYTE))
+        msg.Recv([head, _BYTE])
+        message._matched = (comm, head, status.Get_source(), status.Get_tag())
+        try:
+            nbytes = sum(_b.mpi_parts(head)[1])
+        except Exception:  # not a frame: the receive raises; count the head
+            nbytes = 0
+        status.Set_elements(_BYTE, len(head) - _m._PREFIX + nbytes)
     return message
 
 

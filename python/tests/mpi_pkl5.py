@@ -149,6 +149,49 @@ def collectives(comm, inter):
     assert not comm.iprobe(MPI.ANY_SOURCE, MPI.ANY_TAG)
 
 
+def status_counts(comm):
+    """a status counts the object's bytes (its frame: header, pickle stream and every buffer;
+    pkl5 counts its pickle's) after mprobe and improbe as after recv and irecv().wait, so
+    that code admitting messages by Get_count sees their size (docs/PYTHON.md); free()
+    after a probe consumes the object's parts"""
+    me, n = comm.Get_rank(), comm.Get_size()
+    right, left = (me + 1) % n, (me - 1) % n
+    for obj in (np.zeros(1 << 17), {"small": 1}, big(me)):
+        nbytes = obj.nbytes if isinstance(obj, np.ndarray) else 0
+        requests = [comm.isend(obj, right, 41) for _ in range(5)]
+        counts = []
+        for way in ("mprobe", "improbe", "free", "recv", "irecv"):
+            probe, after = MPI.Status(), MPI.Status()
+            if way == "improbe":
+                message = None
+                while message is None:
+                    message = comm.improbe(left, 41, probe)
+            elif way in ("mprobe", "free"):
+                message = comm.mprobe(left, 41, probe)
+            if way == "recv":
+                comm.recv(None, left, 41, after)
+                counts.append(after.Get_count(MPI.BYTE))
+                continue
+            if way == "irecv":
+                comm.mprobe(left, 41).irecv().wait(after)
+                counts.append(after.Get_count(MPI.BYTE))
+                continue
+            assert message
+            counts.append(probe.Get_count(MPI.BYTE))
+            if way == "free":
+                message.free()
+                assert not message
+            else:
+                message.recv(after)
+                counts.append(after.Get_count(MPI.BYTE))
+        assert len(set(counts)) == 1 and counts[0] >= nbytes, counts
+        mpi.Request.waitall(requests)
+    comm.barrier()
+    assert not comm.iprobe(MPI.ANY_SOURCE, MPI.ANY_TAG)
+    assert not comm.Get_attr(mpi._KEYVAL).iprobe(MPI.ANY_SOURCE, MPI.ANY_TAG)
+    comm.barrier()
+
+
 def freed_sends(comm):
     """Request.Free() of sends still in progress (1 MiB each, parts messages in rendezvous):
     the objects arrive whole, and each frame is released once MPI completed its send (at the
@@ -173,6 +216,7 @@ def freed_sends(comm):
 
 
 point_to_point(world)
+status_counts(world)
 freed_sends(world)
 collectives(world, False)
 dup = world.Dup()  # attached by Dup
