@@ -243,7 +243,7 @@ class Call:
                 msg = self.cc.Mprobe(source, MPI.ANY_TAG, status)
             tag = status.Get_tag()
             if tag & _OP_MASK != self.tag:
-                _mpi_parts.discard(None, msg)
+                _mpi_parts.discard(msg, status.Get_count(_BYTE))
                 parts = self._drain_next(source, tag)
                 self._wait_parts(parts)
                 raise _lib.error(_INVALID_ARG, (
@@ -343,24 +343,24 @@ class Call:
         a second barrier keeps every rank's next call from sending before every rank looked
         for the last time."""
         agree, queues = self.coll.agree, (self.cc, self.coll.pc)
-        barrier = None
-        while True:
+        barrier, status = None, MPI.Status()
+
+        def sweep():
             for q in queues:
-                msg = q.Improbe(MPI.ANY_SOURCE, MPI.ANY_TAG)
+                msg = q.Improbe(MPI.ANY_SOURCE, MPI.ANY_TAG, status)
                 while msg is not None:
-                    _mpi_parts.discard(None, msg)
-                    msg = q.Improbe(MPI.ANY_SOURCE, MPI.ANY_TAG)
+                    _mpi_parts.discard(msg, status.Get_count(_BYTE))
+                    msg = q.Improbe(MPI.ANY_SOURCE, MPI.ANY_TAG, status)
+
+        while True:
+            sweep()
             if barrier is None:
                 if MPI.Request.Testall(self._reqs):
                     barrier = agree.Ibarrier()
             elif barrier.Test():
                 break
             _yield()
-        for q in queues:
-            msg = q.Improbe(MPI.ANY_SOURCE, MPI.ANY_TAG)
-            while msg is not None:
-                _mpi_parts.discard(None, msg)
-                msg = q.Improbe(MPI.ANY_SOURCE, MPI.ANY_TAG)
+        sweep()
         barrier = agree.Ibarrier()
         while not barrier.Test():
             _yield()

@@ -39,12 +39,19 @@ def _isend(comm, post, obj, dest, tag):
     _m._thread_check()
     if _FREED_IN_FLIGHT:
         _reap()
-    frame, head, parts, pc, oid = _m._pack(obj, comm)
+    frame, head, parts, pc, oid = _m._pack(obj, comm, True)
     try:
-        reqs = [post(comm, [head, _BYTE], dest, tag)]
-        if parts[0]:
-            reqs.append(_m._post_parts(lambda msg, peer, t: post(pc, msg, peer, t),
-                                       parts, dest, oid))
+        if not parts[0]:
+            reqs = [post(comm, [head, _BYTE], dest, tag)]
+        elif pc is not None:
+            reqs = [post(comm, [head, _BYTE], dest, tag),
+                    _m._post_parts(lambda msg, peer, t: post(pc, msg, peer, t),
+                                   parts, dest, oid)]
+        else:  # not attached: the parts in line, right after the head (docs/MPI.md §2.3)
+            with _m._SEND_LOCK:
+                reqs = [post(comm, [head, _BYTE], dest, tag),
+                        _m._post_parts(lambda msg, peer, _: post(comm, msg, peer, tag),
+                                       parts, dest, oid)]
     except BaseException:
         frame.close()
         raise
@@ -58,8 +65,9 @@ class _Incoming:
     after that receive completed, the parts message (PartsReceive) and the rebuild. Trusted:
     pkl5's API has no limits (docs/MPI.md §7.2, §7.3)."""
 
-    def __init__(self, comm, head, source, tag):
+    def __init__(self, comm, head, source, tag, inline=None):
         self.comm, self.head, self.source, self.tag = comm, head, source, tag
+        self.inline = inline  # (message, status) of parts matched in line (docs/MPI.md §2.3)
         self._started = self._done = False
         self._inc = self._parts = self._error = None
         self._nbytes = 0
@@ -72,7 +80,8 @@ class _Incoming:
             self._started = True
             try:
                 self._inc, self._parts, self._error = _m._parse(
-                    self.comm, self.head, self.source, None, None)
+                    self.comm, self.head, self.source, None, None, self.inline)
+                self.inline = None
             except BaseException as e:
                 self._error = e
             if self._parts is not None:
@@ -316,7 +325,10 @@ class Message(tuple):
             for msg in self:
                 msg.free()
             return
-        comm, head, source, _ = matched
+        comm, head, source, _, inline = matched
+        if inline is not None:
+            _m._discard(inline[0], inline[1].Get_count(_BYTE))
+            return
         parts = _m._drain(comm, head, source)
         if parts is not None:
             parts.wait()
@@ -374,22 +386,32 @@ def _mprobe(comm, block, source, tag, status):
     _m._thread_check()
     if status is None:
         status = MPI.Status()
-    if block:
-        msg = MPI.Comm.Mprobe(comm, source, tag, status)
-    else:
-        msg = MPI.Comm.Improbe(comm, source, tag, status)
-        if msg is None:
+    if comm.Get_attr(_m._KEYVAL) is None and source != PROC_NULL:
+        # not attached: parts may follow in line (docs/MPI.md §2.3), matched with the head
+        got = _m._match_inline(comm, source, tag, status, block)
+        if got is None:
             return None
-    message = Message(msg)
-    if msg != MPI.MESSAGE_NO_PROC:
+        head, inline = got
+        message = Message(MPI.MESSAGE_NULL)
+        message._matched = (comm, head, status.Get_source(), status.Get_tag(), inline)
+    else:
+        if block:
+            msg = MPI.Comm.Mprobe(comm, source, tag, status)
+        else:
+            msg = MPI.Comm.Improbe(comm, source, tag, status)
+            if msg is None:
+                return None
+        message = Message(msg)
+        if msg == MPI.MESSAGE_NO_PROC:
+            return message
         head = bytearray(status.Get_count(_BYTE))
         msg.Recv([head, _BYTE])
-        message._matched = (comm, head, status.Get_source(), status.Get_tag())
-        try:
-            nbytes = sum(_b.mpi_parts(head)[1])
-        except Exception:  # not a frame: the receive raises; count the head
-            nbytes = 0
-        status.Set_elements(_BYTE, len(head) - _m._PREFIX + nbytes)
+        message._matched = (comm, head, status.Get_source(), status.Get_tag(), None)
+    try:
+        nbytes = sum(_b.mpi_parts(head)[1])
+    except Exception:  # not a frame: the receive raises; count the head
+        nbytes = 0
+    status.Set_elements(_BYTE, len(head) - _m._PREFIX + nbytes)
     return message
 
 
@@ -418,8 +440,10 @@ class Comm(MPI.Comm):
         """Blocking send in standard mode."""
         if dest == PROC_NULL:
             MPI.Comm.Send(self, _nothing(), dest, tag)
-        else:
+        elif self.Get_attr(_m._KEYVAL) is not None:
             _m.send(obj, dest, tag, self)
+        else:  # not attached: large buffers in line (docs/MPI.md §2.3)
+            _isend(self, MPI.Comm.Isend, obj, dest, tag).wait()
 
     def bsend(self, obj, dest, tag=0):
         """Blocking send in buffered mode (both messages of the object buffered)."""

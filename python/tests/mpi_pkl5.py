@@ -15,7 +15,7 @@ size, rank = world.Get_size(), world.Get_rank()
 assert size >= 2, "run with 2 or more processes"
 T = mpi.THRESHOLD
 # a deadlock prints every rank's stack and fails the run instead of waiting for pytest's timeout
-faulthandler.dump_traceback_later(90, exit=True)
+faulthandler.dump_traceback_later(int(__import__("os").environ.get("WATCHDOG", 90)), exit=True)
 
 
 def big(seed, n=3):
@@ -192,6 +192,67 @@ def status_counts(comm):
     comm.barrier()
 
 
+def wrapped(comm, inter=False):
+    """a communicator the application made itself and wrapped (Split, Create_intercomm,
+    Merge: not attached): large buffers still travel outside the head, in line after it on
+    the communicator itself (docs/MPI.md §2.3), and two threads receiving with wildcards
+    while two threads send get every object whole"""
+    import threading
+    assert comm.Get_attr(mpi._KEYVAL) is None
+    me = comm.Get_rank()
+    n = comm.Get_remote_size() if inter else comm.Get_size()
+    peer = me % n if inter else (me + 1) % n
+    left = me % n if inter else (me - 1) % n
+    if inter and me >= n:
+        peer = left = None  # the larger group's extra ranks sit this out
+    if peer is not None:
+        request = comm.isend(big(me), peer, 61)
+        st = MPI.Status()
+        MPI.Comm.Probe(comm, left, 61, st)  # a raw probe sees the head alone
+        assert st.Get_count(MPI.BYTE) < 4096, st.Get_count(MPI.BYTE)
+        status = MPI.Status()
+        check(comm.recv(None, left, 61, status), left if not inter else left)
+        assert status.Get_count(MPI.BYTE) >= frame_bytes(big(0))
+        request.wait()
+        # threads: two send 20 objects each to peer under tags 70 + k; two receive 20 each
+        # from anyone, any tag
+        got, errors = [], []
+
+        def send(k):
+            for i in range(20):
+                comm.send(big(me * 1000 + k * 100 + i), peer, 70 + k)
+
+        def receive():
+            try:
+                for _ in range(20):
+                    status = MPI.Status()
+                    got.append((comm.recv(None, MPI.ANY_SOURCE, MPI.ANY_TAG, status),
+                                status.Get_tag()))
+            except BaseException as e:  # noqa: B902
+                errors.append(e)
+
+        if mpi._MULTIPLE:
+            threads = [threading.Thread(target=f, args=a) for f, a in
+                       ((send, (0,)), (send, (1,)), (receive, ()), (receive, ()))]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
+        else:
+            send(0)
+            send(1)
+            receive()
+            receive()
+        assert not errors, errors
+        assert len(got) == 40
+        for obj, tag in got:
+            k, i = (obj["seed"] - left * 1000) // 100, obj["seed"] % 100
+            assert tag == 70 + k and 0 <= i < 20, (obj["seed"], tag)
+            check(obj, left * 1000 + k * 100 + i)
+        assert len({obj["seed"] for obj, _ in got}) == 40
+    comm.barrier()
+
+
 def freed_sends(comm):
     """Request.Free() of sends still in progress (1 MiB each, parts messages in rendezvous):
     the objects arrive whole, and each frame is released once MPI completed its send (at the
@@ -229,11 +290,17 @@ assert split.Get_attr(mpi._KEYVAL) is None
 if split.Get_size() > 1:
     point_to_point(split)
 collectives(split, False)
+if split.Get_size() > 1:
+    wrapped(split)
 split.Free()
+merged = mpi.Intracomm(MPI.COMM_WORLD.Split(0, size - rank))  # reversed ranks, not attached
+wrapped(merged)
+merged.Free()
 local = MPI.COMM_WORLD.Split(0 if rank < size // 2 else 1, rank)
 inter = mpi.Intercomm(local.Create_intercomm(0, MPI.COMM_WORLD, size // 2 if rank < size // 2
                                              else 0, 9))
 local.Free()
+wrapped(inter, True)
 mpi.attach(inter)
 collectives(inter, True)
 inter.Free()
