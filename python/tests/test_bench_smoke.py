@@ -41,3 +41,11 @@ def test_bench_pycoll_smoke(tmp_path):
     assert {row["method"] for row in rows} == {"cdtypes", "cdtypes-ring", "pkl5", "buffer"}
     assert {row["ranks"] for row in rows} == {"2", "3"}
     assert {row["op"] for row in rows} == {"bcast", "gather", "scatter", "allgather", "alltoall"}
+
+
+def test_bench_framework_smoke(tmp_path):
+    """mpi4py.futures' MPICommExecutor with use_pkl5, on pkl5's classes and on cdtypes.mpi's
+    (bench/run framework --smoke)"""
+    rows = smoke("framework", tmp_path)
+    assert {(row["impl"], row["part"]) for row in rows} == {
+        (impl, part) for impl in ("pkl5", "cdtypes") for part in ("arrays", "small")}
