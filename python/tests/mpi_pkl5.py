@@ -15,7 +15,7 @@ size, rank = world.Get_size(), world.Get_rank()
 assert size >= 2, "run with 2 or more processes"
 T = mpi.THRESHOLD
 # a deadlock prints every rank's stack and fails the run instead of waiting for pytest's timeout
-faulthandler.dump_traceback_later(int(__import__("os").environ.get("WATCHDOG", 90)), exit=True)
+faulthandler.dump_traceback_later(90, exit=True)
 
 
 def big(seed, n=3):
@@ -199,6 +199,7 @@ def wrapped(comm, inter=False):
     while two threads send get every object whole"""
     import threading
     assert comm.Get_attr(mpi._KEYVAL) is None
+    comm.barrier()  # the previous phase's last check (nothing queued) ran on every rank
     me = comm.Get_rank()
     n = comm.Get_remote_size() if inter else comm.Get_size()
     peer = me % n if inter else (me + 1) % n
