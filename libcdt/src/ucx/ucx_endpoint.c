@@ -335,39 +335,6 @@ int cdt_ucx_ep_close(cdt_ucx_ep ep, int64_t timeout_ms)
     return ep_close(ep, timeout_ms, NULL);
 }
 
-/* lock held: the close of an endpoint with a flush still in flight waits for that flush. UCX
- * 1.22 keeps a resume callback of a pending flush that reads the endpoint and runs it after a
- * forced close freed the endpoint (a crash in ucp_ep_flush_progress, found by the soak on UCX
- * 1.22; `transport.close_pending_flush`). So the endpoint is parked with its flush, its sends
- * ended, and closed by force when the flush ends (cdt__ucx_close_parked, from progress); its
- * memory stays with the worker. */
-static void park(struct cdt_ucx_ep_s *ep, void *flush)
-{
-    ep->parked_flush = flush;
-    ep->closing = true;
-    ep->w->parked++;
-    cdt__ucx_ep_end_sends(ep, ep->status != CDT_SUCCESS ? ep->status : CDT_ERR_CANCELED);
-}
-
-void cdt__ucx_close_parked(cdt_ucx_worker w)
-{
-    if (w->parked == 0)
-        return;
-    for (struct cdt_ucx_ep_s *ep = w->eps; ep != NULL; ep = ep->next) {
-        if (ep->parked_flush == NULL ||
-            ucp_request_check_status(ep->parked_flush) == UCS_INPROGRESS)
-            continue;
-        ucp_request_free(ep->parked_flush);
-        ep->parked_flush = NULL;
-        w->parked--;
-        ucp_request_param_t p = {.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS,
-                                 .flags = UCP_EP_CLOSE_FLAG_FORCE};
-        void *req = ucp_ep_close_nbx(ep->ucp, &p);
-        if (req != NULL && !UCS_PTR_IS_ERR(req))
-            ucp_request_free(req); /* UCX completes it; the endpoint stays closing */
-    }
-}
-
 /* pending_flush: a flush of ep that timed out already (a connect's) */
 static int ep_close(cdt_ucx_ep ep, int64_t timeout_ms, void *pending_flush)
 {
@@ -377,7 +344,7 @@ static int ep_close(cdt_ucx_ep ep, int64_t timeout_ms, void *pending_flush)
     int64_t deadline = timeout_ms < 0 ? INT64_MAX : cdt__ucx_now_ms() + timeout_ms;
     if (pending_flush != NULL) {
         pthread_mutex_lock(&w->lock);
-        park(ep, pending_flush);
+        cdt__ucx_ep_park(ep, pending_flush);
         pthread_mutex_unlock(&w->lock);
         return CDT_ERR_TIMEOUT;
     }
@@ -395,7 +362,7 @@ static int ep_close(cdt_ucx_ep ep, int64_t timeout_ms, void *pending_flush)
         ucs_status_t st = cdt__ucx_wait_request(w, flush, deadline);
         if (st == UCS_ERR_TIMED_OUT) {
             pthread_mutex_lock(&w->lock);
-            park(ep, flush);
+            cdt__ucx_ep_park(ep, flush);
             pthread_mutex_unlock(&w->lock);
             return CDT_ERR_TIMEOUT;
         }

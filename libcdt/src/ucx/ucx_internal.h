@@ -71,7 +71,7 @@ struct cdt_ucx_worker_s {
     cdt_ucx_protocol protocol; /* CDT_UCX_PROTOCOL_AUTO: per endpoint */
     /* sends over a shared-memory FIFO end with CDT_ERR_TIMEOUT this long after their post
      * (< 0: never); fifo_sends counts those pending, so progress looks at their deadlines
-     * only while there are some (ucx_send.c) */
+     * only while there are some (ucx_send_track.c) */
     int64_t fifo_stall_ms;
     int fifo_sends;
     int parked; /* endpoints whose close waits for a flush (cdt__ucx_close_parked) */
@@ -130,10 +130,10 @@ struct cdt_ucx_ep_s {
      * cdt__ucx_ep_wait_wired) */
     bool wired;
     bool closing; /* closed by the user, UCX's close still under way: freed with the worker */
-    /* closed while a flush was in flight: the forced close waits for it (ucx_endpoint.c) */
+    /* closed while a flush was in flight: the forced close waits for it (ucx_ep_park.c) */
     void *parked_flush;
     /* sends posted on this endpoint and not done (linked by ep_next/ep_prev): a failure or a
-     * close of the endpoint ends them, also where UCX keeps their operations (ucx_send.c) */
+     * close of the endpoint ends them, also where UCX keeps their operations (ucx_send_track.c) */
     struct cdt_ucx_request_s *sends;
     struct cdt_ucx_ep_s *next, *prev;
 };
@@ -254,14 +254,15 @@ struct cdt_ucx_request_s {
 CDT__UCX_HIDDEN int cdt__ucx_status(ucs_status_t st);
 CDT__UCX_HIDDEN int64_t cdt__ucx_now_ms(void);
 CDT__UCX_HIDDEN uint64_t cdt__ucx_next_key(cdt_ucx_worker w);
-/* ucx_recv_state.c, lock held: ucp_worker_progress, then the deadlines (rest timeouts,
- * drains), at least every 10 ms and whenever the worker's timer is due */
+/* ucx_progress.c, lock held: ucp_worker_progress, then the deadlines (rest timeouts, drains,
+ * FIFO stall bounds, parked endpoints), at least every 10 ms and whenever the worker's timer
+ * is due */
 CDT__UCX_HIDDEN unsigned cdt__ucx_progress(cdt_ucx_worker w);
 /* ucx_wakeup.c: with wakeup, the worker's event fd (an epoll set of UCX's event fd and the
  * deadline timer, w->efd); without, w->efd = -1. Close: after ucp_worker_destroy. */
 CDT__UCX_HIDDEN int cdt__ucx_wakeup_open(cdt_ucx_worker w);
 CDT__UCX_HIDDEN void cdt__ucx_wakeup_close(cdt_ucx_worker w);
-/* ucx_recv_state.c, lock not held: with wakeup, sleep until the worker has events, a request
+/* ucx_progress.c, lock not held: with wakeup, sleep until the worker has events, a request
  * completed (cdt__ucx_wake), the worker's timer is due, CDT__UCX_SLEEP_MAX_MS pass or the
  * deadline does; without wakeup, return at once. */
 #define CDT__UCX_SLEEP_MAX_MS 10
@@ -269,17 +270,22 @@ CDT__UCX_HIDDEN void cdt__ucx_wakeup_close(cdt_ucx_worker w);
  * completes within them; a few tens of microseconds) */
 #define CDT__UCX_SPINS_BEFORE_SLEEP 256
 CDT__UCX_HIDDEN void cdt__ucx_sleep(cdt_ucx_worker w, int64_t deadline);
-/* ucx_recv_state.c, lock not held: progress until the UCX request completes (then it is freed)
+/* ucx_progress.c, lock not held: progress until the UCX request completes (then it is freed)
  * or the deadline passes. Returns the UCX status, or UCS_ERR_TIMED_OUT (the request is then
  * still pending, the caller's to free). NULL and error pointers return at once. */
 CDT__UCX_HIDDEN ucs_status_t cdt__ucx_wait_request(cdt_ucx_worker w, void *req, int64_t deadline);
-/* ucx_recv_state.c, lock held: something is due at `deadline`: the wakeup timer fires by then */
+/* ucx_progress.c, lock held: end what is due at `now` (each layer's deadlines) */
+CDT__UCX_HIDDEN void cdt__ucx_expire(cdt_ucx_worker w, int64_t now);
+/* ucx_wakeup.c, lock held: something is due at `deadline`: the wakeup timer fires by then; the
+ * timer fires at `at` (ms of cdt__ucx_now_ms), or never (INT64_MAX) */
 CDT__UCX_HIDDEN void cdt__ucx_deadline_added(cdt_ucx_worker w, int64_t deadline);
+CDT__UCX_HIDDEN void cdt__ucx_timer_set(cdt_ucx_worker w, int64_t at);
 /* ucx_recv_state.c: fail receives part-way through a message after a peer failure */
 CDT__UCX_HIDDEN void cdt__ucx_fail_body_recvs(cdt_ucx_worker w, int status);
 /* ucx_recv_state.c, lock held: fail matched receives past their rest deadline, cancel expired
- * drains; cancel every drain (destroy) */
-CDT__UCX_HIDDEN void cdt__ucx_expire(cdt_ucx_worker w, int64_t now);
+ * drains; the earliest of those deadlines (INT64_MAX: none); cancel every drain (destroy) */
+CDT__UCX_HIDDEN void cdt__ucx_expire_recvs(cdt_ucx_worker w, int64_t now);
+CDT__UCX_HIDDEN int64_t cdt__ucx_recv_next_deadline(cdt_ucx_worker w);
 CDT__UCX_HIDDEN void cdt__ucx_drains_cancel_all(cdt_ucx_worker w);
 CDT__UCX_HIDDEN void cdt__ucx_drains_free_all(cdt_ucx_worker w);
 /* ucx_recv_state.c, lock held: abandon a receive (cdt_ucx_request_cancel) */
@@ -308,7 +314,7 @@ CDT__UCX_HIDDEN void cdt__ucx_orphans_free_all(cdt_ucx_worker w);
 /* cdt_ucx_worker_destroy: free the pooled requests */
 CDT__UCX_HIDDEN void cdt__ucx_request_pool_clear(cdt_ucx_worker w);
 CDT__UCX_HIDDEN void cdt__ucx_request_set_error(cdt_ucx_request r, int status);
-/* ucx_recv_state.c, lock held: make the worker's event fd readable (with wakeup), so that a
+/* ucx_wakeup.c, lock held: make the worker's event fd readable (with wakeup), so that a
  * thread asleep on it, the library's or an application's, wakes and progresses: at every
  * request's completion (also by cancel, a deadline or an endpoint's end) and after progress
  * that handled events. One signal per arm: after ucp_worker_arm, whose read of UCX's event fd
@@ -335,16 +341,19 @@ CDT__UCX_HIDDEN void *cdt__ucx_frame_alloc(void *arg, size_t bytes);
 CDT__UCX_HIDDEN void cdt__ucx_frame_release(void *arg, void *p, size_t bytes);
 /* ucx_endpoint.c */
 CDT__UCX_HIDDEN void cdt__ucx_ep_force_close_all(cdt_ucx_worker w);
-/* ucx_endpoint.c, lock held: close by force the parked endpoints whose flush ended */
+/* ucx_ep_park.c, lock held: park an endpoint with the flush its close waits for (its sends
+ * ended); close by force the parked endpoints whose flush ended */
+CDT__UCX_HIDDEN void cdt__ucx_ep_park(struct cdt_ucx_ep_s *ep, void *flush);
 CDT__UCX_HIDDEN void cdt__ucx_close_parked(cdt_ucx_worker w);
 /* ucx_request_pool.c: free what a send request keeps (frame, staging buffers) */
 CDT__UCX_HIDDEN void cdt__ucx_send_release(cdt_ucx_request r);
-/* ucx_send.c, lock held: a posted send joins its endpoint's list (unless it is done); take
- * every send off an endpoint's list (it failed or is closed) and end it with `status` now,
- * whatever UCX still holds of it, where that is safe (no cma) */
+/* ucx_send_track.c, lock held: a posted send joins its endpoint's list (unless it is done),
+ * and leaves it; take every send off an endpoint's list (it failed or is closed) and end it
+ * with `status` now, whatever UCX still holds of it, where that is safe (no cma) */
 CDT__UCX_HIDDEN void cdt__ucx_send_track(struct cdt_ucx_ep_s *ep, cdt_ucx_request r);
+CDT__UCX_HIDDEN void cdt__ucx_send_unlink(cdt_ucx_request r);
 CDT__UCX_HIDDEN void cdt__ucx_ep_end_sends(struct cdt_ucx_ep_s *ep, int status);
-/* ucx_send.c, lock held: end the sends over a shared-memory FIFO past their stall deadline
+/* ucx_send_track.c, lock held: end the sends over a shared-memory FIFO past their stall deadline
  * with CDT_ERR_TIMEOUT; the earliest stall deadline left (INT64_MAX: none) */
 CDT__UCX_HIDDEN void cdt__ucx_expire_sends(cdt_ucx_worker w, int64_t now);
 CDT__UCX_HIDDEN int64_t cdt__ucx_next_stall(cdt_ucx_worker w);

@@ -1,16 +1,53 @@
 /*
  * ucx_wakeup.c - the worker's event fd for an application's event loop (cdt_ucx_worker_fd,
  * cdt_ucx_worker_arm), and making it (cdt__ucx_wakeup_open). The fd is an epoll set of UCX's
- * own event fd and a timer that the receive side sets to its earliest deadline
- * (ucx_recv_state.c), so a sleeper wakes for a deadline too. The library's own blocking calls
- * sleep on the same fd through cdt__ucx_sleep (ucx_recv_state.c, beside the progress it pairs
- * with).
+ * own event fd and a timer set to the worker's earliest deadline (cdt__ucx_deadline_added, and
+ * progress rearms it: ucx_progress.c), so a sleeper wakes for a deadline too; every completion
+ * signals it (cdt__ucx_wake). The library's own blocking calls sleep on the same fd through
+ * cdt__ucx_sleep (ucx_progress.c, beside the progress it pairs with). Calls no other file.
  */
 #include "ucx_internal.h"
 
 #include <sys/epoll.h>
 #include <sys/timerfd.h>
 #include <unistd.h>
+
+/* ---- the deadline timer (wakeup): the worker's event fd becomes readable when its earliest
+ * deadline is due, so that a thread asleep on it learns of a deadline with nothing arriving
+ * on the wire. Armed early (a new deadline before the timer), and moved later only once it
+ * fired: a deadline that ends early (its receive completed) costs one spurious wakeup, not
+ * a system call per receive. ---- */
+
+/* lock held: the timer fires at `at` (ms of cdt__ucx_now_ms, CLOCK_MONOTONIC), or never */
+void cdt__ucx_timer_set(cdt_ucx_worker w, int64_t at)
+{
+    struct itimerspec its = {0}; /* all zero: disarmed (its expiration count reset too) */
+    if (at != INT64_MAX) {
+        its.it_value.tv_sec = (time_t)(at / 1000);
+        its.it_value.tv_nsec = (long)(at % 1000) * 1000000L;
+        if (its.it_value.tv_sec == 0 && its.it_value.tv_nsec == 0)
+            its.it_value.tv_nsec = 1; /* zero would disarm it */
+    }
+    if (timerfd_settime(w->timer_fd, TFD_TIMER_ABSTIME, &its, NULL) == 0)
+        w->timer_at = at;
+    else
+        w->timer_at = 0; /* cannot happen with a valid fd; progress then expires every call */
+}
+
+/* lock held: a receive, drain or send is due at `deadline` (expired once now > deadline) */
+void cdt__ucx_deadline_added(cdt_ucx_worker w, int64_t deadline)
+{
+    if (w->timer_fd >= 0 && deadline < INT64_MAX - 1 && deadline + 1 < w->timer_at)
+        cdt__ucx_timer_set(w, deadline + 1);
+}
+
+void cdt__ucx_wake(cdt_ucx_worker w)
+{
+    if (w->efd >= 0 && !w->wake_pending) {
+        ucp_worker_signal(w->ucp);
+        w->wake_pending = true;
+    }
+}
 
 int cdt__ucx_wakeup_open(cdt_ucx_worker w)
 {

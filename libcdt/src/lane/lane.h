@@ -1,0 +1,193 @@
+/*
+ * lane.h - the lane: a shared-memory segment that one producer process packs into and one
+ * consumer process unpacks from (docs/TRANSPORT.md §10). This component knows nothing of UCX,
+ * frames or types: it owns the segment (a sealed memfd, mapped by the peer through
+ * /proc/<pid>/fd, watched through a pidfd), its two rings (grants from the consumer, stream
+ * bytes from the producer) and the bounds that keep a hostile peer from reaching past its own
+ * object. Every value read from the segment is checked each time it is read; each side keeps
+ * its own copy of what it writes and never reads it back.
+ *
+ * Threads: a lane is used by one thread at a time (the worker's mutex); the peer is another
+ * process.
+ */
+#ifndef CDT_LANE_H
+#define CDT_LANE_H
+
+#include "cdt.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define CDT__LANE_HIDDEN __attribute__((visibility("hidden")))
+
+/* ---- the segment's layout (docs/TRANSPORT.md §10.1) ---- */
+#define CDT__LANE_MAGIC UINT32_C(0x4C544443) /* "CDTL" little-endian */
+#define CDT__LANE_VERSION 1
+#define CDT__LANE_NONCE_SIZE 16
+#define CDT__LANE_OFF_MAGIC 0
+#define CDT__LANE_OFF_VERSION 4
+#define CDT__LANE_OFF_NONCE 8
+#define CDT__LANE_OFF_RING_BYTES 24
+#define CDT__LANE_OFF_GRANT_SLOTS 32
+#define CDT__LANE_OFF_FRAG_BYTES 36
+#define CDT__LANE_OFF_PROD_POS 64
+#define CDT__LANE_OFF_GRANTS_TAKEN 72
+#define CDT__LANE_OFF_CONS_POS 128
+#define CDT__LANE_OFF_GRANTS_POSTED 136
+#define CDT__LANE_OFF_CONSUMER_PID 144
+#define CDT__LANE_OFF_ATTACHED 148
+#define CDT__LANE_OFF_GRANTS 192
+#define CDT__LANE_GRANT_SIZE 16
+
+/* ---- sizes a segment may have: anything else in an offer or a header is refused ---- */
+#define CDT__LANE_RING_MIN (UINT64_C(1) << 16)
+#define CDT__LANE_RING_MAX (UINT64_C(1) << 26)
+#define CDT__LANE_GRANTS_MIN 16u
+#define CDT__LANE_GRANTS_MAX 1024u
+#define CDT__LANE_FRAG_MIN 4096u
+/* defaults (measured: bench/lane, docs/TRANSPORT.md §10.3) */
+#define CDT__LANE_DEFAULT_RING (UINT64_C(1) << 20)
+#define CDT__LANE_DEFAULT_GRANTS 64u
+#define CDT__LANE_DEFAULT_FRAG (1u << 14)
+
+/* the offer a producer sends its peer in a head message (docs/TRANSPORT.md §10.2) */
+#define CDT__LANE_OFFER_SIZE 40
+typedef struct cdt__lane_offer {
+    uint8_t nonce[CDT__LANE_NONCE_SIZE];
+    int32_t pid;
+    int32_t fd;
+    uint64_t ring_bytes;
+    uint32_t grant_slots;
+    uint32_t frag_bytes;
+} cdt__lane_offer;
+
+/* one grant: the consumer asks the producer for the stream of the object `key` */
+typedef struct cdt__lane_grant {
+    uint64_t key;
+    uint64_t stream_len;
+} cdt__lane_grant;
+
+typedef enum { CDT__LANE_PRODUCER = 0, CDT__LANE_CONSUMER = 1 } cdt__lane_role;
+
+/* A lane, one side of it. Fields are the component's; callers use the functions below. */
+typedef struct cdt__lane {
+    unsigned char *base; /* the mapping (or a caller's memory: cdt__lane_view) */
+    size_t map_bytes;    /* mapped bytes: data_off + ring_bytes */
+    size_t data_off;     /* where the data ring starts */
+    uint64_t ring_bytes; /* validated once, never re-read */
+    uint32_t grant_slots;
+    uint32_t frag_bytes;
+    uint8_t nonce[CDT__LANE_NONCE_SIZE];
+    cdt__lane_role role;
+    int owns_mapping; /* munmap on close */
+    int memfd;        /* producer's segment, kept open for the endpoint's life; else -1 */
+    int pidfd;        /* the peer's, once known; else -1 */
+    int error;        /* sticky: CDT_ERR_PEER once the lane broke or the peer died */
+    size_t span;      /* bytes of the last span handed out, not yet published or released */
+    /* producer's own copies */
+    uint64_t prod_pos, cons_seen, grants_taken;
+    /* consumer's own copies */
+    uint64_t cons_pos, granted_end, grants_posted, grants_taken_seen;
+} cdt__lane;
+
+typedef struct cdt__lane_params {
+    uint64_t ring_bytes;  /* 0: default */
+    uint32_t grant_slots; /* 0: default */
+    uint32_t frag_bytes;  /* 0: default */
+} cdt__lane_params;
+
+/* ---- pure: no system call, no allocation (lane_format.c; fuzzed) ---- */
+
+/* The offset of the data ring for grant_slots grants: the header and the grant ring rounded
+ * up to the page size. */
+CDT__LANE_HIDDEN size_t cdt__lane_data_offset(uint32_t grant_slots);
+/* Checks sizes as a segment may have them (CDT_ERR_FRAME_MALFORMED otherwise). */
+CDT__LANE_HIDDEN int cdt__lane_check_sizes(uint64_t ring_bytes, uint32_t grant_slots,
+                                           uint32_t frag_bytes);
+CDT__LANE_HIDDEN void cdt__lane_offer_encode(const cdt__lane_offer *o,
+                                             unsigned char out[CDT__LANE_OFFER_SIZE]);
+/* Parses exactly CDT__LANE_OFFER_SIZE bytes: CDT_ERR_FRAME_MALFORMED for any other length, a
+ * pid <= 0, an fd < 0 or sizes cdt__lane_check_sizes refuses. *out is written on success. */
+CDT__LANE_HIDDEN int cdt__lane_offer_parse(const unsigned char *p, size_t len,
+                                           cdt__lane_offer *out);
+/* Writes a fresh header (positions zero) for the offer's sizes and nonce into mem, which
+ * holds at least cdt__lane_data_offset(o->grant_slots) bytes. */
+CDT__LANE_HIDDEN void cdt__lane_format(unsigned char *mem, const cdt__lane_offer *o);
+/* One side of a lane over memory the caller mapped (bytes long): the header, read once into
+ * private memory, must repeat the offer (magic, version, nonce, sizes) and bytes must be
+ * exactly data offset + ring_bytes; else CDT_ERR_FRAME_MALFORMED. No fd, no pidfd. */
+CDT__LANE_HIDDEN int cdt__lane_view(unsigned char *mem, size_t bytes, cdt__lane_role role,
+                                    const cdt__lane_offer *o, cdt__lane *lane);
+
+/* ---- the rings (lane_ring.c); every function returns the lane's sticky error once set ---- */
+
+/* Producer: the next grant, if the consumer posted one: 1 and *g, 0 none. A grants_posted out
+ * of its bounds breaks the lane (CDT_ERR_PEER). The grant's values are the peer's: the caller
+ * checks the key and the length against what it offered. */
+CDT__LANE_HIDDEN int cdt__lane_take_grant(cdt__lane *lane, cdt__lane_grant *g);
+/* Producer: where the next bytes go: *dst and *len (at most frag_bytes, never across the ring's
+ * end; 0 when the ring is full). A cons_pos out of its bounds breaks the lane. */
+CDT__LANE_HIDDEN int cdt__lane_write_span(cdt__lane *lane, unsigned char **dst, size_t *len);
+/* Producer: publish len bytes written at the last span (len <= that span's length). */
+CDT__LANE_HIDDEN int cdt__lane_publish(cdt__lane *lane, size_t len);
+/* Consumer: post a grant for an object whose stream_len comes from its matched head; *start
+ * is the stream's first position (the consumer's own sum). CDT_ERR_BUSY: the grant ring is
+ * full (try again after the producer took some). */
+CDT__LANE_HIDDEN int cdt__lane_post_grant(cdt__lane *lane, uint64_t key, uint64_t stream_len,
+                                          uint64_t *start);
+/* Consumer: the published bytes at cons_pos: *src, *len (never across the ring's end, never
+ * past what was granted; 0 when none). A prod_pos out of its bounds breaks the lane. */
+CDT__LANE_HIDDEN int cdt__lane_read_span(cdt__lane *lane, const unsigned char **src, size_t *len);
+/* Consumer: release len bytes of the last span (they were unpacked). */
+CDT__LANE_HIDDEN int cdt__lane_release(cdt__lane *lane, size_t len);
+/* Consumer's position (the next byte it reads) and producer's (the next byte it writes). */
+CDT__LANE_HIDDEN uint64_t cdt__lane_position(const cdt__lane *lane);
+
+/* ---- one object's stream through the rings (lane_pump.c) ---- */
+
+/* Packs stream bytes [offset, offset + *used) into dst (n bytes; *used <= n, > 0 while bytes
+ * are left), as cdt_op_pack or cdt_frame_gather do. Returns a status. */
+typedef int(cdt__lane_pack_fn)(void *state, uint64_t offset, unsigned char *dst, size_t n,
+                               size_t *used);
+/* Unpacks n stream bytes found at offset, as cdt_op_unpack or cdt_decoder_write do. */
+typedef int(cdt__lane_unpack_fn)(void *state, uint64_t offset, const unsigned char *src, size_t n);
+
+/* Producer: pack the object's stream bytes [*offset, len) into the ring while it has room,
+ * publishing each fragment as soon as it is packed (so the consumer unpacks one while the
+ * next is packed). 1: all published; 0: the ring is full, call again; else the lane's error or
+ * the callback's (CDT_ERR_CALLBACK for a callback that packs nothing). *offset advances by what
+ * was published. */
+CDT__LANE_HIDDEN int cdt__lane_pump_out(cdt__lane *lane, cdt__lane_pack_fn *pack, void *state,
+                                        uint64_t *offset, uint64_t len);
+/* Consumer: unpack the object's published bytes [*offset, len) and release them. bounce NULL:
+ * unpack reads the ring itself (types that read each byte once); else bounce holds frag_bytes
+ * bytes of private memory, each piece is copied there first and unpack reads the copy, so
+ * bytes it checked cannot change under it (custom types). unpack NULL: the bytes are released
+ * unread (an object whose receive failed: the stream must still be consumed to reach the next
+ * object's). 1: the object is complete; 0: no more bytes now; else the lane's error or the
+ * callback's (*offset then stays before the piece that failed, which was not released). */
+CDT__LANE_HIDDEN int cdt__lane_pump_in(cdt__lane *lane, cdt__lane_unpack_fn *unpack, void *state,
+                                       uint64_t *offset, uint64_t len, unsigned char *bounce);
+
+/* ---- the segment (lane_segment.c) ---- */
+
+/* Producer: a sealed memfd of the given sizes, mapped, its header written; *offer describes it
+ * for the peer. CDT_ERR_UNSUPPORTED where the system has no memfd or sealing,
+ * CDT_ERR_NO_MEMORY where a limit is reached, CDT_ERR_INVALID_ARG for sizes out of range. */
+CDT__LANE_HIDDEN int cdt__lane_create(const cdt__lane_params *params, cdt__lane *lane,
+                                      cdt__lane_offer *offer);
+/* Consumer: map the segment an offer names (pidfd, then /proc/<pid>/fd/<fd>, checked: a
+ * sealed regular file of the exact size whose header repeats the offer), then announce itself
+ * (consumer_pid, attached). CDT_ERR_UNSUPPORTED where it cannot be opened here,
+ * CDT_ERR_FRAME_MALFORMED where the file is not that segment. */
+CDT__LANE_HIDDEN int cdt__lane_attach(const cdt__lane_offer *offer, cdt__lane *lane);
+/* Producer: 1 once the consumer attached (its pidfd is then open), 0 not yet. A consumer pid
+ * that names no process breaks the lane. */
+CDT__LANE_HIDDEN int cdt__lane_attached(cdt__lane *lane);
+/* 1 while the peer's process lives (or is not known yet), 0 once it exited; then the lane's
+ * error is CDT_ERR_PEER. One poll() of the pidfd. */
+CDT__LANE_HIDDEN int cdt__lane_peer_alive(cdt__lane *lane);
+/* Unmap, close the memfd and the pidfd. Safe on a zeroed or already closed lane. */
+CDT__LANE_HIDDEN void cdt__lane_close(cdt__lane *lane);
+
+#endif

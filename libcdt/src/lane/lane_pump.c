@@ -1,0 +1,74 @@
+/*
+ * lane_pump.c - one object's stream through a lane (docs/TRANSPORT.md §10.3-4): the producer
+ * packs straight into the ring fragment by fragment and publishes each at once; the consumer
+ * unpacks each published fragment straight out of the ring, or out of a private copy for a
+ * type whose callbacks may read a byte twice (a length checked, then used), and releases it.
+ * The stream's length and the consumer's position are the caller's (from the matched head),
+ * never the segment's.
+ */
+#include "lane/lane.h"
+
+#include <string.h>
+
+int cdt__lane_pump_out(cdt__lane *lane, cdt__lane_pack_fn *pack, void *state, uint64_t *offset,
+                       uint64_t len)
+{
+    if (lane == NULL || pack == NULL || offset == NULL || *offset > len)
+        return CDT_ERR_INVALID_ARG;
+    while (*offset < len) {
+        unsigned char *dst;
+        size_t room;
+        int rc = cdt__lane_write_span(lane, &dst, &room);
+        if (rc != CDT_SUCCESS)
+            return rc;
+        if (room == 0)
+            return 0;
+        size_t n = len - *offset < room ? (size_t)(len - *offset) : room;
+        size_t used = 0;
+        rc = pack(state, *offset, dst, n, &used);
+        if (rc != CDT_SUCCESS)
+            return rc;
+        if (used == 0 || used > n)
+            return CDT_ERR_CALLBACK;
+        rc = cdt__lane_publish(lane, used);
+        if (rc != CDT_SUCCESS)
+            return rc;
+        *offset += used;
+    }
+    return 1;
+}
+
+int cdt__lane_pump_in(cdt__lane *lane, cdt__lane_unpack_fn *unpack, void *state, uint64_t *offset,
+                      uint64_t len, unsigned char *bounce)
+{
+    if (lane == NULL || offset == NULL || *offset > len)
+        return CDT_ERR_INVALID_ARG;
+    while (*offset < len) {
+        const unsigned char *src;
+        size_t avail;
+        int rc = cdt__lane_read_span(lane, &src, &avail);
+        if (rc != CDT_SUCCESS)
+            return rc;
+        if (avail == 0)
+            return 0;
+        /* the span may run on into the next object's bytes: only this object's are taken */
+        size_t n = len - *offset < avail ? (size_t)(len - *offset) : avail;
+        if (bounce != NULL && n > lane->frag_bytes)
+            n = lane->frag_bytes;
+        if (unpack != NULL) {
+            const unsigned char *from = src;
+            if (bounce != NULL) {
+                memcpy(bounce, src, n);
+                from = bounce;
+            }
+            rc = unpack(state, *offset, from, n);
+            if (rc != CDT_SUCCESS)
+                return rc;
+        }
+        rc = cdt__lane_release(lane, n);
+        if (rc != CDT_SUCCESS)
+            return rc;
+        *offset += n;
+    }
+    return 1;
+}

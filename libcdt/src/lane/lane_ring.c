@@ -1,0 +1,171 @@
+/*
+ * lane_ring.c - the lane's two single-producer/single-consumer rings (docs/TRANSPORT.md §10.3-4):
+ * grants, written by the consumer and read by the producer, and stream bytes, written by the
+ * producer and read by the consumer. Positions are 64-bit byte (or grant) counts that only
+ * grow; a ring index is a position masked with a size validated when the lane was set up.
+ *
+ * The peer can write any byte of the segment at any time, so: every position read from the
+ * segment is checked against this side's own copies each time it is read, and a value out of
+ * its bounds breaks the lane (sticky CDT_ERR_PEER) instead of being used; this side never reads
+ * back what it wrote. The acquire load of a position orders the bytes it covers; the release
+ * store of one publishes them.
+ */
+#include "lane/lane.h"
+
+static uint64_t *field(const cdt__lane *lane, size_t off)
+{
+    return (uint64_t *)(void *)(lane->base + off);
+}
+
+static uint64_t load_acquire(const cdt__lane *lane, size_t off)
+{
+    return __atomic_load_n(field(lane, off), __ATOMIC_ACQUIRE);
+}
+
+static void store_release(cdt__lane *lane, size_t off, uint64_t v)
+{
+    __atomic_store_n(field(lane, off), v, __ATOMIC_RELEASE);
+}
+
+static int broken(cdt__lane *lane)
+{
+    lane->error = CDT_ERR_PEER;
+    return CDT_ERR_PEER;
+}
+
+static int usable(const cdt__lane *lane, cdt__lane_role role)
+{
+    if (lane == NULL || lane->base == NULL || lane->role != role)
+        return CDT_ERR_INVALID_ARG;
+    return lane->error;
+}
+
+static uint64_t min_u64(uint64_t a, uint64_t b)
+{
+    return a < b ? a : b;
+}
+
+/* ---- producer ---- */
+
+int cdt__lane_take_grant(cdt__lane *lane, cdt__lane_grant *g)
+{
+    int rc = usable(lane, CDT__LANE_PRODUCER);
+    if (rc != CDT_SUCCESS)
+        return rc;
+    if (g == NULL)
+        return CDT_ERR_INVALID_ARG;
+    uint64_t posted = load_acquire(lane, CDT__LANE_OFF_GRANTS_POSTED);
+    if (posted == lane->grants_taken)
+        return 0;
+    /* a consumer cannot post more grants than the ring holds, nor take some back */
+    if (posted < lane->grants_taken || posted - lane->grants_taken > lane->grant_slots)
+        return broken(lane);
+    size_t slot = (size_t)(lane->grants_taken & (lane->grant_slots - 1));
+    size_t off = CDT__LANE_OFF_GRANTS + slot * CDT__LANE_GRANT_SIZE;
+    g->key = __atomic_load_n(field(lane, off), __ATOMIC_RELAXED);
+    g->stream_len = __atomic_load_n(field(lane, off + 8), __ATOMIC_RELAXED);
+    /* copied: the slot may be reused from now on */
+    lane->grants_taken++;
+    store_release(lane, CDT__LANE_OFF_GRANTS_TAKEN, lane->grants_taken);
+    return 1;
+}
+
+int cdt__lane_write_span(cdt__lane *lane, unsigned char **dst, size_t *len)
+{
+    int rc = usable(lane, CDT__LANE_PRODUCER);
+    if (rc != CDT_SUCCESS)
+        return rc;
+    if (dst == NULL || len == NULL)
+        return CDT_ERR_INVALID_ARG;
+    uint64_t cons = load_acquire(lane, CDT__LANE_OFF_CONS_POS);
+    /* the consumer releases only what was published, and never takes a release back */
+    if (cons < lane->cons_seen || cons > lane->prod_pos)
+        return broken(lane);
+    lane->cons_seen = cons;
+    uint64_t room = cons + lane->ring_bytes - lane->prod_pos; /* prod_pos - cons <= ring_bytes */
+    uint64_t at = lane->prod_pos & (lane->ring_bytes - 1);
+    uint64_t n = min_u64(min_u64(room, lane->ring_bytes - at), lane->frag_bytes);
+    *dst = lane->base + lane->data_off + at;
+    *len = (size_t)n;
+    lane->span = (size_t)n;
+    return CDT_SUCCESS;
+}
+
+int cdt__lane_publish(cdt__lane *lane, size_t len)
+{
+    int rc = usable(lane, CDT__LANE_PRODUCER);
+    if (rc != CDT_SUCCESS)
+        return rc;
+    if (len > lane->span)
+        return CDT_ERR_INVALID_ARG;
+    lane->span -= len;
+    lane->prod_pos += len;
+    store_release(lane, CDT__LANE_OFF_PROD_POS, lane->prod_pos);
+    return CDT_SUCCESS;
+}
+
+/* ---- consumer ---- */
+
+int cdt__lane_post_grant(cdt__lane *lane, uint64_t key, uint64_t stream_len, uint64_t *start)
+{
+    int rc = usable(lane, CDT__LANE_CONSUMER);
+    if (rc != CDT_SUCCESS)
+        return rc;
+    if (start == NULL || stream_len > UINT64_MAX / 2 - lane->granted_end)
+        return CDT_ERR_INVALID_ARG;
+    uint64_t taken = load_acquire(lane, CDT__LANE_OFF_GRANTS_TAKEN);
+    /* the producer takes only grants that were posted, and never gives one back */
+    if (taken < lane->grants_taken_seen || taken > lane->grants_posted)
+        return broken(lane);
+    lane->grants_taken_seen = taken;
+    if (lane->grants_posted - taken >= lane->grant_slots)
+        return CDT_ERR_BUSY;
+    size_t slot = (size_t)(lane->grants_posted & (lane->grant_slots - 1));
+    size_t off = CDT__LANE_OFF_GRANTS + slot * CDT__LANE_GRANT_SIZE;
+    __atomic_store_n(field(lane, off), key, __ATOMIC_RELAXED);
+    __atomic_store_n(field(lane, off + 8), stream_len, __ATOMIC_RELAXED);
+    /* the object's place is this side's own sum, never read from the segment */
+    *start = lane->granted_end;
+    lane->granted_end += stream_len;
+    lane->grants_posted++;
+    store_release(lane, CDT__LANE_OFF_GRANTS_POSTED, lane->grants_posted);
+    return CDT_SUCCESS;
+}
+
+int cdt__lane_read_span(cdt__lane *lane, const unsigned char **src, size_t *len)
+{
+    int rc = usable(lane, CDT__LANE_CONSUMER);
+    if (rc != CDT_SUCCESS)
+        return rc;
+    if (src == NULL || len == NULL)
+        return CDT_ERR_INVALID_ARG;
+    uint64_t prod = load_acquire(lane, CDT__LANE_OFF_PROD_POS);
+    /* a producer writes only into released room, and only the streams it was granted */
+    if (prod < lane->cons_pos || prod - lane->cons_pos > lane->ring_bytes ||
+        prod > lane->granted_end)
+        return broken(lane);
+    uint64_t at = lane->cons_pos & (lane->ring_bytes - 1);
+    uint64_t n = min_u64(prod - lane->cons_pos, lane->ring_bytes - at);
+    *src = lane->base + lane->data_off + at;
+    *len = (size_t)n;
+    lane->span = (size_t)n;
+    return CDT_SUCCESS;
+}
+
+int cdt__lane_release(cdt__lane *lane, size_t len)
+{
+    int rc = usable(lane, CDT__LANE_CONSUMER);
+    if (rc != CDT_SUCCESS)
+        return rc;
+    if (len > lane->span)
+        return CDT_ERR_INVALID_ARG;
+    lane->span -= len;
+    lane->cons_pos += len;
+    store_release(lane, CDT__LANE_OFF_CONS_POS, lane->cons_pos);
+    return CDT_SUCCESS;
+}
+
+uint64_t cdt__lane_position(const cdt__lane *lane)
+{
+    return lane->role == CDT__LANE_PRODUCER ? lane->prod_pos : lane->cons_pos;
+}

@@ -1,0 +1,235 @@
+/*
+ * lane_segment.c - the lane's segment between two processes (docs/TRANSPORT.md §10.1-2, 10.5):
+ * the producer's sealed memfd, the consumer's mapping of it through /proc/<pid>/fd/<fd>, and the
+ * pidfds through which each side learns that the other exited.
+ *
+ * Why these: a memfd has no name anywhere, so no SIGKILL at any point can leave a file in
+ * /dev/shm; its seals keep a peer from shrinking it under our mapping (a mapping past a file's
+ * end raises SIGBUS); opening another process's descriptor through /proc needs ptrace *read*
+ * access, which Yama's ptrace_scope=1 does not restrict (cross-memory attach needs attach
+ * access, which it refuses); a pidfd turns readable when its process exits, whoever reaped it.
+ */
+#define _GNU_SOURCE
+#include "lane/lane.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#define CDT__LANE_SEALS (F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL)
+#define CDT__LANE_MEMFD_NAME "cdt-lane"
+/* what /proc/<pid>/fd/<fd> reads as for such a memfd */
+#define CDT__LANE_MEMFD_LINK "/memfd:" CDT__LANE_MEMFD_NAME " (deleted)"
+
+static int pidfd_open_(pid_t pid)
+{
+#ifdef SYS_pidfd_open
+    return (int)syscall(SYS_pidfd_open, pid, 0);
+#else
+    (void)pid;
+    errno = ENOSYS;
+    return -1;
+#endif
+}
+
+static int random_bytes(uint8_t *p, size_t n)
+{
+    while (n > 0) {
+        ssize_t got = getrandom(p, n, 0);
+        if (got < 0) {
+            if (errno == EINTR)
+                continue;
+            return -1;
+        }
+        p += got;
+        n -= (size_t)got;
+    }
+    return 0;
+}
+
+/* errno of a failed memfd/mmap/ftruncate as a status: a limit, or no such facility */
+static int errno_status(int e)
+{
+    return (e == ENOSYS || e == EINVAL || e == EPERM) ? CDT_ERR_UNSUPPORTED : CDT_ERR_NO_MEMORY;
+}
+
+int cdt__lane_create(const cdt__lane_params *params, cdt__lane *lane, cdt__lane_offer *offer)
+{
+    if (lane == NULL || offer == NULL)
+        return CDT_ERR_INVALID_ARG;
+    cdt__lane_offer o;
+    memset(&o, 0, sizeof o);
+    o.ring_bytes = params && params->ring_bytes ? params->ring_bytes : CDT__LANE_DEFAULT_RING;
+    o.grant_slots = params && params->grant_slots ? params->grant_slots : CDT__LANE_DEFAULT_GRANTS;
+    o.frag_bytes = params && params->frag_bytes ? params->frag_bytes : CDT__LANE_DEFAULT_FRAG;
+    if (cdt__lane_check_sizes(o.ring_bytes, o.grant_slots, o.frag_bytes) != CDT_SUCCESS)
+        return CDT_ERR_INVALID_ARG;
+    if (random_bytes(o.nonce, sizeof o.nonce) != 0)
+        return CDT_ERR_UNSUPPORTED;
+    size_t total = cdt__lane_data_offset(o.grant_slots) + (size_t)o.ring_bytes;
+    int fd = memfd_create(CDT__LANE_MEMFD_NAME, MFD_CLOEXEC | MFD_ALLOW_SEALING);
+    if (fd < 0)
+        return errno_status(errno);
+    int rc;
+    if (ftruncate(fd, (off_t)total) != 0) {
+        rc = errno_status(errno);
+        goto err_fd;
+    }
+    if (fcntl(fd, F_ADD_SEALS, CDT__LANE_SEALS) != 0) {
+        rc = CDT_ERR_UNSUPPORTED;
+        goto err_fd;
+    }
+    /* populated now: the first pass through the ring takes no page faults */
+    void *mem = mmap(NULL, total, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, 0);
+    if (mem == MAP_FAILED) {
+        rc = errno_status(errno);
+        goto err_fd;
+    }
+    o.pid = (int32_t)getpid();
+    o.fd = fd;
+    cdt__lane_format(mem, &o);
+    rc = cdt__lane_view(mem, total, CDT__LANE_PRODUCER, &o, lane);
+    if (rc != CDT_SUCCESS) {
+        munmap(mem, total);
+        goto err_fd;
+    }
+    lane->owns_mapping = 1;
+    lane->memfd = fd;
+    *offer = o;
+    return CDT_SUCCESS;
+err_fd:
+    close(fd);
+    return rc;
+}
+
+int cdt__lane_attach(const cdt__lane_offer *offer, cdt__lane *lane)
+{
+    if (offer == NULL || lane == NULL || offer->pid <= 0 || offer->fd < 0)
+        return CDT_ERR_INVALID_ARG;
+    if (cdt__lane_check_sizes(offer->ring_bytes, offer->grant_slots, offer->frag_bytes) !=
+        CDT_SUCCESS)
+        return CDT_ERR_FRAME_MALFORMED;
+    size_t total = cdt__lane_data_offset(offer->grant_slots) + (size_t)offer->ring_bytes;
+    /* the pidfd first: if the pid is reused before the open below, the file is the new
+     * process's, which cannot hold the nonce */
+    int pidfd = pidfd_open_((pid_t)offer->pid);
+    if (pidfd < 0)
+        return errno == ESRCH ? CDT_ERR_PEER : CDT_ERR_UNSUPPORTED;
+    char path[64], target[64];
+    snprintf(path, sizeof path, "/proc/%d/fd/%d", (int)offer->pid, (int)offer->fd);
+    /* Before opening anything, the descriptor must name a lane's memfd: the offer is the
+     * peer's, and opening whatever file it names (a device, a file on a stalled network or
+     * FUSE mount) could block us or have effects of its own. No other file has this name:
+     * it would be a file "memfd:cdt-lane (deleted)" in the root folder. */
+    int rc;
+    ssize_t tn = readlink(path, target, sizeof target - 1);
+    if (tn < 0) {
+        rc = CDT_ERR_UNSUPPORTED; /* no such descriptor, or no read access to it */
+        goto err_pidfd;
+    }
+    target[tn] = '\0';
+    if (strcmp(target, CDT__LANE_MEMFD_LINK) != 0) {
+        rc = CDT_ERR_FRAME_MALFORMED;
+        goto err_pidfd;
+    }
+    /* O_NONBLOCK, O_NOCTTY: should the descriptor change between the check and the open */
+    int fd = open(path, O_RDWR | O_NOCTTY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) {
+        rc = CDT_ERR_UNSUPPORTED;
+        goto err_pidfd;
+    }
+    struct stat st;
+    int seals = fcntl(fd, F_GET_SEALS);
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || (uint64_t)st.st_size != total || seals < 0 ||
+        (seals & (F_SEAL_SHRINK | F_SEAL_SEAL)) != (F_SEAL_SHRINK | F_SEAL_SEAL)) {
+        rc = CDT_ERR_FRAME_MALFORMED;
+        goto err_fd;
+    }
+    void *mem = mmap(NULL, total, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, 0);
+    if (mem == MAP_FAILED) {
+        rc = errno_status(errno);
+        goto err_fd;
+    }
+    close(fd); /* the mapping keeps the memory */
+    rc = cdt__lane_view(mem, total, CDT__LANE_CONSUMER, offer, lane);
+    if (rc != CDT_SUCCESS) {
+        munmap(mem, total);
+        close(pidfd);
+        return rc;
+    }
+    lane->owns_mapping = 1;
+    lane->pidfd = pidfd;
+    __atomic_store_n((uint32_t *)(void *)(lane->base + CDT__LANE_OFF_CONSUMER_PID),
+                     (uint32_t)getpid(), __ATOMIC_RELAXED);
+    __atomic_store_n((uint32_t *)(void *)(lane->base + CDT__LANE_OFF_ATTACHED), 1u,
+                     __ATOMIC_RELEASE);
+    return CDT_SUCCESS;
+err_fd:
+    close(fd);
+err_pidfd:
+    close(pidfd);
+    return rc;
+}
+
+int cdt__lane_attached(cdt__lane *lane)
+{
+    if (lane == NULL || lane->base == NULL || lane->role != CDT__LANE_PRODUCER)
+        return CDT_ERR_INVALID_ARG;
+    if (lane->error != CDT_SUCCESS)
+        return lane->error;
+    if (lane->pidfd >= 0)
+        return 1;
+    if (__atomic_load_n((uint32_t *)(void *)(lane->base + CDT__LANE_OFF_ATTACHED),
+                        __ATOMIC_ACQUIRE) != 1u)
+        return 0;
+    int32_t pid = (int32_t)__atomic_load_n(
+        (uint32_t *)(void *)(lane->base + CDT__LANE_OFF_CONSUMER_PID), __ATOMIC_RELAXED);
+    int pidfd = pid > 0 ? pidfd_open_((pid_t)pid) : -1;
+    if (pidfd < 0) { /* no such process: the consumer lied or is gone */
+        lane->error = CDT_ERR_PEER;
+        return CDT_ERR_PEER;
+    }
+    lane->pidfd = pidfd;
+    return 1;
+}
+
+int cdt__lane_peer_alive(cdt__lane *lane)
+{
+    if (lane == NULL || lane->pidfd < 0)
+        return 1;
+    struct pollfd p = {.fd = lane->pidfd, .events = POLLIN};
+    int r;
+    do
+        r = poll(&p, 1, 0);
+    while (r < 0 && errno == EINTR);
+    if (r > 0 && (p.revents & (POLLIN | POLLHUP | POLLERR)) != 0) {
+        lane->error = CDT_ERR_PEER;
+        return 0;
+    }
+    return 1;
+}
+
+void cdt__lane_close(cdt__lane *lane)
+{
+    if (lane == NULL)
+        return;
+    /* descriptors only where create or attach opened them: a zeroed lane holds fd 0 */
+    if (lane->owns_mapping) {
+        if (lane->base != NULL)
+            munmap(lane->base, lane->map_bytes);
+        if (lane->memfd >= 0)
+            close(lane->memfd);
+        if (lane->pidfd >= 0)
+            close(lane->pidfd);
+    }
+    memset(lane, 0, sizeof *lane);
+    lane->memfd = -1;
+    lane->pidfd = -1;
+}
