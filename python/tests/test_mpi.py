@@ -54,14 +54,19 @@ def test_mpi_hostile_rank(nranks, seed):
 
 
 # mpi4py built against Open MPI, beside the MPICH one the interpreter imports (scripts/setup
-# installs it into this folder): the scripts below also run under Open MPI with it first on
-# PYTHONPATH
-OPENMPI_MPI4PY = os.path.join(os.path.dirname(__file__), "..", "..", "_deps", "mpi4py-openmpi")
+# builds it once per machine into the folder scripts/mpi4py_openmpi_dir.py names, in the user's
+# cache): the scripts below also run under Open MPI with it first on PYTHONPATH
+OPENMPI_MPI4PY_DIR = os.path.join(os.path.dirname(__file__), "..", "..", "scripts",
+                                  "mpi4py_openmpi_dir.py")
 
 
 def openmpi():
     """(launcher, environment) of Open MPI with its mpi4py, or skip"""
-    path = os.path.abspath(OPENMPI_MPI4PY)
+    r = subprocess.run([sys.executable, OPENMPI_MPI4PY_DIR], capture_output=True, text=True,
+                       timeout=60)
+    if r.returncode != 0:
+        pytest.skip("no folder for an Open MPI mpi4py here: %s" % r.stderr[-300:])
+    path = r.stdout.strip()
     launcher = shutil.which("mpiexec.openmpi")
     if not os.path.isdir(os.path.join(path, "mpi4py")) or launcher is None:
         pytest.skip("no mpi4py for Open MPI in %s (scripts/setup) or no mpiexec.openmpi" % path)
