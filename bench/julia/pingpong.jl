@@ -9,7 +9,7 @@
 # each, from 128 KiB). Ping-pong: the server sends back what it received (rebuilt, for the
 # object methods); latency = half a round trip, bandwidth = payload bytes / latency (MB = 10^6).
 #
-#   julia --project=julia bench/julia/pingpong.jl [--quick] --csv OUT.csv
+#   julia --project=julia bench/julia/pingpong.jl [--quick|--smoke] --csv OUT.csv
 #
 # CDTYPES_BENCH_SHIM names the raw-UCX shim library (bench/rust/shim.c), built by bench/julia/run.
 using CDTypes
@@ -34,13 +34,18 @@ struct Plan
     warmup::Int
 end
 
-sizes(quick) = quick ?
+# --smoke (the test command): two tiny sizes, a few iterations, nothing judged
+const SMOKE = "--smoke" in ARGS
+
+sizes(quick) =
+    SMOKE ? [16, CHUNK] :
+    quick ?
     [16, 4 * KiB, 128 * KiB, 1 * MiB, 16 * MiB] :
     [16, 256, 4 * KiB, 64 * KiB, 128 * KiB, 1 * MiB, 4 * MiB, 16 * MiB, 64 * MiB]
 
 # the same list in both processes: the server echoes plan by plan
 function plans(quick)
-    budget = quick ? 64 * MiB : 512 * MiB
+    budget = SMOKE ? 1 * MiB : quick ? 64 * MiB : 512 * MiB
     out = Plan[]
     for case in ("one_array", "many_arrays"), size in sizes(quick)
         case == "many_arrays" && size < CHUNK && continue
@@ -188,7 +193,7 @@ function client(quick, csv_path)
         error(
             "CDTYPES_BENCH_SHIM does not name the shim library (bench/julia/run builds it)",
         )
-    args = quick ? ["--server", "--quick"] : ["--server"]
+    args = SMOKE ? ["--server", "--smoke"] : quick ? ["--server", "--quick"] : ["--server"]
     cmd = `$(Base.julia_cmd()) --project=$(Base.active_project()) $(@__FILE__) $args`
     cpu = get(ENV, "BENCH_SERVER_CPU", "")
     if !isempty(cpu) && Sys.which("taskset") !== nothing
@@ -244,14 +249,14 @@ function client(quick, csv_path)
 end
 
 function main(argv)
-    quick = "--quick" in argv
+    quick = "--quick" in argv || SMOKE
     if "--server" in argv
         server(quick)
         return
     end
     i = findfirst(==("--csv"), argv)
     (i === nothing || i == length(argv)) &&
-        error("usage: pingpong.jl [--quick] --csv OUT.csv")
+        error("usage: pingpong.jl [--quick|--smoke] --csv OUT.csv")
     client(quick, argv[i + 1])
 end
 

@@ -41,12 +41,13 @@ CASES = ("dict1k", "array64m", "arrays100")
 METHODS = ("cdtypes", "cdtypes-ring", "pkl5", "buffer")
 
 
-def make(case):
+def make(case, smoke=False):
+    """the case's object; ``smoke``: the same shape, tiny (1 MiB, 4 arrays)"""
     if case == "dict1k":
         return {"key%02d" % i: ("value %d " % i) * 3 if i % 3 else i * 1.5 for i in range(40)}
     if case == "array64m":
-        return np.ones(64 * MiB // 8, dtype=np.float64)
-    return [np.ones(64 * KiB // 8, dtype=np.float64) for _ in range(100)]
+        return np.ones((MiB if smoke else 64 * MiB) // 8, dtype=np.float64)
+    return [np.ones(64 * KiB // 8, dtype=np.float64) for _ in range(4 if smoke else 100)]
 
 
 def payload_bytes(obj):
@@ -103,6 +104,8 @@ def measure(call, iters, reps):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--smoke", action="store_true",
+                    help="tiny objects, one call each: checks that every method runs")
     ap.add_argument("--csv", required=True)
     ap.add_argument("--ops", default=",".join(OPS))
     ap.add_argument("--cases", default=",".join(CASES))
@@ -112,12 +115,13 @@ def main():
     comms = {"cdtypes": cmpi.Intracomm(world), "pkl5": pkl5.Intracomm(world)}
     rows = []
     for case in args.cases.split(","):
-        obj = make(case)
+        obj = make(case, args.smoke)
         nbytes = payload_bytes(obj)
         small = case == "dict1k"
         # many short samples: the median drops those that met another job on the machine
-        iters = 20 if small else 1
-        reps = (15 if args.quick else 41) if small else (3 if args.quick else 5)
+        iters = 20 if small and not args.smoke else 1
+        reps = 1 if args.smoke else (15 if args.quick else 41) if small else (
+            3 if args.quick else 5)
         for op in args.ops.split(","):
             times = {}
             for method in args.methods.split(","):

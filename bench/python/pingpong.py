@@ -114,7 +114,7 @@ class RawUcx:
         ):
             f = getattr(ucp, name)
             f.restype, f.argtypes = res, args
-        lib = _lib.lib
+        lib = _lib.load_ucx()  # the transport's library (the core has no cdt_ucx_ symbol)
         lib.cdt_ucx_worker_handle.restype = lib.cdt_ucx_ep_handle.restype = ctypes.c_void_p
         lib.cdt_ucx_worker_handle.argtypes = lib.cdt_ucx_ep_handle.argtypes = [ctypes.c_void_p]
         self.worker = lib.cdt_ucx_worker_handle(ep.worker._handle())
@@ -188,12 +188,19 @@ def pingpong(send, recv, obj, iters):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--smoke", action="store_true",
+                    help="two tiny sizes, one round each: checks that every method runs")
+    ap.add_argument("--suffix", default="",
+                    help="appended to every method's name (a second set: --suffix=-fifo)")
     ap.add_argument("--csv", required=True)
     ap.add_argument("--sizes", help="comma-separated sizes in bytes (default: the run's list)")
     ap.add_argument("--methods", help="comma-separated methods (default: all)")
     ap.add_argument("--cases", help="comma-separated cases: array, many (default: both)")
     args = ap.parse_args()
-    if args.quick:
+    if args.smoke:
+        sizes = [KiB, 256 * KiB]
+        target, max_iters = 0, 1
+    elif args.quick:
         sizes = [1, KiB, 16 * KiB, 256 * KiB, 4 * KiB * KiB, 64 * KiB * KiB]
         target, max_iters = 0.05, 200
     else:
@@ -218,7 +225,8 @@ def main():
         if rank == 0:
             print("\n# case %s (%s)" % (case, "one NumPy array" if case == "array"
                                         else "128 KiB NumPy arrays adding up to the size"))
-            print("%-12s" % "# Size" + "".join("%16s" % m for m in METHODS) + "   (latency us | MB/s)")
+            print("%-12s" % "# Size" + "".join("%16s" % (m + args.suffix) for m in METHODS)
+                  + "   (latency us | MB/s)")
         for size in sizes:
             line = {}
             for method, fns in METHODS.items():
@@ -229,18 +237,21 @@ def main():
                     send, recv = fns
                 obj = make(case, size) if fns is not None else None
                 base = rss_reset() if size == sizes[-1] else 0
-                pingpong(send, recv, obj, 2)  # warm up (allocations, connections)
-                t = pingpong(send, recv, obj, 2)
-                iters = int(min(max_iters, max(5, target / max(t * 2, 1e-9))))
+                rounds = 1 if args.smoke else 2
+                pingpong(send, recv, obj, rounds)  # warm up (allocations, connections)
+                t = pingpong(send, recv, obj, rounds)
+                iters = int(min(max_iters, max(rounds if args.smoke else 5,
+                                               target / max(t * 2, 1e-9))))
                 iters = comm.bcast(iters, root=0)
                 lat = pingpong(send, recv, obj, iters)
                 nbytes = obj_bytes(case, size)
                 line[method] = (lat * 1e6, nbytes / lat / 1e6)
-                rows.append((case, method, nbytes, "latency_us", lat * 1e6, "us"))
-                rows.append((case, method, nbytes, "bandwidth_mbs", nbytes / lat / 1e6, "MB/s"))
+                label = method + args.suffix
+                rows.append((case, label, nbytes, "latency_us", lat * 1e6, "us"))
+                rows.append((case, label, nbytes, "bandwidth_mbs", nbytes / lat / 1e6, "MB/s"))
                 if size == sizes[-1]:
                     peak = comm.bcast(rss("VmHWM") - base if rank == 1 else None, root=1)
-                    rows.append((case, method, nbytes, "peak_rss_bytes", peak, "B"))
+                    rows.append((case, label, nbytes, "peak_rss_bytes", peak, "B"))
                     line[method] += (peak,)
             if rank == 0:
                 for r in rows:

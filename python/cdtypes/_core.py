@@ -87,12 +87,15 @@ def foreign_writer(stream):
             % (len(memoryview(stream)), head[:8].hex(" ") or "empty", who))
 
 
-def _unpickle(stream, buffers, policy=None, strict=False):
+def _unpickle(stream, buffers, policy=None, strict=False, raw=False):
     """Rebuild the object. The stream is checked first without running it (``strict``, for
     untrusted input: every length and memo index; otherwise what would make pickle fail inside
     an allocation: a BYTEARRAY8 longer than the stream, where CPython frees a half-made
     bytearray and prints "deallocated bytearray object has exported buffers"), then
-    unpickled, with only the globals of ``policy`` (a Restricted) when given."""
+    unpickled, with only the globals of ``policy`` (a Restricted) when given. What pickle
+    raises while rebuilding (a ``__setstate__`` that raises, ...) becomes UnpicklingFailed
+    with the original as ``__cause__``; with ``raw`` (mpi4py.util.pkl5's API, which raises
+    what pickle raises) it propagates itself, with its own traceback."""
     try:
         if strict:
             _stream.check_stream(stream, True)
@@ -109,6 +112,8 @@ def _unpickle(stream, buffers, policy=None, strict=False):
             raise _lib.ForeignFrameError(None, foreign) from e
         raise _lib.UnpicklingFailed(None, "malformed pickle stream: %s" % (e,)) from e
     except Exception as e:
+        if raw:
+            raise
         foreign = foreign_writer(stream)
         if foreign is not None:
             raise _lib.ForeignFrameError(None, foreign) from e

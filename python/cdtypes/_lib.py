@@ -347,6 +347,7 @@ class CdtError(Exception):
 
     def __init__(self, code, detail=None):
         self.code = code
+        self._detail = detail
         if code is None:
             self.name = None
             self.message = detail or "error"
@@ -358,6 +359,11 @@ class CdtError(Exception):
             if detail:
                 text = "%s: %s" % (detail, text)
         super().__init__(text)
+
+    def __reduce__(self):
+        # pickled as (code, detail), which __init__ takes (the default would pass the text as
+        # the code): an executor sends a worker's exception back to its caller pickled
+        return type(self), (self.code, self._detail), self.__dict__
 
 
 class InvalidArgumentError(CdtError, ValueError):

@@ -15,7 +15,9 @@ from the memory they were received into.
 Every receive takes max_bytes / max_regions / allowed as a point-to-point receive does. A rank
 that fails (its object does not pickle, a receive over a limit, a malformed frame, a scatter
 list of the wrong length) sends failure markers in place of the objects it owes, and every call
-ends with an agreement (one MPI_Allreduce of one int): every rank raises, none waits for ever.
+ends with an agreement (one MPI_Allreduce of five ints: who failed, the operation and the root
+each as lowest and highest): every rank raises, none waits for ever, and ranks that disagree on
+the operation or the root fail instead of shifting later calls.
 _mpi_coll_call.py holds the per-call machinery."""
 
 from mpi4py import MPI
@@ -46,11 +48,13 @@ def _role(comm, call, root):
     coll = call.coll
     if coll.inter:
         if root == MPI.PROC_NULL:
-            return "none"
+            return "none"  # states no root in the agreement
         if root == MPI.ROOT:
+            call.root = comm.Get_rank()  # what the other group passes as root (§14.5)
             return "root"
     if not 0 <= root < coll.peers:
         _bad_root(comm)
+    call.root = root
     return "leaf" if coll.inter or coll.me != root else "root"
 
 

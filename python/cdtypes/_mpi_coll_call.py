@@ -14,11 +14,18 @@ from mpi4py import MPI
 
 from . import _lib
 from ._backend import impl as _b
+from . import _mpi_parts
 from . import mpi as _m
 
 _BYTE = MPI.BYTE
 _INT = MPI.INT
 _OK = 2**31 - 1  # the agreement's value of a rank that did not fail (MIN picks a failed one)
+# docs/MPI.md §14.2: added to a head's tag on cc when its object has a parts message, so that a
+# receiver that cannot read the head still knows whether there are parts to drain
+PARTS_FLAG = 8
+_INVALID_ARG = -1  # CDT_ERR_INVALID_ARG: the ranks disagree on the operation or the root
+_OP_MASK = PARTS_FLAG - 1
+_OPS = {1: "bcast", 2: "gather", 3: "scatter", 4: "allgather", 5: "alltoall"}
 _ID = struct.Struct("<I")  # the prefix's id field, at offset 4 (docs/MPI.md §4.1)
 _COLL_KEYVAL = MPI.Comm.Create_keyval()  # on a user's communicator: its _Collectives
 _yield = getattr(os, "sched_yield", lambda: time.sleep(0))
@@ -72,20 +79,30 @@ class _Collectives:
         # bench/results/pycoll_findings.md). The same on every process: the agreement is then
         # an MPI_Iallreduce, which matches no MPI_Allreduce.
         self.yielding = _oversubscribed(self.agree)
-        self._mine, self._all = array.array("i", [0]), array.array("i", [0])
+        self._mine, self._all = array.array("i", [0] * 5), array.array("i", [0] * 5)
 
-    def agreement(self, failed):
-        """MPI_Allreduce(MIN) of this rank's number in the agreement communicator if it
-        failed, else _OK -> the lowest failed rank there, or None when none failed. (Measured:
-        MPI_Iallreduce started earlier, to overlap the root's own copy, cost more than it hid.)"""
-        self._mine[0] = self.agree_rank if failed else _OK
+    def agreement(self, failed, op=0, root=_OK):
+        """MPI_Allreduce(MIN) of (this rank's number in the agreement communicator if it
+        failed, else _OK; op, -op; root, -root, or _OK twice when it states none) -> (the
+        lowest failed rank there or None, None or (what, one value, another) when the ranks
+        disagree on the operation or the root). docs/MPI.md §14.5. (Measured: MPI_Iallreduce
+        started earlier, to overlap the root's own copy, cost more than it hid.)"""
+        mine, out = self._mine, self._all
+        mine[0] = self.agree_rank if failed else _OK
+        mine[1], mine[2] = op, -op
+        mine[3], mine[4] = (root, -root) if root != _OK else (_OK, _OK)
         if self.yielding:
-            request = self.agree.Iallreduce([self._mine, _INT], [self._all, _INT], MPI.MIN)
+            request = self.agree.Iallreduce([mine, _INT], [out, _INT], MPI.MIN)
             while not request.Test():
                 _yield()
         else:
-            self.agree.Allreduce([self._mine, _INT], [self._all, _INT], MPI.MIN)
-        return None if self._all[0] == _OK else self._all[0]
+            self.agree.Allreduce([mine, _INT], [out, _INT], MPI.MIN)
+        differ = None
+        if out[1] != -out[2]:
+            differ = ("operation", _OPS.get(out[1], out[1]), _OPS.get(-out[2], -out[2]))
+        elif out[3] != _OK and out[3] != -out[4]:
+            differ = ("root", out[3], -out[4])
+        return (None if out[0] == _OK else out[0]), differ
 
     def free(self):
         if self.agree is not self.cc:
@@ -134,7 +151,7 @@ def own_copy(out, obj):
     that holds the whole object (one unpickling, no second pickling), else local_copy."""
     if out.parts[0]:
         return local_copy(obj)
-    return _m._rebuild(_b.mpi_unpack(out.head, None, -1, -1)[0], None, None)
+    return _m._rebuild(_b.mpi_unpack(out.head, None, -1, -1)[0], None, None, True)
 
 
 FAILED = object()  # what rebuild() returns for an object this rank does not have
@@ -160,13 +177,14 @@ class Call:
     consuming what they are sent, so that every rank reaches finish(), whose agreement makes
     every rank raise when any did fail (docs/MPI.md §14.4, §14.5)."""
 
-    __slots__ = ("coll", "cc", "tag", "limits", "policy", "error", "peer_failed", "_reqs",
-                 "_frames", "_forwarded")
+    __slots__ = ("coll", "cc", "tag", "root", "limits", "policy", "error", "peer_failed",
+                 "_reqs", "_frames", "_forwarded")
 
     def __init__(self, comm, tag, max_bytes, max_regions, allowed):
         _m._thread_check()
         self.coll = collectives(comm)
         self.cc, self.tag = self.coll.cc, tag
+        self.root = _OK  # the root this rank states in the agreement (_mpi_coll sets it)
         self.limits, self.policy = _m._limits(max_bytes, max_regions, allowed)
         self.error = None  # this rank's own failure (the first)
         self.peer_failed = False  # a failure marker arrived
@@ -197,10 +215,11 @@ class Call:
             if out is None:
                 self._reqs.append(self.cc.Isend([None, 0, _BYTE], dest, self.tag))
                 return
-            self._reqs.append(self.cc.Isend([out.head, _BYTE], dest, self.tag))
-            if out.parts[0]:
-                self._reqs.append(
-                    _m._post_parts(self.coll.pc.Isend, out.parts, dest, out.oid))
+            if not out.parts[0]:
+                self._reqs.append(self.cc.Isend([out.head, _BYTE], dest, self.tag))
+                return
+            self._reqs.append(self.cc.Isend([out.head, _BYTE], dest, self.tag | PARTS_FLAG))
+            self._reqs.append(_m._post_parts(self.coll.pc.Isend, out.parts, dest, out.oid))
         except BaseException as e:
             self.fail(e)
 
@@ -213,26 +232,33 @@ class Call:
         were received), under a fresh id of this rank (§3.2)."""
         status = MPI.Status()
         try:
+            # any tag from this source: under PARTS_FLAG or not, or another operation's
+            # (§14.2); nothing else of this call or another one can be queued from it
             if self.coll.yielding:
-                msg = self.cc.Improbe(source, self.tag, status)
+                msg = self.cc.Improbe(source, MPI.ANY_TAG, status)
                 while msg is None:
                     _yield()
-                    msg = self.cc.Improbe(source, self.tag, status)
+                    msg = self.cc.Improbe(source, MPI.ANY_TAG, status)
             else:
-                msg = self.cc.Mprobe(source, self.tag, status)
+                msg = self.cc.Mprobe(source, MPI.ANY_TAG, status)
+            tag = status.Get_tag()
+            if tag & _OP_MASK != self.tag:
+                _mpi_parts.discard(msg, status.Get_count(_BYTE))
+                parts = self._drain_next(source, tag)
+                self._wait_parts(parts)
+                raise _lib.error(_INVALID_ARG, (
+                    "cdtypes.mpi %s: rank %d sent a message of %s: the ranks disagree on the "
+                    "collective operation" % (_OPS[self.tag], source,
+                                              _OPS.get(tag & _OP_MASK, "tag %d" % tag))))
             if status.Get_count(_BYTE) == 0:  # §14.4: the sender has no object to send
                 msg.Recv([None, 0, _BYTE])
                 self.peer_failed = True
                 return None, None
             head, inc, parts, err = _m._start_head(self.cc, msg, status, None, self.limits)
+            if parts is None and err is not None:  # the head named no parts: drain by tag
+                parts = self._drain_next(source, tag)
             try:
-                if parts is None:
-                    pass
-                elif self.coll.yielding:
-                    while not parts.test():
-                        _yield()
-                else:
-                    parts.wait()
+                self._wait_parts(parts)
             finally:
                 if err is not None:
                     raise err
@@ -247,12 +273,29 @@ class Call:
         self._forwarded.append(out)
         return inc, out
 
+    def _drain_next(self, source, tag):
+        """The drain of a head's parts message found by its tag alone (§14.4): under
+        PARTS_FLAG, the next parts message from ``source`` on pc, whatever its id; None
+        without the flag."""
+        if not tag & PARTS_FLAG:
+            return None
+        return _m._parts_receive(self.coll.pc, source, MPI.ANY_TAG, 0, None, True)
+
+    def _wait_parts(self, parts):
+        if parts is None:
+            return
+        if self.coll.yielding:
+            while not parts.test():
+                _yield()
+        else:
+            parts.wait()
+
     def rebuild(self, inc):
         """The object of a receive() (None: FAILED), unpickled under the call's allow-list."""
         if inc is None:
             return FAILED
         try:
-            return _m._rebuild(inc, self.limits, self.policy)
+            return _m._rebuild(inc, self.limits, self.policy, True)
         except BaseException as e:
             self.fail(e)
             return FAILED
@@ -261,8 +304,13 @@ class Call:
         return self.rebuild(self.receive(source)[0])
 
     def finish(self, name):
-        """Wait for this rank's sends, then the agreement: raises this rank's own error, or
-        PeerError when another rank failed (the failed rank named)."""
+        """The agreement, then wait for this rank's sends (§14.5): raises InvalidArgumentError
+        when the ranks disagree on the operation or the root (every message of the call
+        consumed first), this rank's own error, or PeerError when another rank failed (the
+        failed rank named)."""
+        failed, differ = self.coll.agreement(self.error is not None, self.tag, self.root)
+        if differ is not None:
+            self._sweep()
         try:
             if self.coll.yielding:
                 while not MPI.Request.Testall(self._reqs):
@@ -275,7 +323,10 @@ class Call:
             self.fail(e)
             _IN_FLIGHT.append((self._frames, self._forwarded))
         self._reqs = self._frames = self._forwarded = None
-        failed = self.coll.agreement(self.error is not None)
+        if differ is not None:
+            raise _lib.error(_INVALID_ARG, (
+                "cdtypes.mpi %s: the ranks disagree on the %s (%s at one rank, %s at another); "
+                "the call failed on every rank" % ((name,) + differ)))
         if self.error is not None:
             raise self.error
         if failed is not None or self.peer_failed:
@@ -284,3 +335,32 @@ class Call:
                 "rank %d of the intercommunicator's two groups merged") % failed
             raise _lib.error(-21, "cdtypes.mpi %s: %s failed, so the collective failed on every "
                              "rank" % (name, where))
+
+    def _sweep(self):
+        """After a disagreement (§14.5): consume, unread, every message of the call still
+        queued for this rank on cc and pc, until this rank's sends completed and then a
+        barrier of every rank did (after it, every rank's sends completed), then once more;
+        a second barrier keeps every rank's next call from sending before every rank looked
+        for the last time."""
+        agree, queues = self.coll.agree, (self.cc, self.coll.pc)
+        barrier, status = None, MPI.Status()
+
+        def sweep():
+            for q in queues:
+                msg = q.Improbe(MPI.ANY_SOURCE, MPI.ANY_TAG, status)
+                while msg is not None:
+                    _mpi_parts.discard(msg, status.Get_count(_BYTE))
+                    msg = q.Improbe(MPI.ANY_SOURCE, MPI.ANY_TAG, status)
+
+        while True:
+            sweep()
+            if barrier is None:
+                if MPI.Request.Testall(self._reqs):
+                    barrier = agree.Ibarrier()
+            elif barrier.Test():
+                break
+            _yield()
+        sweep()
+        barrier = agree.Ibarrier()
+        while not barrier.Test():
+            _yield()

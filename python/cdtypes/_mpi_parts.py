@@ -21,14 +21,22 @@ _BYTE = MPI.BYTE
 _SPIN, _SLEEP_MIN, _SLEEP_MAX = 0.01, 1e-5, 1e-3
 
 
-def discard(comm, msg=None, source=None, tag=None):
-    """Consume a message without receiving its bytes (a zero-byte receive, which MPI completes
-    with a truncation error when the message has any; docs/MPI.md §8.3)."""
+# a matched message this small is received whole when it is discarded (no truncation)
+DISCARD_WHOLE_MAX = 65536
+
+
+def discard(msg, nbytes):
+    """Consume the matched message ``msg`` of ``nbytes`` bytes without keeping its bytes
+    (docs/MPI.md §8.3). Up to DISCARD_WHOLE_MAX bytes it is received whole into a scratch
+    buffer; a longer one takes a zero-byte receive into no buffer (NULL), which MPI completes
+    with a truncation error. A zero-byte receive into a real buffer is not safe: Open MPI
+    4.1's single-copy shared-memory path writes the whole message into the buffer given,
+    whatever the count (docs/MPI.md §13.3 item 2)."""
+    if 0 <= nbytes <= DISCARD_WHOLE_MAX:
+        msg.Recv([bytearray(nbytes or 1), nbytes, _BYTE])
+        return
     try:
-        if msg is not None:
-            msg.Recv([bytearray(1), 0, _BYTE])
-        else:
-            comm.Recv([bytearray(1), 0, _BYTE], source, tag)
+        msg.Recv([None, 0, _BYTE])
     except MPI.Exception as e:
         if e.Get_error_class() != MPI.ERR_TRUNCATE:
             raise
@@ -93,6 +101,12 @@ class PartsReceive:
         # read by the collectives, which forward the received parts from that memory
         self.buffers = None
 
+    def start(self, msg, status):
+        """The parts message was matched already (``msg``, ``status``: in line with its head,
+        docs/MPI.md §2.3): check its count and post its receive."""
+        self._status = status
+        self._matched(msg)
+
     def test(self):
         """One step that never blocks: True once the parts were received or drained."""
         return self._step(False)
@@ -130,17 +144,17 @@ class PartsReceive:
         return True
 
     def _matched(self, msg):
+        got = self._status.Get_count(_BYTE)
         if self._stale:  # a part of an earlier object under this id: sent, so matched, first
-            discard(None, msg)
+            discard(msg, got)
             self._stale -= 1
             return
         if self._post is None:
-            discard(None, msg)
+            discard(msg, got)
             self._done = True
             return
-        got = self._status.Get_count(_BYTE)
         if got != self.nbytes:
-            discard(None, msg)
+            discard(msg, got)
             self._done = True
             raise _count_error(self.source, self.oid, got, self.nbytes)
         self._req = self._post(msg)

@@ -12,11 +12,13 @@ Differences from pkl5 (docs/PYTHON.md, "Migrating from mpi4py.util.pkl5"): ``buf
 sendrecv is accepted and ignored (cdtypes allocates every buffer from the object's header);
 irecv raises RuntimeError as pkl5's does (mprobe().irecv() and cdtypes.mpi.irecv work)."""
 
+import atexit
 import time
 
 from mpi4py import MPI
 
 from . import mpi as _m
+from ._backend import impl as _b
 from ._mpi_parts import _SLEEP_MAX, _SLEEP_MIN, _SPIN
 from . import _mpi_coll as _coll  # the module: importing _mpi_coll first works too
 
@@ -35,12 +37,21 @@ def _isend(comm, post, obj, dest, tag):
     if dest == PROC_NULL:
         return Request(post(comm, _nothing(), dest, tag))
     _m._thread_check()
-    frame, head, parts, pc, oid = _m._pack(obj, comm)
+    if _FREED_IN_FLIGHT:
+        _reap()
+    frame, head, parts, pc, oid = _m._pack(obj, comm, True)
     try:
-        reqs = [post(comm, [head, _BYTE], dest, tag)]
-        if parts[0]:
-            reqs.append(_m._post_parts(lambda msg, peer, t: post(pc, msg, peer, t),
-                                       parts, dest, oid))
+        if not parts[0]:
+            reqs = [post(comm, [head, _BYTE], dest, tag)]
+        elif pc is not None:
+            reqs = [post(comm, [head, _BYTE], dest, tag),
+                    _m._post_parts(lambda msg, peer, t: post(pc, msg, peer, t),
+                                   parts, dest, oid)]
+        else:  # not attached: the parts in line, right after the head (docs/MPI.md §2.3)
+            with _m._SEND_LOCK:
+                reqs = [post(comm, [head, _BYTE], dest, tag),
+                        _m._post_parts(lambda msg, peer, _: post(comm, msg, peer, tag),
+                                       parts, dest, oid)]
     except BaseException:
         frame.close()
         raise
@@ -54,8 +65,9 @@ class _Incoming:
     after that receive completed, the parts message (PartsReceive) and the rebuild. Trusted:
     pkl5's API has no limits (docs/MPI.md §7.2, §7.3)."""
 
-    def __init__(self, comm, head, source, tag):
+    def __init__(self, comm, head, source, tag, inline=None):
         self.comm, self.head, self.source, self.tag = comm, head, source, tag
+        self.inline = inline  # (message, status) of parts matched in line (docs/MPI.md §2.3)
         self._started = self._done = False
         self._inc = self._parts = self._error = None
         self._nbytes = 0
@@ -68,7 +80,8 @@ class _Incoming:
             self._started = True
             try:
                 self._inc, self._parts, self._error = _m._parse(
-                    self.comm, self.head, self.source, None, None)
+                    self.comm, self.head, self.source, None, None, self.inline)
+                self.inline = None
             except BaseException as e:
                 self._error = e
             if self._parts is not None:
@@ -84,13 +97,36 @@ class _Incoming:
     def result(self):
         if self._error is not None:
             raise self._error
-        obj = _m._rebuild(self._inc, None, None)
+        obj = _m._rebuild(self._inc, None, None, True)  # pickle's errors as pkl5 raises them
         self._inc = None
         return obj
 
 
-# frames of sends whose requests were freed while in progress (Request.Free)
+# (requests, frame) of sends freed while in progress (Request.Free): the MPI requests are kept
+# (MPI_Request_free would leave no way to learn when MPI stops reading the frame) and tested at
+# every later send of the pkl5 API; a completed one releases its frame
 _FREED_IN_FLIGHT = []
+
+
+def _reap():
+    """Release the frames of freed sends that MPI completed since (a non-blocking test of
+    each)."""
+    keep = []
+    for reqs, frame in _FREED_IN_FLIGHT:
+        if MPI.Request.Testall(reqs):
+            frame.close()
+        else:
+            keep.append((reqs, frame))
+    _FREED_IN_FLIGHT[:] = keep
+
+
+@atexit.register
+def _free_at_exit():  # before mpi4py's MPI_Finalize (registered earlier, so run later)
+    for reqs, _ in _FREED_IN_FLIGHT:
+        if not MPI.Is_finalized():
+            for req in reqs:
+                req.Free()
+    _FREED_IN_FLIGHT.clear()
 
 
 class Request(tuple):
@@ -109,44 +145,49 @@ class Request(tuple):
         if isinstance(other, Request):
             return tuple(self) == tuple(other)
         if isinstance(other, MPI.Request):
+            if self.__dict__.get("_freed"):
+                return other == MPI.REQUEST_NULL
             return all(req == other for req in self)
         return NotImplemented
 
     def __ne__(self, other):
-        if isinstance(other, Request):
-            return tuple(self) != tuple(other)
-        if isinstance(other, MPI.Request):
-            return any(req != other for req in self)
-        return NotImplemented
+        result = self.__eq__(other)
+        return result if result is NotImplemented else not result
 
     __hash__ = tuple.__hash__
 
     def __bool__(self):
-        return any(req for req in self)
+        return not self.__dict__.get("_freed") and any(req for req in self)
 
-    def _keep_frame(self):
-        """Before the MPI requests are freed: a send that completed releases its frame; one
-        still in progress keeps it for the life of the process (MPI may still read it, and no
-        longer says when it is done)."""
+    def _free_send(self):
+        """A send still in progress that is freed keeps its MPI requests and its frame in
+        _FREED_IN_FLIGHT until MPI completed it (_reap); the request reads as freed (false,
+        equal to REQUEST_NULL) from now on. -> False when the requests are to be freed now
+        (a receive), else True (a send that completed is completed by the test: its requests
+        are null and its frame released here)."""
         frame = self.__dict__.pop("_frame", None)
         if frame is None:
-            return
-        if all(map(MPI.Request.Get_status, self)):
+            return False
+        if MPI.Request.Testall(list(self)):
             frame.close()
-        else:
-            _FREED_IN_FLIGHT.append(frame)
+            return True
+        _FREED_IN_FLIGHT.append((list(self), frame))
+        self._freed = True
+        return True
 
     def Free(self):  # noqa: N802 (mpi4py's name)
-        """Free the MPI requests (MPI_Request_free: a send goes on)."""
-        self._keep_frame()
-        for req in self:
-            req.Free()
+        """Free the request (MPI_Request_free: a send goes on; its frame is released once
+        MPI completed it)."""
+        if not self._free_send():
+            for req in self:
+                req.Free()
 
     def free(self):
-        """Free the MPI requests (mpi4py's ``free``: a send goes on)."""
-        self._keep_frame()
-        for req in self:
-            req.free()
+        """Free the request (mpi4py's ``free``: a send goes on; its frame is released once
+        MPI completed it)."""
+        if not self._free_send():
+            for req in self:
+                req.free()
 
     def cancel(self):
         """Cancel every message of the object (docs/MPI.md §9, cancellation)."""
@@ -155,6 +196,8 @@ class Request(tuple):
 
     def get_status(self, status=None):
         """Non-destructive test: True once every message of the object completed."""
+        if self.__dict__.get("_freed"):
+            return True
         statuses = [status] + [None] * (len(self) - 1)
         if not all(map(MPI.Request.Get_status, self, statuses)):
             return False
@@ -169,6 +212,8 @@ class Request(tuple):
 
     def _complete(self, block, status):
         """(flag, obj): Waitall (block) or Testall, then the parts of a receive."""
+        if self.__dict__.get("_freed"):
+            return True, None
         statuses = None if status is None else [status] + [MPI.Status() for _ in self[1:]]
         if block:
             MPI.Request.Waitall(self, statuses)
@@ -269,42 +314,54 @@ class Message(tuple):
     __hash__ = tuple.__hash__
 
     def __bool__(self):
-        return any(msg for msg in self)
+        return "_matched" in self.__dict__ or any(msg for msg in self)
 
     def free(self):
-        """Free the matched message without receiving it (mpi4py's ``free``)."""
-        for msg in self:
-            msg.free()
+        """Drop the matched object without rebuilding it (mpi4py's ``free``): its head was
+        received when it was matched; its parts message is consumed unread (docs/MPI.md
+        §8.3)."""
+        matched = self.__dict__.pop("_matched", None)
+        if matched is None:
+            for msg in self:
+                msg.free()
+            return
+        comm, head, source, _, inline = matched
+        if inline is not None:
+            _m._discard(inline[0], inline[1].Get_count(_BYTE))
+            return
+        parts = _m._drain(comm, head, source)
+        if parts is not None:
+            parts.wait()
 
-    def _head(self):
-        """(head buffer, _Incoming), or None for a message with no object (MESSAGE_NO_PROC)"""
+    def _incoming(self):
+        """The _Incoming of the matched object (its head received when it was matched), or
+        None for a message with no object (MESSAGE_NO_PROC)"""
         matched = self.__dict__.pop("_matched", None)
         if matched is None:
             return None
-        comm, source, tag, nbytes = matched
-        head = bytearray(nbytes)
-        return head, _Incoming(comm, head, source, tag)
+        return _Incoming(*matched)
 
     def recv(self, status=None):
         """Receive the matched object (blocking)."""
-        head = self._head()
-        if head is None:
+        incoming = self._incoming()
+        if incoming is None:
             self[0].Recv(_nothing(), status)
             return None
-        buf, incoming = head
-        self[0].Recv([buf, _BYTE])
         incoming.step(True)
         if status is not None:
             incoming.fill(status)
         return incoming.result()
 
     def irecv(self):
-        """Start receiving the matched object -> Request (wait() returns it)."""
-        head = self._head()
-        if head is None:
+        """Start receiving the matched object -> Request (wait() returns it). Its head
+        arrived when it was matched: the request's MPI request is a generalized request,
+        already complete, and the parts are received as it is progressed."""
+        incoming = self._incoming()
+        if incoming is None:
             return Request(self[0].Irecv(_nothing()))
-        buf, incoming = head
-        request = Request(self[0].Irecv([buf, _BYTE]))
+        done = MPI.Grequest.Start()
+        done.Complete()
+        request = Request(done)
         request._incoming = incoming
         return request
 
@@ -322,20 +379,39 @@ class Message(tuple):
 
 
 def _mprobe(comm, block, source, tag, status):
-    """Match an object's head (Mprobe, or Improbe: None when there is none) -> Message."""
+    """Match an object's head (Mprobe, or Improbe: None when there is none) and receive it
+    -> Message. The status counts the object's bytes (its frame: header, pickle stream and
+    every buffer), as pkl5's counts the object's, not the head message's: the head is
+    received here to read them."""
     _m._thread_check()
     if status is None:
         status = MPI.Status()
-    if block:
-        msg = MPI.Comm.Mprobe(comm, source, tag, status)
-    else:
-        msg = MPI.Comm.Improbe(comm, source, tag, status)
-        if msg is None:
+    if comm.Get_attr(_m._KEYVAL) is None and source != PROC_NULL:
+        # not attached: parts may follow in line (docs/MPI.md §2.3), matched with the head
+        got = _m._match_inline(comm, source, tag, status, block)
+        if got is None:
             return None
-    message = Message(msg)
-    if msg != MPI.MESSAGE_NO_PROC:
-        message._matched = (comm, status.Get_source(), status.Get_tag(),
-                            status.Get_count(_BYTE))
+        head, inline = got
+        message = Message(MPI.MESSAGE_NULL)
+        message._matched = (comm, head, status.Get_source(), status.Get_tag(), inline)
+    else:
+        if block:
+            msg = MPI.Comm.Mprobe(comm, source, tag, status)
+        else:
+            msg = MPI.Comm.Improbe(comm, source, tag, status)
+            if msg is None:
+                return None
+        message = Message(msg)
+        if msg == MPI.MESSAGE_NO_PROC:
+            return message
+        head = bytearray(status.Get_count(_BYTE))
+        msg.Recv([head, _BYTE])
+        message._matched = (comm, head, status.Get_source(), status.Get_tag(), None)
+    try:
+        nbytes = sum(_b.mpi_parts(head)[1])
+    except Exception:  # not a frame: the receive raises; count the head
+        nbytes = 0
+    status.Set_elements(_BYTE, len(head) - _m._PREFIX + nbytes)
     return message
 
 
@@ -364,8 +440,10 @@ class Comm(MPI.Comm):
         """Blocking send in standard mode."""
         if dest == PROC_NULL:
             MPI.Comm.Send(self, _nothing(), dest, tag)
-        else:
+        elif self.Get_attr(_m._KEYVAL) is not None:
             _m.send(obj, dest, tag, self)
+        else:  # not attached: large buffers in line (docs/MPI.md §2.3)
+            _isend(self, MPI.Comm.Isend, obj, dest, tag).wait()
 
     def bsend(self, obj, dest, tag=0):
         """Blocking send in buffered mode (both messages of the object buffered)."""

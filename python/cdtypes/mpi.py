@@ -77,7 +77,7 @@ from mpi4py import MPI
 
 from . import _core, _lib
 from ._backend import impl as _b
-from ._mpi_parts import Owed, PartsReceive, discard as _discard
+from ._mpi_parts import _SLEEP_MAX, _SLEEP_MIN, _SPIN, Owed, PartsReceive, discard as _discard
 
 __all__ = ["send", "isend", "recv", "irecv", "attach", "SendRequest", "RecvRequest", "THRESHOLD",
            "PARTS_TIMEOUT", "Comm", "Intracomm", "Intercomm", "Request", "Message"]
@@ -127,11 +127,73 @@ attach(MPI.COMM_WORLD)
 _TAG_SPACE = max(32767, MPI.COMM_WORLD.Get_attr(MPI.TAG_UB) or 32767)  # docs/MPI.md §3.2
 
 
-def _pack(obj, comm):  # the head (docs/MPI.md §4) and the separate parts (§5.1)
+def _pack(obj, comm, inline=False):
+    """The head (docs/MPI.md §4) and the separate parts (§5.1). On a comm that is not attached,
+    objects travel whole in the head, or with ``inline`` split as on an attached one, their
+    parts to be sent on comm itself right after the head (§2.3; pc is then None)."""
     pc = comm.Get_attr(_KEYVAL)
     oid = next(_ids) % _TAG_SPACE
-    frame, head, parts, layout = _b.mpi_pack(obj, oid, THRESHOLD if pc is not None else 0)
+    frame, head, parts, layout = _b.mpi_pack(
+        obj, oid, THRESHOLD if pc is not None or inline else 0)
     return frame, head, (parts, layout), pc, oid
+
+
+# docs/MPI.md §2.3, parts in line on a comm that is not attached: a sender's two posts (head,
+# parts) are not separated by another thread's post (one lock for the process: sends to
+# oneself must not wait for a receiver's lock); a receiver matches a head and its parts under
+# its comm's lock (_INLINE_KEYVAL), so that no other receive on comm can take the parts between
+_SEND_LOCK = threading.Lock()
+_INLINE_KEYVAL = MPI.Comm.Create_keyval()
+_MAKE_LOCK = threading.Lock()
+
+
+def _recv_lock(comm):
+    lock = comm.Get_attr(_INLINE_KEYVAL)
+    if lock is None:
+        with _MAKE_LOCK:
+            lock = comm.Get_attr(_INLINE_KEYVAL)
+            if lock is None:
+                lock = threading.Lock()
+                comm.Set_attr(_INLINE_KEYVAL, lock)
+    return lock
+
+
+def _take_inline(comm, msg, status):
+    """The head matched by ``msg`` on a comm that is not attached: receive it, and match its
+    parts message in line when its header announces one (docs/MPI.md §2.3) -> (head,
+    (parts message, its status) or None)."""
+    head = bytearray(status.Get_count(_BYTE))
+    msg.Recv([head, _BYTE])
+    try:
+        lens = _b.mpi_parts(head)[1]
+    except _lib.CdtError:
+        return head, None  # not a frame: the receive fails, nothing in line to name
+    if not lens:
+        return head, None
+    st = MPI.Status()
+    return head, (comm.Mprobe(status.Get_source(), status.Get_tag(), st), st)
+
+
+def _match_inline(comm, source, tag, status, block):
+    """On a comm that is not attached: match the next head under (source, tag) and receive
+    it, with its in-line parts matched (docs/MPI.md §2.3) -> (head, parts or None), or None
+    when ``block`` is false and none arrived. With MPI_THREAD_MULTIPLE the match happens
+    under comm's lock, by polling (a blocking probe would hold it)."""
+    if not _MULTIPLE:
+        msg = comm.Mprobe(source, tag, status) if block else comm.Improbe(source, tag, status)
+        return None if msg is None else _take_inline(comm, msg, status)
+    lock = _recv_lock(comm)
+    spin_end, sleep = time.monotonic() + _SPIN, _SLEEP_MIN
+    while True:
+        with lock:
+            msg = comm.Improbe(source, tag, status)
+            if msg is not None:
+                return _take_inline(comm, msg, status)
+        if not block:
+            return None
+        if time.monotonic() >= spin_end:
+            time.sleep(sleep)
+            sleep = min(2 * sleep, _SLEEP_MAX)
 
 
 class SendRequest:
@@ -283,7 +345,7 @@ def _start_head(comm, msg, st, alloc, limits):
         err = _lib.error(_lib.CDT_ERR_LIMIT, "the message has %d bytes, max_bytes is %d"
                          % (n - _PREFIX, limits.max_bytes))
         if n > HEAD_DRAIN_MAX:
-            _discard(comm, msg)
+            _discard(msg, n)
             return None, None, None, err
         head = bytearray(n)
         msg.Recv([head, _BYTE])
@@ -293,16 +355,30 @@ def _start_head(comm, msg, st, alloc, limits):
     return (head,) + _parse(comm, head, source, alloc, limits)
 
 
-def _parse(comm, head, source, alloc, limits):
+def _parse(comm, head, source, alloc, limits, inline=None):
     """The head message was received into ``head``: allocate everything from its header.
-    Returns (incoming, parts, error) as _start does."""
+    Returns (incoming, parts, error) as _start does. ``inline``: the parts message matched in
+    line with the head on a comm that is not attached, (message, status) (docs/MPI.md §2.3)."""
     try:
         inc, oid, dests, layout = _b.mpi_unpack(
             head, alloc, *(limits.codes() if limits else (-1, -1)))
     except BaseException as e:
+        if inline is not None:
+            _discard(inline[0], inline[1].Get_count(_BYTE))
+            return None, None, e
         return None, _drain(comm, head, source), e
     if not dests:
         return inc, None, None
+    if inline is not None:
+        nbytes = sum(layout[0]) if layout is not None else len(dests[0])
+        parts = PartsReceive(comm, _NOT_OWED, source, inline[1].Get_tag(), nbytes,
+                             _receive_into((dests, layout)), None)
+        try:
+            parts.start(*inline)
+        except BaseException as e:
+            return None, None, e
+        parts.buffers = (dests, layout)
+        return inc, parts, None
     pc = comm.Get_attr(_KEYVAL)
     if pc is None:
         return None, None, _lib.error(
@@ -313,6 +389,17 @@ def _parse(comm, head, source, alloc, limits):
                            limits is not None)
     parts.buffers = (dests, layout)  # what a collective forwards once they arrived
     return inc, parts, None
+
+
+class _NotOwed:
+    """In-line parts (docs/MPI.md §2.3) are matched with their head: none is ever owed"""
+
+    @staticmethod
+    def take(source, oid):
+        return 0
+
+
+_NOT_OWED = _NotOwed()
 
 
 def _complete_parts(req, block):
@@ -332,11 +419,13 @@ def _complete_parts(req, block):
     return True
 
 
-def _rebuild(inc, limits, policy):
+def _rebuild(inc, limits, policy, raw=False):
+    """The object from a received frame; ``raw``: what pickle raises propagates unwrapped
+    (the pkl5 API), else it is chained to UnpicklingFailed."""
     stream, buffers = inc.finish()
     if limits is None:
-        return _core._unpickle(stream, buffers)
-    return _core._unpickle(stream, buffers, policy, True)
+        return _core._unpickle(stream, buffers, raw=raw)
+    return _core._unpickle(stream, buffers, policy, True, raw)
 
 
 def recv(source=MPI.ANY_SOURCE, tag=MPI.ANY_TAG, comm=None, status=None, *, alloc=None,

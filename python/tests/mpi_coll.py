@@ -13,7 +13,8 @@ from mpi4py import MPI
 
 from cdtypes import _mpi_coll, _mpi_coll_call
 from cdtypes import mpi
-from cdtypes._lib import ForbiddenError, FrameMagicError, LimitError, PeerError
+from cdtypes._lib import (ForbiddenError, FrameMagicError, InvalidArgumentError, LimitError,
+                          PeerError)
 
 world = mpi.Intracomm(MPI.COMM_WORLD)
 size, rank = world.Get_size(), world.Get_rank()
@@ -143,10 +144,69 @@ def bad_frame(comm):
     if me == hostile:
         coll = _mpi_coll_call.collectives(comm)
         coll.cc.Send([b"not a cdtypes frame at all", MPI.BYTE], root, _mpi_coll.TAG_GATHER)
-        assert coll.agreement(False) == root
+        assert coll.agreement(False, _mpi_coll.TAG_GATHER, root) == (root, None)
     else:
         expect(comm.gather, FrameMagicError if me == root else None, big(me), root)
     still_works(comm)
+
+
+def long_heads(comm):
+    """a head over HEAD_DRAIN_MAX (1.5 MB of in-band pickle) whose object also has a parts
+    message (8 MiB), refused by max_bytes: consumed unread, its parts drained by the head's
+    tag (docs/MPI.md §14.4); every rank fails, none waits for ever, nothing is left queued"""
+    me, n = comm.Get_rank(), comm.Get_size()
+    assert 1_500_000 > mpi.HEAD_DRAIN_MAX
+
+    def obj(seed):
+        return {"text": bytes([seed]) * 1_500_000, "a": np.full(1 << 20, seed, np.int64)}
+
+    for bad in range(n):
+        fails = me == bad
+        root = (bad + 1) % n
+        expect(comm.bcast, LimitError if fails else None, obj(root) if me == root else None,
+               root, max_bytes=1000 if fails else None)
+        expect(comm.gather, LimitError if fails else None, obj(me), bad,
+               max_bytes=1000 if fails else None)
+        expect(comm.alltoall, LimitError if fails else None, [obj(d) for d in range(n)],
+               max_bytes=1000 if fails else None)
+    still_works(comm)
+
+
+def disagree(comm):
+    """ranks that disagree on the root or the operation, where each reaches the agreement:
+    every rank raises InvalidArgumentError naming the disagreement, every message of the
+    call is consumed (small and rendezvous-sized), and the next call gets its own objects
+    (docs/MPI.md §14.5)"""
+    me, n = comm.Get_rank(), comm.Get_size()
+    for obj in ({"small": me}, big(me)):
+        # every rank the root: each sends, none receives
+        try:
+            comm.bcast(obj, me)
+            raise AssertionError("rank %d: bcast with disagreeing roots returned" % me)
+        except InvalidArgumentError as e:
+            assert "disagree on the root" in str(e), e
+        still_works(comm)
+        # rank 0 in bcast (root 0), the others in scatter (root 1): rank 0 receives nothing
+        try:
+            if me == 0:
+                comm.bcast(obj, 0)
+            else:
+                comm.scatter([obj] * n if me == 1 else None, 1)
+            raise AssertionError("rank %d: bcast beside scatter returned" % me)
+        except InvalidArgumentError as e:
+            assert "disagree on the operation" in str(e), e
+        still_works(comm)
+        # rank 1 in bcast from 0, the others in gather to 1: rank 1 receives a gather
+        # message where it expects a bcast
+        try:
+            if me == 1:
+                comm.bcast(None, 0)
+            else:
+                comm.gather(obj, 1)
+            raise AssertionError("rank %d: gather beside bcast returned" % me)
+        except InvalidArgumentError as e:
+            assert "disagree on the" in str(e), e
+        still_works(comm)
 
 
 def intercomm():
@@ -179,6 +239,8 @@ trees(world)
 limits(world)
 senders_fail(world)
 bad_frame(world)
+long_heads(world)
+disagree(world)
 dup = world.Dup()
 trees(dup)
 senders_fail(dup)

@@ -149,7 +149,137 @@ def collectives(comm, inter):
     assert not comm.iprobe(MPI.ANY_SOURCE, MPI.ANY_TAG)
 
 
+def status_counts(comm):
+    """a status counts the object's bytes (its frame: header, pickle stream and every buffer;
+    pkl5 counts its pickle's) after mprobe and improbe as after recv and irecv().wait, so
+    that code admitting messages by Get_count sees their size (docs/PYTHON.md); free()
+    after a probe consumes the object's parts"""
+    me, n = comm.Get_rank(), comm.Get_size()
+    right, left = (me + 1) % n, (me - 1) % n
+    for obj in (np.zeros(1 << 17), {"small": 1}, big(me)):
+        nbytes = obj.nbytes if isinstance(obj, np.ndarray) else 0
+        requests = [comm.isend(obj, right, 41) for _ in range(5)]
+        counts = []
+        for way in ("mprobe", "improbe", "free", "recv", "irecv"):
+            probe, after = MPI.Status(), MPI.Status()
+            if way == "improbe":
+                message = None
+                while message is None:
+                    message = comm.improbe(left, 41, probe)
+            elif way in ("mprobe", "free"):
+                message = comm.mprobe(left, 41, probe)
+            if way == "recv":
+                comm.recv(None, left, 41, after)
+                counts.append(after.Get_count(MPI.BYTE))
+                continue
+            if way == "irecv":
+                comm.mprobe(left, 41).irecv().wait(after)
+                counts.append(after.Get_count(MPI.BYTE))
+                continue
+            assert message
+            counts.append(probe.Get_count(MPI.BYTE))
+            if way == "free":
+                message.free()
+                assert not message
+            else:
+                message.recv(after)
+                counts.append(after.Get_count(MPI.BYTE))
+        assert len(set(counts)) == 1 and counts[0] >= nbytes, counts
+        mpi.Request.waitall(requests)
+    comm.barrier()
+    assert not comm.iprobe(MPI.ANY_SOURCE, MPI.ANY_TAG)
+    assert not comm.Get_attr(mpi._KEYVAL).iprobe(MPI.ANY_SOURCE, MPI.ANY_TAG)
+    comm.barrier()
+
+
+def wrapped(comm, inter=False):
+    """a communicator the application made itself and wrapped (Split, Create_intercomm,
+    Merge: not attached): large buffers still travel outside the head, in line after it on
+    the communicator itself (docs/MPI.md §2.3), and two threads receiving with wildcards
+    while two threads send get every object whole"""
+    import threading
+    assert comm.Get_attr(mpi._KEYVAL) is None
+    comm.barrier()  # the previous phase's last check (nothing queued) ran on every rank
+    me = comm.Get_rank()
+    n = comm.Get_remote_size() if inter else comm.Get_size()
+    peer = me % n if inter else (me + 1) % n
+    left = me % n if inter else (me - 1) % n
+    if inter and me >= n:
+        peer = left = None  # the larger group's extra ranks sit this out
+    if peer is not None:
+        request = comm.isend(big(me), peer, 61)
+        st = MPI.Status()
+        MPI.Comm.Probe(comm, left, 61, st)  # a raw probe sees the head alone
+        assert st.Get_count(MPI.BYTE) < 4096, st.Get_count(MPI.BYTE)
+        status = MPI.Status()
+        check(comm.recv(None, left, 61, status), left if not inter else left)
+        assert status.Get_count(MPI.BYTE) >= frame_bytes(big(0))
+        request.wait()
+        # threads: two send 20 objects each to peer under tags 70 + k; two receive 20 each
+        # from anyone, any tag
+        got, errors = [], []
+
+        def send(k):
+            for i in range(20):
+                comm.send(big(me * 1000 + k * 100 + i), peer, 70 + k)
+
+        def receive():
+            try:
+                for _ in range(20):
+                    status = MPI.Status()
+                    got.append((comm.recv(None, MPI.ANY_SOURCE, MPI.ANY_TAG, status),
+                                status.Get_tag()))
+            except BaseException as e:  # noqa: B902
+                errors.append(e)
+
+        if mpi._MULTIPLE:
+            threads = [threading.Thread(target=f, args=a) for f, a in
+                       ((send, (0,)), (send, (1,)), (receive, ()), (receive, ()))]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
+        else:
+            send(0)
+            send(1)
+            receive()
+            receive()
+        assert not errors, errors
+        assert len(got) == 40
+        for obj, tag in got:
+            k, i = (obj["seed"] - left * 1000) // 100, obj["seed"] % 100
+            assert tag == 70 + k and 0 <= i < 20, (obj["seed"], tag)
+            check(obj, left * 1000 + k * 100 + i)
+        assert len({obj["seed"] for obj, _ in got}) == 40
+    comm.barrier()
+
+
+def freed_sends(comm):
+    """Request.Free() of sends still in progress (1 MiB each, parts messages in rendezvous):
+    the objects arrive whole, and each frame is released once MPI completed its send (at the
+    sender's next send), not kept for the life of the process"""
+    from cdtypes import _mpi_pkl5
+    me, n = comm.Get_rank(), comm.Get_size()
+    right, left = (me + 1) % n, (me - 1) % n
+    count = 50
+    for i in range(count):
+        request = comm.isend(np.full(1 << 17, i, np.int64), right, 31)
+        request.Free()
+        assert not request and request == MPI.REQUEST_NULL
+        assert request.wait() is None and request.test() == (True, None)
+    assert _mpi_pkl5._FREED_IN_FLIGHT, "the sends completed before the peer received them"
+    for i in range(count):
+        assert (comm.recv(None, left, 31) == i).all()
+    comm.barrier()  # every object received: every send completed
+    comm.isend(None, right, 32).wait()
+    assert comm.recv(None, left, 32) is None
+    assert not _mpi_pkl5._FREED_IN_FLIGHT, len(_mpi_pkl5._FREED_IN_FLIGHT)
+    comm.barrier()
+
+
 point_to_point(world)
+status_counts(world)
+freed_sends(world)
 collectives(world, False)
 dup = world.Dup()  # attached by Dup
 assert isinstance(dup, mpi.Intracomm) and dup.Get_attr(mpi._KEYVAL) is not None
@@ -161,11 +291,17 @@ assert split.Get_attr(mpi._KEYVAL) is None
 if split.Get_size() > 1:
     point_to_point(split)
 collectives(split, False)
+if split.Get_size() > 1:
+    wrapped(split)
 split.Free()
+merged = mpi.Intracomm(MPI.COMM_WORLD.Split(0, size - rank))  # reversed ranks, not attached
+wrapped(merged)
+merged.Free()
 local = MPI.COMM_WORLD.Split(0 if rank < size // 2 else 1, rank)
 inter = mpi.Intercomm(local.Create_intercomm(0, MPI.COMM_WORLD, size // 2 if rank < size // 2
                                              else 0, 9))
 local.Free()
+wrapped(inter, True)
 mpi.attach(inter)
 collectives(inter, True)
 inter.Free()

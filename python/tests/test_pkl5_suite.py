@@ -50,3 +50,18 @@ def test_collectives_fail_on_every_rank(nranks):
     )
     assert r.returncode == 0, "mpiexec failed:\n%s\n%s" % (r.stdout, r.stderr)
     assert r.stdout.count(": ok") == nranks, r.stdout + r.stderr
+
+
+@pytest.mark.parametrize("nranks", [2, 3])
+def test_pkl5_api_raises_what_pkl5_raises(nranks):
+    """An object whose __setstate__ raises (mpi_exceptions.py): every receive of the pkl5 API
+    raises what mpi4py.util.pkl5 raises (both run side by side), with the original traceback;
+    cdtypes.mpi.recv chains it to UnpicklingFailed; the collectives raise it where it was
+    rebuilt; cdtypes' errors survive pickling."""
+    script = os.path.join(os.path.dirname(__file__), "mpi_exceptions.py")
+    r = subprocess.run(
+        mpi_launcher() + ["-n", str(nranks), sys.executable, script],
+        capture_output=True, text=True, timeout=180,
+    )
+    assert r.returncode == 0, "mpiexec failed:\n%s\n%s" % (r.stdout, r.stderr)
+    assert r.stdout.count(": ok") == nranks, r.stdout + r.stderr

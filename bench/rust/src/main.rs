@@ -22,8 +22,8 @@
 //! of the object). Bandwidth: windows of non-blocking sends, each followed by a 1-byte
 //! acknowledgement; the bytes of a window over the median window time. (The median, not the
 //! mean: on a shared machine an iteration in which a process lost its core is an outlier.)
-//! MB = 10^6 bytes. Usage: `cdtypes-bench [--quick] [--csv FILE] [--only CASE]` (starts the
-//! second process itself; `--server` is that process). `BENCH_SERVER_CPU=N` runs the second
+//! MB = 10^6 bytes. Usage: `cdtypes-bench [--quick|--smoke] [--csv FILE] [--only CASE]`
+//! (starts the second process itself; `--server` is that process). `BENCH_SERVER_CPU=N` runs the second
 //! process on CPU N (bench/rust/run pins the two to CPUs 0 and 1); `BENCH_STATS=1` prints the
 //! minimum and quartiles of each latency measurement to stderr.
 mod cases;
@@ -45,6 +45,7 @@ use crate::types::{StructSimple, StructSimpleNoGap, StructVec};
 fn main() {
     let mut o = Opts {
         quick: false,
+        smoke: false,
         server: false,
         csv: None,
         only: None,
@@ -53,11 +54,15 @@ fn main() {
     while let Some(a) = args.next() {
         match a.as_str() {
             "--quick" => o.quick = true,
+            "--smoke" => {
+                o.quick = true;
+                o.smoke = true;
+            }
             "--server" => o.server = true,
             "--csv" => o.csv = args.next(),
             "--only" => o.only = args.next(),
             _ => {
-                eprintln!("usage: cdtypes-bench [--quick] [--csv FILE] [--only CASE]");
+                eprintln!("usage: cdtypes-bench [--quick|--smoke] [--csv FILE] [--only CASE]");
                 std::process::exit(2);
             }
         }
@@ -74,7 +79,9 @@ fn main() {
         (line, None)
     } else {
         let mut args: Vec<String> = vec!["--server".into()];
-        if o.quick {
+        if o.smoke {
+            args.push("--smoke".into());
+        } else if o.quick {
             args.push("--quick".into());
         }
         if let Some(c) = &o.only {

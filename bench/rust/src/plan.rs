@@ -69,6 +69,8 @@ pub(crate) const CASES: [CaseDesc; 7] = [
 
 pub(crate) struct Opts {
     pub(crate) quick: bool,
+    /// the test command's smoke run: every method at 16 and 4096 bytes, a few iterations
+    pub(crate) smoke: bool,
     pub(crate) server: bool,
     pub(crate) csv: Option<String>,
     pub(crate) only: Option<String>,
@@ -101,7 +103,13 @@ pub(crate) fn run_case<T: Case>(
     case: &CaseDesc,
     sub: usize,
 ) {
-    let step = if o.quick { 4 } else { 2 };
+    let step = if o.smoke {
+        256
+    } else if o.quick {
+        4
+    } else {
+        2
+    };
     // full runs measure each point twice, methods interleaved, and keep the better value
     let reps = if o.quick { 1 } else { 2 };
     for lat in [true, false] {
@@ -128,6 +136,7 @@ pub(crate) fn run_case<T: Case>(
         }
         // quick: latency to 1 MiB, bandwidth to 16 MiB; full: both to 64 MiB
         let max: usize = match (o.quick, lat) {
+            _ if o.smoke => 4096,
             (true, true) => 1 << 20,
             (true, false) => 16 << 20,
             _ => 64 << 20,
@@ -140,6 +149,8 @@ pub(crate) fn run_case<T: Case>(
             };
             let window = if lat {
                 1
+            } else if o.smoke {
+                ((64usize << 20) / bytes).clamp(1, 8)
             } else {
                 ((64usize << 20) / bytes).clamp(1, 64)
             };
@@ -149,6 +160,7 @@ pub(crate) fn run_case<T: Case>(
                 for (mi, m) in METHODS.into_iter().enumerate() {
                     let v = if lat {
                         let iters = match bytes {
+                            _ if o.smoke => 5,
                             0..=4096 => {
                                 if o.quick {
                                     200
@@ -181,7 +193,11 @@ pub(crate) fn run_case<T: Case>(
                         b.latency_us(m, iters, o.server)
                     } else {
                         let total: usize = if o.quick { 32 << 20 } else { 128 << 20 };
-                        let windows = (total / (bytes * window)).clamp(5, 100);
+                        let windows = if o.smoke {
+                            2
+                        } else {
+                            (total / (bytes * window)).clamp(5, 100)
+                        };
                         b.bandwidth_mbs(m, windows, o.server)
                     };
                     let better = if lat { v < best[mi] } else { v > best[mi] };
