@@ -524,7 +524,8 @@ CDT_API int cdt_ucx_irecv(cdt_ucx_worker worker, void *buf, cdt_count count, cdt
  * the call waits for that transfer to end (or to fail with its peer); a single-mode message, and a
  * message whose data has not started to come, write nothing more and do not make it wait. The
  * memory may then hold part of the object. If the object completed meanwhile, the result is
- * CDT_SUCCESS. */
+ * CDT_SUCCESS. A receive that fails after its message matched still fills info->tag when asked
+ * (as cdt_ucx_request_recv_info does). */
 CDT_API int cdt_ucx_recv(cdt_ucx_worker worker, void *buf, cdt_count count, cdt_type type,
                          cdt_ucx_tag tag, cdt_ucx_tag tag_mask, const cdt_ucx_recv_params *params,
                          cdt_ucx_recv_info *info, int64_t timeout_ms);
@@ -551,7 +552,9 @@ CDT_API int cdt_ucx_request_wait(cdt_ucx_request request, int64_t timeout_ms);
 CDT_API int cdt_ucx_request_cancel(cdt_ucx_request request);
 /*! cdt_ucx_request_recv_info() : what a successfully completed receive matched: the fields
  *  info->field_mask asks for. Errors: CDT_ERR_INVALID_ARG (NULL, a send, an invalid mask),
- *  CDT_INPROGRESS (not completed), or the receive's own error. */
+ *  CDT_INPROGRESS (not completed), or the receive's own error; a receive that failed after its
+ *  message matched still fills info->tag (the sender's tag, when asked for; no other field), so
+ *  that a program can tell whose object failed (docs/TRANSPORT.md §6). */
 CDT_API int cdt_ucx_request_recv_info(cdt_ucx_request request, cdt_ucx_recv_info *info);
 /*! cdt_ucx_request_free() : free a completed request. A pending request: CDT_ERR_BUSY (cancel
  *  or wait first). NULL: no-op. A receive that completed while UCX still delivers the rest of

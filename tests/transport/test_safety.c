@@ -40,6 +40,10 @@ int main(int argc, char **argv)
         return run_three(same_id_server, same_id_a, same_id_b, &id5, &id5);
     if (strcmp(c, "forged_key") == 0)
         return run_three(forged_server, victim, forger, &id7, NULL);
+    if (strcmp(c, "isolation") == 0) {
+        run_three_c2_signal = SIGKILL;
+        return run_three(isolation_server, isolation_live, isolation_dying, NULL, NULL);
+    }
     fprintf(stderr, "unknown case %s\n", c);
     return 2;
 }

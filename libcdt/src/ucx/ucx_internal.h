@@ -65,6 +65,7 @@ struct cdt_ucx_worker_s {
     pthread_mutex_t lock;
     uint32_t sender_id;
     uint64_t seq;           /* objects sent: input of the key function */
+    uint64_t ep_seq;        /* endpoints made: input of their ids */
     uint64_t key_secret[2]; /* random per worker: keys cannot be predicted (ucx_context.c) */
     bool destroying;
     cdt_count zcopy_threshold;
@@ -75,6 +76,9 @@ struct cdt_ucx_worker_s {
     int64_t fifo_stall_ms;
     int fifo_sends;
     int parked; /* endpoints whose close waits for a flush (cdt__ucx_close_parked) */
+    /* endpoints whose peer id has not arrived: progress polls the UCX streams while there are
+     * some (ucx_hello.c) */
+    int hello_waiting;
     /* UCX generic datatypes of single-mode messages: the send packs from the frame, every
      * receive unpacks into the head buffer or the decoder (ucx_single.c) */
     ucp_datatype_t dt_send, dt_recv;
@@ -130,6 +134,15 @@ struct cdt_ucx_ep_s {
      * cdt__ucx_ep_wait_wired) */
     bool wired;
     bool closing; /* closed by the user, UCX's close still under way: freed with the worker */
+    /* this endpoint's id, drawn when it is made, sent to the peer before the endpoint's first
+     * object (on its UCX stream) and written in every split-mode head sent on it; the peer's
+     * endpoint's id once its first message arrived (0 before), and its bytes so far
+     * (ucx_hello.c; docs/TRANSPORT.md §4, Senders) */
+    uint64_t id, peer_id;
+    unsigned char id_wire[8], peer_wire[8];
+    unsigned peer_got;
+    bool hello_wait; /* counted in w->hello_waiting */
+    bool hello_sent; /* this endpoint's id went to the peer (before its first object) */
     /* closed while a flush was in flight: the forced close waits for it (ucx_ep_park.c) */
     void *parked_flush;
     /* sends posted on this endpoint and not done (linked by ep_next/ep_prev): a failure or a
@@ -187,6 +200,7 @@ struct cdt_ucx_request_s {
     bool matched;    /* recv: head arrived */
     bool in_body;    /* recv: in w->body_recvs */
     bool has_key;    /* recv: the head was parsed, key is valid */
+    bool tag_known;  /* recv: its message matched: info.tag is the sender's (also on failure) */
     int abandon;     /* recv: abandoned before the regions were posted: drain them, then fail
                         with this status (cancel, key conflict) */
     int status;      /* first error, else CDT_SUCCESS */
@@ -224,6 +238,9 @@ struct cdt_ucx_request_s {
     cdt_ucx_recv_prepare_func_t *prepare;
     void *prepare_arg;
     uint64_t key;
+    /* recv: the id of the endpoint its head came through (the prefix's sender: docs/
+     * TRANSPORT.md §4, Senders); send, split mode: the endpoint's id, written in the prefix */
+    uint64_t sender;
     cdt_count threshold;
     unsigned char *stream; /* inline stream when a tail was received */
     cdt_count stream_len;
@@ -254,6 +271,8 @@ struct cdt_ucx_request_s {
 CDT__UCX_HIDDEN int cdt__ucx_status(ucs_status_t st);
 CDT__UCX_HIDDEN int64_t cdt__ucx_now_ms(void);
 CDT__UCX_HIDDEN uint64_t cdt__ucx_next_key(cdt_ucx_worker w);
+/* lock held: a new endpoint's id (random to other processes, never 0; ucx_hello.c) */
+CDT__UCX_HIDDEN uint64_t cdt__ucx_next_ep_id(cdt_ucx_worker w);
 /* ucx_progress.c, lock held: ucp_worker_progress, then the deadlines (rest timeouts, drains,
  * FIFO stall bounds, parked endpoints), at least every 10 ms and whenever the worker's timer
  * is due */
@@ -280,8 +299,17 @@ CDT__UCX_HIDDEN void cdt__ucx_expire(cdt_ucx_worker w, int64_t now);
  * timer fires at `at` (ms of cdt__ucx_now_ms), or never (INT64_MAX) */
 CDT__UCX_HIDDEN void cdt__ucx_deadline_added(cdt_ucx_worker w, int64_t deadline);
 CDT__UCX_HIDDEN void cdt__ucx_timer_set(cdt_ucx_worker w, int64_t at);
-/* ucx_recv_state.c: fail receives part-way through a message after a peer failure */
-CDT__UCX_HIDDEN void cdt__ucx_fail_body_recvs(cdt_ucx_worker w, int status);
+/* ucx_recv_state.c, lock held: the endpoint `ep` failed: fail the split-mode receives part-way
+ * through an object that came through it (their sender is its peer id), or when its peer id
+ * never arrived, those whose sender is the peer id of no live endpoint (docs/TRANSPORT.md §6) */
+CDT__UCX_HIDDEN void cdt__ucx_fail_body_recvs(struct cdt_ucx_ep_s *ep, int status);
+/* ucx_hello.c, lock held: draw a new endpoint's id and wait for its peer's; send ep's id to the
+ * peer before its first object (once); read the peer ids that arrived (from progress, while
+ * w->hello_waiting); ep leaves the worker (closed or freed) */
+CDT__UCX_HIDDEN void cdt__ucx_hello_init(struct cdt_ucx_ep_s *ep);
+CDT__UCX_HIDDEN void cdt__ucx_hello_send(struct cdt_ucx_ep_s *ep);
+CDT__UCX_HIDDEN void cdt__ucx_hello_poll(cdt_ucx_worker w);
+CDT__UCX_HIDDEN void cdt__ucx_hello_forget(struct cdt_ucx_ep_s *ep);
 /* ucx_recv_state.c, lock held: fail matched receives past their rest deadline, cancel expired
  * drains; the earliest of those deadlines (INT64_MAX: none); cancel every drain (destroy) */
 CDT__UCX_HIDDEN void cdt__ucx_expire_recvs(cdt_ucx_worker w, int64_t now);

@@ -294,6 +294,7 @@ static void drain_refused(cdt_ucx_request r, size_t length)
         key_in_use(r, h.key) != NULL)
         return;
     r->key = h.key;
+    r->sender = h.sender;
     r->threshold = h.threshold;
     r->commit = h.commit;
     drain_regions(r, h.part, h.part_len, 0);
@@ -312,6 +313,7 @@ static void drain_abandoned_head(cdt_ucx_request r, size_t length)
         key_in_use(r, h.key) != NULL)
         return;
     r->key = h.key;
+    r->sender = h.sender;
     r->threshold = h.threshold;
     r->commit = h.commit;
     if (h.tail_len > 0)
@@ -353,6 +355,7 @@ static void head_arrived(cdt_ucx_request r, size_t length)
         return;
     }
     r->key = h.key;
+    r->sender = h.sender;
     r->threshold = h.threshold;
     r->commit = h.commit;
     cdt_ucx_request other = key_in_use(r, h.key);
@@ -425,6 +428,7 @@ static void head_cb(void *ucx_req, ucs_status_t st, const ucp_tag_recv_info_t *i
     }
     if (st == UCS_OK) {
         r->info.tag = got.sender_tag;
+        r->tag_known = true;
         if (!cdt__ucx_single_complete(r, got.length))
             head_arrived(r, got.length);
     } else {
