@@ -89,10 +89,16 @@ struct cdt_ucx_worker_s {
     struct cdt_ucx_request_s *orphans;    /* freed requests whose UCX message is still moving */
     /* requests of sends over cross-memory attach that ended without success, whose head
      * message the receiver may still copy out of their head buffer (a rendezvous it matches
-     * late): their memory is never reused, so a late reader gets the bytes that were sent and
-     * not another object's (ucx_request_pool.c; freed with the worker). Under cache_lock. */
+     * late): their memory is not reused while a reader may still reach it, so a late reader
+     * gets the bytes that were sent and not another object's. Newest first; freed once the
+     * send was ended by its endpoint's failure, or no live endpoint has had the id it went to
+     * for CDT__UCX_QUARANTINE_GRACE_MS (released), or the oldest when more than
+     * CDT__UCX_QUARANTINE_MAX are held (dropped; ucx_request_pool.c, docs/TRANSPORT.md §8).
+     * Under cache_lock. */
     struct cdt_ucx_request_s *quarantine;
     size_t quarantined;
+    uint64_t q_released, q_dropped;
+    int64_t q_next_scan;    /* when progress looks at the quarantine next (ms) */
     int64_t next_expiry_ms; /* when cdt__ucx_progress looks at deadlines next */
     /* with wakeup (ucx_wakeup.c), else all -1: the event fd handed out and slept on (an epoll
      * set of UCX's own event fd and timer_fd), UCX's event fd, and a timer that makes the
@@ -219,6 +225,10 @@ struct cdt_ucx_request_s {
     /* send: the head message went from the head buffer to a peer that copies it out of this
      * process's memory (cma) in a rendezvous: quarantined when the send does not succeed */
     bool head_exposed;
+    /* send: the id of the endpoint its head went to; quarantined: since when no live endpoint
+     * has that id (0: one has) */
+    uint64_t q_ep;
+    int64_t q_gone;
     cdt_count parts_pending;
     cdt__ucx_sub commit_sub;
     /* send over a shared-memory FIFO: counted in w->fifo_sends while linked, ended with
@@ -341,6 +351,14 @@ CDT__UCX_HIDDEN void cdt__ucx_orphan_release(cdt_ucx_request r);
 CDT__UCX_HIDDEN void cdt__ucx_orphans_free_all(cdt_ucx_worker w);
 /* cdt_ucx_worker_destroy: free the pooled requests */
 CDT__UCX_HIDDEN void cdt__ucx_request_pool_clear(cdt_ucx_worker w);
+/* quarantined head buffers: at most this many are held (about 33 KiB each), and one is freed
+ * this long after the last live endpoint with the id its head went to is gone (the peer has
+ * noticed by then: keepalive, 1 s by default, CDT__UCX_KEEPALIVE_INTERVAL) */
+#define CDT__UCX_QUARANTINE_MAX 512
+#define CDT__UCX_QUARANTINE_GRACE_MS 5000
+/* ucx_request_pool.c, worker lock held: free the quarantined buffers no reader can reach any
+ * more (at most once a second) */
+CDT__UCX_HIDDEN void cdt__ucx_quarantine_scan(cdt_ucx_worker w, int64_t now);
 CDT__UCX_HIDDEN void cdt__ucx_request_set_error(cdt_ucx_request r, int status);
 /* ucx_wakeup.c, lock held: make the worker's event fd readable (with wakeup), so that a
  * thread asleep on it, the library's or an application's, wakes and progresses: at every

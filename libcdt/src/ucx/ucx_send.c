@@ -278,6 +278,7 @@ static int send_single(cdt_ucx_ep ep, cdt_ucx_request r, cdt_ucx_tag tag, cdt_uc
     r->outstanding = 1;    /* held while posting */
     if (rc == CDT_SUCCESS && contiguous) {
         r->head_exposed = ep->peer_accesses_memory && r->single_len > CDT__UCX_EAGER_SURE;
+        r->q_ep = ep->id;
         rc = post(r, ep->ucp, r->head, r->single_len, tag, &r->head_sub);
     } else if (rc == CDT_SUCCESS)
         rc = post_dt(r, ep->ucp, r, 1, w->dt_send, tag, &r->head_sub);
@@ -305,6 +306,7 @@ static int send_plain(cdt_ucx_ep ep, cdt_ucx_request r, cdt_count threshold, cdt
     r->outstanding = 1; /* held while posting */
     size_t len = (size_t)(CDT__UCX_PREFIX_SIZE + frame_len);
     r->head_exposed = ep->peer_accesses_memory && len > CDT__UCX_EAGER_SURE;
+    r->q_ep = ep->id;
     if (rc == CDT_SUCCESS)
         rc = post(r, ep->ucp, r->head, len, tag, &r->head_sub);
     if (rc != CDT_SUCCESS) { /* nothing was sent */
@@ -472,6 +474,7 @@ int cdt_ucx_isend_advanced(cdt_ucx_ep ep, const void *buf, cdt_count count, cdt_
     if (rc == CDT_SUCCESS)
         rc = build(r, &pl, key, threshold, cma, &msg, &msg_len, &tail, &tail_len);
     r->head_exposed = cma && msg_len > CDT__UCX_EAGER_SURE;
+    r->q_ep = ep->id;
     r->outstanding = 1;   /* held while posting */
     r->parts_pending = 1; /* held while posting: the commit is sent after the last part */
     if (rc == CDT_SUCCESS)
