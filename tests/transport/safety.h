@@ -69,8 +69,10 @@ side_fn late_region_server, late_region_client_tail, cancel_matched_server, canc
     commit_server, commit_client, drain_expiry_server, drain_expiry_client;
 
 /* safety_limits.c: what a peer announces and what the receiver holds: its own type reference,
- * arguments of a later library refused, limits on regions and sizes */
-side_fn type_ref_server, type_ref_client, limits_server, limits_client;
+ * arguments of a later library refused, limits on regions and sizes, a refused object's sender
+ * completing whatever its region count */
+side_fn type_ref_server, type_ref_client, limits_server, limits_client, refused_regions_server,
+    refused_regions_client;
 
 /* safety_keys.c: objects whose keys collide or are forged: two in flight with one key, two
  * senders on one sender id, a third process on a victim's private tags */

@@ -30,6 +30,8 @@ int main(int argc, char **argv)
         return run_pair(rest_timeout_server, rest_timeout_client, NULL, NULL, 0);
     if (strcmp(c, "drain_expiry") == 0)
         return run_pair(drain_expiry_server, drain_expiry_client, NULL, NULL, 0);
+    if (strcmp(c, "refused_regions") == 0)
+        return run_pair(refused_regions_server, refused_regions_client, NULL, NULL, 0);
     if (strcmp(c, "limits") == 0)
         return run_pair(limits_server, limits_client, NULL, NULL, 0);
     if (strcmp(c, "key_conflict") == 0)

@@ -191,6 +191,11 @@ typedef struct cdt__ucx_drain {
     void *ucx;
     int64_t deadline;
     bool linked, fired;
+    /* a sweep: every private message of one key (tag, mask), one after the other, until its
+     * commit message or the deadline (cdt__ucx_post_sweep) */
+    bool sweep;
+    bool posting, again; /* inside drain_post; the last message said go on (ucx_recv_state.c) */
+    uint64_t tag;
     cdt_ucx_worker w;
 } cdt__ucx_drain;
 
@@ -332,6 +337,10 @@ CDT__UCX_HIDDEN void cdt__ucx_recv_abandon(cdt_ucx_request r, int status);
  * until `deadline`; the deadline for the drains of r's object; link a matched receive into
  * w->body_recvs; complete a receive (decoder finished, buffers back, type released) */
 CDT__UCX_HIDDEN void cdt__ucx_post_drain(cdt_ucx_worker w, uint64_t tag, int64_t deadline);
+/* ucx_recv_state.c, lock held: discard every private message of object `key` (tail, regions,
+ * commit), one at a time, until its commit message came or `deadline`: for an object none of
+ * whose parts is received, whatever its header lists (docs/TRANSPORT.md §5) */
+CDT__UCX_HIDDEN void cdt__ucx_post_sweep(cdt_ucx_worker w, uint64_t key, int64_t deadline);
 CDT__UCX_HIDDEN int64_t cdt__ucx_drain_deadline(cdt_ucx_request r);
 CDT__UCX_HIDDEN void cdt__ucx_body_link(cdt_ucx_request r);
 CDT__UCX_HIDDEN void cdt__ucx_recv_done(cdt_ucx_request r);
