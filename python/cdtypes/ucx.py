@@ -70,7 +70,10 @@ def _where(what, peer, handle=None, seen=None):
         lanes = seen
     elif seen and seen != lanes:
         lanes = "%s (were %s)" % (lanes, seen)
-    return "%s %s (UCX %s; lanes: %s)" % (what, peer, version(), lanes)
+    text = "%s %s (UCX %s; lanes: %s)" % (what, peer, version(), lanes)
+    if handle is None:  # no connection came up: also what two UCX release lines get
+        text += " [a peer on another UCX release line cannot connect: docs/TRANSPORT.md §1]"
+    return text
 
 
 def _ms(timeout):
