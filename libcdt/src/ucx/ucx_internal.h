@@ -315,8 +315,8 @@ CDT__UCX_HIDDEN void cdt__ucx_expire(cdt_ucx_worker w, int64_t now);
 CDT__UCX_HIDDEN void cdt__ucx_deadline_added(cdt_ucx_worker w, int64_t deadline);
 CDT__UCX_HIDDEN void cdt__ucx_timer_set(cdt_ucx_worker w, int64_t at);
 /* ucx_recv_state.c, lock held: the endpoint `ep` failed: fail the split-mode receives part-way
- * through an object that came through it (their sender is its peer id), or when its peer id
- * never arrived, those whose sender is the peer id of no live endpoint (docs/TRANSPORT.md §6) */
+ * through an object that came through it (their sender is its peer id, read first: ucx_hello.c);
+ * none when its peer id never came (docs/TRANSPORT.md §6) */
 CDT__UCX_HIDDEN void cdt__ucx_fail_body_recvs(struct cdt_ucx_ep_s *ep, int status);
 /* ucx_hello.c, lock held: draw a new endpoint's id and wait for its peer's; send ep's id to the
  * peer before its first object (once); read the peer ids that arrived (from progress, while

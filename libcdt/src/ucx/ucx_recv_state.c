@@ -221,28 +221,22 @@ void cdt__ucx_recv_fail(cdt_ucx_request r, int status)
         cdt__ucx_recv_done(r);
 }
 
-/* lock held: `sender` is the peer id of a live endpoint other than `failed` */
-static bool placed(cdt_ucx_worker w, const struct cdt_ucx_ep_s *failed, uint64_t sender)
-{
-    for (const struct cdt_ucx_ep_s *ep = w->eps; ep != NULL; ep = ep->next)
-        if (ep != failed && ep->peer_id == sender && ep->status == CDT_SUCCESS && !ep->closing)
-            return true;
-    return false;
-}
-
 void cdt__ucx_fail_body_recvs(struct cdt_ucx_ep_s *ep, int status)
 {
     cdt_ucx_worker w = ep->w;
+    /* an endpoint's id comes before its first object, on the same lane: whatever came through
+     * this endpoint, its id has arrived, perhaps in this very progress call. Read now, before
+     * anything is failed (ucx_hello.c); an endpoint whose id never came brought no object, and
+     * fails no receive */
+    if (!w->destroying)
+        cdt__ucx_hello_poll(w);
+    if (ep->peer_id == 0)
+        return;
     for (cdt_ucx_request r = w->body_recvs, next; r != NULL; r = next) {
         next = r->next;
         /* a single-mode message is one UCX operation: UCX fails it itself when its own
          * sender fails, and a receive from a healthy sender goes on */
-        if (r->single)
-            continue;
-        /* a split-mode object came through this endpoint (its peer id known), or may have
-         * (not known: the objects of senders no live endpoint places) */
-        bool ours = ep->peer_id != 0 ? r->sender == ep->peer_id : !placed(w, ep, r->sender);
-        if (ours)
+        if (!r->single && r->sender == ep->peer_id)
             cdt__ucx_recv_fail(r, status);
     }
 }
