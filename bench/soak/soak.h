@@ -87,6 +87,7 @@ cdt_ucx_tag tag_make(int fam, int final, int peer, int gen, int thread, uint64_t
 int tag_fam(cdt_ucx_tag t);
 int tag_final(cdt_ucx_tag t);
 int tag_peer(cdt_ucx_tag t);
+int tag_gen(cdt_ucx_tag t); /* the sender's incarnation, 16 bits */
 uint64_t tag_key(cdt_ucx_tag t);
 cdt_count pick_size(rng *r, int final);
 
@@ -138,6 +139,10 @@ typedef struct stats {
     /* the soak's cancel of a receive that had matched (prepare ran) ended it CDT_ERR_CANCELED:
      * a single-mode receive completes at once when canceled (docs/TRANSPORT.md §6) */
     uint64_t recv_canceled_matched;
+    /* receives that failed with CDT_ERR_PEER while their own sender lived on: another peer's
+     * failure took them (docs/TRANSPORT.md §6: never); and those CDT_ERR_PEER receives whose
+     * sender the failed receive did not name (its message had not matched) */
+    uint64_t collateral, peer_fail_unplaced;
     uint64_t err_send[NSTATUS], err_recv[NSTATUS], err_conn[NSTATUS];
     uint64_t final_sent[MAX_PEERS], final_recv[MAX_PEERS], final_send_err, final_done;
     uint64_t largest;

@@ -108,6 +108,10 @@ int tag_peer(cdt_ucx_tag t)
 {
     return (int)(t >> 57) & 7;
 }
+int tag_gen(cdt_ucx_tag t)
+{
+    return (int)(t >> 41) & 0xffff;
+}
 
 /* the object's key: everything its bytes depend on */
 uint64_t tag_key(cdt_ucx_tag t)

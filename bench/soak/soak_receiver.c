@@ -84,6 +84,56 @@ static void recv_failed(int fam, int rc)
     }
 }
 
+/* Collateral failures. A receive that fails with CDT_ERR_PEER still names its sender's tag once
+ * its message matched (cdt_ucx_request_recv_info); the tag names the sending peer and its
+ * incarnation. That incarnation must be dead: one still up COLLATERAL_S later (the supervisor's
+ * M_DOWN comes within a second of a kill) lost its object to another peer's failure. */
+#define COLLATERAL_S 5.0
+#define NO_TAG (~(cdt_ucx_tag)0)
+typedef struct peer_fail {
+    int fam, peer, gen;
+    double at;
+} peer_fail;
+static peer_fail pf[1024];
+static int npf;
+static pthread_mutex_t pf_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void peer_failed(int fam, cdt_ucx_tag tag)
+{
+    if (tag == NO_TAG) {
+        ADD(g_st.peer_fail_unplaced, 1);
+        return;
+    }
+    pthread_mutex_lock(&pf_lock);
+    if (npf < (int)(sizeof(pf) / sizeof(pf[0])))
+        pf[npf++] = (peer_fail){fam, tag_peer(tag), tag_gen(tag), now_s()};
+    pthread_mutex_unlock(&pf_lock);
+}
+
+static void collateral_scan(void)
+{
+    double t = now_s();
+    pthread_mutex_lock(&pf_lock);
+    int keep = 0;
+    for (int i = 0; i < npf; i++) {
+        if (t - pf[i].at < COLLATERAL_S) {
+            pf[keep++] = pf[i];
+            continue;
+        }
+        pthread_mutex_lock(&g_lock);
+        int up = tab_gen[pf[i].peer] == pf[i].gen && tab_port[pf[i].peer] != 0;
+        pthread_mutex_unlock(&g_lock);
+        if (up) {
+            ADD(g_st.collateral, 1);
+            report("%s receive from peer %d (incarnation %d) failed with CDT_ERR_PEER, and that "
+                   "sender was still up %.0f s later: another peer's failure took it",
+                   fam_name[pf[i].fam], pf[i].peer, pf[i].gen, COLLATERAL_S);
+        }
+    }
+    npf = keep;
+    pthread_mutex_unlock(&pf_lock);
+}
+
 /* derived and sobj: irecv with a prepare callback, wait, cancel when idle */
 void *receiver_main(void *arg)
 {
@@ -139,7 +189,13 @@ void *receiver_main(void *arg)
             ADD(g_st.idle_timeouts, 1);
         } else {
             recv_failed(fam, rc);
+            if (rc == CDT_ERR_PEER) {
+                cdt_ucx_recv_info info = {.field_mask = CDT_UCX_RECV_INFO_TAG, .tag = NO_TAG};
+                cdt_ucx_request_recv_info(q, &info);
+                peer_failed(fam, info.tag);
+            }
         }
+        collateral_scan();
         cdt_ucx_request_free(q);
         rctx_clear(x);
         free(x);
@@ -178,7 +234,7 @@ void *dvec_receiver_main(void *arg)
     while (!g_stop) {
         beat(th);
         double_vec *dv = calloc(1, sizeof(*dv));
-        cdt_ucx_recv_info info = {.field_mask = CDT_UCX_RECV_INFO_ALL};
+        cdt_ucx_recv_info info = {.field_mask = CDT_UCX_RECV_INFO_ALL, .tag = NO_TAG};
         int rc = cdt_ucx_recv(g_w, dv, 1, double_vec_type(), (cdt_ucx_tag)FAM_DVEC << TAG_FAM_SHIFT,
                               TAG_FAM_MASK, NULL, &info, recv_patience_ms(opt.dvec_timeout_ms));
         beat(th);
@@ -202,9 +258,12 @@ void *dvec_receiver_main(void *arg)
             qs[nq++] = (quarantined){dv, dv->n, dv->data, dvec_checksum(dv), now_s() + 3};
         } else {
             recv_failed(FAM_DVEC, rc);
+            if (rc == CDT_ERR_PEER)
+                peer_failed(FAM_DVEC, info.tag);
             double_vec_clear(dv);
             free(dv);
         }
+        collateral_scan();
         if (now_s() > next_scan) {
             next_scan = now_s() + 1;
             uint64_t held = 0;

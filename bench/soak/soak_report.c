@@ -117,6 +117,14 @@ void write_report(FILE *f, int pass, double secs, const char *cmdline)
         "| matched derived/sobj receives ended by the soak's cancel after 1 s (CDT_ERR_CANCELED) "
         "| %" PRIu64 " |\n",
         t.recv_canceled_matched);
+    fprintf(f,
+            "| receives failed with CDT_ERR_PEER whose sender lived on (collateral of another "
+            "peer's failure) | %" PRIu64 " |\n",
+            t.collateral);
+    fprintf(f,
+            "| receives failed with CDT_ERR_PEER before their message matched (sender not "
+            "named) | %" PRIu64 " |\n",
+            t.peer_fail_unplaced);
     fprintf(f, "| wrong objects | %" PRIu64 " |\n| unexpected statuses | %" PRIu64 " |\n", t.wrong,
             t.unexpected);
     fprintf(f, "| requests stuck after cancel/close | %" PRIu64 " |\n", t.stuck);

@@ -252,6 +252,26 @@ CDT_API int cdt_ucx_worker_fd(cdt_ucx_worker worker, int *fd);
 CDT_API int cdt_ucx_worker_arm(cdt_ucx_worker worker);
 /*! cdt_ucx_worker_sender_id() : the sender id in use (given or drawn at random). */
 CDT_API uint32_t cdt_ucx_worker_sender_id(cdt_ucx_worker worker);
+/*! Fields of cdt_ucx_worker_stats, for its field_mask. */
+enum cdt_ucx_worker_stats_field {
+    CDT_UCX_WORKER_STATS_QUARANTINED = 1u << 0,         /*!< quarantined */
+    CDT_UCX_WORKER_STATS_QUARANTINE_RELEASED = 1u << 1, /*!< quarantine_released */
+    CDT_UCX_WORKER_STATS_QUARANTINE_DROPPED = 1u << 2,  /*!< quarantine_dropped */
+};
+/*! Every field of cdt_ucx_worker_stats this library knows. */
+#define CDT_UCX_WORKER_STATS_ALL 0x7u
+/*! Counters of a worker (cdt_ucx_worker_stats_get). The head buffers of sends over cross-memory
+ * attach that ended without success are kept while the peer may still copy the head out of
+ * them (docs/TRANSPORT.md §8, "Memory and cost"). */
+typedef struct cdt_ucx_worker_stats {
+    uint64_t field_mask;          /*!< in: the fields to fill */
+    uint64_t quarantined;         /*!< head buffers held now (about 33 KiB each; at most 512) */
+    uint64_t quarantine_released; /*!< freed since the worker was made, no reader left */
+    uint64_t quarantine_dropped;  /*!< freed at the bound (the oldest), a reader maybe left */
+} cdt_ucx_worker_stats;
+/*! cdt_ucx_worker_stats_get() : fill the fields stats->field_mask asks for. Errors:
+ *  CDT_ERR_INVALID_ARG (NULL, a mask of no field or of a field this library does not know). */
+CDT_API int cdt_ucx_worker_stats_get(cdt_ucx_worker worker, cdt_ucx_worker_stats *stats);
 /*! cdt_ucx_worker_handle() : the underlying ucp_worker_h (as void *), for programs that also
  *  use UCX directly. Use it only under the rules of section "Threads" above, i.e. not while
  *  other threads use this worker. */
@@ -524,7 +544,8 @@ CDT_API int cdt_ucx_irecv(cdt_ucx_worker worker, void *buf, cdt_count count, cdt
  * the call waits for that transfer to end (or to fail with its peer); a single-mode message, and a
  * message whose data has not started to come, write nothing more and do not make it wait. The
  * memory may then hold part of the object. If the object completed meanwhile, the result is
- * CDT_SUCCESS. */
+ * CDT_SUCCESS. A receive that fails after its message matched still fills info->tag when asked
+ * (as cdt_ucx_request_recv_info does). */
 CDT_API int cdt_ucx_recv(cdt_ucx_worker worker, void *buf, cdt_count count, cdt_type type,
                          cdt_ucx_tag tag, cdt_ucx_tag tag_mask, const cdt_ucx_recv_params *params,
                          cdt_ucx_recv_info *info, int64_t timeout_ms);
@@ -551,7 +572,9 @@ CDT_API int cdt_ucx_request_wait(cdt_ucx_request request, int64_t timeout_ms);
 CDT_API int cdt_ucx_request_cancel(cdt_ucx_request request);
 /*! cdt_ucx_request_recv_info() : what a successfully completed receive matched: the fields
  *  info->field_mask asks for. Errors: CDT_ERR_INVALID_ARG (NULL, a send, an invalid mask),
- *  CDT_INPROGRESS (not completed), or the receive's own error. */
+ *  CDT_INPROGRESS (not completed), or the receive's own error; a receive that failed after its
+ *  message matched still fills info->tag (the sender's tag, when asked for; no other field), so
+ *  that a program can tell whose object failed (docs/TRANSPORT.md §6). */
 CDT_API int cdt_ucx_request_recv_info(cdt_ucx_request request, cdt_ucx_recv_info *info);
 /*! cdt_ucx_request_free() : free a completed request. A pending request: CDT_ERR_BUSY (cancel
  *  or wait first). NULL: no-op. A receive that completed while UCX still delivers the rest of

@@ -3,7 +3,8 @@
 Prints the package's version, the backend in use, the libcdt core the package loaded (its
 version and file), whether the transport is built in (the UCX version it reports and its
 library's file), and every UCX library file mapped into the process after ``import cdtypes.ucx``
-(``import cdtypes`` alone loads none). Two copies of
+(``import cdtypes`` alone loads none); when the transport cannot load its UCX (a wheel installed
+without the ``ucx`` extra) it says so and how to get it. Two copies of
 UCX in one process break it (two libucp with the same soname: the system's and a wheel's), so
 ``--info`` says when more than one copy of a UCX library is loaded, and exits with status 1.
 """
@@ -51,10 +52,17 @@ def info(out=None):
     if not _backend.HAVE_UCX:
         print("transport: not built in (libcdt without UCX)", file=out)
     else:
-        import cdtypes.ucx  # loads the transport and UCX the way a user's program does
-
-        print("transport: UCX %s (%s)" % (cdtypes.ucx.version(), os.path.realpath(_lib._ucx_path)),
-              file=out)
+        try:
+            import cdtypes.ucx  # loads the transport and UCX the way a user's program does
+        except ImportError as e:
+            # a wheel installed without the `ucx` extra (the MPI-only install): the transport
+            # is there, the UCX it needs is not; nothing else of cdtypes needs it
+            print("transport: not loaded (%s)" % e, file=out)
+            print("  cdtypes.ucx needs UCX: pip install 'cdtypes[ucx]' (docs/PYTHON.md); "
+                  "cdtypes and cdtypes.mpi work without it", file=out)
+        else:
+            print("transport: UCX %s (%s)" % (cdtypes.ucx.version(),
+                                               os.path.realpath(_lib._ucx_path)), file=out)
     mapped = _mapped_libraries(["libucp", "libuct", "libucs", "libucm"])
     if mapped is None:
         print("UCX files: unknown (no /proc/self/maps)", file=out)

@@ -50,6 +50,32 @@ def version():
     return lib.cdt_ucx_version_string().decode()
 
 
+def _lanes(handle):
+    """The transports an endpoint's lanes use ("am=tcp/lo rma=cma/memory"), for messages."""
+    if handle is None:
+        return "none (no connection)"
+    buf = ctypes.create_string_buffer(512)
+    if lib.cdt_ucx_ep_transports(handle, buf, len(buf)) != 0:
+        return "unknown"
+    return buf.value.decode() or "none yet (not wired up)"
+
+
+def _where(what, peer, handle=None, seen=None):
+    """What failed, with whom, over which lanes and with which UCX: enough to tell a dead peer
+    from a configuration problem (two UCX versions that do not talk, no common transport).
+    `seen`: the lanes the endpoint had when a send last went through (a failed endpoint's
+    lanes are UCX's placeholders)."""
+    lanes = _lanes(handle)
+    if seen and ("=" not in lanes):
+        lanes = seen
+    elif seen and seen != lanes:
+        lanes = "%s (were %s)" % (lanes, seen)
+    text = "%s %s (UCX %s; lanes: %s)" % (what, peer, version(), lanes)
+    if handle is None:  # no connection came up: also what two UCX release lines get
+        text += " [a peer on another UCX release line cannot connect: docs/TRANSPORT.md §1]"
+    return text
+
+
 def _ms(timeout):
     if timeout is None:
         return _lib.CDT_UCX_INFINITE
@@ -168,16 +194,18 @@ class Worker:
     def connect(self, host, port, timeout=None):
         """An Endpoint connected to the listener at host:port."""
         ep = ctypes.c_void_p()
+        peer = "%s:%d" % (host, port)
         check(lib.cdt_ucx_ep_connect(self._handle(), host.encode(), port, _ms(timeout),
-                                     ctypes.byref(ep)), "connect to %s:%d" % (host, port))
-        return self._adopt(Endpoint(self, ep.value))
+                                     ctypes.byref(ep)), _where("connect to", peer))
+        return self._adopt(Endpoint(self, ep.value, peer=peer))
 
     def connect_address(self, address):
         """An Endpoint to the worker whose address() was exchanged out of band."""
         ep = ctypes.c_void_p()
         check(lib.cdt_ucx_ep_create_from_address(self._handle(), address, len(address),
-                                                 ctypes.byref(ep)), "cdt_ucx_ep_create_from_address")
-        return self._adopt(Endpoint(self, ep.value))
+                                                 ctypes.byref(ep)),
+              _where("connect to", "a worker by its address"))
+        return self._adopt(Endpoint(self, ep.value, peer="a worker by its address"))
 
     def _adopt(self, child):
         self._children.append(child)
@@ -258,9 +286,11 @@ class Listener:
     def accept(self, timeout=None):
         """Wait for a connection and return its Endpoint."""
         ep = ctypes.c_void_p()
+        where = "on port %d" % self.port if self._l is not None else "on a closed listener"
         check(lib.cdt_ucx_listener_accept(self._handle(), _ms(timeout), ctypes.byref(ep)),
-              "accept")
-        return self.worker._adopt(Endpoint(self.worker, ep.value))
+              _where("accept", where))
+        peer = "a peer accepted %s" % where
+        return self.worker._adopt(Endpoint(self.worker, ep.value, peer=peer))
 
     def _forget(self):
         self._l = None
@@ -284,10 +314,12 @@ class Endpoint:
     """A connection to one peer: send(obj, tag), recv(tag) -> obj, and their non-blocking
     variants isend/irecv returning a Request."""
 
-    def __init__(self, worker, handle, _own_worker=False):
+    def __init__(self, worker, handle, _own_worker=False, peer="a peer"):
         self.worker = worker
         self._ep = handle
         self._own = _own_worker
+        self._peer = peer
+        self._lanes_seen = None  # after the first send that went through (for messages)
 
     def _handle(self):
         if self._ep is None:
@@ -448,11 +480,19 @@ class Request:
 class _SendRequest(Request):
     def __init__(self, ep, obj, tag):
         self._result = self._error = None
-        self._r = _b.ucx_isend(ep._handle(), obj, tag)
+        try:
+            self._r = _b.ucx_isend(ep._handle(), obj, tag)
+        except (_lib.TransportError, _lib.CdtTimeoutError) as e:  # PeerError: the peer failed
+            raise type(e)(e.code, _where("send to", ep._peer, ep._ep, ep._lanes_seen)) from None
         self._worker = ep.worker
+        self._ep = ep
 
     def _complete(self, rc, r):
-        check(rc, "send")
+        ep = self._ep
+        if rc < 0:
+            check(rc, _where("send to", ep._peer, ep._ep, ep._lanes_seen))
+        elif ep._lanes_seen is None and ep._ep is not None:
+            ep._lanes_seen = _lanes(ep._ep)  # once: the lanes a failure will name
 
 
 class _RecvRequest(Request):

@@ -47,6 +47,24 @@ def test_two_copies_of_ucx_are_reported(monkeypatch, capsys):
     assert "2 copies of libucp in one process" in capsys.readouterr().out
 
 
+def test_info_without_the_ucx_extra(tmp_path):
+    """A wheel installed without the ``ucx`` extra: the transport library is there but cannot
+    load (its UCX is missing). --info reports it and how to get the transport, exit status 0
+    (it raised ImportError with a traceback)."""
+    broken = tmp_path / "libcdtypes-ucx.so"
+    broken.write_bytes(b"not a shared library")  # loads like a transport whose UCX is missing
+    env = dict(os.environ, CDTYPES_BACKEND=_backend.name, CDTYPES_LIBCDT_UCX=str(broken))
+    done = subprocess.run([sys.executable, "-m", "cdtypes", "--info"], capture_output=True,
+                          text=True, env=env, timeout=60)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "Traceback" not in done.stderr, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0] == "cdtypes %s" % cdtypes.__version__
+    assert any(line.startswith("transport: not loaded (") for line in lines), done.stdout
+    assert "pip install 'cdtypes[ucx]'" in done.stdout
+    assert "UCX files: none loaded" in done.stdout
+
+
 def test_without_info_prints_usage():
     done = subprocess.run([sys.executable, "-m", "cdtypes"], capture_output=True, text=True,
                           timeout=60)

@@ -73,8 +73,39 @@ def test_recv_timeout(echo):
 
 
 def test_connect_refused():
-    with pytest.raises(cdtypes.CdtError):
+    with pytest.raises(cdtypes.CdtError) as e:
         ucx.connect("127.0.0.1", 1, timeout=5)
+    # the peer, the lanes and the UCX version: a dead peer told from a configuration problem
+    assert "connect to 127.0.0.1:1 (UCX %s; lanes: none" % ucx.version() in str(e.value)
+
+
+def test_send_to_a_dead_peer_names_peer_lanes_and_ucx():
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    script = os.path.join(os.path.dirname(__file__), "ucx_peer.py")
+    peer = subprocess.Popen([sys.executable, script], stdout=subprocess.PIPE, text=True)
+    try:
+        port = int(peer.stdout.readline())
+        with ucx.connect("127.0.0.1", port, timeout=30) as ep:
+            ep.send("hello", tag=2, timeout=30)
+            assert ep.recv(tag=3, timeout=30) == "hello"  # wired up, lanes known
+            peer.send_signal(signal.SIGKILL)
+            peer.wait()
+            deadline = time.monotonic() + 30
+            with pytest.raises(cdtypes.PeerError) as e:
+                while time.monotonic() < deadline:
+                    ep.send(np.zeros(16), tag=4, timeout=5)  # eager: done once posted
+                    time.sleep(0.05)
+            text = str(e.value)
+            assert "send to 127.0.0.1:%d (UCX %s; lanes: " % (port, ucx.version()) in text
+            assert "am=" in text, text
+    finally:
+        if peer.poll() is None:
+            peer.kill()
+            peer.wait()
 
 
 def test_recv_limits(echo):

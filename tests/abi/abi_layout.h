@@ -11,6 +11,7 @@
     X(cdt_decoder_params, 24, 1) \
     X(cdt_ucx_context_params, 24, 1) \
     X(cdt_ucx_worker_params, 48, 1) \
+    X(cdt_ucx_worker_stats, 32, 1) \
     X(cdt_ucx_listener_params, 24, 1) \
     X(cdt_ucx_connect_params, 24, 1) \
     X(cdt_ucx_recv_info, 48, 1) \
@@ -63,6 +64,10 @@
     X(cdt_ucx_worker_params, buffer_cache_bytes, 24, 8) \
     X(cdt_ucx_worker_params, protocol, 32, 4) \
     X(cdt_ucx_worker_params, fifo_stall_timeout_ms, 40, 8) \
+    X(cdt_ucx_worker_stats, field_mask, 0, 8) \
+    X(cdt_ucx_worker_stats, quarantined, 8, 8) \
+    X(cdt_ucx_worker_stats, quarantine_released, 16, 8) \
+    X(cdt_ucx_worker_stats, quarantine_dropped, 24, 8) \
     X(cdt_ucx_listener_params, field_mask, 0, 8) \
     X(cdt_ucx_listener_params, host, 8, 8) \
     X(cdt_ucx_listener_params, port, 16, 2) \
@@ -175,6 +180,9 @@
     X(CDT_UCX_PROTOCOL_SPLIT, 1) \
     X(CDT_UCX_PROTOCOL_SINGLE, 2) \
     X(CDT_UCX_PROTOCOL_AUTO_SINGLE, 3) \
+    X(CDT_UCX_WORKER_STATS_QUARANTINED, 1) \
+    X(CDT_UCX_WORKER_STATS_QUARANTINE_RELEASED, 2) \
+    X(CDT_UCX_WORKER_STATS_QUARANTINE_DROPPED, 4) \
     X(CDT_UCX_LISTENER_PARAM_HOST, 1) \
     X(CDT_UCX_LISTENER_PARAM_PORT, 2) \
     X(CDT_UCX_CONNECT_PARAM_TIMEOUT, 1) \

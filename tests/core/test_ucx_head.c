@@ -1,9 +1,10 @@
 /*
- * test_ucx_head.c - the split-mode head rules of protocol version 5 (docs/TRANSPORT.md §4,
- * §5), on the pure parser cdt__ucx_parse_head (no UCX needed): a tail may follow a short head
+ * test_ucx_head.c - the split-mode head rules of protocol version 6 (docs/TRANSPORT.md §2,
+ * §4, §5), on the pure parser cdt__ucx_parse_head (no UCX needed): a tail may follow a short head
  * that holds the frame's fixed header (senders cut heads to 1 KiB to keep them eager); a tail
  * after a head without that header, a tail longer than the frame allows, and a head of an
- * earlier protocol version are refused with their own error.
+ * earlier protocol version are refused with their own error; the sender id comes back, and a
+ * head without one (0) is refused.
  */
 #include "check.h"
 #include "frame/frame_format.h"
@@ -13,12 +14,12 @@
 
 enum { EAGER_HEAD = 1024, PACKED = 1 << 20 };
 
-/* a head of `len` bytes: prefix (key 7, threshold 65536, tail_len) and a frame of no regions
- * whose packed stream is PACKED bytes (the head holds its start) */
+/* a head of `len` bytes: prefix (key 7, threshold 65536, tail_len, sender 0x5e) and a frame of no
+ * regions whose packed stream is PACKED bytes (the head holds its start) */
 static void make_head(unsigned char *msg, size_t len, uint64_t tail_len)
 {
     memset(msg, 0x5a, len);
-    cdt__ucx_put_prefix(msg, 7, 65536, (cdt_count)tail_len, CDT__UCX_FLAG_COMMIT);
+    cdt__ucx_put_prefix(msg, 7, 65536, (cdt_count)tail_len, CDT__UCX_FLAG_COMMIT, 0x5e);
     if (len >= CDT__UCX_PREFIX_SIZE + CDT_FRAME_FIXED_HEADER_SIZE)
         cdt__frame_put_fixed(msg + CDT__UCX_PREFIX_SIZE, CDT_FRAME_FIXED_HEADER_SIZE, PACKED, 0,
                              CDT_FRAME_FIXED_HEADER_SIZE + PACKED, 1);
@@ -35,6 +36,11 @@ int main(void)
     make_head(msg, EAGER_HEAD, (uint64_t)(frame - part));
     CHECK_OK(cdt__ucx_parse_head(msg, EAGER_HEAD, NULL, &h));
     CHECK(h.part_len == part && h.tail_len == frame - part && h.stream_len == frame && h.commit);
+    CHECK(h.sender == 0x5e);
+
+    /* every split-mode head names its sending endpoint: a sender id of 0 is no head's */
+    memset(msg + 32, 0, 8);
+    CHECK_RC(cdt__ucx_parse_head(msg, EAGER_HEAD, NULL, &h), CDT_ERR_FRAME_MALFORMED);
 
     /* the same object with version 4's full head still parses (the rule only widened) */
     make_head(msg, CDT__UCX_HEAD_MAX,
@@ -57,7 +63,7 @@ int main(void)
     cdt__ucx_limits small = {.max_frame_bytes = frame - 1, .max_regions = -1};
     CHECK_RC(cdt__ucx_parse_head(msg, EAGER_HEAD, &small, &h), CDT_ERR_LIMIT);
 
-    /* a head of protocol version 4 (or any other) is a version error, not a malformed one */
+    /* a head of protocol version 5 (or any other) is a version error, not a malformed one */
     for (int v = 1; v < 8; v++) {
         make_head(msg, EAGER_HEAD, (uint64_t)(frame - part));
         msg[4] = (unsigned char)v;

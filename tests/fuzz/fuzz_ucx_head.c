@@ -33,7 +33,7 @@ static void one(const uint8_t *data, size_t size, const cdt__ucx_limits *lim)
     check(size >= CDT__UCX_PREFIX_SIZE);
     check(h.part == data + CDT__UCX_PREFIX_SIZE);
     check(h.part_len == (cdt_count)size - CDT__UCX_PREFIX_SIZE);
-    check(h.key <= CDT__UCX_KEY_MASK && h.threshold >= 1 && h.tail_len >= 0);
+    check(h.key <= CDT__UCX_KEY_MASK && h.threshold >= 1 && h.tail_len >= 0 && h.sender != 0);
     check(h.stream_len == h.part_len + h.tail_len);
     if (h.tail_len > 0) /* a tail follows only a head that holds the frame's fixed header */
         check(h.part_len >= CDT_FRAME_FIXED_HEADER_SIZE);

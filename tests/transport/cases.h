@@ -49,4 +49,7 @@ side_fn transports_client, transports_server, accept_send_client, accept_send_se
     close_pending_flush_client, close_pending_flush_server;
 int address_case(void);
 
+/* cases_churn.c: clients that connect and leave while sends to them are in flight */
+int quarantine_churn_case(void);
+
 #endif

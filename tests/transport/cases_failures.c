@@ -219,15 +219,16 @@ void malformed_client(peer *p)
     raw_send(p, junk, sizeof(junk), TAG); /* no prefix */
     raw_send(p, junk, 3, TAG);            /* too short */
     /* a valid prefix followed by a broken frame header */
-    unsigned char bad[32 + 48];
+    unsigned char bad[40 + 48];
     memset(bad, 0, sizeof(bad));
-    memcpy(bad, "CDTU\x05\0\0\0", 8); /* prefix version 5, split mode */
+    memcpy(bad, "CDTU\x06\0\0\0", 8); /* prefix version 6, split mode */
     bad[16] = 0xff;                   /* threshold */
-    memcpy(bad + 32, "CDTF\x01\0\0\0", 8);
-    bad[32 + 8] = 47; /* header_size wrong */
+    bad[32] = 0x5e;                   /* sender */
+    memcpy(bad + 40, "CDTF\x01\0\0\0", 8);
+    bad[40 + 8] = 47; /* header_size wrong */
     raw_send(p, bad, sizeof(bad), TAG);
     /* a huge announced tail that the header does not allow */
-    bad[32 + 8] = 48;
+    bad[40 + 8] = 48;
     bad[24] = 0xff;
     raw_send(p, bad, sizeof(bad), TAG);
     /* a valid frame whose regions do not match the receiving type */

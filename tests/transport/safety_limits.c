@@ -88,9 +88,9 @@ void limits_client(peer *p)
 {
     unsigned char *head = calloc(1, HEAD_MAX);
     CHECK(head != NULL);
-    /* 96 bytes announcing one region of 16 GiB */
+    /* 104 bytes announcing one region of 16 GiB */
     size_t hl = make_head(head, 0x51, 1024, 0, 1, (uint64_t)16 << 30);
-    CHECK(hl == 96);
+    CHECK(hl == 104);
     CHECK(raw_send(p, head, hl, TAG, T_TIMEOUT_MS) == UCS_OK);
     CHECK(raw_send(p, head, hl, TAG, T_TIMEOUT_MS) == UCS_OK);
     /* 3 regions of 64 KiB against a limit of 2 */
@@ -165,4 +165,59 @@ void limits_server(peer *p)
     rp.max_regions = -1;
     CHECK(cdt_ucx_recv(p->w, NULL, 0, NULL, TAG, CDT_UCX_TAG_MASK_FULL, &rp, NULL, 10) ==
           CDT_ERR_INVALID_ARG);
+}
+
+/* ------------------------------------------- a refused object ends its sender's send ------ */
+
+/* sobj objects of 40 KiB in band (a tail: their head is cut to 1 KiB) and n buffers of 4 KiB,
+ * each its own message (threshold 4096): the 1 KiB head holds the whole frame header up to 58
+ * buffers; the receiver refuses every one (max_frame_bytes) */
+static const int refused_n[] = {1, 58, 59, 60, 61, 10000};
+enum { REFUSED_INBAND = 40960, REFUSED_BUF = 4096 };
+
+void refused_regions_client(peer *p)
+{
+    static char inband[REFUSED_INBAND];
+    memset(inband, 0x11, sizeof(inband));
+    unsigned char *mem = malloc((size_t)10000 * REFUSED_BUF);
+    cdt_sobj_buffer *b = calloc(10000, sizeof(*b));
+    CHECK(mem != NULL && b != NULL);
+    memset(mem, 0x22, (size_t)10000 * REFUSED_BUF);
+    for (int i = 0; i < 10000; i++)
+        b[i] = (cdt_sobj_buffer){mem + (size_t)i * REFUSED_BUF, REFUSED_BUF, CDT_KIND_BYTE};
+    cdt_ucx_send_params sp = {.field_mask = CDT_UCX_SEND_PARAM_ZCOPY_THRESHOLD,
+                              .zcopy_threshold = REFUSED_BUF};
+    for (size_t k = 0; k < sizeof(refused_n) / sizeof(refused_n[0]); k++) {
+        cdt_sobj o = {
+            .inband = inband, .inband_len = sizeof(inband), .buffers = b, .nbuffers = refused_n[k]};
+        cdt_ucx_request r;
+        int64_t t0 = now_ms();
+        CHECK_RC(cdt_ucx_isend_advanced(p->ep, &o, 1, cdt_sobj_type(), TAG, &sp, &r));
+        int rc = cdt_ucx_request_wait(r, 15000);
+        fprintf(stderr, "refused object of %d regions: the sender's send %s after %lld ms\n",
+                refused_n[k], cdt_err_name(rc), (long long)(now_ms() - t0));
+        /* the receiver took (and discarded) every message: the send completes, long before
+         * the receiver's rest timeout (60 s) and this wait's 15 s */
+        CHECK(rc == CDT_SUCCESS);
+        CHECK(now_ms() - t0 < 10000);
+        CHECK_RC(cdt_ucx_request_free(r));
+        send_marker(p, TAG_MARK); /* the endpoint is still usable, in order */
+    }
+    free(b);
+    free(mem);
+    recv_marker(p, TAG_DONE);
+}
+
+void refused_regions_server(peer *p)
+{
+    cdt_ucx_recv_params rp = {.field_mask = CDT_UCX_RECV_PARAM_MAX_FRAME_BYTES,
+                              .max_frame_bytes = REFUSED_INBAND};
+    for (size_t k = 0; k < sizeof(refused_n) / sizeof(refused_n[0]); k++) {
+        unsigned char buf[16];
+        int rc = cdt_ucx_recv(p->w, buf, sizeof(buf), CDT_BYTE, TAG, CDT_UCX_TAG_MASK_FULL, &rp,
+                              NULL, T_TIMEOUT_MS);
+        CHECK(rc == CDT_ERR_LIMIT);
+        recv_marker(p, TAG_MARK);
+    }
+    send_marker(p, TAG_DONE);
 }

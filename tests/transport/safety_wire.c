@@ -18,12 +18,13 @@ static void le64(unsigned char *p, uint64_t v)
 size_t make_head(unsigned char *out, uint64_t key, uint64_t threshold, uint64_t tail_len,
                  uint64_t n, uint64_t len)
 {
-    memset(out, 0, 32 + 48);
-    memcpy(out, "CDTU\x05\0\0\0", 8); /* version 5, split mode */
+    memset(out, 0, 40 + 48);
+    memcpy(out, "CDTU\x06\0\0\0", 8); /* version 6, split mode */
     le64(out + 8, key);
     le64(out + 16, threshold);
     le64(out + 24, tail_len);
-    unsigned char *h = out + 32;
+    le64(out + 32, HAND_SENDER);
+    unsigned char *h = out + 40;
     memcpy(h, "CDTF\x01\0\0\0", 8);
     uint64_t header_size = 48 + 16 * n;
     le64(h + 8, header_size);
@@ -31,12 +32,12 @@ size_t make_head(unsigned char *out, uint64_t key, uint64_t threshold, uint64_t 
     le64(h + 24, n);                     /* region_count */
     le64(h + 32, header_size + n * len); /* frame_size: regions of multiples of 8 bytes */
     size_t at = 48;
-    for (uint64_t i = 0; i < n && 32 + at + 16 <= HEAD_MAX; i++, at += 16) {
+    for (uint64_t i = 0; i < n && 40 + at + 16 <= HEAD_MAX; i++, at += 16) {
         le64(h + at, len);
         memset(h + at + 8, 0, 8);
         h[at + 8] = 1; /* kind byte */
     }
-    return 32 + at;
+    return 40 + at;
 }
 
 /* send raw bytes on the peer's endpoint; wait for completion when wait_ms > 0. Returns the
@@ -88,7 +89,8 @@ int64_t now_ms(void)
 
 /* pipes between the processes of a case: signal / wait for one byte while progressing */
 /* 0-3: signals the cases use; 4, 5: client 1 / client 2 of run_three is done */
-int sig_fd[6][2];
+int sig_fd[7][2];
+int run_three_c2_signal;
 
 void signal_fd(int which)
 {
@@ -114,7 +116,7 @@ void wait_fd(int which, peer *p)
 
 void open_pipes(void)
 {
-    for (int i = 0; i < 6; i++)
+    for (int i = 0; i < 7; i++)
         CHECK(pipe(sig_fd[i]) == 0);
 }
 
@@ -193,7 +195,9 @@ int run_three(side_fn *server, side_fn *c1, side_fn *c2, const cdt_ucx_worker_pa
     for (int k = 0; k < 3; k++) {
         int st = 0;
         waitpid(all[k], &st, 0);
-        if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+        bool killed = k == 1 && run_three_c2_signal != 0;
+        if (killed ? !WIFSIGNALED(st) || WTERMSIG(st) != run_three_c2_signal
+                   : !WIFEXITED(st) || WEXITSTATUS(st) != 0) {
             fprintf(stderr, "process %d: status 0x%x\n", k, st);
             ok = 0;
         }

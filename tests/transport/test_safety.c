@@ -30,6 +30,8 @@ int main(int argc, char **argv)
         return run_pair(rest_timeout_server, rest_timeout_client, NULL, NULL, 0);
     if (strcmp(c, "drain_expiry") == 0)
         return run_pair(drain_expiry_server, drain_expiry_client, NULL, NULL, 0);
+    if (strcmp(c, "refused_regions") == 0)
+        return run_pair(refused_regions_server, refused_regions_client, NULL, NULL, 0);
     if (strcmp(c, "limits") == 0)
         return run_pair(limits_server, limits_client, NULL, NULL, 0);
     if (strcmp(c, "key_conflict") == 0)
@@ -40,6 +42,10 @@ int main(int argc, char **argv)
         return run_three(same_id_server, same_id_a, same_id_b, &id5, &id5);
     if (strcmp(c, "forged_key") == 0)
         return run_three(forged_server, victim, forger, &id7, NULL);
+    if (strcmp(c, "isolation") == 0) {
+        run_three_c2_signal = SIGKILL;
+        return run_three(isolation_server, isolation_live, isolation_dying, NULL, NULL);
+    }
     fprintf(stderr, "unknown case %s\n", c);
     return 2;
 }

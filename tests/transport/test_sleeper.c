@@ -128,17 +128,18 @@ static void le64(unsigned char *p, uint64_t v)
         p[i] = (unsigned char)(v >> (8 * i));
 }
 
-/* prefix (version 5, split mode) + FORMAT.md header of a frame of one byte region of `len`
+/* prefix (version 6, split mode) + FORMAT.md header of a frame of one byte region of `len`
  * bytes sent on its own (its length over the threshold) and no packed stream: a head whose
  * region the receiver then waits for (the layout test_safety.c writes too) */
 static size_t make_head(unsigned char *out, uint64_t key, uint64_t len)
 {
-    memset(out, 0, 32 + 64);
-    memcpy(out, "CDTU\x05\0\0\0", 8);
+    memset(out, 0, 40 + 64);
+    memcpy(out, "CDTU\x06\0\0\0", 8);
     le64(out + 8, key);
     le64(out + 16, 1024); /* zcopy threshold */
     le64(out + 24, 0);    /* no tail */
-    unsigned char *h = out + 32;
+    le64(out + 32, 0x5e); /* sender: any id but 0 */
+    unsigned char *h = out + 40;
     memcpy(h, "CDTF\x01\0\0\0", 8);
     le64(h + 8, 64);        /* header_size: 48 + 16 per region */
     le64(h + 16, 0);        /* packed_size */
@@ -146,12 +147,12 @@ static size_t make_head(unsigned char *out, uint64_t key, uint64_t len)
     le64(h + 32, 64 + len); /* frame_size */
     le64(h + 48, len);
     h[56] = 1; /* kind byte */
-    return 32 + 64;
+    return 40 + 64;
 }
 
 static void deadline_client(peer *p)
 {
-    unsigned char head[96];
+    unsigned char head[104];
     size_t n = make_head(head, 0x5eef, 65536);
     ucp_request_param_t prm = {.op_attr_mask = 0};
     void *q = ucp_tag_send_nbx((ucp_ep_h)cdt_ucx_ep_handle(p->ep), head, n, TAG, &prm);

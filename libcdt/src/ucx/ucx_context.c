@@ -198,7 +198,8 @@ int cdt_ucx_context_create(const cdt_ucx_context_params *params, cdt_ucx_context
     }
     ucp_params_t p = {
         .field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_MT_WORKERS_SHARED,
-        .features = UCP_FEATURE_TAG,
+        /* the stream carries an endpoint's id to its peer (ucx_hello.c) */
+        .features = UCP_FEATURE_TAG | UCP_FEATURE_STREAM,
         .mt_workers_shared = 0,
     };
     c->wakeup = wakeup;
@@ -273,4 +274,11 @@ static uint64_t siphash_u64(const uint64_t k[2], uint64_t m)
 uint64_t cdt__ucx_next_key(cdt_ucx_worker w)
 {
     return siphash_u64(w->key_secret, w->seq++) & CDT__UCX_KEY_MASK;
+}
+
+uint64_t cdt__ucx_next_ep_id(cdt_ucx_worker w)
+{
+    /* inputs with the top bit set: never an object's key input */
+    uint64_t id = siphash_u64(w->key_secret, UINT64_C(1) << 63 | w->ep_seq++);
+    return id != 0 ? id : 1;
 }

@@ -19,9 +19,9 @@ static void ep_error_cb(void *arg, ucp_ep_h ucp_ep, ucs_status_t status)
     struct cdt_ucx_ep_s *ep = arg;
     ep->status = CDT_ERR_PEER;
     cdt__ucx_ep_end_sends(ep, CDT_ERR_PEER);
-    /* a receive part-way through a message may be waiting for this peer's regions; the
-     * transport cannot tell which sender a receive belongs to (docs/TRANSPORT.md) */
-    cdt__ucx_fail_body_recvs(ep->w, CDT_ERR_PEER);
+    /* a receive part-way through an object of this peer waits for parts that may never come;
+     * those of other peers go on (docs/TRANSPORT.md §6) */
+    cdt__ucx_fail_body_recvs(ep, CDT_ERR_PEER);
 }
 
 static void ep_link(cdt_ucx_worker w, struct cdt_ucx_ep_s *ep)
@@ -51,7 +51,9 @@ static int ep_create_locked(cdt_ucx_worker w, ucp_ep_params_t *p, cdt_ucx_ep *ou
         return CDT_ERR_NO_MEMORY;
     ep->w = w;
     ep->wired = true;
-    p->field_mask |= UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE | UCP_EP_PARAM_FIELD_ERR_HANDLER;
+    p->field_mask |= UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE | UCP_EP_PARAM_FIELD_ERR_HANDLER |
+                     UCP_EP_PARAM_FIELD_USER_DATA;
+    p->user_data = ep; /* how ucp_stream_worker_poll names it (ucx_hello.c) */
     p->err_mode = UCP_ERR_HANDLING_MODE_PEER;
     p->err_handler.cb = ep_error_cb;
     p->err_handler.arg = ep;
@@ -61,6 +63,7 @@ static int ep_create_locked(cdt_ucx_worker w, ucp_ep_params_t *p, cdt_ucx_ep *ou
         return cdt__ucx_status(st);
     }
     ep_link(w, ep);
+    cdt__ucx_hello_init(ep);
     *out = ep;
     return CDT_SUCCESS;
 }
@@ -388,6 +391,7 @@ static int ep_close(cdt_ucx_ep ep, int64_t timeout_ms, void *pending_flush)
     pthread_mutex_unlock(&w->lock);
     if (closed) {
         pthread_mutex_lock(&w->lock);
+        cdt__ucx_hello_forget(ep);
         ep_unlink(w, ep);
         pthread_mutex_unlock(&w->lock);
         free(ep);
@@ -421,6 +425,7 @@ void cdt__ucx_ep_force_close_all(cdt_ucx_worker w)
             }
         }
         cdt__ucx_ep_end_sends(ep, CDT_ERR_CANCELED);
+        cdt__ucx_hello_forget(ep);
         ep_unlink(w, ep);
         free(ep);
     }

@@ -65,8 +65,9 @@ int cdt__ucx_parse_head(const unsigned char *msg, size_t len, const cdt__ucx_lim
     uint64_t key = cdt__get_u64(msg + 8);
     uint64_t threshold = cdt__get_u64(msg + 16);
     uint64_t tail_len = cdt__get_u64(msg + 24);
+    uint64_t sender = cdt__get_u64(msg + 32);
     if (key > CDT__UCX_KEY_MASK || threshold < 1 || threshold > (uint64_t)INT64_MAX ||
-        tail_len > (uint64_t)INT64_MAX)
+        tail_len > (uint64_t)INT64_MAX || sender == 0)
         return CDT_ERR_FRAME_MALFORMED;
     const unsigned char *part = msg + CDT__UCX_PREFIX_SIZE;
     cdt_count part_len = (cdt_count)len - CDT__UCX_PREFIX_SIZE;
@@ -98,11 +99,12 @@ int cdt__ucx_parse_head(const unsigned char *msg, size_t len, const cdt__ucx_lim
     out->part_len = part_len;
     out->stream_len = part_len + (cdt_count)tail_len;
     out->commit = (msg[6] & CDT__UCX_FLAG_COMMIT) != 0;
+    out->sender = sender;
     return CDT_SUCCESS;
 }
 
 void cdt__ucx_put_prefix(unsigned char *p, uint64_t key, cdt_count threshold, cdt_count tail_len,
-                         unsigned flags)
+                         unsigned flags, uint64_t sender)
 {
     uint32_t magic = CDT__UCX_PREFIX_MAGIC;
     for (int i = 0; i < 4; i++)
@@ -114,11 +116,12 @@ void cdt__ucx_put_prefix(unsigned char *p, uint64_t key, cdt_count threshold, cd
     cdt__put_u64(p + 8, key);
     cdt__put_u64(p + 16, (uint64_t)threshold);
     cdt__put_u64(p + 24, (uint64_t)tail_len);
+    cdt__put_u64(p + 32, sender);
 }
 
 void cdt__ucx_put_single_prefix(unsigned char *p)
 {
-    cdt__ucx_put_prefix(p, 0, 0, 0, 0);
+    cdt__ucx_put_prefix(p, 0, 0, 0, 0, 0);
     p[5] = CDT__UCX_MODE_SINGLE;
 }
 

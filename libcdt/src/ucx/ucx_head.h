@@ -26,9 +26,9 @@
 #define CDT__UCX_COMMIT_INDEX (CDT__UCX_INDEX_MASK - 1)
 /* the head message never exceeds this (prefix included): receivers post this much */
 #define CDT__UCX_HEAD_MAX 32768
-#define CDT__UCX_PREFIX_SIZE 32
+#define CDT__UCX_PREFIX_SIZE 40
 #define CDT__UCX_PREFIX_MAGIC UINT32_C(0x55544443) /* "CDTU" little-endian */
-#define CDT__UCX_PREFIX_VERSION 5
+#define CDT__UCX_PREFIX_VERSION 6
 /* prefix byte 5: how the object travels */
 #define CDT__UCX_MODE_SPLIT 0  /* head message, tail and large regions as private messages */
 #define CDT__UCX_MODE_SINGLE 1 /* this message holds the prefix and the whole frame */
@@ -77,6 +77,7 @@ typedef struct cdt__ucx_head {
     cdt_count part_len;        /* its bytes in this message */
     cdt_count stream_len;      /* bytes of the whole inline stream: part_len + tail_len */
     bool commit;               /* a commit message ends the object (CDT__UCX_FLAG_COMMIT) */
+    uint64_t sender;           /* the sending endpoint's id (never 0; docs/TRANSPORT.md §4) */
 } cdt__ucx_head;
 
 /* Parse a head message of `len` bytes (len <= CDT__UCX_HEAD_MAX; only those bytes are read).
@@ -89,10 +90,11 @@ typedef struct cdt__ucx_head {
 CDT__UCX_HEAD_HIDDEN int cdt__ucx_parse_head(const unsigned char *msg, size_t len,
                                              const cdt__ucx_limits *limits, cdt__ucx_head *out);
 
-/* Write the 32-byte prefix of a split-mode head message (flags: CDT__UCX_FLAG_*). */
+/* Write the prefix of a split-mode head message (flags: CDT__UCX_FLAG_*; sender: the sending
+ * endpoint's id, not 0). */
 CDT__UCX_HEAD_HIDDEN void cdt__ucx_put_prefix(unsigned char *p, uint64_t key, cdt_count threshold,
-                                              cdt_count tail_len, unsigned flags);
-/* Write the 32-byte prefix of a single-mode message (bytes 8-31 zero). */
+                                              cdt_count tail_len, unsigned flags, uint64_t sender);
+/* Write the prefix of a single-mode message (bytes 8 to the end of the prefix zero). */
 CDT__UCX_HEAD_HIDDEN void cdt__ucx_put_single_prefix(unsigned char *p);
 
 /* Write / read a single-mode trailer. cdt__ucx_trailer_status gives the sender's status, or

@@ -65,6 +65,7 @@ struct cdt_ucx_worker_s {
     pthread_mutex_t lock;
     uint32_t sender_id;
     uint64_t seq;           /* objects sent: input of the key function */
+    uint64_t ep_seq;        /* endpoints made: input of their ids */
     uint64_t key_secret[2]; /* random per worker: keys cannot be predicted (ucx_context.c) */
     bool destroying;
     cdt_count zcopy_threshold;
@@ -75,6 +76,9 @@ struct cdt_ucx_worker_s {
     int64_t fifo_stall_ms;
     int fifo_sends;
     int parked; /* endpoints whose close waits for a flush (cdt__ucx_close_parked) */
+    /* endpoints whose peer id has not arrived: progress polls the UCX streams while there are
+     * some (ucx_hello.c) */
+    int hello_waiting;
     /* UCX generic datatypes of single-mode messages: the send packs from the frame, every
      * receive unpacks into the head buffer or the decoder (ucx_single.c) */
     ucp_datatype_t dt_send, dt_recv;
@@ -85,10 +89,16 @@ struct cdt_ucx_worker_s {
     struct cdt_ucx_request_s *orphans;    /* freed requests whose UCX message is still moving */
     /* requests of sends over cross-memory attach that ended without success, whose head
      * message the receiver may still copy out of their head buffer (a rendezvous it matches
-     * late): their memory is never reused, so a late reader gets the bytes that were sent and
-     * not another object's (ucx_request_pool.c; freed with the worker). Under cache_lock. */
+     * late): their memory is not reused while a reader may still reach it, so a late reader
+     * gets the bytes that were sent and not another object's. Newest first; freed once the
+     * send was ended by its endpoint's failure, or no live endpoint has had the id it went to
+     * for CDT__UCX_QUARANTINE_GRACE_MS (released), or the oldest when more than
+     * CDT__UCX_QUARANTINE_MAX are held (dropped; ucx_request_pool.c, docs/TRANSPORT.md §8).
+     * Under cache_lock. */
     struct cdt_ucx_request_s *quarantine;
     size_t quarantined;
+    uint64_t q_released, q_dropped;
+    int64_t q_next_scan;    /* when progress looks at the quarantine next (ms) */
     int64_t next_expiry_ms; /* when cdt__ucx_progress looks at deadlines next */
     /* with wakeup (ucx_wakeup.c), else all -1: the event fd handed out and slept on (an epoll
      * set of UCX's own event fd and timer_fd), UCX's event fd, and a timer that makes the
@@ -130,6 +140,15 @@ struct cdt_ucx_ep_s {
      * cdt__ucx_ep_wait_wired) */
     bool wired;
     bool closing; /* closed by the user, UCX's close still under way: freed with the worker */
+    /* this endpoint's id, drawn when it is made, sent to the peer before the endpoint's first
+     * object (on its UCX stream) and written in every split-mode head sent on it; the peer's
+     * endpoint's id once its first message arrived (0 before), and its bytes so far
+     * (ucx_hello.c; docs/TRANSPORT.md §4, Senders) */
+    uint64_t id, peer_id;
+    unsigned char id_wire[8], peer_wire[8];
+    unsigned peer_got;
+    bool hello_wait; /* counted in w->hello_waiting */
+    bool hello_sent; /* this endpoint's id went to the peer (before its first object) */
     /* closed while a flush was in flight: the forced close waits for it (ucx_ep_park.c) */
     void *parked_flush;
     /* sends posted on this endpoint and not done (linked by ep_next/ep_prev): a failure or a
@@ -172,6 +191,11 @@ typedef struct cdt__ucx_drain {
     void *ucx;
     int64_t deadline;
     bool linked, fired;
+    /* a sweep: every private message of one key (tag, mask), one after the other, until its
+     * commit message or the deadline (cdt__ucx_post_sweep) */
+    bool sweep;
+    bool posting, again; /* inside drain_post; the last message said go on (ucx_recv_state.c) */
+    uint64_t tag;
     cdt_ucx_worker w;
 } cdt__ucx_drain;
 
@@ -187,6 +211,7 @@ struct cdt_ucx_request_s {
     bool matched;    /* recv: head arrived */
     bool in_body;    /* recv: in w->body_recvs */
     bool has_key;    /* recv: the head was parsed, key is valid */
+    bool tag_known;  /* recv: its message matched: info.tag is the sender's (also on failure) */
     int abandon;     /* recv: abandoned before the regions were posted: drain them, then fail
                         with this status (cancel, key conflict) */
     int status;      /* first error, else CDT_SUCCESS */
@@ -205,6 +230,10 @@ struct cdt_ucx_request_s {
     /* send: the head message went from the head buffer to a peer that copies it out of this
      * process's memory (cma) in a rendezvous: quarantined when the send does not succeed */
     bool head_exposed;
+    /* send: the id of the endpoint its head went to; quarantined: since when no live endpoint
+     * has that id (0: one has) */
+    uint64_t q_ep;
+    int64_t q_gone;
     cdt_count parts_pending;
     cdt__ucx_sub commit_sub;
     /* send over a shared-memory FIFO: counted in w->fifo_sends while linked, ended with
@@ -224,6 +253,9 @@ struct cdt_ucx_request_s {
     cdt_ucx_recv_prepare_func_t *prepare;
     void *prepare_arg;
     uint64_t key;
+    /* recv: the id of the endpoint its head came through (the prefix's sender: docs/
+     * TRANSPORT.md §4, Senders); send, split mode: the endpoint's id, written in the prefix */
+    uint64_t sender;
     cdt_count threshold;
     unsigned char *stream; /* inline stream when a tail was received */
     cdt_count stream_len;
@@ -254,6 +286,8 @@ struct cdt_ucx_request_s {
 CDT__UCX_HIDDEN int cdt__ucx_status(ucs_status_t st);
 CDT__UCX_HIDDEN int64_t cdt__ucx_now_ms(void);
 CDT__UCX_HIDDEN uint64_t cdt__ucx_next_key(cdt_ucx_worker w);
+/* lock held: a new endpoint's id (random to other processes, never 0; ucx_hello.c) */
+CDT__UCX_HIDDEN uint64_t cdt__ucx_next_ep_id(cdt_ucx_worker w);
 /* ucx_progress.c, lock held: ucp_worker_progress, then the deadlines (rest timeouts, drains,
  * FIFO stall bounds, parked endpoints), at least every 10 ms and whenever the worker's timer
  * is due */
@@ -280,8 +314,17 @@ CDT__UCX_HIDDEN void cdt__ucx_expire(cdt_ucx_worker w, int64_t now);
  * timer fires at `at` (ms of cdt__ucx_now_ms), or never (INT64_MAX) */
 CDT__UCX_HIDDEN void cdt__ucx_deadline_added(cdt_ucx_worker w, int64_t deadline);
 CDT__UCX_HIDDEN void cdt__ucx_timer_set(cdt_ucx_worker w, int64_t at);
-/* ucx_recv_state.c: fail receives part-way through a message after a peer failure */
-CDT__UCX_HIDDEN void cdt__ucx_fail_body_recvs(cdt_ucx_worker w, int status);
+/* ucx_recv_state.c, lock held: the endpoint `ep` failed: fail the split-mode receives part-way
+ * through an object that came through it (their sender is its peer id, read first: ucx_hello.c);
+ * none when its peer id never came (docs/TRANSPORT.md §6) */
+CDT__UCX_HIDDEN void cdt__ucx_fail_body_recvs(struct cdt_ucx_ep_s *ep, int status);
+/* ucx_hello.c, lock held: draw a new endpoint's id and wait for its peer's; send ep's id to the
+ * peer before its first object (once); read the peer ids that arrived (from progress, while
+ * w->hello_waiting); ep leaves the worker (closed or freed) */
+CDT__UCX_HIDDEN void cdt__ucx_hello_init(struct cdt_ucx_ep_s *ep);
+CDT__UCX_HIDDEN void cdt__ucx_hello_send(struct cdt_ucx_ep_s *ep);
+CDT__UCX_HIDDEN void cdt__ucx_hello_poll(cdt_ucx_worker w);
+CDT__UCX_HIDDEN void cdt__ucx_hello_forget(struct cdt_ucx_ep_s *ep);
 /* ucx_recv_state.c, lock held: fail matched receives past their rest deadline, cancel expired
  * drains; the earliest of those deadlines (INT64_MAX: none); cancel every drain (destroy) */
 CDT__UCX_HIDDEN void cdt__ucx_expire_recvs(cdt_ucx_worker w, int64_t now);
@@ -294,6 +337,10 @@ CDT__UCX_HIDDEN void cdt__ucx_recv_abandon(cdt_ucx_request r, int status);
  * until `deadline`; the deadline for the drains of r's object; link a matched receive into
  * w->body_recvs; complete a receive (decoder finished, buffers back, type released) */
 CDT__UCX_HIDDEN void cdt__ucx_post_drain(cdt_ucx_worker w, uint64_t tag, int64_t deadline);
+/* ucx_recv_state.c, lock held: discard every private message of object `key` (tail, regions,
+ * commit), one at a time, until its commit message came or `deadline`: for an object none of
+ * whose parts is received, whatever its header lists (docs/TRANSPORT.md §5) */
+CDT__UCX_HIDDEN void cdt__ucx_post_sweep(cdt_ucx_worker w, uint64_t key, int64_t deadline);
 CDT__UCX_HIDDEN int64_t cdt__ucx_drain_deadline(cdt_ucx_request r);
 CDT__UCX_HIDDEN void cdt__ucx_body_link(cdt_ucx_request r);
 CDT__UCX_HIDDEN void cdt__ucx_recv_done(cdt_ucx_request r);
@@ -313,6 +360,14 @@ CDT__UCX_HIDDEN void cdt__ucx_orphan_release(cdt_ucx_request r);
 CDT__UCX_HIDDEN void cdt__ucx_orphans_free_all(cdt_ucx_worker w);
 /* cdt_ucx_worker_destroy: free the pooled requests */
 CDT__UCX_HIDDEN void cdt__ucx_request_pool_clear(cdt_ucx_worker w);
+/* quarantined head buffers: at most this many are held (about 33 KiB each), and one is freed
+ * this long after the last live endpoint with the id its head went to is gone (the peer has
+ * noticed by then: keepalive, 1 s by default, CDT__UCX_KEEPALIVE_INTERVAL) */
+#define CDT__UCX_QUARANTINE_MAX 512
+#define CDT__UCX_QUARANTINE_GRACE_MS 5000
+/* ucx_request_pool.c, worker lock held: free the quarantined buffers no reader can reach any
+ * more (at most once a second) */
+CDT__UCX_HIDDEN void cdt__ucx_quarantine_scan(cdt_ucx_worker w, int64_t now);
 CDT__UCX_HIDDEN void cdt__ucx_request_set_error(cdt_ucx_request r, int status);
 /* ucx_wakeup.c, lock held: make the worker's event fd readable (with wakeup), so that a
  * thread asleep on it, the library's or an application's, wakes and progresses: at every

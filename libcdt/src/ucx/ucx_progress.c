@@ -21,21 +21,25 @@ static void timer_rearm(cdt_ucx_worker w)
 }
 
 /* lock held: what is due at `now` ends: sends past their FIFO stall bound, parked endpoints
- * whose flush ended, receives past their rest deadline, expired drains */
+ * whose flush ended, receives past their rest deadline, expired drains, quarantined head
+ * buffers no reader can reach any more */
 void cdt__ucx_expire(cdt_ucx_worker w, int64_t now)
 {
     cdt__ucx_expire_sends(w, now);
     cdt__ucx_close_parked(w);
     cdt__ucx_expire_recvs(w, now);
+    cdt__ucx_quarantine_scan(w, now);
 }
 
 unsigned cdt__ucx_progress(cdt_ucx_worker w)
 {
     unsigned n = ucp_worker_progress(w->ucp);
+    if (w->hello_waiting > 0)
+        cdt__ucx_hello_poll(w); /* peer ids that came (ucx_hello.c) */
     if (n > 0 && w->efd >= 0)
         cdt__ucx_wake(w); /* another thread asleep may have work in what this call handled */
     if (w->body_recvs != NULL || w->drains != NULL || w->fifo_sends > 0 || w->parked > 0 ||
-        w->timer_at != INT64_MAX) {
+        w->timer_at != INT64_MAX || __atomic_load_n(&w->quarantined, __ATOMIC_RELAXED) > 0) {
         int64_t now = cdt__ucx_now_ms();
         bool timer_due = now >= w->timer_at;
         if (now >= w->next_expiry_ms || timer_due) {

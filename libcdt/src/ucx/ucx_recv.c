@@ -281,28 +281,27 @@ static cdt_ucx_request key_in_use(cdt_ucx_request r, uint64_t key)
     return NULL;
 }
 
-/* lock held: a head refused by a receiver limit. When the whole frame header came in the head
- * message, the object's separate regions are drained so that its sender completes and the
- * endpoint stays usable. Draining costs one posted receive per region; a header inside one head
- * message (CDT__UCX_HEAD_MAX bytes) lists at most about two thousand, the cost of an accepted
- * object of that size. Never on a key another receive uses (its regions would be taken). */
+/* lock held: a head refused by a receiver limit. Every private message of the object (tail,
+ * regions, commit) is discarded by one sweep that takes them one after the other (one posted
+ * receive at a time, whatever the header lists), so that its sender completes at once and the
+ * endpoint stays usable. Never on a key another receive uses (its parts would be taken). */
 static void drain_refused(cdt_ucx_request r, size_t length)
 {
     cdt__ucx_limits none = {.max_frame_bytes = -1, .max_regions = -1};
     cdt__ucx_head h;
-    if (cdt__ucx_parse_head(r->head, length, &none, &h) != CDT_SUCCESS || h.tail_len != 0 ||
+    if (cdt__ucx_parse_head(r->head, length, &none, &h) != CDT_SUCCESS ||
         key_in_use(r, h.key) != NULL)
         return;
     r->key = h.key;
+    r->sender = h.sender;
     r->threshold = h.threshold;
     r->commit = h.commit;
-    drain_regions(r, h.part, h.part_len, 0);
+    cdt__ucx_post_sweep(r->w, h.key, cdt__ucx_drain_deadline(r));
 }
 
 /* lock held: a split-mode head that arrived after its receive was abandoned and completed
- * (its bytes were kept in r->head): discard the tail and the regions the head lists, so that
- * the sender completes. Regions listed only in the tail are not drained (their sends end with
- * the sender's timeout or endpoint). */
+ * (its bytes were kept in r->head): discard the tail, the regions and the commit, so that the
+ * sender completes. */
 static void drain_abandoned_head(cdt_ucx_request r, size_t length)
 {
     cdt__ucx_limits none = {.max_frame_bytes = -1, .max_regions = -1};
@@ -312,12 +311,10 @@ static void drain_abandoned_head(cdt_ucx_request r, size_t length)
         key_in_use(r, h.key) != NULL)
         return;
     r->key = h.key;
+    r->sender = h.sender;
     r->threshold = h.threshold;
     r->commit = h.commit;
-    if (h.tail_len > 0)
-        cdt__ucx_post_drain(r->w, cdt__ucx_private_tag(h.key, CDT__UCX_TAIL_INDEX),
-                            cdt__ucx_drain_deadline(r));
-    drain_regions(r, h.part, h.part_len, 0);
+    cdt__ucx_post_sweep(r->w, h.key, cdt__ucx_drain_deadline(r)); /* none of its parts taken */
 }
 
 /* lock held: the usual small object in split mode, a frame without regions that is the whole
@@ -353,6 +350,7 @@ static void head_arrived(cdt_ucx_request r, size_t length)
         return;
     }
     r->key = h.key;
+    r->sender = h.sender;
     r->threshold = h.threshold;
     r->commit = h.commit;
     cdt_ucx_request other = key_in_use(r, h.key);
@@ -425,6 +423,7 @@ static void head_cb(void *ucx_req, ucs_status_t st, const ucp_tag_recv_info_t *i
     }
     if (st == UCS_OK) {
         r->info.tag = got.sender_tag;
+        r->tag_known = true;
         if (!cdt__ucx_single_complete(r, got.length))
             head_arrived(r, got.length);
     } else {

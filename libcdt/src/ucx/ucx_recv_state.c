@@ -27,21 +27,71 @@ static void drain_unlink(cdt__ucx_drain *d)
 }
 
 static void drain_cb(void *ucx_req, ucs_status_t st, const ucp_tag_recv_info_t *info,
+                     void *user_data);
+
+/* lock held: post d's receive (a zero-byte, truncating one) until one stays pending: a sweep's
+ * receive may complete inside its post (a message already there), and then goes on with the
+ * next. false: the drain ended (completed and not to go on, or the post failed). */
+static bool drain_post(cdt__ucx_drain *d)
+{
+    ucp_request_param_t p = {
+        .op_attr_mask =
+            UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA | UCP_OP_ATTR_FLAG_NO_IMM_CMPL,
+        .cb.recv = drain_cb,
+        .user_data = d,
+    };
+    const uint64_t mask = d->sweep ? ~CDT__UCX_INDEX_MASK : UINT64_MAX;
+    d->posting = true;
+    for (;;) {
+        d->fired = d->again = false;
+        void *q = ucp_tag_recv_nbx(d->w->ucp, discard_byte, 0, d->tag, mask, &p);
+        if (UCS_PTR_IS_ERR(q) || (d->fired && !d->again)) {
+            d->posting = false;
+            return false;
+        }
+        if (!d->fired) {
+            d->ucx = q;
+            d->posting = false;
+            return true;
+        }
+    }
+}
+
+static void drain_cb(void *ucx_req, ucs_status_t st, const ucp_tag_recv_info_t *info,
                      void *user_data)
 {
-    (void)st;
-    (void)info;
     cdt__ucx_drain *d = user_data;
+    /* a sweep goes on with the object's next message, until its commit (the sender's last)
+     * or its deadline; a canceled one (deadline, destroy) ends */
+    d->again = d->sweep && st != UCS_ERR_CANCELED && !d->w->destroying && info != NULL &&
+               (info->sender_tag & CDT__UCX_INDEX_MASK) != CDT__UCX_COMMIT_INDEX &&
+               d->deadline != INT64_MAX && cdt__ucx_now_ms() <= d->deadline;
     ucp_request_free(ucx_req);
     d->fired = true;
+    d->ucx = NULL;
+    if (d->posting)
+        return; /* inside drain_post, which goes on or ends it */
+    if (d->again && drain_post(d))
+        return;
     if (d->linked) {
         drain_unlink(d);
         free(d);
     }
 }
 
-/* lock held: discard the private message `tag` when it comes, at the latest until `deadline` */
-void cdt__ucx_post_drain(cdt_ucx_worker w, uint64_t tag, int64_t deadline)
+/* lock held: link a posted drain into the worker's list */
+static void drain_link(cdt_ucx_worker w, cdt__ucx_drain *d)
+{
+    d->prev = NULL;
+    d->next = w->drains;
+    if (w->drains != NULL)
+        w->drains->prev = d;
+    w->drains = d;
+    d->linked = true;
+    cdt__ucx_deadline_added(w, d->deadline);
+}
+
+static void drain_start(cdt_ucx_worker w, uint64_t tag, bool sweep, int64_t deadline)
 {
     if (w->destroying)
         return;
@@ -49,26 +99,25 @@ void cdt__ucx_post_drain(cdt_ucx_worker w, uint64_t tag, int64_t deadline)
     if (d == NULL)
         return; /* the sender's operation then waits for its own timeout or close */
     d->w = w;
-    ucp_request_param_t p = {
-        .op_attr_mask =
-            UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA | UCP_OP_ATTR_FLAG_NO_IMM_CMPL,
-        .cb.recv = drain_cb,
-        .user_data = d,
-    };
-    void *q = ucp_tag_recv_nbx(w->ucp, discard_byte, 0, tag, UINT64_MAX, &p);
-    if (UCS_PTR_IS_ERR(q) || d->fired) {
+    d->tag = tag;
+    d->sweep = sweep;
+    d->deadline = deadline;
+    if (!drain_post(d)) {
         free(d);
         return;
     }
-    d->ucx = q;
-    d->deadline = deadline;
-    d->prev = NULL;
-    d->next = w->drains;
-    if (w->drains != NULL)
-        w->drains->prev = d;
-    w->drains = d;
-    d->linked = true;
-    cdt__ucx_deadline_added(w, deadline);
+    drain_link(w, d);
+}
+
+/* lock held: discard the private message `tag` when it comes, at the latest until `deadline` */
+void cdt__ucx_post_drain(cdt_ucx_worker w, uint64_t tag, int64_t deadline)
+{
+    drain_start(w, tag, false, deadline);
+}
+
+void cdt__ucx_post_sweep(cdt_ucx_worker w, uint64_t key, int64_t deadline)
+{
+    drain_start(w, cdt__ucx_private_tag(key, 0), true, deadline);
 }
 
 void cdt__ucx_drains_cancel_all(cdt_ucx_worker w)
@@ -172,13 +221,22 @@ void cdt__ucx_recv_fail(cdt_ucx_request r, int status)
         cdt__ucx_recv_done(r);
 }
 
-void cdt__ucx_fail_body_recvs(cdt_ucx_worker w, int status)
+void cdt__ucx_fail_body_recvs(struct cdt_ucx_ep_s *ep, int status)
 {
+    cdt_ucx_worker w = ep->w;
+    /* an endpoint's id comes before its first object, on the same lane: whatever came through
+     * this endpoint, its id has arrived, perhaps in this very progress call. Read now, before
+     * anything is failed (ucx_hello.c); an endpoint whose id never came brought no object, and
+     * fails no receive */
+    if (!w->destroying)
+        cdt__ucx_hello_poll(w);
+    if (ep->peer_id == 0)
+        return;
     for (cdt_ucx_request r = w->body_recvs, next; r != NULL; r = next) {
         next = r->next;
         /* a single-mode message is one UCX operation: UCX fails it itself when its own
          * sender fails, and a receive from a healthy sender goes on */
-        if (!r->single)
+        if (!r->single && r->sender == ep->peer_id)
             cdt__ucx_recv_fail(r, status);
     }
 }

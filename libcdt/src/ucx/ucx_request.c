@@ -91,6 +91,14 @@ static void recv_info_copy(cdt_ucx_recv_info *dst, const cdt_ucx_recv_info *src)
         dst->region_bytes = src->region_bytes;
 }
 
+/* lock held or the request done: a receive that failed after its message matched still says
+ * whose message it was (the tag, if asked for); nothing else is written */
+static void failed_recv_tag(cdt_ucx_recv_info *info, cdt_ucx_request r)
+{
+    if (r->done && r->tag_known && (info->field_mask & CDT_UCX_RECV_INFO_TAG))
+        info->tag = r->info.tag;
+}
+
 int cdt_ucx_request_recv_info(cdt_ucx_request request, cdt_ucx_recv_info *info)
 {
     if (request == NULL || info == NULL || request->is_send || !recv_info_mask_valid(info))
@@ -99,6 +107,8 @@ int cdt_ucx_request_recv_info(cdt_ucx_request request, cdt_ucx_recv_info *info)
     int rc = !request->done ? CDT_ERR_ORDER : request->status;
     if (rc == CDT_SUCCESS)
         recv_info_copy(info, &request->info);
+    else
+        failed_recv_tag(info, request);
     pthread_mutex_unlock(&request->w->lock);
     return rc;
 }
@@ -172,6 +182,8 @@ int cdt_ucx_recv(cdt_ucx_worker worker, void *buf, cdt_count count, cdt_type typ
     }
     if (rc == CDT_SUCCESS && info != NULL)
         recv_info_copy(info, &r->info);
+    else if (info != NULL)
+        failed_recv_tag(info, r);
     cdt_ucx_request_free(r);
     return rc;
 }

@@ -107,15 +107,33 @@ void cdt__ucx_orphans_free_all(cdt_ucx_worker w)
 void cdt__ucx_request_release(cdt_ucx_request r)
 {
     cdt_ucx_worker w = r->w;
-    if (r->is_send && r->head_exposed && (r->status != CDT_SUCCESS || r->detached)) {
+    if (r->is_send && r->head_exposed && r->status == CDT_ERR_PEER) {
+        /* ended by its endpoint's failure: the peer died or closed its endpoint, and copies
+         * nothing more out of this memory (UCX let go of the operation before this release) */
+        pthread_mutex_lock(&w->cache_lock);
+        w->q_released++;
+        pthread_mutex_unlock(&w->cache_lock);
+    } else if (r->is_send && r->head_exposed && (r->status != CDT_SUCCESS || r->detached)) {
         /* a live receiver may still copy the head message out of r->head (a rendezvous it
-         * matches late): the memory keeps those bytes until the worker is destroyed, where
-         * reuse would hand it another object's */
+         * matches late): the memory keeps those bytes while one may (cdt__ucx_quarantine_scan),
+         * where reuse would hand it another object's */
+        r->q_gone = 0;
+        cdt_ucx_request dropped = NULL;
         pthread_mutex_lock(&w->cache_lock);
         r->next = w->quarantine;
         w->quarantine = r;
-        w->quarantined++;
+        if (++w->quarantined > CDT__UCX_QUARANTINE_MAX) {
+            /* the bound: the oldest goes (its endpoint most likely long gone) */
+            cdt_ucx_request *pp = &w->quarantine;
+            while ((*pp)->next != NULL)
+                pp = &(*pp)->next;
+            dropped = *pp;
+            *pp = NULL;
+            w->quarantined--;
+            w->q_dropped++;
+        }
         pthread_mutex_unlock(&w->cache_lock);
+        free(dropped);
         return;
     }
     if (slot_put(w, r))
@@ -129,6 +147,46 @@ void cdt__ucx_request_release(cdt_ucx_request r)
     }
     pthread_mutex_unlock(&w->cache_lock);
     free(r);
+}
+
+/* worker lock held: an endpoint with this id is open and usable */
+static bool ep_live(cdt_ucx_worker w, uint64_t id)
+{
+    for (const struct cdt_ucx_ep_s *ep = w->eps; ep != NULL; ep = ep->next)
+        if (ep->id == id && ep->status == CDT_SUCCESS && !ep->closing)
+            return true;
+    return false;
+}
+
+void cdt__ucx_quarantine_scan(cdt_ucx_worker w, int64_t now)
+{
+    if (now < w->q_next_scan)
+        return;
+    w->q_next_scan = now + 1000;
+    cdt_ucx_request gone = NULL;
+    pthread_mutex_lock(&w->cache_lock);
+    for (cdt_ucx_request *pp = &w->quarantine; *pp != NULL;) {
+        cdt_ucx_request r = *pp;
+        /* a send ended here (its endpoint closed, a stall bound): the peer may copy until it
+         * notices that the endpoint is gone, which it does within the grace */
+        if (r->q_gone == 0 && !ep_live(w, r->q_ep))
+            r->q_gone = now;
+        if (r->q_gone != 0 && now - r->q_gone >= CDT__UCX_QUARANTINE_GRACE_MS) {
+            *pp = r->next;
+            r->next = gone;
+            gone = r;
+            w->quarantined--;
+            w->q_released++;
+            continue;
+        }
+        pp = &r->next;
+    }
+    pthread_mutex_unlock(&w->cache_lock);
+    while (gone != NULL) {
+        cdt_ucx_request r = gone;
+        gone = r->next;
+        free(r);
+    }
 }
 
 void cdt__ucx_request_pool_clear(cdt_ucx_worker w)

@@ -195,7 +195,8 @@ static int build(cdt_ucx_request r, const send_plan *pl, uint64_t key, cdt_count
             return CDT_ERR_NO_MEMORY;
         out = r->bounce;
     }
-    cdt__ucx_put_prefix(out, key, threshold, *tail_len, r->commit ? CDT__UCX_FLAG_COMMIT : 0);
+    cdt__ucx_put_prefix(out, key, threshold, *tail_len, r->commit ? CDT__UCX_FLAG_COMMIT : 0,
+                        r->sender);
     unsigned char *p = out + CDT__UCX_PREFIX_SIZE;
     cdt_count limit = out == r->head ? room : pl->inline_len;
     cdt_count n = pl->head_len < limit ? pl->head_len : limit;
@@ -277,6 +278,7 @@ static int send_single(cdt_ucx_ep ep, cdt_ucx_request r, cdt_ucx_tag tag, cdt_uc
     r->outstanding = 1;    /* held while posting */
     if (rc == CDT_SUCCESS && contiguous) {
         r->head_exposed = ep->peer_accesses_memory && r->single_len > CDT__UCX_EAGER_SURE;
+        r->q_ep = ep->id;
         rc = post(r, ep->ucp, r->head, r->single_len, tag, &r->head_sub);
     } else if (rc == CDT_SUCCESS)
         rc = post_dt(r, ep->ucp, r, 1, w->dt_send, tag, &r->head_sub);
@@ -298,10 +300,13 @@ static int send_plain(cdt_ucx_ep ep, cdt_ucx_request r, cdt_count threshold, cdt
     pthread_mutex_lock(&w->lock);
     if (ep->status != CDT_SUCCESS)
         rc = CDT_ERR_PEER; /* the only failed state of an endpoint */
-    cdt__ucx_put_prefix(r->head, cdt__ucx_next_key(w), threshold, 0, 0);
+    else
+        cdt__ucx_hello_send(ep); /* before its first object: the peer places its heads */
+    cdt__ucx_put_prefix(r->head, cdt__ucx_next_key(w), threshold, 0, 0, ep->id);
     r->outstanding = 1; /* held while posting */
     size_t len = (size_t)(CDT__UCX_PREFIX_SIZE + frame_len);
     r->head_exposed = ep->peer_accesses_memory && len > CDT__UCX_EAGER_SURE;
+    r->q_ep = ep->id;
     if (rc == CDT_SUCCESS)
         rc = post(r, ep->ucp, r->head, len, tag, &r->head_sub);
     if (rc != CDT_SUCCESS) { /* nothing was sent */
@@ -453,6 +458,8 @@ int cdt_ucx_isend_advanced(cdt_ucx_ep ep, const void *buf, cdt_count count, cdt_
     pthread_mutex_lock(&w->lock);
     if (rc == CDT_SUCCESS && ep->status != CDT_SUCCESS)
         rc = CDT_ERR_PEER; /* the only failed state of an endpoint */
+    if (rc == CDT_SUCCESS)
+        cdt__ucx_hello_send(ep); /* before its first object: the peer places its heads */
     uint64_t key = cdt__ucx_next_key(w);
     const unsigned char *msg = NULL, *tail = NULL;
     size_t msg_len = 0;
@@ -463,9 +470,11 @@ int cdt_ucx_isend_advanced(cdt_ucx_ep ep, const void *buf, cdt_count count, cdt_
      * its commit, and its head goes from the head buffer, quarantined if the send fails */
     r->commit = cma && (pl.nsep > 0 || pl.inline_len > head_room(&pl));
     r->key = key;
+    r->sender = ep->id;
     if (rc == CDT_SUCCESS)
         rc = build(r, &pl, key, threshold, cma, &msg, &msg_len, &tail, &tail_len);
     r->head_exposed = cma && msg_len > CDT__UCX_EAGER_SURE;
+    r->q_ep = ep->id;
     r->outstanding = 1;   /* held while posting */
     r->parts_pending = 1; /* held while posting: the commit is sent after the last part */
     if (rc == CDT_SUCCESS)

@@ -212,6 +212,22 @@ uint32_t cdt_ucx_worker_sender_id(cdt_ucx_worker worker)
     return worker != NULL ? worker->sender_id : 0;
 }
 
+int cdt_ucx_worker_stats_get(cdt_ucx_worker worker, cdt_ucx_worker_stats *stats)
+{
+    if (worker == NULL || stats == NULL || stats->field_mask == 0 ||
+        (stats->field_mask & ~(uint64_t)CDT_UCX_WORKER_STATS_ALL) != 0)
+        return CDT_ERR_INVALID_ARG;
+    pthread_mutex_lock(&worker->cache_lock);
+    if (stats->field_mask & CDT_UCX_WORKER_STATS_QUARANTINED)
+        stats->quarantined = worker->quarantined;
+    if (stats->field_mask & CDT_UCX_WORKER_STATS_QUARANTINE_RELEASED)
+        stats->quarantine_released = worker->q_released;
+    if (stats->field_mask & CDT_UCX_WORKER_STATS_QUARANTINE_DROPPED)
+        stats->quarantine_dropped = worker->q_dropped;
+    pthread_mutex_unlock(&worker->cache_lock);
+    return CDT_SUCCESS;
+}
+
 void *cdt_ucx_worker_handle(cdt_ucx_worker worker)
 {
     return worker != NULL ? (void *)worker->ucp : NULL;
