@@ -13,6 +13,9 @@
 #include <time.h>
 #include <unistd.h>
 
+/* how long a worker's destroy waits for the flushes of parked endpoints (ucx_ep_park.c) */
+#define PARKED_FLUSH_WAIT_MS 5000
+
 /* random bytes from the kernel; a mix of clocks and ids when it has none to give */
 static void random_bytes(void *out, size_t n)
 {
@@ -154,6 +157,16 @@ void cdt_ucx_worker_destroy(cdt_ucx_worker worker)
             ucp_listener_reject(l->ucp, l->queue[i]);
         ucp_listener_destroy(l->ucp);
         free(l);
+    }
+    /* A parked endpoint's flush ends before UCX tears its endpoint down: UCX 1.13 aborts
+     * ("pending request ... should have been flushed") when ucp_worker_destroy finds such a
+     * flush still queued on an endpoint whose wireup never finished (connects that timed out
+     * under load, then closed: transport.close_pending_flush). The flush ends once the peer
+     * answers or the connection fails; the wait is bounded and happens only with parked ones. */
+    int64_t parked_until = cdt__ucx_now_ms() + PARKED_FLUSH_WAIT_MS;
+    while (worker->parked > 0 && cdt__ucx_now_ms() < parked_until) {
+        ucp_worker_progress(worker->ucp);
+        cdt__ucx_close_parked(worker);
     }
     cdt__ucx_ep_force_close_all(worker);
     /* nobody sleeps on the worker any more: the completions ucp_worker_destroy still calls
