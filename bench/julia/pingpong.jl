@@ -37,11 +37,11 @@ end
 # --smoke (the test command): two tiny sizes, a few iterations, nothing judged
 const SMOKE = "--smoke" in ARGS
 
-sizes(quick) =
-    SMOKE ? [16, CHUNK] :
-    quick ?
-    [16, 4 * KiB, 128 * KiB, 1 * MiB, 16 * MiB] :
-    [16, 256, 4 * KiB, 64 * KiB, 128 * KiB, 1 * MiB, 4 * MiB, 16 * MiB, 64 * MiB]
+function sizes(quick)
+    SMOKE && return [16, CHUNK]
+    quick && return [16, 4 * KiB, 128 * KiB, 1 * MiB, 16 * MiB]
+    return [16, 256, 4 * KiB, 64 * KiB, 128 * KiB, 1 * MiB, 4 * MiB, 16 * MiB, 64 * MiB]
+end
 
 # the same list in both processes: the server echoes plan by plan
 function plans(quick)
