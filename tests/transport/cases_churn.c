@@ -6,6 +6,20 @@
 
 #include <sys/resource.h>
 
+/* AddressSanitizer keeps freed memory in its own quarantine (256 MiB by default), so the
+ * process's RSS says nothing about the transport's bound there; the count bound is checked in
+ * every build, the RSS bound only without ASan */
+#if defined(__SANITIZE_ADDRESS__)
+#define RSS_BOUND_CHECKED 0
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define RSS_BOUND_CHECKED 0
+#endif
+#endif
+#ifndef RSS_BOUND_CHECKED
+#define RSS_BOUND_CHECKED 1
+#endif
+
 enum { CHURN_ROUNDS = 20, CHURN_CLIENTS = 4, CHURN_SENDS = 400, CHURN_BYTES = 20000 };
 
 static double rss_mib(void)
@@ -130,7 +144,8 @@ int quarantine_churn_case(void)
     /* the bound: 512 buffers of about 33 KiB (17 MiB) at most, whatever the rounds */
     fprintf(stderr, "RSS after round 1: %.1f MiB, highest after it: %.1f MiB\n", rss_first,
             rss_max);
-    CHECK(rss_max - rss_first < 48);
+    if (RSS_BOUND_CHECKED)
+        CHECK(rss_max - rss_first < 48);
     free(req);
     free(obj);
     peer_close(&p);
