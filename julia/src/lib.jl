@@ -183,7 +183,7 @@ const CDT_ERR_JULIA_EXCEPTION = CDT_ERR_USER_BASE - Cint(1) # a Julia callback t
 const CDT_FRAME_FIXED_HEADER_SIZE = 48
 const CDT_DECODER_PARAM_MAX_FRAME_BYTES = UInt64(1) << 0
 const CDT_DECODER_PARAM_MAX_REGIONS = UInt64(1) << 1
-const CDT_FRAME_INFO_ALL = UInt64(0x7f)    # every field of CdtFrameInfo
+const CDT_FRAME_INFO_ALL = UInt64(0xff)    # every field of CdtFrameInfo
 const CDT_UCX_RECV_INFO_ALL = UInt64(0x1f) # every field of CdtUcxRecvInfo
 const CDT_SOBJ_FIELD_ALLOC = UInt64(1) << 0
 
@@ -236,8 +236,9 @@ struct CdtFrameInfo
     region_count::Int64
     region_bytes::Int64
     frame_size::Int64
+    object_count::Int64 # the sender's object count; -1 when the frame carries none
 end
-CdtFrameInfo() = CdtFrameInfo(CDT_FRAME_INFO_ALL, 0, 0, 0, 0, 0, 0, 0)
+CdtFrameInfo() = CdtFrameInfo(CDT_FRAME_INFO_ALL, 0, 0, 0, 0, 0, 0, 0, 0)
 
 "`cdt_decoder_params` (cdt.h): receiver limits."
 struct CdtDecoderParams

@@ -642,10 +642,11 @@ enum cdt_frame_info_field {
     CDT_FRAME_INFO_REGION_COUNT = 1u << 4, /*!< region_count */
     CDT_FRAME_INFO_REGION_BYTES = 1u << 5, /*!< region_bytes */
     CDT_FRAME_INFO_FRAME_SIZE = 1u << 6,   /*!< frame_size */
+    CDT_FRAME_INFO_OBJECT_COUNT = 1u << 7, /*!< object_count (since 0.2.0) */
 };
 /*! Every field this header declares. A program compiled with it keeps this value, so a later
  * library with more fields never writes past the program's struct. */
-#define CDT_FRAME_INFO_ALL 0x7fu
+#define CDT_FRAME_INFO_ALL 0xffu
 
 /*! What a valid header says. An output struct that can grow: the caller sets field_mask to the
  * CDT_FRAME_INFO_* bits of the fields it wants (CDT_FRAME_INFO_ALL for all), and the library
@@ -660,6 +661,8 @@ typedef struct cdt_frame_info {
     cdt_count region_count; /*!< entries in the region table */
     cdt_count region_bytes; /*!< sum of region lengths */
     cdt_count frame_size;   /*!< total bytes, padding included */
+    cdt_count object_count; /*!< the sender's object count (FORMAT.md §4); -1 when the frame
+                                 carries none (flag OBJECT_COUNT clear: an earlier writer's) */
 } cdt_frame_info;
 
 /*! cdt_frame_header_size() : from the first `len` bytes of a frame (len >=

@@ -1139,7 +1139,9 @@ static inline int cdt_mpi_open_head_(const unsigned char *h, cdt_count n, MPI_Co
     if (rc != CDT_SUCCESS)
         return cdt_mpi_fail_(rc, "rank %d sent a head whose frame header is refused: %s", source,
                              cdt_strerror(rc));
-    cdt_frame_info info = {CDT_FRAME_INFO_REGION_COUNT, 0, 0, 0, 0, 0, 0, 0};
+    cdt_frame_info info;
+    memset(&info, 0, sizeof(info)); /* C and C++ alike, whatever fields it grows */
+    info.field_mask = CDT_FRAME_INFO_REGION_COUNT;
     cdt_decoder_info(*dec, &info);
     cdt_count s = 0;
     for (cdt_count i = 0; i < info.region_count; i++) {
@@ -1249,7 +1251,9 @@ static inline int cdt_mpi_take_head_(MPI_Comm comm, MPI_Message *mm, MPI_Status 
     if (rc == CDT_ERR_LIMIT)                         /* a valid header refused by a limit: drain */
         rc = cdt_mpi_drain_head_(m->head, n, comm, att, source, timeout, rc);
     if (rc == CDT_SUCCESS) {
-        cdt_frame_info info = {CDT_FRAME_INFO_FRAME_SIZE, 0, 0, 0, 0, 0, 0, 0};
+        cdt_frame_info info;
+        memset(&info, 0, sizeof(info)); /* C and C++ alike, whatever fields it grows */
+        info.field_mask = CDT_FRAME_INFO_FRAME_SIZE;
         cdt_decoder_info(m->dec, &info);
         cdt_count want = info.frame_size - m->sep_bytes;
         if (n - CDT_MPI_PREFIX != want) { /* step 6 */
@@ -1339,8 +1343,9 @@ static inline int cdt_mpi_deliver_(cdt_mpi_message m, void *buf, cdt_count count
     if (type != NULL && (rc = cdt_decoder_bind(m->dec, buf, count, type)) != CDT_SUCCESS)
         return cdt_mpi_fail_(rc, "rank %d: object %d does not fit the receive: %s", m->source,
                              m->id, cdt_strerror(rc));
-    cdt_frame_info info = {
-        CDT_FRAME_INFO_REGION_COUNT | CDT_FRAME_INFO_FRAME_SIZE, 0, 0, 0, 0, 0, 0, 0};
+    cdt_frame_info info;
+    memset(&info, 0, sizeof(info)); /* C and C++ alike, whatever fields it grows */
+    info.field_mask = CDT_FRAME_INFO_REGION_COUNT | CDT_FRAME_INFO_FRAME_SIZE;
     cdt_decoder_info(m->dec, &info);
     cdt_count pos = 0, h = CDT_MPI_PREFIX, npieces = 0, cap = 0;
     cdt_iov *pieces = NULL;
@@ -1385,7 +1390,9 @@ static inline int cdt_mpi_deliver_(cdt_mpi_message m, void *buf, cdt_count count
 /* 7.2 step 11: every separate region delivered, every frame byte arrived once */
 static inline int cdt_mpi_finish_(cdt_mpi_message m)
 {
-    cdt_frame_info info = {CDT_FRAME_INFO_REGION_COUNT, 0, 0, 0, 0, 0, 0, 0};
+    cdt_frame_info info;
+    memset(&info, 0, sizeof(info)); /* C and C++ alike, whatever fields it grows */
+    info.field_mask = CDT_FRAME_INFO_REGION_COUNT;
     int rc = cdt_decoder_info(m->dec, &info);
     for (cdt_count i = 0; rc == CDT_SUCCESS && i < info.region_count; i++) {
         cdt_count len = 0, off = 0;

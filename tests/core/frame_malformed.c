@@ -179,6 +179,19 @@ static int seen_unpack(void *state, void *buf, cdt_count count, cdt_count offset
  * contract holds: the stream's length comes from the frame, not from the receiver's count, so
  * the callback bounds it by its own count (the seed types do), and the library bounds it by the
  * header and compares the receiver's regions with the header's. */
+/* cdt_decoder_info's object_count of a frame: what a receiver reads before it binds; -2 when
+ * the header is refused */
+static cdt_count frame_object_count(const unsigned char *wire, cdt_count size)
+{
+    cdt_decoder d;
+    if (cdt_decoder_create(wire, size, &d) != CDT_SUCCESS)
+        return -2;
+    cdt_frame_info info = {.field_mask = CDT_FRAME_INFO_OBJECT_COUNT, .object_count = -3};
+    int rc = cdt_decoder_info(d, &info);
+    cdt_decoder_free(d);
+    return rc == CDT_SUCCESS ? info.object_count : -2;
+}
+
 void test_count_mismatch(void)
 {
     struct_simple two[2], into[2], zero;
@@ -186,7 +199,8 @@ void test_count_mismatch(void)
     memset(&zero, 0, sizeof(zero));
     cdt_count size;
     unsigned char *w = encode(two, 2, struct_simple_type(), &size);
-    CHECK(w[6] == 0x2 && w[40] == 2); /* OBJECT_COUNT set, object_count 2 */
+    CHECK(w[6] == 0x2 && w[40] == 2);        /* OBJECT_COUNT set, object_count 2 */
+    CHECK(frame_object_count(w, size) == 2); /* what a receiver reads before it binds */
     /* the count checked: one call, the decoder (pieces in any order), the bind itself */
     uint64_t seed = 38;
     memset(into, 0, sizeof(into));
@@ -228,6 +242,7 @@ void test_count_mismatch(void)
 
     /* an earlier writer's frame: no count (flag clear, offset 40 zero) decodes as before */
     w[6] = 0, w[40] = 0;
+    CHECK(frame_object_count(w, size) == -1); /* no count carried */
     memset(into, 0, sizeof(into));
     CHECK_OK(cdt_frame_decode(w, size, into, 2, struct_simple_type()));
     CHECK(struct_simple_equal(two, into, 2));

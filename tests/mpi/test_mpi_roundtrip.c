@@ -200,7 +200,7 @@ static void recv_round(int round, int how)
         cdt_mpi_message m;
         rc = cdt_mpi_mprobe(MPI_ANY_SOURCE, tag, MPI_COMM_WORLD, NULL, &m, &st);
         if (rc == CDT_SUCCESS) {
-            cdt_frame_info info = {CDT_FRAME_INFO_ALL, 0, 0, 0, 0, 0, 0, 0};
+            cdt_frame_info info = {.field_mask = CDT_FRAME_INFO_ALL};
             CHECK_MPI(cdt_decoder_info(cdt_mpi_message_decoder(m), &info), 0);
             CHECK(info.frame_size > 0);
             rc = is_sobj ? cdt_mpi_mrecv_sobj(&so, &m) : cdt_mpi_mrecv(buf, count, type, &m);

@@ -123,6 +123,8 @@ int cdt_decoder_info(cdt_decoder d, cdt_frame_info *info)
         info->region_bytes = d->info.region_bytes;
     if (mask & CDT_FRAME_INFO_FRAME_SIZE)
         info->frame_size = d->info.frame_size;
+    if (mask & CDT_FRAME_INFO_OBJECT_COUNT)
+        info->object_count = d->object_count;
     return CDT_SUCCESS;
 }
 

@@ -43,8 +43,9 @@ int cdt__frame_parse_fixed(const unsigned char *h, cdt_count len, cdt_frame_info
         .packed_size = (cdt_count)packed_size,
         .region_count = (cdt_count)region_count,
         .frame_size = (cdt_count)frame_size,
+        .object_count = has_count ? (cdt_count)objects : -1,
     };
-    *object_count = has_count ? (cdt_count)objects : -1;
+    *object_count = info->object_count;
     return CDT_SUCCESS;
 }
 

@@ -43,6 +43,9 @@ pub struct FrameInfo {
     pub region_bytes: u64,
     /// Total bytes of the frame.
     pub frame_size: u64,
+    /// The sender's object count; `None` for a frame of an earlier writer, which carries none
+    /// (docs/FORMAT.md §4).
+    pub object_count: Option<u64>,
 }
 
 impl From<sys::cdt_frame_info> for FrameInfo {
@@ -55,6 +58,7 @@ impl From<sys::cdt_frame_info> for FrameInfo {
             region_count: i.region_count as u64,
             region_bytes: i.region_bytes as u64,
             frame_size: i.frame_size as u64,
+            object_count: u64::try_from(i.object_count).ok(),
         }
     }
 }

@@ -171,7 +171,15 @@ fn c_frame_of_a_derived_type_decodes_in_rust() {
     cdtypes::decode_typed(&bytes, &mut out, 1, &four).unwrap();
     assert_eq!(out, stream);
     let dec = cdtypes::Decoder::new(&bytes, &Default::default()).unwrap();
-    assert_eq!(dec.info().unwrap().frame_size, 64);
+    let info = dec.info().unwrap();
+    assert_eq!(info.frame_size, 64);
+    assert_eq!(info.object_count, Some(1));
+    // an earlier writer's frame carries no count: flag OBJECT_COUNT (byte 6) and offset 40 clear
+    let mut old = bytes.clone();
+    old[6] = 0;
+    old[40..48].fill(0);
+    let dec = cdtypes::Decoder::new(&old, &Default::default()).unwrap();
+    assert_eq!(dec.info().unwrap().object_count, None);
 }
 
 fn hex(bytes: &[u8]) -> String {
