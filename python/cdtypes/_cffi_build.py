@@ -336,9 +336,9 @@ static int cdtpy_decode_inplace(cdt_decoder dec, const char *p, cdt_count pos,
  * head is the 16-byte prefix and a frame of header and stream only. Packing or receiving one
  * through the general path (a Frame or a decoder driven from Python) crosses into C about
  * fifteen times, each crossing with its own argument conversions: 66 us per object on CPython
- * with cffi, against 8.5 us for the C extension. These two helpers do the same libcdt calls
- * in one crossing; anything they do not handle goes the general path, which gives the error
- * with its message. */
+ * with cffi, against 8.5 us for the C extension. The functions below do the same libcdt
+ * calls in one crossing; anything they do not handle goes the general path, which gives the
+ * error with its message. */
 #define CDTPY_MPI_PREFIX 16
 #define CDTPY_MPI_MAGIC 0x32544443u /* "CDT2" little-endian, as cdtypes/_cffi/module.py */
 
