@@ -175,8 +175,8 @@ class Frame:
 Frame.__module__ = "cdtypes"
 
 
-def _encode(obj, protocol):
-    out = _Out(obj, protocol)
+def _encode(obj, protocol, pickled=None):
+    out = _Out(obj, protocol, pickled)
     hp = ffi.new("cdt_frame *")
     rc = lib.cdt_frame_encode(out.so, 1, module._sobj_type, _NULL, hp)
     if rc < 0:
@@ -191,6 +191,11 @@ def _encode(obj, protocol):
         out.release()
         raise
     return f
+
+
+def _encode_pickled(stream, pbufs):
+    """The Frame of an object pickled already (protocol 5): its stream and PickleBuffers."""
+    return _encode(None, 5, (stream, pbufs))
 
 
 def dumps(obj, protocol=5):

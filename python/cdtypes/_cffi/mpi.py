@@ -3,8 +3,10 @@ import struct
 
 from .._cffi_ext import ffi, lib
 from .buffer import _window
-from .frame import _encode
+from . import module
+from .frame import Frame, _encode_pickled
 from .module import _HEADER, _MPI_MAGIC, MPI_PREFIX, _int, _raise
+from .send import _dumps
 from .receive import _Rx, _limit_arg, _open_decoder, _prepare
 
 # ---- MPI: a head message plus one message of the large buffers ------------------------------
@@ -29,13 +31,52 @@ def _layout(iovs):
     return [n for _, n in iovs], [int(ffi.cast("uintptr_t", b)) for b, _ in iovs]
 
 
+# bytes a head needs beyond its stream when the object has no out-of-band buffer (prefix and
+# frame header, with room to spare; a larger head is asked for again at its size)
+_INBAND_SPARE = MPI_PREFIX + _HEADER + 64
+
+
+def _pack_inband(stream, oid, threshold):
+    """The head of an object whose stream has no out-of-band buffer, in one C call
+    (cdtpy_mpi_pack_inband says why)."""
+    n = len(stream)
+    head = bytearray(n + _INBAND_SPARE)
+    with ffi.from_buffer(head) as c:
+        size = lib.cdtpy_mpi_pack_inband(stream, n, oid, threshold, c, len(head))
+    if size > len(head):
+        head = bytearray(size)
+        with ffi.from_buffer(head) as c:
+            size = lib.cdtpy_mpi_pack_inband(stream, n, oid, threshold, c, size)
+    if size < 0:
+        _raise(size, "cdt_frame_encode")
+    del head[size:]
+    return head
+
+
+def _copied_frame(size):
+    """The Frame mpi_pack returns for a head that holds the whole object: closed already (the
+    head is a copy; nothing else to keep), its size the frame's."""
+    f = Frame.__new__(Frame)
+    f._h = f._mem = None
+    f._size = size
+    return f
+
+
 def mpi_pack(obj, oid, threshold):
-    """mpi_pack(obj, oid, threshold) -> (frame, head, parts, layout)"""
+    """mpi_pack(obj, oid, threshold) -> (frame, head, parts, layout). An object that pickles
+    without an out-of-band buffer is packed in one C call, its frame returned closed."""
     oid = _int(oid, "oid")
     if not 0 <= oid < 1 << 32:
         raise OverflowError("oid does not fit an unsigned 32-bit integer")
     threshold = _limit_arg(threshold, "threshold")
-    f = _encode(obj, 5)
+    if module._sobj_type is None:
+        raise RuntimeError("cdtypes' cffi backend was not initialised")
+    pbufs = []
+    stream = _dumps(obj, 5, pbufs.append)
+    if not pbufs and type(stream) is bytes:
+        head = _pack_inband(stream, oid, threshold)
+        return _copied_frame(len(head) - MPI_PREFIX), head, [], None
+    f = _encode_pickled(stream, pbufs)
     hc = None
     try:
         h = f._h
@@ -110,6 +151,9 @@ def _mpi_open(c, n, max_bytes, max_regions):
 def mpi_parts(head):
     """mpi_parts(head) -> (oid, [part lengths])"""
     c = ffi.from_buffer(head)
+    if lib.cdtpy_mpi_head_regions(c, len(c)) == 0:  # no regions: one C call
+        ffi.release(c)
+        return _prefix.unpack_from(head)[1], []
     dec = None
     try:
         oid, threshold, dec, info = _mpi_open(c, len(c), -1, -1)
@@ -167,12 +211,36 @@ class MpiIncoming:
         return self._rx.result()
 
 
+class _Whole:
+    """An object whose head held it whole (no out-of-band buffer): decoded and checked
+    already; finish() gives its stream, once, as MpiIncoming.finish does."""
+
+    __slots__ = ("_stream",)
+
+    def __init__(self, stream):
+        self._stream = stream
+
+    def finish(self):
+        stream, self._stream = self._stream, None
+        if stream is None:
+            raise ValueError("the object was finished already")
+        return stream, []
+
+
 def mpi_unpack(head, alloc, max_bytes, max_regions):
     """mpi_unpack(head, alloc, max_bytes, max_regions) -> (incoming, oid, destinations,
     layout)"""
     max_bytes = _limit_arg(max_bytes, "max_bytes")
     max_regions = _limit_arg(max_regions, "max_regions")
     c = ffi.from_buffer(head)
+    out = ffi.new("cdtpy_inband *")
+    if lib.cdtpy_mpi_unpack_inband(c, len(c), max_bytes, max_regions, out) == 0:
+        ffi.release(c)
+        try:
+            stream = ffi.unpack(ffi.cast("char *", out.stream), out.stream_len)
+        finally:
+            lib.cdtpy_free(out.stream)
+        return _Whole(stream), out.oid, [], None
     inc = MpiIncoming(alloc)
     try:
         nc = len(c)

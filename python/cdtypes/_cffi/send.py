@@ -14,7 +14,8 @@ class _Out:
 
     __slots__ = ("pbufs", "raws", "views", "so", "sbufs", "stream", "inband")
 
-    def __init__(self, obj, protocol):
+    def __init__(self, obj, protocol, pickled=None):
+        """``pickled``: (stream, PickleBuffers) of obj pickled already (protocol 5)"""
         self.pbufs, self.raws, self.views = [], [], []
         self.stream = self.inband = self.sbufs = None
         if module._sobj_type is None:
@@ -22,7 +23,10 @@ class _Out:
         if protocol < 5:
             raise ValueError("cdtypes needs pickle protocol 5 or later")
         try:
-            stream = _dumps(obj, protocol, self.pbufs.append)
+            if pickled is None:
+                stream = _dumps(obj, protocol, self.pbufs.append)
+            else:
+                stream, self.pbufs = pickled
             if type(stream) is not bytes:
                 raise TypeError("pickle.dumps did not return bytes")
             self.stream = stream
