@@ -466,10 +466,11 @@ typedef struct cdt_ucx_recv_info {
      *  through); 0 in single mode. Also filled for a receive that failed after its head
      *  arrived. */
     uint64_t sender;
-    /*! a receive that failed with CDT_ERR_PEER: how (enum cdt_ucx_recv_failure) and which
-     *  peer's endpoint ended it (its peer id, 0 when not known); both 0 otherwise */
+    /*! a receive that failed with CDT_ERR_PEER: the peer id of the endpoint whose failure
+     *  ended it (0 when not known); 0 otherwise */
     uint64_t failed_by;
-    int failure;
+    int failure; /*!< a receive that failed with CDT_ERR_PEER: how (enum cdt_ucx_recv_failure);
+                  *   CDT_UCX_RECV_FAILURE_NONE otherwise */
 } cdt_ucx_recv_info;
 
 /*! Receive into memory sized from the frame header: called once the header was validated and
