@@ -143,6 +143,11 @@ typedef struct stats {
      * failure took them (docs/TRANSPORT.md §6: never); and those CDT_ERR_PEER receives whose
      * sender the failed receive did not name (its message had not matched) */
     uint64_t collateral, peer_fail_unplaced;
+    /* CDT_ERR_PEER receives whose sender lived on, ended by this peer's own endpoint to that
+     * sender (it failed or was closed: cdt_ucx_recv_info.failed_by is the sender, or the
+     * acceptor saw that endpoint fail): not another peer's doing; and of those the library
+     * named by the endpoint's failure, by UCX aborting a message */
+    uint64_t own_ep_live, own_ep_by_endpoint, own_ep_by_message;
     uint64_t err_send[NSTATUS], err_recv[NSTATUS], err_conn[NSTATUS];
     uint64_t final_sent[MAX_PEERS], final_recv[MAX_PEERS], final_send_err, final_done;
     uint64_t largest;
@@ -180,6 +185,11 @@ extern atomic_int g_stop, g_quiesce, g_final, g_info_sent;
 #define MAX_THREADS 16
 extern _Atomic double g_beat[MAX_THREADS];
 extern const char *g_thread_name[MAX_THREADS];
+
+/* soak_peer.c: the acceptor's endpoints that failed, by their peer id (cdt_ucx_ep_peer_id):
+ * a receive failed with CDT_ERR_PEER from such a sender lost it to its own endpoint */
+void ep_failed_note(uint64_t peer_id);
+int ep_failed_seen(uint64_t peer_id);
 
 /* soak_peer.c: messages to the supervisor (report: a failure, note: a clean but notable
  * event), heartbeats, waits, the peer's main */

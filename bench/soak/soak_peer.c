@@ -91,6 +91,32 @@ int wait_req(cdt_ucx_request q, int64_t timeout_ms, int th)
 
 /* -------- acceptor: accepts connections, closes the ones whose peer died -------- */
 
+/* the peer ids of accepted endpoints that failed, the newest FAILED_IDS */
+#define FAILED_IDS 4096
+static uint64_t failed_ids[FAILED_IDS];
+static size_t failed_n;
+static pthread_mutex_t failed_lock = PTHREAD_MUTEX_INITIALIZER;
+
+void ep_failed_note(uint64_t peer_id)
+{
+    if (peer_id == 0)
+        return;
+    pthread_mutex_lock(&failed_lock);
+    failed_ids[failed_n++ % FAILED_IDS] = peer_id;
+    pthread_mutex_unlock(&failed_lock);
+}
+
+int ep_failed_seen(uint64_t peer_id)
+{
+    int seen = 0;
+    pthread_mutex_lock(&failed_lock);
+    size_t n = failed_n < FAILED_IDS ? failed_n : FAILED_IDS;
+    for (size_t i = 0; i < n && !seen; i++)
+        seen = peer_id != 0 && failed_ids[i] == peer_id;
+    pthread_mutex_unlock(&failed_lock);
+    return seen;
+}
+
 static void *acceptor_main(void *arg)
 {
     int th = (int)(intptr_t)arg;
@@ -120,6 +146,7 @@ static void *acceptor_main(void *arg)
             next_check = now_s() + 1;
             for (size_t i = 0; i < n;)
                 if (cdt_ucx_ep_status(eps[i]) != CDT_SUCCESS) {
+                    ep_failed_note(cdt_ucx_ep_peer_id(eps[i]));
                     cdt_ucx_ep_close(eps[i], 0);
                     eps[i] = eps[--n];
                 } else {

@@ -86,27 +86,41 @@ static void recv_failed(int fam, int rc)
 
 /* Collateral failures. A receive that fails with CDT_ERR_PEER still names its sender's tag once
  * its message matched (cdt_ucx_request_recv_info); the tag names the sending peer and its
- * incarnation. That incarnation must be dead: one still up COLLATERAL_S later (the supervisor's
- * M_DOWN comes within a second of a kill) lost its object to another peer's failure. */
+ * incarnation. That incarnation should be dead: when one is still up COLLATERAL_S later (the
+ * supervisor's M_DOWN comes within a second of a kill), what ended the receive decides. Its
+ * own endpoint to that sender (the library names it: failed_by is the sender's endpoint id,
+ * or the acceptor saw the endpoint of that id fail by then): the sender lived but its
+ * endpoint to this peer failed or was closed, which is no other peer's doing (counted apart,
+ * noted). Anything else: collateral, a failure of the soak. */
 #define COLLATERAL_S 5.0
 #define NO_TAG (~(cdt_ucx_tag)0)
+#define PEER_INFO_MASK                                                                             \
+    (CDT_UCX_RECV_INFO_TAG | CDT_UCX_RECV_INFO_SENDER | CDT_UCX_RECV_INFO_FAILURE)
 typedef struct peer_fail {
     int fam, peer, gen;
     double at;
+    cdt_ucx_recv_info info;
 } peer_fail;
+static const char *failure_name(int f)
+{
+    return f == CDT_UCX_RECV_FAILURE_ENDPOINT  ? "its endpoint failed"
+           : f == CDT_UCX_RECV_FAILURE_MESSAGE ? "UCX aborted a message"
+                                               : "no cause recorded";
+}
 static peer_fail pf[1024];
 static int npf;
 static pthread_mutex_t pf_lock = PTHREAD_MUTEX_INITIALIZER;
 
-static void peer_failed(int fam, cdt_ucx_tag tag)
+static void peer_failed(int fam, const cdt_ucx_recv_info *info)
 {
+    cdt_ucx_tag tag = info->tag;
     if (tag == NO_TAG) {
         ADD(g_st.peer_fail_unplaced, 1);
         return;
     }
     pthread_mutex_lock(&pf_lock);
     if (npf < (int)(sizeof(pf) / sizeof(pf[0])))
-        pf[npf++] = (peer_fail){fam, tag_peer(tag), tag_gen(tag), now_s()};
+        pf[npf++] = (peer_fail){fam, tag_peer(tag), tag_gen(tag), now_s(), *info};
     pthread_mutex_unlock(&pf_lock);
 }
 
@@ -123,11 +137,28 @@ static void collateral_scan(void)
         pthread_mutex_lock(&g_lock);
         int up = tab_gen[pf[i].peer] == pf[i].gen && tab_port[pf[i].peer] != 0;
         pthread_mutex_unlock(&g_lock);
-        if (up) {
+        const cdt_ucx_recv_info *in = &pf[i].info;
+        int by_lib = in->sender != 0 && in->failed_by == in->sender;
+        int own = by_lib || ep_failed_seen(in->sender);
+        if (up && own) {
+            ADD(g_st.own_ep_live, 1);
+            if (in->failure == CDT_UCX_RECV_FAILURE_ENDPOINT)
+                ADD(g_st.own_ep_by_endpoint, 1);
+            else
+                ADD(g_st.own_ep_by_message, 1);
+            note("%s receive from peer %d (incarnation %d, endpoint %016" PRIx64 ") failed "
+                 "with CDT_ERR_PEER while that sender lived: this peer's endpoint to it failed "
+                 "or was closed (%s%s)",
+                 fam_name[pf[i].fam], pf[i].peer, pf[i].gen, in->sender, failure_name(in->failure),
+                 by_lib ? "" : "; the acceptor saw it fail");
+        } else if (up) {
             ADD(g_st.collateral, 1);
-            report("%s receive from peer %d (incarnation %d) failed with CDT_ERR_PEER, and that "
-                   "sender was still up %.0f s later: another peer's failure took it",
-                   fam_name[pf[i].fam], pf[i].peer, pf[i].gen, COLLATERAL_S);
+            report("%s receive from peer %d (incarnation %d, endpoint %016" PRIx64 ") failed "
+                   "with CDT_ERR_PEER (%s, by endpoint %016" PRIx64 "), and that sender was "
+                   "still up %.0f s later with its endpoint to this peer not failed: another "
+                   "peer's failure took it",
+                   fam_name[pf[i].fam], pf[i].peer, pf[i].gen, in->sender,
+                   failure_name(in->failure), in->failed_by, COLLATERAL_S);
         }
     }
     npf = keep;
@@ -190,9 +221,9 @@ void *receiver_main(void *arg)
         } else {
             recv_failed(fam, rc);
             if (rc == CDT_ERR_PEER) {
-                cdt_ucx_recv_info info = {.field_mask = CDT_UCX_RECV_INFO_TAG, .tag = NO_TAG};
+                cdt_ucx_recv_info info = {.field_mask = PEER_INFO_MASK, .tag = NO_TAG};
                 cdt_ucx_request_recv_info(q, &info);
-                peer_failed(fam, info.tag);
+                peer_failed(fam, &info);
             }
         }
         collateral_scan();
@@ -259,7 +290,7 @@ void *dvec_receiver_main(void *arg)
         } else {
             recv_failed(FAM_DVEC, rc);
             if (rc == CDT_ERR_PEER)
-                peer_failed(FAM_DVEC, info.tag);
+                peer_failed(FAM_DVEC, &info);
             double_vec_clear(dv);
             free(dv);
         }

@@ -122,6 +122,11 @@ void write_report(FILE *f, int pass, double secs, const char *cmdline)
             "peer's failure) | %" PRIu64 " |\n",
             t.collateral);
     fprintf(f,
+            "| receives failed with CDT_ERR_PEER whose sender lived on, by this peer's own "
+            "endpoint to it (failed or closed; named by the endpoint's failure / by an aborted "
+            "message) | %" PRIu64 " (%" PRIu64 " / %" PRIu64 ") |\n",
+            t.own_ep_live, t.own_ep_by_endpoint, t.own_ep_by_message);
+    fprintf(f,
             "| receives failed with CDT_ERR_PEER before their message matched (sender not "
             "named) | %" PRIu64 " |\n",
             t.peer_fail_unplaced);

@@ -237,11 +237,17 @@ void *sender_main(void *arg)
              * start once every such receive has ended. */
             sleep_ms(opt.dvec_timeout_ms > 1000 ? opt.dvec_timeout_ms + 1000 : 2000);
             for (int t = 0; t < opt.peers; t++)
-                for (int k = 0; t != g_me && k < opt.final_per_target; k++)
-                    if (send_one(th, &c[t], t, 1, &seq, &r) != CDT_SUCCESS) {
+                for (int k = 0; t != g_me && k < opt.final_per_target; k++) {
+                    int rc = send_one(th, &c[t], t, 1, &seq, &r);
+                    if (rc != CDT_SUCCESS) {
+                        /* what the transport says: the connect or the send, peer, lanes */
+                        char detail[512];
+                        cdt_ucx_last_error(detail, sizeof(detail));
                         ADD(g_st.final_send_err, 1);
-                        report("final object to peer %d not sent", t);
+                        report("final object to peer %d not sent: %s (%s)", t, cdt_err_name(rc),
+                               detail);
                     }
+                }
             final_done = 1;
             ADD(g_st.final_done, 1);
             continue;

@@ -19,11 +19,21 @@
 #define TIMEOUT_MS 30000
 #define ITERS 20
 
+/* what the transport says about its last failure in this thread: peer, UCX version, lanes */
+static void print_detail(void)
+{
+    char detail[512];
+    cdt_ucx_last_error(detail, sizeof(detail));
+    if (detail[0] != '\0')
+        fprintf(stderr, "  %s\n", detail);
+}
+
 #define OK(expr)                                                                                   \
     do {                                                                                           \
         int rc_ = (expr);                                                                          \
         if (rc_ != CDT_SUCCESS) {                                                                  \
             fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #expr, cdt_strerror(rc_));      \
+            print_detail();                                                                        \
             exit(1);                                                                               \
         }                                                                                          \
     } while (0)
@@ -217,6 +227,7 @@ static int connector_main(const char *host, uint16_t port)
     }
     if (ep == NULL) {
         fprintf(stderr, "connector: cannot connect to %s:%u\n", host, port);
+        print_detail();
         return 1;
     }
     objects o;

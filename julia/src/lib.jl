@@ -184,7 +184,7 @@ const CDT_FRAME_FIXED_HEADER_SIZE = 48
 const CDT_DECODER_PARAM_MAX_FRAME_BYTES = UInt64(1) << 0
 const CDT_DECODER_PARAM_MAX_REGIONS = UInt64(1) << 1
 const CDT_FRAME_INFO_ALL = UInt64(0xff)    # every field of CdtFrameInfo
-const CDT_UCX_RECV_INFO_ALL = UInt64(0x1f) # every field of CdtUcxRecvInfo
+const CDT_UCX_RECV_INFO_ALL = UInt64(0x7f) # every field of CdtUcxRecvInfo
 const CDT_SOBJ_FIELD_ALLOC = UInt64(1) << 0
 
 const CDT_KIND_BYTE = Cint(1)
@@ -298,8 +298,11 @@ struct CdtUcxRecvInfo
     packed_size::Int64
     region_count::Int64
     region_bytes::Int64
+    sender::UInt64    # the sending endpoint's id (split mode)
+    failed_by::UInt64 # CDT_ERR_PEER: the peer id of the endpoint that ended the receive
+    failure::Cint     # CDT_ERR_PEER: how (cdt_ucx_recv_failure)
 end
-CdtUcxRecvInfo() = CdtUcxRecvInfo(CDT_UCX_RECV_INFO_ALL, 0, 0, 0, 0, 0)
+CdtUcxRecvInfo() = CdtUcxRecvInfo(CDT_UCX_RECV_INFO_ALL, 0, 0, 0, 0, 0, 0, 0, 0)
 
 "`cdt_ucx_recv_params` (cdt_ucx.h)."
 struct CdtUcxRecvParams

@@ -356,6 +356,33 @@ CDT_API int cdt_ucx_ep_create_from_address(cdt_ucx_worker worker, const void *ad
                                            size_t length, cdt_ucx_ep *ep);
 /*! cdt_ucx_ep_status() : CDT_SUCCESS while usable, CDT_ERR_PEER after a peer failure. */
 CDT_API int cdt_ucx_ep_status(cdt_ucx_ep ep);
+/*! cdt_ucx_ep_describe() : one line that names the endpoint's peer ("host:port" as connected
+ *  to or as the accepted connection came from), the UCX version in use and the endpoint's lanes,
+ *  for an error message about it, e.g. "127.0.0.1:13337 (UCX 1.13.1; lanes: am=tcp/lo
+ *  rma=cma/memory)". After a failure UCX reports placeholder lanes: the line then names the
+ *  lanes the endpoint had at its first send ("... (before it failed)"), so that a dead peer can
+ *  be told from a configuration problem (docs/TRANSPORT.md §6). Errors: CDT_ERR_INVALID_ARG
+ *  (NULL, or size 0), CDT_ERR_TRUNCATED (buf holds the start of the line). */
+CDT_API int cdt_ucx_ep_describe(cdt_ucx_ep ep, char *buf, size_t size);
+/*! cdt_ucx_last_error() : the detail of the calling thread's last failed cdt_ucx_ep_connect,
+ *  cdt_ucx_ep_connect_advanced, cdt_ucx_ep_create_from_address, cdt_ucx_listener_accept,
+ *  cdt_ucx_isend, cdt_ucx_isend_advanced or cdt_ucx_send (as errno: kept until the next
+ *  failure of one of them in this thread; "" before any): what failed, the peer, the UCX
+ *  version, the lanes and the status, with a hint where one applies, e.g. "connect to
+ *  127.0.0.1:13337 (UCX 1.13.1; lanes: none (no connection)): CDT_ERR_PEER; the peer is gone
+ *  or unreachable, or a listener on another UCX minor version refuses the connection ...", or
+ *  at the listener "accept from 127.0.0.1:41234: refused: the peer runs UCX 1.22.0 and this
+ *  process UCX 1.13.1; peers must use the same UCX minor version ...". A send that fails
+ *  later, at its request's completion, is described by cdt_ucx_ep_describe. Errors:
+ *  CDT_ERR_INVALID_ARG (NULL, or size 0), CDT_ERR_TRUNCATED. */
+CDT_API int cdt_ucx_last_error(char *buf, size_t size);
+/*! cdt_ucx_ep_id() : the endpoint's id, random, never 0: written in the head of every
+ *  split-mode object sent on it, and what a receiver's cdt_ucx_recv_info.sender names
+ *  (docs/TRANSPORT.md §4, Senders). 0 for NULL. */
+CDT_API uint64_t cdt_ucx_ep_id(cdt_ucx_ep ep);
+/*! cdt_ucx_ep_peer_id() : the id of the peer's endpoint at the other end (its cdt_ucx_ep_id),
+ *  once the peer sent its first object on it; 0 before, and for NULL. */
+CDT_API uint64_t cdt_ucx_ep_peer_id(cdt_ucx_ep ep);
 /*! cdt_ucx_ep_handle() : the underlying ucp_ep_h (as void *). Same rules as worker_handle. */
 CDT_API void *cdt_ucx_ep_handle(cdt_ucx_ep ep);
 /*! cdt_ucx_ep_transports() : the UCX transports the endpoint's lanes use now, as UCX reports
@@ -403,10 +430,26 @@ enum cdt_ucx_recv_info_field {
     CDT_UCX_RECV_INFO_PACKED_SIZE = 1u << 2,  /*!< packed_size */
     CDT_UCX_RECV_INFO_REGION_COUNT = 1u << 3, /*!< region_count */
     CDT_UCX_RECV_INFO_REGION_BYTES = 1u << 4, /*!< region_bytes */
+    CDT_UCX_RECV_INFO_SENDER = 1u << 5,       /*!< sender */
+    CDT_UCX_RECV_INFO_FAILURE = 1u << 6,      /*!< failure and failed_by */
 };
 /*! Every field this header declares (kept by a program compiled with it, as
  * CDT_FRAME_INFO_ALL). */
-#define CDT_UCX_RECV_INFO_ALL 0x1fu
+#define CDT_UCX_RECV_INFO_ALL 0x7fu
+/*! How a receive that failed with CDT_ERR_PEER was ended (cdt_ucx_recv_info.failure), so that a
+ *  program can tell the failure of the object's own sender from anything else
+ *  (docs/TRANSPORT.md §6, Isolation). */
+enum cdt_ucx_recv_failure {
+    CDT_UCX_RECV_FAILURE_NONE = 0, /*!< not ended by a peer failure */
+    /*! this process's endpoint to the object's sender failed: the sender died, its connection
+     *  broke (keepalive), or the sender closed that endpoint. failed_by is that endpoint's
+     *  peer id, which is the object's sender. */
+    CDT_UCX_RECV_FAILURE_ENDPOINT = 1,
+    /*! UCX aborted one of the object's messages. failed_by is the sender's id when this
+     *  process's endpoint to the sender had failed by then, else 0 (the endpoint was closed, or
+     *  UCX gave no reason). */
+    CDT_UCX_RECV_FAILURE_MESSAGE = 2,
+};
 
 /*! What a completed receive matched. An output struct that can grow, as cdt_frame_info: set
  * field_mask to the CDT_UCX_RECV_INFO_* bits of the fields to fill (CDT_UCX_RECV_INFO_ALL for
@@ -418,6 +461,16 @@ typedef struct cdt_ucx_recv_info {
     cdt_count packed_size;  /*!< bytes of the packed stream */
     cdt_count region_count; /*!< regions in the frame */
     cdt_count region_bytes; /*!< sum of their lengths */
+    /*! split mode: the id of the endpoint the object was sent on (its cdt_ucx_ep_id() in the
+     *  sender; on the receiving side the cdt_ucx_ep_peer_id() of the endpoint it came
+     *  through); 0 in single mode. Also filled for a receive that failed after its head
+     *  arrived. */
+    uint64_t sender;
+    /*! a receive that failed with CDT_ERR_PEER: the peer id of the endpoint whose failure
+     *  ended it (0 when not known); 0 otherwise */
+    uint64_t failed_by;
+    int failure; /*!< a receive that failed with CDT_ERR_PEER: how (enum cdt_ucx_recv_failure);
+                  *   CDT_UCX_RECV_FAILURE_NONE otherwise */
 } cdt_ucx_recv_info;
 
 /*! Receive into memory sized from the frame header: called once the header was validated and
@@ -573,8 +626,9 @@ CDT_API int cdt_ucx_request_cancel(cdt_ucx_request request);
 /*! cdt_ucx_request_recv_info() : what a successfully completed receive matched: the fields
  *  info->field_mask asks for. Errors: CDT_ERR_INVALID_ARG (NULL, a send, an invalid mask),
  *  CDT_INPROGRESS (not completed), or the receive's own error; a receive that failed after its
- *  message matched still fills info->tag (the sender's tag, when asked for; no other field), so
- *  that a program can tell whose object failed (docs/TRANSPORT.md §6). */
+ *  message matched still fills info->tag, info->sender and (CDT_UCX_RECV_INFO_FAILURE)
+ *  info->failure and info->failed_by, when asked for (no other field), so that a program can
+ *  tell whose object failed and what failed it (docs/TRANSPORT.md §6). */
 CDT_API int cdt_ucx_request_recv_info(cdt_ucx_request request, cdt_ucx_recv_info *info);
 /*! cdt_ucx_request_free() : free a completed request. A pending request: CDT_ERR_BUSY (cancel
  *  or wait first). NULL: no-op. A receive that completed while UCX still delivers the rest of

@@ -254,6 +254,7 @@ _i64 = ctypes.c_int64
 UCX_DECLARED = {
     "cdt_ucx_version_string": (ctypes.c_char_p, []),
     "cdt_ucx_ep_transports": (ctypes.c_int, [c_void_p, ctypes.c_char_p, ctypes.c_size_t]),
+    "cdt_ucx_last_error": (ctypes.c_int, [ctypes.c_char_p, ctypes.c_size_t]),
     "cdt_ucx_context_create": (_int, [P(cdt_ucx_context_params), P(c_void_p)]),
     "cdt_ucx_context_destroy": (None, [c_void_p]),
     "cdt_ucx_worker_create": (_int, [c_void_p, P(cdt_ucx_worker_params), P(c_void_p)]),

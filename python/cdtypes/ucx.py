@@ -60,6 +60,13 @@ def _lanes(handle):
     return buf.value.decode() or "none yet (not wired up)"
 
 
+def _last_error():
+    """What the transport said about this thread's last failed connect, accept or send."""
+    buf = ctypes.create_string_buffer(512)
+    lib.cdt_ucx_last_error(buf, len(buf))
+    return buf.value.decode(errors="replace")
+
+
 def _where(what, peer, handle=None, seen=None):
     """What failed, with whom, over which lanes and with which UCX: enough to tell a dead peer
     from a configuration problem (two UCX versions that do not talk, no common transport).
@@ -287,8 +294,11 @@ class Listener:
         """Wait for a connection and return its Endpoint."""
         ep = ctypes.c_void_p()
         where = "on port %d" % self.port if self._l is not None else "on a closed listener"
-        check(lib.cdt_ucx_listener_accept(self._handle(), _ms(timeout), ctypes.byref(ep)),
-              _where("accept", where))
+        rc = lib.cdt_ucx_listener_accept(self._handle(), _ms(timeout), ctypes.byref(ep))
+        if rc != 0:
+            # a peer on another UCX release line is refused with both versions named
+            detail = _last_error()
+            check(rc, detail if "refused: the peer runs UCX" in detail else _where("accept", where))
         peer = "a peer accepted %s" % where
         return self.worker._adopt(Endpoint(self.worker, ep.value, peer=peer))
 

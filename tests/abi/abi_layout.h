@@ -14,7 +14,7 @@
     X(cdt_ucx_worker_stats, 32, 1) \
     X(cdt_ucx_listener_params, 24, 1) \
     X(cdt_ucx_connect_params, 24, 1) \
-    X(cdt_ucx_recv_info, 48, 1) \
+    X(cdt_ucx_recv_info, 72, 1) \
     X(cdt_ucx_recv_params, 48, 1) \
     X(cdt_ucx_send_params, 24, 1) \
     X(cdt_sobj_buffer, 24, 0) \
@@ -80,6 +80,9 @@
     X(cdt_ucx_recv_info, packed_size, 24, 8) \
     X(cdt_ucx_recv_info, region_count, 32, 8) \
     X(cdt_ucx_recv_info, region_bytes, 40, 8) \
+    X(cdt_ucx_recv_info, sender, 48, 8) \
+    X(cdt_ucx_recv_info, failed_by, 56, 8) \
+    X(cdt_ucx_recv_info, failure, 64, 4) \
     X(cdt_ucx_recv_params, field_mask, 0, 8) \
     X(cdt_ucx_recv_params, prepare, 8, 8) \
     X(cdt_ucx_recv_params, prepare_arg, 16, 8) \
@@ -193,6 +196,11 @@
     X(CDT_UCX_RECV_INFO_PACKED_SIZE, 4) \
     X(CDT_UCX_RECV_INFO_REGION_COUNT, 8) \
     X(CDT_UCX_RECV_INFO_REGION_BYTES, 16) \
+    X(CDT_UCX_RECV_INFO_SENDER, 32) \
+    X(CDT_UCX_RECV_INFO_FAILURE, 64) \
+    X(CDT_UCX_RECV_FAILURE_NONE, 0) \
+    X(CDT_UCX_RECV_FAILURE_ENDPOINT, 1) \
+    X(CDT_UCX_RECV_FAILURE_MESSAGE, 2) \
     X(CDT_UCX_RECV_PARAM_PREPARE, 1) \
     X(CDT_UCX_RECV_PARAM_MAX_FRAME_BYTES, 2) \
     X(CDT_UCX_RECV_PARAM_MAX_REGIONS, 4) \

@@ -38,6 +38,17 @@ void peer_exit_server(peer *p)
         src = cdt_ucx_send(p->ep, &x, 1, CDT_INT32, TAG, 2000);
     fprintf(stderr, "send to a peer that exited: %s\n", cdt_err_name(src));
     CHECK(src != CDT_SUCCESS);
+    /* the failure names the peer (where its connection came from) and this side's UCX (the
+     * lanes: receiver_exit_client) */
+    char detail[512], line[512], want[128];
+    CHECK_RC(cdt_ucx_last_error(detail, sizeof(detail)));
+    CHECK_RC(cdt_ucx_ep_describe(p->ep, line, sizeof(line)));
+    fprintf(stderr, "  %s\n  endpoint: %s\n", detail, line);
+    snprintf(want, sizeof(want), " (UCX %s; lanes: ", cdt_ucx_version_string());
+    CHECK(strncmp(detail, "send to 127.0.0.1:", 18) == 0 && strstr(detail, want) != NULL);
+    CHECK(strstr(detail, cdt_err_name(src)) != NULL);
+    CHECK(strncmp(line, "127.0.0.1:", 10) == 0 && strstr(line, want) != NULL);
+    CHECK(cdt_ucx_ep_describe(NULL, line, sizeof(line)) == CDT_ERR_INVALID_ARG);
     cdt_ucx_ep_close(p->ep, 100);
     p->ep = NULL;
 }
@@ -57,6 +68,17 @@ void receiver_exit_client(peer *p)
     int rc = cdt_ucx_send(p->ep, &v, 1, double_vec_type(), TAG, T_TIMEOUT_MS);
     fprintf(stderr, "send to a receiver that exited: %s\n", cdt_err_name(rc));
     CHECK(rc == CDT_ERR_PEER);
+    /* the failure names the peer, this side's UCX and the lanes the endpoint had at its first
+     * send (UCX reports placeholders once it failed): a dead peer, not a configuration
+     * problem */
+    char detail[512], want[192];
+    CHECK_RC(cdt_ucx_last_error(detail, sizeof(detail)));
+    fprintf(stderr, "  %s\n", detail);
+    char lanes[256];
+    CHECK(cdt_ucx_ep_transports(p->ep, lanes, sizeof(lanes)) == CDT_ERR_PEER);
+    CHECK(strncmp(detail, "send to 127.0.0.1:", 18) == 0);
+    snprintf(want, sizeof(want), " (UCX %s; lanes: am=", cdt_ucx_version_string());
+    CHECK(strstr(detail, want) != NULL && strstr(detail, ": CDT_ERR_PEER") != NULL);
     double_vec_clear(&v);
     cdt_ucx_ep_close(p->ep, 100);
     p->ep = NULL;
@@ -95,6 +117,17 @@ int connect_refused_case(void)
         CHECK(rc == CDT_ERR_PEER || rc == CDT_ERR_TIMEOUT);
         CHECK(ep == NULL);
         CHECK(time(NULL) - t0 <= 10);
+        /* what a C caller can tell the user: the peer, this side's UCX, no lanes, what to do */
+        char detail[512], want[160];
+        CHECK_RC(cdt_ucx_last_error(detail, sizeof(detail)));
+        fprintf(stderr, "  %s\n", detail);
+        snprintf(want, sizeof(want),
+                 "connect to 127.0.0.1:%u (UCX %s; lanes: none (no connection)): %s",
+                 (unsigned)port, cdt_ucx_version_string(), cdt_err_name(rc));
+        CHECK(strncmp(detail, want, strlen(want)) == 0);
+        CHECK(strstr(detail, "peers must use the same UCX minor version") != NULL);
+        CHECK(cdt_ucx_last_error(detail, 8) == CDT_ERR_TRUNCATED && strlen(detail) == 7);
+        CHECK(cdt_ucx_last_error(NULL, 8) == CDT_ERR_INVALID_ARG);
     }
     peer_close(&p);
     return 0;

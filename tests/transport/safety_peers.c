@@ -3,6 +3,8 @@
  */
 #include "safety.h"
 
+#include <inttypes.h>
+
 /* ------------------------------------------- one peer's death, another peer's object ----- */
 
 /* The live sender's object, written by hand (safety_wire.c): 1,500 regions of 8 KiB, each its
@@ -84,15 +86,26 @@ void isolation_server(peer *p)
             rca == CDT_INPROGRESS ? "in progress" : cdt_err_name(rca));
     CHECK(rcb == CDT_ERR_PEER);
     /* the failed receive still names whose object it was */
-    cdt_ucx_recv_info info = {.field_mask = CDT_UCX_RECV_INFO_TAG, .tag = 0};
+    cdt_ucx_recv_info info = {.field_mask = CDT_UCX_RECV_INFO_ALL, .tag = 0};
     CHECK(cdt_ucx_request_recv_info(rb, &info) == CDT_ERR_PEER && info.tag == TAG + 20);
+    /* and what failed it: its own sender's endpoint (the endpoint's failure, or UCX aborting a
+     * message of the object once that endpoint had failed), named by the sender's id */
+    fprintf(stderr, "failed receive: sender %016" PRIx64 ", failure %d by %016" PRIx64 "\n",
+            info.sender, info.failure, info.failed_by);
+    CHECK(info.sender != 0 && info.failed_by == info.sender);
+    CHECK(info.failure == CDT_UCX_RECV_FAILURE_ENDPOINT ||
+          info.failure == CDT_UCX_RECV_FAILURE_MESSAGE);
     CHECK(rca == CDT_INPROGRESS); /* another peer's death does not touch it */
     signal_fd(1);                 /* the live sender sends its regions */
     CHECK_RC(cdt_ucx_request_wait(ra, T_TIMEOUT_MS));
-    CHECK_RC(cdt_ucx_request_free(ra));
-    CHECK_RC(cdt_ucx_request_free(rb));
     for (size_t i = 0; i < total; i++) /* byte for byte */
         CHECK(a[i] == live_byte(i));
+    /* a receive that succeeded names its sender and no failure */
+    info = (cdt_ucx_recv_info){.field_mask = CDT_UCX_RECV_INFO_ALL, .failure = -1};
+    CHECK_RC(cdt_ucx_request_recv_info(ra, &info));
+    CHECK(info.failure == CDT_UCX_RECV_FAILURE_NONE && info.failed_by == 0);
+    CHECK_RC(cdt_ucx_request_free(ra));
+    CHECK_RC(cdt_ucx_request_free(rb));
     free(a);
     signal_fd(2); /* b: whatever the failed receive left in it is not touched */
 }

@@ -5,6 +5,7 @@
 #include "ucx_internal.h"
 
 #include <netdb.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -171,11 +172,22 @@ int cdt_ucx_listener_accept(cdt_ucx_listener listener, int64_t timeout_ms, cdt_u
             memmove(listener->queue, listener->queue + 1,
                     (size_t)(listener->queued - 1) * sizeof(listener->queue[0]));
             listener->queued--;
+            char peer[80];
+            int rc = cdt__ucx_check_peer_version(req, peer, sizeof(peer));
+            if (rc != CDT_SUCCESS) {
+                ucp_listener_reject(listener->ucp, req);
+                pthread_mutex_unlock(&w->lock);
+                return rc;
+            }
             ucp_ep_params_t p = {.field_mask = UCP_EP_PARAM_FIELD_CONN_REQUEST,
                                  .conn_request = req};
-            int rc = ep_create_locked(w, &p, ep);
-            if (rc == CDT_SUCCESS)
+            rc = ep_create_locked(w, &p, ep);
+            if (rc == CDT_SUCCESS) {
                 (*ep)->wired = false; /* its first send waits for the wireup (ucx_ep_info.c) */
+                snprintf((*ep)->peer, sizeof((*ep)->peer), "%s", peer);
+            } else {
+                cdt__ucx_fail_detail("accept from", peer, NULL, rc, CDT__UCX_VERSION_HINT);
+            }
             pthread_mutex_unlock(&w->lock);
             return rc;
         }
@@ -208,21 +220,25 @@ static int ep_close(cdt_ucx_ep ep, int64_t timeout_ms, void *pending_flush);
 
 /* lock not held: wait for the flush of a new endpoint, which completes once the connection is
  * established and its lanes are wired up. On failure the endpoint is closed. */
-static int finish_connect(cdt_ucx_worker w, cdt_ucx_ep e, void *flush, int64_t deadline)
+static int finish_connect(cdt_ucx_worker w, cdt_ucx_ep e, void *flush, int64_t deadline,
+                          const char *peer)
 {
     ucs_status_t st = cdt__ucx_wait_request(w, flush, deadline);
     if (st == UCS_OK && e->status != CDT_SUCCESS)
         st = UCS_ERR_UNREACHABLE;
     if (st == UCS_OK)
         return CDT_SUCCESS;
+    int rc = st == UCS_ERR_TIMED_OUT ? CDT_ERR_TIMEOUT : CDT_ERR_PEER;
     /* the half-made endpoint must be closed by force: a graceful close would try to flush
      * towards a peer that never answered */
     pthread_mutex_lock(&w->lock);
     if (e->status == CDT_SUCCESS)
         e->status = CDT_ERR_PEER;
+    cdt__ucx_fail_detail("connect to", peer, NULL, rc,
+                         "the peer is gone or unreachable, or " CDT__UCX_VERSION_HINT);
     pthread_mutex_unlock(&w->lock);
     ep_close(e, 0, st == UCS_ERR_TIMED_OUT ? flush : NULL);
-    return st == UCS_ERR_TIMED_OUT ? CDT_ERR_TIMEOUT : CDT_ERR_PEER;
+    return rc;
 }
 
 int cdt_ucx_ep_connect(cdt_ucx_worker worker, const char *host, uint16_t port, int64_t timeout_ms,
@@ -259,12 +275,19 @@ int cdt_ucx_ep_connect_advanced(cdt_ucx_worker worker, const char *host, uint16_
     int64_t deadline = timeout_ms < 0 ? INT64_MAX : cdt__ucx_now_ms() + timeout_ms;
     ucp_ep_params_t p = {
         .field_mask = UCP_EP_PARAM_FIELD_SOCK_ADDR | UCP_EP_PARAM_FIELD_FLAGS,
-        .flags = UCP_EP_PARAMS_FLAGS_CLIENT_SERVER,
+        /* the worker's client id carries its UCX version to the listener */
+        .flags = UCP_EP_PARAMS_FLAGS_CLIENT_SERVER | UCP_EP_PARAMS_FLAGS_SEND_CLIENT_ID,
         .sockaddr = {.addr = (const struct sockaddr *)&ss, .addrlen = sslen},
     };
     cdt_ucx_ep e = NULL;
+    char peer[80];
+    snprintf(peer, sizeof(peer), "%s:%u", host, (unsigned)port);
     pthread_mutex_lock(&worker->lock);
     rc = ep_create_locked(worker, &p, &e);
+    if (rc == CDT_SUCCESS)
+        snprintf(e->peer, sizeof(e->peer), "%s", peer);
+    else
+        cdt__ucx_fail_detail("connect to", peer, NULL, rc, NULL);
     if (rc == CDT_SUCCESS && (flags & CDT_UCX_CONNECT_NO_WAIT)) {
         e->wired = false; /* the first send waits for the connection (cdt__ucx_ep_wait_wired) */
         pthread_mutex_unlock(&worker->lock);
@@ -279,7 +302,7 @@ int cdt_ucx_ep_connect_advanced(cdt_ucx_worker worker, const char *host, uint16_
     pthread_mutex_unlock(&worker->lock);
     if (rc != CDT_SUCCESS)
         return rc;
-    rc = finish_connect(worker, e, flush, deadline);
+    rc = finish_connect(worker, e, flush, deadline, peer);
     if (rc == CDT_SUCCESS)
         *ep = e;
     return rc;
@@ -294,6 +317,11 @@ int cdt_ucx_ep_create_from_address(cdt_ucx_worker worker, const void *address, s
                          .address = (const ucp_address_t *)address};
     pthread_mutex_lock(&worker->lock);
     int rc = ep_create_locked(worker, &p, ep);
+    if (rc == CDT_SUCCESS)
+        snprintf((*ep)->peer, sizeof((*ep)->peer), "a worker by its address");
+    else
+        cdt__ucx_fail_detail("connect to", "a worker by its address", NULL, rc,
+                             CDT__UCX_VERSION_HINT);
     pthread_mutex_unlock(&worker->lock);
     return rc;
 }

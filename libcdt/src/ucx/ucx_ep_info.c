@@ -84,8 +84,7 @@ static bool parse_lane(const char *line, char *out, size_t size, size_t *used)
     return ok;
 }
 
-/* lock held: the lane summary of ep into buf */
-static int describe_locked(struct cdt_ucx_ep_s *ep, char *buf, size_t size)
+int cdt__ucx_ep_lanes(struct cdt_ucx_ep_s *ep, char *buf, size_t size)
 {
     if (ep->status != CDT_SUCCESS)
         return ep->status;
@@ -113,12 +112,26 @@ static int describe_locked(struct cdt_ucx_ep_s *ep, char *buf, size_t size)
     return used > 0 ? CDT_SUCCESS : CDT_ERR_TRANSPORT;
 }
 
+void cdt__ucx_ep_keep_lanes(struct cdt_ucx_ep_s *ep, const char *lanes)
+{
+    char now[512];
+    if (lanes == NULL) {
+        int rc = cdt__ucx_ep_lanes(ep, now, sizeof(now));
+        if (rc != CDT_SUCCESS && rc != CDT_ERR_TRUNCATED)
+            return;
+        lanes = now;
+    }
+    size_t n = strnlen(lanes, sizeof(ep->lanes_seen) - 1);
+    memcpy(ep->lanes_seen, lanes, n);
+    ep->lanes_seen[n] = '\0';
+}
+
 int cdt_ucx_ep_transports(cdt_ucx_ep ep, char *buf, size_t size)
 {
     if (ep == NULL || buf == NULL || size == 0)
         return CDT_ERR_INVALID_ARG;
     pthread_mutex_lock(&ep->w->lock);
-    int rc = describe_locked(ep, buf, size);
+    int rc = cdt__ucx_ep_lanes(ep, buf, size);
     pthread_mutex_unlock(&ep->w->lock);
     return rc;
 }
@@ -157,13 +170,14 @@ int cdt__ucx_ep_mode(struct cdt_ucx_ep_s *ep)
         return known - 1;
     cdt_ucx_protocol proto = ep->w->protocol;
     char lanes[512];
-    int rc = describe_locked(ep, lanes, sizeof(lanes));
+    int rc = cdt__ucx_ep_lanes(ep, lanes, sizeof(lanes));
     bool have_lanes = rc == CDT_SUCCESS || rc == CDT_ERR_TRUNCATED;
     if (have_lanes) {
         ep->lanes_known = true;
         ep->peer_accesses_memory = strstr(lanes, "rma=cma/") != NULL;
         ep->am_local = am_is_local(lanes);
         ep->am_fifo = am_is_fifo(lanes);
+        cdt__ucx_ep_keep_lanes(ep, lanes);
     }
     int mode = proto == CDT_UCX_PROTOCOL_SINGLE ? CDT__UCX_MODE_SINGLE : CDT__UCX_MODE_SPLIT;
     if (proto == CDT_UCX_PROTOCOL_AUTO || proto == CDT_UCX_PROTOCOL_AUTO_SINGLE)
@@ -172,6 +186,23 @@ int cdt__ucx_ep_mode(struct cdt_ucx_ep_s *ep)
         return mode; /* no lanes yet (still connecting): asked again, and cached, later */
     __atomic_store_n(&ep->mode, mode + 1, __ATOMIC_RELEASE); /* read without the lock by isend */
     return mode;
+}
+
+uint64_t cdt_ucx_ep_id(cdt_ucx_ep ep)
+{
+    return ep != NULL ? ep->id : 0; /* drawn when the endpoint was made, never changed */
+}
+
+uint64_t cdt_ucx_ep_peer_id(cdt_ucx_ep ep)
+{
+    if (ep == NULL)
+        return 0;
+    pthread_mutex_lock(&ep->w->lock);
+    if (ep->hello_wait && !ep->w->destroying)
+        cdt__ucx_hello_poll(ep->w); /* it may have come without a receive to read it */
+    uint64_t id = ep->peer_id;
+    pthread_mutex_unlock(&ep->w->lock);
+    return id;
 }
 
 int cdt_ucx_ep_protocol(cdt_ucx_ep ep, cdt_ucx_protocol *protocol)

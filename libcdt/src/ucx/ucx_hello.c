@@ -56,6 +56,9 @@ static void take(ucp_ep_h ucp, struct cdt_ucx_ep_s *ep)
             ep->peer_id = id != 0 ? id : 1;
             ep->hello_wait = false;
             ep->w->hello_waiting--;
+            /* the peer's first object is coming: the lanes are up (for error messages) */
+            if (ep->lanes_seen[0] == '\0' && ep->status == CDT_SUCCESS)
+                cdt__ucx_ep_keep_lanes(ep, NULL);
         }
     }
 }

@@ -149,6 +149,10 @@ struct cdt_ucx_ep_s {
     unsigned peer_got;
     bool hello_wait; /* counted in w->hello_waiting */
     bool hello_sent; /* this endpoint's id went to the peer (before its first object) */
+    /* for error messages (ucx_describe.c): the peer ("host:port"), and the lanes the endpoint
+     * had at its first send (after a failure UCX reports placeholders) */
+    char peer[80];
+    char lanes_seen[128];
     /* closed while a flush was in flight: the forced close waits for it (ucx_ep_park.c) */
     void *parked_flush;
     /* sends posted on this endpoint and not done (linked by ep_next/ep_prev): a failure or a
@@ -318,6 +322,11 @@ CDT__UCX_HIDDEN void cdt__ucx_timer_set(cdt_ucx_worker w, int64_t at);
  * through an object that came through it (their sender is its peer id, read first: ucx_hello.c);
  * none when its peer id never came (docs/TRANSPORT.md §6) */
 CDT__UCX_HIDDEN void cdt__ucx_fail_body_recvs(struct cdt_ucx_ep_s *ep, int status);
+/* ucx_recv_state.c, lock held: record what ended a receive with CDT_ERR_PEER
+ * (cdt_ucx_recv_info.failure, .failed_by: the peer id of the failed endpoint, 0 not known; for
+ * an aborted message the sender's id when this side's endpoint to it had failed), first
+ * cause only */
+CDT__UCX_HIDDEN void cdt__ucx_recv_failed_by(cdt_ucx_request r, int how, uint64_t peer);
 /* ucx_hello.c, lock held: draw a new endpoint's id and wait for its peer's; send ep's id to the
  * peer before its first object (once); read the peer ids that arrived (from progress, while
  * w->hello_waiting); ep leaves the worker (closed or freed) */
@@ -396,6 +405,23 @@ CDT__UCX_HIDDEN void *cdt__ucx_frame_alloc(void *arg, size_t bytes);
 CDT__UCX_HIDDEN void cdt__ucx_frame_release(void *arg, void *p, size_t bytes);
 /* ucx_endpoint.c */
 CDT__UCX_HIDDEN void cdt__ucx_ep_force_close_all(cdt_ucx_worker w);
+/* ucx_describe.c: the calling thread's last failure (cdt_ucx_last_error), as printf; and as
+ * "<what> <peer> (UCX <version>; lanes: <lanes>): <status>[; <hint>]" (lock held; ep may be
+ * NULL: no connection; peer NULL: ep's) */
+CDT__UCX_HIDDEN void cdt__ucx_error_detail(const char *fmt, ...)
+    __attribute__((format(printf, 1, 2)));
+CDT__UCX_HIDDEN void cdt__ucx_fail_detail(const char *what, const char *peer,
+                                          struct cdt_ucx_ep_s *ep, int rc, const char *hint);
+/* ucx_peer_version.c: the worker's UCX client id (a tag and its UCX version), sent with every
+ * connect; at accept, the connecting peer's "host:port" into peer and CDT_SUCCESS, or
+ * CDT_ERR_TRANSPORT (the error detail set) when it runs another UCX minor version */
+CDT__UCX_HIDDEN uint64_t cdt__ucx_client_id(void);
+CDT__UCX_HIDDEN int cdt__ucx_check_peer_version(ucp_conn_request_h req, char *peer,
+                                                size_t peer_size);
+/* the hint of a connect that failed: what a peer on another UCX release line gets */
+#define CDT__UCX_VERSION_HINT                                                                      \
+    "a listener on another UCX minor version refuses the connection or fails its wireup: peers "   \
+    "must use the same UCX minor version (docs/TRANSPORT.md §1)"
 /* ucx_ep_park.c, lock held: park an endpoint with the flush its close waits for (its sends
  * ended); close by force the parked endpoints whose flush ended */
 CDT__UCX_HIDDEN void cdt__ucx_ep_park(struct cdt_ucx_ep_s *ep, void *flush);
@@ -416,6 +442,12 @@ CDT__UCX_HIDDEN int64_t cdt__ucx_next_stall(cdt_ucx_worker w);
  * protocol, or for CDT_UCX_PROTOCOL_AUTO the transport of the endpoint's messages); also
  * records ep->lanes_known and ep->peer_accesses_memory once the lanes are there */
 CDT__UCX_HIDDEN int cdt__ucx_ep_mode(struct cdt_ucx_ep_s *ep);
+/* ucx_ep_info.c, lock held: cdt_ucx_ep_transports' line (CDT_ERR_PEER once the endpoint
+ * failed) */
+CDT__UCX_HIDDEN int cdt__ucx_ep_lanes(struct cdt_ucx_ep_s *ep, char *buf, size_t size);
+/* ucx_ep_info.c, lock held: keep `lanes` (NULL: read them now) as the lanes an error message
+ * names once UCX reports placeholders (at the first send, or the peer's first object) */
+CDT__UCX_HIDDEN void cdt__ucx_ep_keep_lanes(struct cdt_ucx_ep_s *ep, const char *lanes);
 /* ucx_ep_info.c, lock not held: make sure ep's lanes are wired up before a send is posted on
  * it (an accepted endpoint's first send flushes it and waits) */
 CDT__UCX_HIDDEN int cdt__ucx_ep_wait_wired(struct cdt_ucx_ep_s *ep);

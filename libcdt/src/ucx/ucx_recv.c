@@ -229,6 +229,8 @@ static void sub_cb(void *ucx_req, ucs_status_t st, const ucp_tag_recv_info_t *in
      * its data came from failed or was closed (cdt_ucx.h promises CDT_ERR_PEER for that) */
     if (st == UCS_ERR_CANCELED && r->status == CDT_SUCCESS)
         rc = CDT_ERR_PEER;
+    if (rc == CDT_ERR_PEER && r->status == CDT_SUCCESS)
+        cdt__ucx_recv_failed_by(r, CDT_UCX_RECV_FAILURE_MESSAGE, 0);
     if (st == UCS_ERR_CANCELED) /* the sender's message is discarded */
         cdt__ucx_post_drain(
             r->w,
@@ -294,6 +296,7 @@ static void drain_refused(cdt_ucx_request r, size_t length)
         return;
     r->key = h.key;
     r->sender = h.sender;
+    r->info.sender = h.sender;
     r->threshold = h.threshold;
     r->commit = h.commit;
     cdt__ucx_post_sweep(r->w, h.key, cdt__ucx_drain_deadline(r));
@@ -312,6 +315,7 @@ static void drain_abandoned_head(cdt_ucx_request r, size_t length)
         return;
     r->key = h.key;
     r->sender = h.sender;
+    r->info.sender = h.sender;
     r->threshold = h.threshold;
     r->commit = h.commit;
     cdt__ucx_post_sweep(r->w, h.key, cdt__ucx_drain_deadline(r)); /* none of its parts taken */
@@ -351,6 +355,7 @@ static void head_arrived(cdt_ucx_request r, size_t length)
     }
     r->key = h.key;
     r->sender = h.sender;
+    r->info.sender = h.sender;
     r->threshold = h.threshold;
     r->commit = h.commit;
     cdt_ucx_request other = key_in_use(r, h.key);

@@ -221,6 +221,19 @@ void cdt__ucx_recv_fail(cdt_ucx_request r, int status)
         cdt__ucx_recv_done(r);
 }
 
+void cdt__ucx_recv_failed_by(cdt_ucx_request r, int how, uint64_t peer)
+{
+    if (r->info.failure != CDT_UCX_RECV_FAILURE_NONE)
+        return; /* the first cause only */
+    if (peer == 0 && r->sender != 0)
+        /* UCX aborted a message: was this process's endpoint to the sender failed by then? */
+        for (struct cdt_ucx_ep_s *e = r->w->eps; e != NULL; e = e->next)
+            if (e->peer_id == r->sender && e->status != CDT_SUCCESS)
+                peer = r->sender;
+    r->info.failure = how;
+    r->info.failed_by = peer;
+}
+
 void cdt__ucx_fail_body_recvs(struct cdt_ucx_ep_s *ep, int status)
 {
     cdt_ucx_worker w = ep->w;
@@ -236,8 +249,11 @@ void cdt__ucx_fail_body_recvs(struct cdt_ucx_ep_s *ep, int status)
         next = r->next;
         /* a single-mode message is one UCX operation: UCX fails it itself when its own
          * sender fails, and a receive from a healthy sender goes on */
-        if (!r->single && r->sender == ep->peer_id)
+        if (!r->single && r->sender == ep->peer_id) {
+            if (r->status == CDT_SUCCESS)
+                cdt__ucx_recv_failed_by(r, CDT_UCX_RECV_FAILURE_ENDPOINT, ep->peer_id);
             cdt__ucx_recv_fail(r, status);
+        }
     }
 }
 

@@ -89,14 +89,29 @@ static void recv_info_copy(cdt_ucx_recv_info *dst, const cdt_ucx_recv_info *src)
         dst->region_count = src->region_count;
     if (mask & CDT_UCX_RECV_INFO_REGION_BYTES)
         dst->region_bytes = src->region_bytes;
+    if (mask & CDT_UCX_RECV_INFO_SENDER)
+        dst->sender = src->sender;
+    if (mask & CDT_UCX_RECV_INFO_FAILURE) {
+        dst->failure = src->failure;
+        dst->failed_by = src->failed_by;
+    }
 }
 
 /* lock held or the request done: a receive that failed after its message matched still says
- * whose message it was (the tag, if asked for); nothing else is written */
+ * whose message it was (the tag, the sending endpoint) and what failed it, if asked for;
+ * nothing else is written */
 static void failed_recv_tag(cdt_ucx_recv_info *info, cdt_ucx_request r)
 {
-    if (r->done && r->tag_known && (info->field_mask & CDT_UCX_RECV_INFO_TAG))
+    if (!r->done || !r->tag_known)
+        return;
+    if (info->field_mask & CDT_UCX_RECV_INFO_TAG)
         info->tag = r->info.tag;
+    if (info->field_mask & CDT_UCX_RECV_INFO_SENDER)
+        info->sender = r->info.sender;
+    if (info->field_mask & CDT_UCX_RECV_INFO_FAILURE) {
+        info->failure = r->info.failure;
+        info->failed_by = r->info.failed_by;
+    }
 }
 
 int cdt_ucx_request_recv_info(cdt_ucx_request request, cdt_ucx_recv_info *info)
@@ -143,6 +158,11 @@ int cdt_ucx_send(cdt_ucx_ep ep, const void *buf, cdt_count count, cdt_type type,
     if (rc != CDT_SUCCESS)
         return rc;
     rc = cdt_ucx_request_wait(r, timeout_ms);
+    if (rc != CDT_SUCCESS) { /* whom, over what: cdt_ucx_last_error */
+        pthread_mutex_lock(&ep->w->lock);
+        cdt__ucx_fail_detail("send to", NULL, ep, rc, NULL);
+        pthread_mutex_unlock(&ep->w->lock);
+    }
     if (rc != CDT_ERR_TIMEOUT) {
         cdt_ucx_request_free(r);
         return rc;

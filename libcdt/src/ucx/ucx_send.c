@@ -323,9 +323,24 @@ int cdt_ucx_isend(cdt_ucx_ep ep, const void *buf, cdt_count count, cdt_type type
     return cdt_ucx_isend_advanced(ep, buf, count, type, tag, NULL, request);
 }
 
+static int isend(cdt_ucx_ep ep, const void *buf, cdt_count count, cdt_type type, cdt_ucx_tag tag,
+                 const cdt_ucx_send_params *params, cdt_ucx_request *request);
+
 int cdt_ucx_isend_advanced(cdt_ucx_ep ep, const void *buf, cdt_count count, cdt_type type,
                            cdt_ucx_tag tag, const cdt_ucx_send_params *params,
                            cdt_ucx_request *request)
+{
+    int rc = isend(ep, buf, count, type, tag, params, request);
+    if (rc != CDT_SUCCESS && ep != NULL) { /* whom, over what: cdt_ucx_last_error */
+        pthread_mutex_lock(&ep->w->lock);
+        cdt__ucx_fail_detail("send to", NULL, ep, rc, NULL);
+        pthread_mutex_unlock(&ep->w->lock);
+    }
+    return rc;
+}
+
+static int isend(cdt_ucx_ep ep, const void *buf, cdt_count count, cdt_type type, cdt_ucx_tag tag,
+                 const cdt_ucx_send_params *params, cdt_ucx_request *request)
 {
     if (ep == NULL || request == NULL || tag > CDT_UCX_TAG_MAX)
         return CDT_ERR_INVALID_ARG;

@@ -109,8 +109,9 @@ int cdt_ucx_worker_create(cdt_ucx_context context, const cdt_ucx_worker_params *
     }
     w->cache_limit = cache_limit;
     ucp_worker_params_t wp = {
-        .field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE,
+        .field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE | UCP_WORKER_PARAM_FIELD_CLIENT_ID,
         .thread_mode = UCS_THREAD_MODE_SERIALIZED,
+        .client_id = cdt__ucx_client_id(), /* a listener checks it (ucx_peer_version.c) */
     };
     ucs_status_t st = ucp_worker_create(context->ucp, &wp, &w->ucp);
     if (st != UCS_OK) {

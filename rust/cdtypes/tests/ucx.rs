@@ -95,6 +95,8 @@ fn two_processes_round_trip() {
     let (back, info): (Snapshot, _) = worker.recv_matching(2, TAG_MASK_FULL, LONG).unwrap();
     assert_eq!(back, sent);
     assert_eq!(info.tag, 2);
+    // the child's endpoint sent it: its id, as this side's endpoint knows it
+    assert!(info.sender != 0 && info.sender == ep.peer_id() && ep.id() != ep.peer_id());
     assert_eq!(info.region_count, 1 + 5 + 2 + 1);
     assert_eq!(
         info.region_bytes,
@@ -161,6 +163,39 @@ fn peer_gone_is_an_error() {
     let err = err.expect("sends to a dead peer kept succeeding");
     assert!(err.is_peer_gone(), "{err}");
     assert!(ep.status().is_err());
+    // the error names the peer, the UCX version and the lanes the endpoint had: a dead peer,
+    // not a configuration problem
+    let detail = err.detail().unwrap_or_default().to_string();
+    let version = cdtypes::ucx::version();
+    assert!(
+        detail.starts_with("send to 127.0.0.1:")
+            && detail.contains(&format!("(UCX {version}; lanes: am="))
+            && err.to_string().contains(&detail),
+        "{err}"
+    );
+}
+
+#[test]
+fn failed_connect_names_peer_version_and_what_to_do() {
+    // a port nobody listens on (bound, then released)
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let worker = Worker::new().unwrap();
+    let err = worker
+        .connect("127.0.0.1", port, Some(Duration::from_secs(5)))
+        .err()
+        .expect("a connect to a closed port succeeded");
+    let detail = err.detail().unwrap_or_default();
+    let version = cdtypes::ucx::version();
+    assert!(
+        detail.starts_with(&format!(
+            "connect to 127.0.0.1:{port} (UCX {version}; lanes: none (no connection))"
+        )) && detail.contains("peers must use the same UCX minor version"),
+        "{err}"
+    );
 }
 
 #[test]

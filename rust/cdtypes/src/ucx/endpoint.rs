@@ -18,7 +18,7 @@ use super::abandoned::Abandoned;
 use super::context::Protocol;
 use super::requests::SendRequest;
 use super::worker::{Worker, WorkerInner};
-use super::{ms, Tag, CLOSE_FLUSH};
+use super::{check_detail, ms, Tag, CLOSE_FLUSH};
 
 pub(super) fn cstring(s: &str) -> Result<CString> {
     CString::new(s).map_err(|_| Error::with_detail(sys::CDT_ERR_INVALID_ARG, "NUL in host name"))
@@ -46,7 +46,7 @@ impl Listener {
     pub fn accept(&self, timeout: Option<Duration>) -> Result<Endpoint> {
         let mut raw = ptr::null_mut();
         // SAFETY: valid listener
-        check(unsafe { sys::cdt_ucx_listener_accept(self.raw, ms(timeout), &mut raw) })?;
+        check_detail(unsafe { sys::cdt_ucx_listener_accept(self.raw, ms(timeout), &mut raw) })?;
         Ok(Endpoint::new(raw, self.worker.clone()))
     }
 }
@@ -67,7 +67,7 @@ unsafe impl Sync for RawEp {}
 /// A connection to one peer worker. Closed (flushed, then forced) when dropped, once the
 /// sends started on it are over (a [`SendRequest`] keeps its endpoint open).
 pub struct Endpoint {
-    inner: Arc<EndpointInner>,
+    pub(super) inner: Arc<EndpointInner>,
 }
 
 pub(super) struct EndpointInner {
@@ -132,7 +132,7 @@ impl Endpoint {
         let mut req = ptr::null_mut();
         // SAFETY: valid endpoint (not closed while we hold the read lock); the caller keeps
         // buf alive until the request completes
-        check(unsafe { sys::cdt_ucx_isend(ep.0, buf, count, ty, tag, &mut req) })?;
+        check_detail(unsafe { sys::cdt_ucx_isend(ep.0, buf, count, ty, tag, &mut req) })?;
         Ok(req)
     }
 
@@ -155,9 +155,54 @@ impl Endpoint {
             sys::cdt_ucx_request_free(req);
             match err {
                 Some(e) => Err(e),
-                None => check(rc),
+                None if rc == sys::CDT_SUCCESS => Ok(()),
+                None => Err(self.failed_send(rc)),
             }
         }
+    }
+
+    /// The error of a send that failed, naming the peer, the UCX version and the lanes
+    /// (`cdt_ucx_ep_describe`).
+    pub(super) fn failed_send(&self, rc: i32) -> Error {
+        match self.describe() {
+            Ok(d) => Error::with_detail(rc, format!("send to {d}")),
+            Err(_) => Error::from_code(rc),
+        }
+    }
+
+    /// One line that names the peer, the UCX version in use and the endpoint's lanes (the
+    /// lanes it had at its first send, once it failed), as `cdt_ucx_ep_describe` writes it:
+    /// `"127.0.0.1:13337 (UCX 1.13.1; lanes: am=tcp/lo rma=cma/memory)"`. Failed connects,
+    /// accepts and sends carry the same in their [`Error::detail`].
+    pub fn describe(&self) -> Result<String> {
+        let ep = self.inner.raw.read().unwrap_or_else(|e| e.into_inner());
+        if ep.0.is_null() {
+            return Err(Self::closed());
+        }
+        let mut buf = vec![0u8; 512];
+        // SAFETY: valid endpoint; buf is writable for its length
+        let rc = unsafe { sys::cdt_ucx_ep_describe(ep.0, buf.as_mut_ptr().cast(), buf.len()) };
+        if rc != sys::CDT_SUCCESS && rc != sys::CDT_ERR_TRUNCATED {
+            return Err(Error::from_code(rc));
+        }
+        let len = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
+        buf.truncate(len);
+        Ok(String::from_utf8_lossy(&buf).into_owned())
+    }
+
+    /// This endpoint's id (`cdt_ucx_ep_id`): written in every split-mode object sent on it;
+    /// the receiver's [`RecvInfo::sender`](super::RecvInfo::sender) names it.
+    pub fn id(&self) -> u64 {
+        // SAFETY: valid endpoint or NULL (0)
+        unsafe { sys::cdt_ucx_ep_id(self.as_raw()) }
+    }
+
+    /// The id of the peer's endpoint at the other end (`cdt_ucx_ep_peer_id`), once the peer
+    /// sent its first object on it; 0 before.
+    pub fn peer_id(&self) -> u64 {
+        let ep = self.inner.raw.read().unwrap_or_else(|e| e.into_inner());
+        // SAFETY: valid endpoint (held by the read lock) or NULL (0)
+        unsafe { sys::cdt_ucx_ep_peer_id(ep.0) }
     }
 
     fn force_close(&self) {

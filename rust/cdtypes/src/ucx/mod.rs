@@ -75,6 +75,29 @@ fn ms(timeout: Option<Duration>) -> i64 {
 /// endpoint or a worker being destroyed for the requests dropped while pending.
 const CLOSE_FLUSH: Duration = Duration::from_secs(5);
 
+/// `Ok(())` for `CDT_SUCCESS`; otherwise the error with what the transport says about it
+/// (`cdt_ucx_last_error`: the peer, the UCX version, the lanes and a hint), for a connect,
+/// accept or send that failed on this thread.
+fn check_detail(rc: std::os::raw::c_int) -> crate::Result<()> {
+    if rc == sys::CDT_SUCCESS {
+        return Ok(());
+    }
+    let mut buf = vec![0u8; 512];
+    // SAFETY: buf is writable for its length; the text is NUL-terminated (cut short if long)
+    unsafe { sys::cdt_ucx_last_error(buf.as_mut_ptr().cast(), buf.len()) };
+    Err(with_text(rc, buf))
+}
+
+/// The error `rc` with the NUL-terminated text in `buf` as its detail (none when empty).
+fn with_text(rc: std::os::raw::c_int, mut buf: Vec<u8>) -> crate::Error {
+    let len = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
+    buf.truncate(len);
+    if buf.is_empty() {
+        return crate::Error::from_code(rc);
+    }
+    crate::Error::with_detail(rc, String::from_utf8_lossy(&buf).into_owned())
+}
+
 /// The UCX library version in use.
 pub fn version() -> String {
     // SAFETY: static string

@@ -44,7 +44,14 @@ impl<V> SendRequest<V> {
         unsafe { sys::cdt_ucx_request_free(self.raw) };
         self.raw = ptr::null_mut();
         self.obj = None;
-        check(rc).map(|()| true)
+        if rc != sys::CDT_SUCCESS {
+            // whom, over what (cdt_ucx_ep_describe)
+            let ep = super::Endpoint {
+                inner: self.endpoint.clone(),
+            };
+            return Err(ep.failed_send(rc));
+        }
+        Ok(true)
     }
 
     /// Progress once; `Ok(true)` when the send completed, `Ok(false)` while pending.

@@ -16,7 +16,7 @@ use super::abandoned::Abandoned;
 use super::context::{Context, ContextInner, WorkerOptions};
 use super::endpoint::{cstring, Endpoint, Listener};
 use super::requests::RecvRequest;
-use super::{ms, Tag, CLOSE_FLUSH, TAG_MASK_FULL};
+use super::{check_detail, ms, Tag, CLOSE_FLUSH, TAG_MASK_FULL};
 
 pub(super) struct WorkerInner {
     pub(super) raw: sys::cdt_ucx_worker,
@@ -60,6 +60,10 @@ pub struct RecvInfo {
     pub region_count: u64,
     /// Sum of their lengths.
     pub region_bytes: u64,
+    /// The id of the endpoint the value was sent on (split mode; 0 in single mode): the
+    /// sender's [`Endpoint::id`](super::Endpoint::id), this side's
+    /// [`Endpoint::peer_id`](super::Endpoint::peer_id).
+    pub sender: u64,
 }
 
 impl From<sys::cdt_ucx_recv_info> for RecvInfo {
@@ -70,6 +74,7 @@ impl From<sys::cdt_ucx_recv_info> for RecvInfo {
             packed_size: i.packed_size as u64,
             region_count: i.region_count as u64,
             region_bytes: i.region_bytes as u64,
+            sender: i.sender,
         }
     }
 }
@@ -177,7 +182,7 @@ impl Worker {
         let host = cstring(host)?;
         let mut raw = ptr::null_mut();
         // SAFETY: valid worker and host string
-        check(unsafe {
+        check_detail(unsafe {
             sys::cdt_ucx_ep_connect(self.inner.raw, host.as_ptr(), port, ms(timeout), &mut raw)
         })?;
         Ok(Endpoint::new(raw, self.inner.clone()))
@@ -187,7 +192,7 @@ impl Worker {
     pub fn connect_address(&self, address: &[u8]) -> Result<Endpoint> {
         let mut raw = ptr::null_mut();
         // SAFETY: valid worker; the library validates the address bytes
-        check(unsafe {
+        check_detail(unsafe {
             sys::cdt_ucx_ep_create_from_address(
                 self.inner.raw,
                 address.as_ptr().cast(),
