@@ -8,7 +8,8 @@
 # allocated for them, on a duplicate of the communicator (made by `CDTypes.mpi_attach(comm)`,
 # collective) under a tag that is the object's id: no lock, and a user's receive never sees a
 # part. On a communicator that is not attached the whole frame travels in the head message
-# (one copy on each side).
+# (one copy on each side); a receive there also accepts parts sent in line, the next message
+# from the head's source under its tag (Python's pkl5 API, docs/MPI.md §2.3).
 #
 # The receiver enforces the rules of docs/MPI.md §7.3 and §8: the parts message is matched
 # (Mprobe) under (the head's source, the head's id) and its byte count compared with the sum
@@ -262,6 +263,28 @@ function _recv_parts(pc, src::Integer, oid::Integer, buf, nbytes::Integer)
         _discard(MPI.Mprobe(pc; source = src, tag = oid))
     end
     msg, status = MPI.Mprobe(pc, MPI.Status; source = src, tag = oid)
+    _recv_matched(msg, status, src, oid, buf, nbytes)
+    return
+end
+
+# the parts message in line on a communicator that is not attached (Python's pkl5 API sends
+# so): the next message from src under the head's tag, posted right after the head
+# (docs/MPI.md §2.3); nothing is ever owed there
+function _recv_parts_inline(
+    comm,
+    src::Integer,
+    tag::Integer,
+    oid::Integer,
+    buf,
+    nbytes::Integer,
+)
+    msg, status = MPI.Mprobe(comm, MPI.Status; source = src, tag = tag)
+    _recv_matched(msg, status, src, oid, buf, nbytes)
+    return
+end
+
+# a matched parts message: its byte count checked before anything is received (§7.3 step 3)
+function _recv_matched(msg, status, src::Integer, oid::Integer, buf, nbytes::Integer)
     n = MPI.Get_count(status, UInt8)
     if n != nbytes
         _discard(msg)
@@ -324,11 +347,31 @@ function CDTypes.recv(
         )) # CDT_ERR_FRAME_MAGIC
     oid = Int(_get(head, 5, 4))
     t = Int(min(_get(head, 9, 8), UInt64(typemax(Int))))
-    return _receive(comm, head, status.source, oid, t)
+    return _receive(comm, head, status.source, oid, t, status.tag)
 end
 
-# docs/MPI.md §7.2 from step 4 on, then §7.3 and the finish
-function _receive(comm, head::Vector{UInt8}, src::Integer, oid::Int, t::Int)
+# the in-line parts of an object that will not be rebuilt (docs/MPI.md §2.3, §8.3): the next
+# message from source under tag on comm, consumed unread, waited for at most PARTS_TIMEOUT
+# seconds (nothing is recorded when it gives up: a late one meets the next receive under tag)
+function _drain_inline(comm, source::Integer, tag::Integer, nbytes::Integer)
+    nbytes == 0 && return
+    deadline = time() + PARTS_TIMEOUT[]
+    while true
+        found, msg = MPI.Improbe(comm; source = source, tag = tag)
+        if found
+            _discard(msg)
+            return
+        elseif time() >= deadline
+            return
+        else
+            sleep(0.001)
+        end
+    end
+end
+
+# docs/MPI.md §7.2 from step 4 on, then §7.3 and the finish; on a communicator that is not
+# attached, parts are in line under the head's tag (§2.3)
+function _receive(comm, head::Vector{UInt8}, src::Integer, oid::Int, t::Int, tag::Integer)
     pc = _attached(comm)
     nframe = length(head) - PREFIX
     nframe >= CDTypes.CDT_FRAME_FIXED_HEADER_SIZE ||
@@ -362,12 +405,6 @@ function _receive(comm, head::Vector{UInt8}, src::Integer, oid::Int, t::Int)
                     CDTypes.CDT_ERR_FRAME_TRUNCATED :
                     CDTypes.CDT_ERR_FRAME_MALFORMED,
                 "the head message has $nframe frame bytes, its header announces $(info.frame_size - sep_bytes)",
-            ))
-        isempty(sep) ||
-            pc !== nothing ||
-            throw(CDTypesError(
-                CDTypes.CDT_ERR_FRAME_MALFORMED,
-                "the object has a parts message, but the communicator is not attached here (CDTypes.mpi_attach)",
             ))
         # the stream lies before every region, so at its frame offset in the head
         hs, ps = Int(info.header_size), Int(info.packed_size)
@@ -420,7 +457,18 @@ function _receive(comm, head::Vector{UInt8}, src::Integer, oid::Int, t::Int)
                 ptrs = [_region_ptr(:decoder, dec, i) for i in sep]
                 lens = [regions[i + 1].len for i in sep]
                 posted = true
-                _recv_parts(pc, src, oid, _parts_buffer(ptrs, lens), sep_bytes)
+                if pc === nothing
+                    _recv_parts_inline(
+                        comm,
+                        src,
+                        tag,
+                        oid,
+                        _parts_buffer(ptrs, lens),
+                        sep_bytes,
+                    )
+                else
+                    _recv_parts(pc, src, oid, _parts_buffer(ptrs, lens), sep_bytes)
+                end
                 for i in sep
                     CDTypes.check(
                         ccall(
@@ -443,7 +491,13 @@ function _receive(comm, head::Vector{UInt8}, src::Integer, oid::Int, t::Int)
         CDTypes.read_toc(io)
         return CDTypes.deserialize_body(io, arrays)
     catch
-        posted || _drain(pc, src, oid, sep_bytes)
+        if !posted
+            if pc === nothing
+                _drain_inline(comm, src, tag, sep_bytes)
+            else
+                _drain(pc, src, oid, sep_bytes)
+            end
+        end
         rethrow()
     finally
         ccall(CDTypes.cfn(:cdt_decoder_free), Cint, (Ptr{Cvoid},), dec)

@@ -129,7 +129,10 @@ typedef struct cdt_mpi_message_s *cdt_mpi_message;
  *  MPI_ERRORS_RETURN), kept as an attribute of comm and freed with it. Collective over comm,
  *  in the same order as comm's other communicator-creating calls on every process;
  *  idempotent (a second call does nothing). Objects sent on a communicator that is not
- *  attached travel whole in the head (docs/MPI.md sections 2.2-2.3). */
+ *  attached travel whole in the head (docs/MPI.md sections 2.2-2.3); the receivers also
+ *  accept the in-line parts that Python's pkl5 API sends on such a communicator (the next
+ *  message from the head's source under its tag, matched right after the head: receive on
+ *  such a communicator from one thread at a time, section 13.3). */
 CDT_MPI_API int cdt_mpi_attach(MPI_Comm comm);
 /*! cdt_mpi_is_attached() : *flag = 1 when comm was attached in this process, else 0. */
 CDT_MPI_API int cdt_mpi_is_attached(MPI_Comm comm, int *flag);
@@ -921,8 +924,12 @@ CDT_MPI_API int cdt_mpi_send_sobj(const cdt_sobj *obj, int dest, int tag, MPI_Co
 
 /* 7.3: the parts message of one object, received into dest or, draining, consumed unread */
 typedef struct cdt_mpi_parts_ {
-    cdt_mpi_attached_ *att;
+    cdt_mpi_attached_ *att; /* NULL: in line on a communicator that is not attached (2.3) */
+    MPI_Comm pc;            /* where the parts message is: att->pc, or comm itself in line */
     int source, id, stale, drain, done, posted;
+    int has_pre; /* matched already (in line, with the head): pre, pre_st */
+    MPI_Message pre;
+    MPI_Status pre_st;
     cdt_count nbytes;
     double deadline; /* < 0: waits as MPI_Recv */
     cdt_mpi_buf_ dest;
@@ -941,6 +948,11 @@ struct cdt_mpi_message_s {
     cdt_sobj *sobj;
     cdt_mpi_parts_ parts;
     int parts_started;
+    /* 2.3: the in-line parts message, matched with the head on a communicator that is not
+     * attached, until the parts receive or a drain takes it */
+    int has_inline;
+    MPI_Message inline_msg;
+    MPI_Status inline_st;
 };
 
 static inline void cdt_mpi_parts_init_(cdt_mpi_parts_ *p, cdt_mpi_attached_ *att, int source,
@@ -948,12 +960,13 @@ static inline void cdt_mpi_parts_init_(cdt_mpi_parts_ *p, cdt_mpi_attached_ *att
 {
     memset(p, 0, sizeof *p);
     p->att = att;
+    p->pc = att != NULL ? att->pc : MPI_COMM_NULL;
     p->source = source;
     p->id = id;
     p->nbytes = nbytes;
     p->drain = drain;
     p->deadline = timeout >= 0 ? cdt_mpi_now_() + timeout : -1;
-    p->stale = cdt_mpi_take_owed_(att, source, id);
+    p->stale = att != NULL ? cdt_mpi_take_owed_(att, source, id) : 0;
     p->dest.type = MPI_BYTE;
 }
 
@@ -970,16 +983,16 @@ static inline int cdt_mpi_parts_matched_(cdt_mpi_parts_ *p, MPI_Message *m, MPI_
 {
     if (p->stale > 0) { /* an earlier object's part under this id: sent first, matched first */
         p->stale--;
-        return cdt_mpi_consume_(p->att->pc, m, cdt_mpi_count_(st));
+        return cdt_mpi_consume_(p->pc, m, cdt_mpi_count_(st));
     }
     if (p->drain) {
         p->done = 1;
-        return cdt_mpi_consume_(p->att->pc, m, cdt_mpi_count_(st));
+        return cdt_mpi_consume_(p->pc, m, cdt_mpi_count_(st));
     }
     cdt_count got = cdt_mpi_count_(st);
     if (got != p->nbytes) { /* step 3: before a byte lands in the object */
         p->done = 1;
-        int rc = cdt_mpi_consume_(p->att->pc, m, got);
+        int rc = cdt_mpi_consume_(p->pc, m, got);
         return rc != CDT_SUCCESS ? rc : cdt_mpi_count_error_(p, got);
     }
     int mrc = MPI_Imrecv(p->dest.buf, p->dest.count, p->dest.type, m, &p->req);
@@ -997,18 +1010,24 @@ static inline int cdt_mpi_parts_step_(cdt_mpi_parts_ *p, int block)
     MPI_Status st;
     while (!p->done && !p->posted) {
         MPI_Message m;
-        int flag = 1, mrc, rc;
-        if (block && p->deadline < 0)
-            mrc = MPI_Mprobe(p->source, p->id, p->att->pc, &m, &st);
-        else
-            mrc = MPI_Improbe(p->source, p->id, p->att->pc, &flag, &m, &st);
+        int flag = 1, mrc = MPI_SUCCESS, rc;
+        if (p->has_pre) { /* in line: matched with the head */
+            m = p->pre;
+            st = p->pre_st;
+            p->has_pre = 0;
+        } else if (block && p->deadline < 0) {
+            mrc = MPI_Mprobe(p->source, p->id, p->pc, &m, &st);
+        } else {
+            mrc = MPI_Improbe(p->source, p->id, p->pc, &flag, &m, &st);
+        }
         if (mrc != MPI_SUCCESS) {
             p->done = 1;
             return cdt_mpi_mpierr_(mrc, "MPI_Improbe (parts)");
         }
         if (!flag) {
             if (p->deadline >= 0 && cdt_mpi_now_() >= p->deadline) { /* 7.3 step 5, 8.3 */
-                cdt_mpi_owe_(p->att, p->source, p->id, p->stale + 1);
+                if (p->att != NULL)
+                    cdt_mpi_owe_(p->att, p->source, p->id, p->stale + 1);
                 p->stale = 0;
                 p->done = 1;
                 if (p->drain)
@@ -1066,18 +1085,59 @@ static inline int cdt_mpi_parts_wait_(cdt_mpi_parts_ *p)
     return rc;
 }
 
-/* 8.3: consume the parts of an object that will not be rebuilt, bounded by timeout; the
- * error that caused it is what the receive returns (rc), not the drain's */
-static inline int cdt_mpi_drain_(cdt_mpi_attached_ *att, int source, int id, cdt_count nbytes,
-                                 double timeout, int rc)
+/* 2.3: match the in-line parts message, the next one from source under tag on comm (the
+ * sender posted it right after the head); timeout < 0 waits as MPI_Mprobe, else it is polled
+ * for at most timeout seconds (CDT_ERR_TIMEOUT) */
+static inline int cdt_mpi_inline_match_(MPI_Comm comm, int source, int tag, double timeout,
+                                        MPI_Message *m, MPI_Status *st)
 {
-    if (att == NULL || nbytes <= 0)
+    if (timeout < 0) {
+        int mrc = MPI_Mprobe(source, tag, comm, m, st);
+        return mrc == MPI_SUCCESS ? CDT_SUCCESS : cdt_mpi_mpierr_(mrc, "MPI_Mprobe (in line)");
+    }
+    double deadline = cdt_mpi_now_() + timeout, spin_end = cdt_mpi_now_() + 0.01;
+    long sleep_ns = 10000;
+    for (;;) {
+        int flag = 0, mrc = MPI_Improbe(source, tag, comm, &flag, m, st);
+        if (mrc != MPI_SUCCESS)
+            return cdt_mpi_mpierr_(mrc, "MPI_Improbe (in line)");
+        if (flag)
+            return CDT_SUCCESS;
+        double now = cdt_mpi_now_();
+        if (now >= deadline)
+            return cdt_mpi_fail_(CDT_ERR_TIMEOUT,
+                                 "rank %d: the in-line parts message under tag %d did not "
+                                 "arrive within the parts timeout of its head",
+                                 source, tag);
+        if (now >= spin_end) {
+            struct timespec ts = {0, sleep_ns};
+            nanosleep(&ts, NULL);
+            sleep_ns = sleep_ns * 2 < 1000000 ? sleep_ns * 2 : 1000000;
+        }
+    }
+}
+
+/* 8.3: consume the parts of an object that will not be rebuilt, bounded by timeout; the
+ * error that caused it is what the receive returns (rc), not the drain's. On a communicator
+ * that is not attached (att NULL) the parts are in line (2.3): the next message from source
+ * under tag on comm, consumed unread (a drain that gives up records nothing: 13.3) */
+static inline int cdt_mpi_drain_(cdt_mpi_attached_ *att, MPI_Comm comm, int tag, int source, int id,
+                                 cdt_count nbytes, double timeout, int rc)
+{
+    if (nbytes <= 0)
         return rc;
     char saved[sizeof cdt_mpi_errmsg_];
     memcpy(saved, cdt_mpi_errmsg_, sizeof saved);
-    cdt_mpi_parts_ p;
-    cdt_mpi_parts_init_(&p, att, source, id, nbytes, 1, timeout);
-    cdt_mpi_parts_wait_(&p);
+    if (att == NULL) {
+        MPI_Message m;
+        MPI_Status st;
+        if (cdt_mpi_inline_match_(comm, source, tag, timeout, &m, &st) == CDT_SUCCESS)
+            cdt_mpi_consume_(comm, &m, cdt_mpi_count_(&st));
+    } else {
+        cdt_mpi_parts_ p;
+        cdt_mpi_parts_init_(&p, att, source, id, nbytes, 1, timeout);
+        cdt_mpi_parts_wait_(&p);
+    }
     memcpy(cdt_mpi_errmsg_, saved, sizeof saved);
     return rc;
 }
@@ -1158,7 +1218,8 @@ static inline int cdt_mpi_open_head_(const unsigned char *h, cdt_count n, MPI_Co
 /* 7.2 step 1 with a refused head, and steps 3-5 on failure: what to drain, named by a header
  * read without limits (nothing when it names none) */
 static inline int cdt_mpi_drain_head_(const unsigned char *h, cdt_count n, MPI_Comm comm,
-                                      cdt_mpi_attached_ *att, int source, double timeout, int rc)
+                                      cdt_mpi_attached_ *att, int source, int tag, double timeout,
+                                      int rc)
 {
     char saved[sizeof cdt_mpi_errmsg_];
     memcpy(saved, cdt_mpi_errmsg_, sizeof saved);
@@ -1168,13 +1229,15 @@ static inline int cdt_mpi_drain_head_(const unsigned char *h, cdt_count n, MPI_C
     int orc = cdt_mpi_open_head_(h, n, comm, source, -1, -1, &id, &threshold, &dec, &sep);
     cdt_decoder_free(dec);
     memcpy(cdt_mpi_errmsg_, saved, sizeof saved);
-    return orc == CDT_SUCCESS ? cdt_mpi_drain_(att, source, id, sep, timeout, rc) : rc;
+    return orc == CDT_SUCCESS ? cdt_mpi_drain_(att, comm, tag, source, id, sep, timeout, rc) : rc;
 }
 
 static inline void cdt_mpi_message_free_(cdt_mpi_message m)
 {
     if (m == NULL)
         return;
+    if (m->has_inline) /* never left queued (2.3) */
+        cdt_mpi_consume_(m->comm, &m->inline_msg, cdt_mpi_count_(&m->inline_st));
     cdt_decoder_free(m->dec);
     if (m->sobj_prepared)
         cdt_sobj_release(m->sobj);
@@ -1216,7 +1279,7 @@ static inline int cdt_mpi_take_head_(MPI_Comm comm, MPI_Message *mm, MPI_Status 
             free(tmp);
             return cdt_mpi_mpierr_(mrc, "MPI_Mrecv (head)");
         }
-        rc = cdt_mpi_drain_head_(tmp, n, comm, att, source, timeout, rc);
+        rc = cdt_mpi_drain_head_(tmp, n, comm, att, source, st->MPI_TAG, timeout, rc);
         free(tmp);
         return rc;
     }
@@ -1249,7 +1312,7 @@ static inline int cdt_mpi_take_head_(MPI_Comm comm, MPI_Message *mm, MPI_Status 
     rc = cdt_mpi_open_head_(m->head, n, comm, source, max_bytes, max_regions, &m->id, &m->threshold,
                             &m->dec, &m->sep_bytes); /* steps 3-5 */
     if (rc == CDT_ERR_LIMIT)                         /* a valid header refused by a limit: drain */
-        rc = cdt_mpi_drain_head_(m->head, n, comm, att, source, timeout, rc);
+        rc = cdt_mpi_drain_head_(m->head, n, comm, att, source, st->MPI_TAG, timeout, rc);
     if (rc == CDT_SUCCESS) {
         cdt_frame_info info;
         memset(&info, 0, sizeof(info)); /* C and C++ alike, whatever fields it grows */
@@ -1262,12 +1325,11 @@ static inline int cdt_mpi_take_head_(MPI_Comm comm, MPI_Message *mm, MPI_Status 
                                "rank %d sent a head with %lld frame bytes for object %d, its "
                                "header says %lld",
                                source, (long long)(n - CDT_MPI_PREFIX), m->id, (long long)want);
-            rc = cdt_mpi_drain_(att, source, m->id, m->sep_bytes, timeout, rc);
-        } else if (m->sep_bytes > 0 && att == NULL) { /* step 7 */
-            rc = cdt_mpi_fail_(CDT_ERR_FRAME_MALFORMED,
-                               "rank %d sent an object with separate parts, but the "
-                               "communicator is not attached here (cdt_mpi_attach)",
-                               source);
+            rc = cdt_mpi_drain_(att, comm, st->MPI_TAG, source, m->id, m->sep_bytes, timeout, rc);
+        } else if (m->sep_bytes > 0 && att == NULL) { /* step 7: in line (2.3), matched now */
+            rc = cdt_mpi_inline_match_(comm, source, st->MPI_TAG, untrusted ? timeout : -1,
+                                       &m->inline_msg, &m->inline_st);
+            m->has_inline = rc == CDT_SUCCESS;
         }
     }
     if (rc != CDT_SUCCESS) {
@@ -1380,6 +1442,13 @@ static inline int cdt_mpi_deliver_(cdt_mpi_message m, void *buf, cdt_count count
                             m->untrusted ? m->timeout : -1);
         rc = cdt_mpi_describe_(pieces, npieces, &m->parts.dest);
         m->parts_started = rc == CDT_SUCCESS;
+        if (m->parts_started && m->has_inline) { /* 2.3: the parts receive takes it */
+            m->parts.pc = m->comm;
+            m->parts.has_pre = 1;
+            m->parts.pre = m->inline_msg;
+            m->parts.pre_st = m->inline_st;
+            m->has_inline = 0;
+        }
     } else if (rc != CDT_SUCCESS) {
         cdt_mpi_fail_(rc, "rank %d: object %d's regions: %s", m->source, m->id, cdt_strerror(rc));
     }
@@ -1410,13 +1479,30 @@ static inline int cdt_mpi_finish_(cdt_mpi_message m)
     return CDT_SUCCESS;
 }
 
+/* 8.3 for a matched message: its in-line parts (2.3) consumed, or its parts drained on pc */
+static inline int cdt_mpi_message_drain_(cdt_mpi_message m, int rc)
+{
+    if (m->has_inline) {
+        m->has_inline = 0;
+        char saved[sizeof cdt_mpi_errmsg_];
+        memcpy(saved, cdt_mpi_errmsg_, sizeof saved);
+        cdt_mpi_consume_(m->comm, &m->inline_msg, cdt_mpi_count_(&m->inline_st));
+        memcpy(cdt_mpi_errmsg_, saved, sizeof saved);
+        return rc;
+    }
+    if (m->att == NULL)
+        return rc; /* whole in the head: nothing else was sent */
+    return cdt_mpi_drain_(m->att, m->comm, m->status.MPI_TAG, m->source, m->id, m->sep_bytes,
+                          m->timeout, rc);
+}
+
 /* deliver the head into the destination; a failure drains (8.3) */
 static inline int cdt_mpi_start_(cdt_mpi_message m, void *buf, cdt_count count, cdt_type type,
                                  cdt_sobj *obj)
 {
     int rc = cdt_mpi_deliver_(m, buf, count, type, obj);
     if (rc != CDT_SUCCESS)
-        rc = cdt_mpi_drain_(m->att, m->source, m->id, m->sep_bytes, m->timeout, rc);
+        rc = cdt_mpi_message_drain_(m, rc);
     return rc;
 }
 
@@ -1472,7 +1558,7 @@ CDT_MPI_API int cdt_mpi_message_discard(cdt_mpi_message *msg)
         return CDT_SUCCESS;
     cdt_mpi_message m = *msg;
     *msg = NULL;
-    int rc = cdt_mpi_drain_(m->att, m->source, m->id, m->sep_bytes, m->timeout, CDT_SUCCESS);
+    int rc = cdt_mpi_message_drain_(m, CDT_SUCCESS);
     cdt_mpi_message_free_(m);
     return rc;
 }

@@ -15,7 +15,9 @@ the object: NumPy arrays live in that memory, without a further copy.
 
 The duplicate is made by attach(comm), which is collective over comm: COMM_WORLD is attached when
 this module is imported (import it on every rank, as mpi4py itself). A communicator that is not
-attached still works: its objects travel whole in the head message (one copy on each side).
+attached still works: send's objects travel whole in the head message (one copy on each side);
+the pkl5 API's parts travel in line on the communicator itself, right after the head, and recv /
+irecv accept both (docs/MPI.md §2.3).
 
 Receiver rules (what a receiver checks and how it drains; nothing here changes the wire;
 docs/MPI.md §7 and §8 in full):
@@ -158,11 +160,20 @@ def _recv_lock(comm):
     return lock
 
 
-def _take_inline(comm, msg, status):
+def _take_inline(comm, msg, status, limits=None):
     """The head matched by ``msg`` on a comm that is not attached: receive it, and match its
-    parts message in line when its header announces one (docs/MPI.md §2.3) -> (head,
-    (parts message, its status) or None)."""
-    head = bytearray(status.Get_count(_BYTE))
+    in-line parts message if it announces one (docs/MPI.md §2.3) -> (head, parts) where parts
+    is (parts message, its status), None, or the error of an untrusted receive whose parts
+    did not come within PARTS_TIMEOUT. With ``limits``, a head over max_bytes is refused as on
+    an attached comm (§7.2 step 1): its in-line parts are still matched, so the caller
+    consumes them; one over HEAD_DRAIN_MAX is consumed unread (head None: its parts cannot
+    be named, §12)."""
+    n = status.Get_count(_BYTE)
+    if (limits is not None and limits.max_bytes is not None and n - _PREFIX > limits.max_bytes
+            and n > HEAD_DRAIN_MAX):
+        _discard(msg, n)
+        return None, None
+    head = bytearray(n)
     msg.Recv([head, _BYTE])
     try:
         lens = _b.mpi_parts(head)[1]
@@ -170,30 +181,65 @@ def _take_inline(comm, msg, status):
         return head, None  # not a frame: the receive fails, nothing in line to name
     if not lens:
         return head, None
-    st = MPI.Status()
-    return head, (comm.Mprobe(status.Get_source(), status.Get_tag(), st), st)
+    source, tag, st = status.Get_source(), status.Get_tag(), MPI.Status()
+    if limits is None:  # trusted: the sender posted the parts with the head
+        return head, (comm.Mprobe(source, tag, st), st)
+    # untrusted: bounded as a parts wait on an attached comm (§7.3 step 5, §8.2)
+    deadline = time.monotonic() + PARTS_TIMEOUT
+    spin_end, sleep = time.monotonic() + _SPIN, _SLEEP_MIN
+    while True:
+        parts = comm.Improbe(source, tag, st)
+        if parts is not None:
+            return head, (parts, st)
+        now = time.monotonic()
+        if now >= deadline:
+            return head, _lib.error(
+                -23,  # CDT_ERR_TIMEOUT
+                "rank %d: the in-line parts message under tag %d (%d bytes) did not arrive "
+                "within cdtypes.mpi.PARTS_TIMEOUT of its head" % (source, tag, sum(lens)))
+        if now >= spin_end:
+            time.sleep(sleep)
+            sleep = min(2 * sleep, _SLEEP_MAX)
 
 
-def _match_inline(comm, source, tag, status, block):
+def _match_inline(comm, source, tag, status, block, limits=None):
     """On a comm that is not attached: match the next head under (source, tag) and receive
-    it, with its in-line parts matched (docs/MPI.md §2.3) -> (head, parts or None), or None
-    when ``block`` is false and none arrived. With MPI_THREAD_MULTIPLE the match happens
-    under comm's lock, by polling (a blocking probe would hold it)."""
+    it, with its in-line parts matched (docs/MPI.md §2.3) -> (head, parts) as _take_inline,
+    or None when ``block`` is false and none arrived. With MPI_THREAD_MULTIPLE the match
+    happens under comm's lock, by polling (a blocking probe would hold it)."""
     if not _MULTIPLE:
         msg = comm.Mprobe(source, tag, status) if block else comm.Improbe(source, tag, status)
-        return None if msg is None else _take_inline(comm, msg, status)
+        return None if msg is None else _take_inline(comm, msg, status, limits)
     lock = _recv_lock(comm)
     spin_end, sleep = time.monotonic() + _SPIN, _SLEEP_MIN
     while True:
         with lock:
             msg = comm.Improbe(source, tag, status)
             if msg is not None:
-                return _take_inline(comm, msg, status)
+                return _take_inline(comm, msg, status, limits)
         if not block:
             return None
         if time.monotonic() >= spin_end:
             time.sleep(sleep)
             sleep = min(2 * sleep, _SLEEP_MAX)
+
+
+def _start_inline(comm, got, st, alloc, limits):
+    """_start for a head matched by _match_inline (``got``: (head, parts)) on a comm that is
+    not attached: the checks of docs/MPI.md §7.2, the in-line parts received into the
+    object or, when the receive fails, consumed unread (nothing stays queued under the
+    tag) -> (incoming, parts, error) as _start."""
+    head, inline = got
+    if isinstance(inline, BaseException):  # untrusted, and the parts did not come
+        return None, None, inline
+    n = st.Get_count(_BYTE)
+    if limits is not None and limits.max_bytes is not None and n - _PREFIX > limits.max_bytes:
+        if inline is not None:
+            _discard(inline[0], inline[1].Get_count(_BYTE))
+        return None, None, _lib.error(
+            _lib.CDT_ERR_LIMIT, "the message has %d bytes, max_bytes is %d"
+            % (n - _PREFIX, limits.max_bytes))
+    return _parse(comm, head, st.Get_source(), alloc, limits, inline)
 
 
 class SendRequest:
@@ -446,8 +492,11 @@ def recv(source=MPI.ANY_SOURCE, tag=MPI.ANY_TAG, comm=None, status=None, *, allo
     _thread_check()
     limits, policy = _limits(max_bytes, max_regions, allowed)
     st = status if status is not None else MPI.Status()
-    msg = comm.Mprobe(source, tag, st)
-    inc, parts, err = _start(comm, msg, st, alloc, limits)
+    if comm.Get_attr(_KEYVAL) is None and source != MPI.PROC_NULL:  # parts may be in line
+        inc, parts, err = _start_inline(
+            comm, _match_inline(comm, source, tag, st, True, limits), st, alloc, limits)
+    else:
+        inc, parts, err = _start(comm, comm.Mprobe(source, tag, st), st, alloc, limits)
     try:
         if parts is not None:
             parts.wait()
@@ -464,6 +513,7 @@ class RecvRequest:
 
     def __init__(self, source, tag, comm, alloc, limits, policy):
         self._args = (source, tag, comm, alloc, limits, policy)
+        self._inline = comm.Get_attr(_KEYVAL) is None and source != MPI.PROC_NULL
         self.status = MPI.Status()
         self._inc = self._parts = None
         self._matched = self._done = False
@@ -473,9 +523,24 @@ class RecvRequest:
         self._matched = True
         _, _, comm, alloc, limits, _ = self._args
         try:
-            self._inc, self._parts, self._error = _start(comm, msg, self.status, alloc, limits)
+            if self._inline:
+                self._inc, self._parts, self._error = _start_inline(
+                    comm, msg, self.status, alloc, limits)
+            else:
+                self._inc, self._parts, self._error = _start(
+                    comm, msg, self.status, alloc, limits)
         except BaseException as e:
             self._error = e
+
+    def _match(self, block):
+        """The head matched (Mprobe, or Improbe: None when none arrived); on a comm that is
+        not attached, (head, in-line parts) from _match_inline (docs/MPI.md §2.3)."""
+        source, tag, comm, _, limits, _ = self._args
+        if self._inline:
+            return _match_inline(comm, source, tag, self.status, block, limits)
+        if block:
+            return comm.Mprobe(source, tag, self.status)
+        return comm.Improbe(source, tag, self.status)
 
     def _finish(self, block):
         """Complete the parts message (the object's, or the drain of a failed one), then
@@ -494,8 +559,7 @@ class RecvRequest:
         """True once the object arrived (or the receive failed or was canceled)."""
         if not self._done:
             if not self._matched:
-                source, tag, comm = self._args[:3]
-                msg = comm.Improbe(source, tag, self.status)
+                msg = self._match(False)
                 if msg is None:
                     return False
                 self._begin(msg)
@@ -506,8 +570,7 @@ class RecvRequest:
         """Wait for the object and return it (raises what the receive failed with)."""
         if not self._done:
             if not self._matched:
-                source, tag, comm = self._args[:3]
-                self._begin(comm.Mprobe(source, tag, self.status))
+                self._begin(self._match(True))
             self._finish(True)
         if self._error is not None:
             raise self._error

@@ -192,6 +192,37 @@ def status_counts(comm):
     comm.barrier()
 
 
+def native(comm, peer, left):
+    """cdtypes.mpi's own receivers (recv, irecv, with and without limits) accept what the
+    pkl5 API sends in line on a communicator that is not attached (docs/MPI.md §2.3), and a
+    receive that fails consumes the parts: nothing stays queued under the tag"""
+    me = comm.Get_rank()
+    request = comm.isend(big(me + 1), peer, 62)
+    check(mpi.recv(left, 62, comm), left + 1)
+    request.wait()
+    request = comm.isend(big(me + 2), peer, 63)
+    receive = mpi.irecv(left, 63, comm, max_bytes=1 << 24, allowed=True)
+    while not receive.test():
+        pass
+    check(receive.wait(), left + 2)
+    request.wait()
+    for limit in ({"max_bytes": 1000}, {"max_regions": 2}, {"max_bytes": T}):
+        request = comm.isend(big(me + 3), peer, 64)
+        try:
+            mpi.recv(left, 64, comm, **limit)
+        except mpi._lib.LimitError:
+            pass
+        else:
+            raise AssertionError("over %s: received" % limit)
+        assert not MPI.Comm.Iprobe(comm, left, 64), "the refused object's parts stay queued"
+        request.wait()
+    status = MPI.Status()
+    request = comm.isend(big(me + 4), peer, 64)
+    check(mpi.recv(left, 64, comm, status), left + 4)  # the next object under that tag
+    assert status.Get_source() == left and status.Get_tag() == 64
+    request.wait()
+
+
 def wrapped(comm, inter=False):
     """a communicator the application made itself and wrapped (Split, Create_intercomm,
     Merge: not attached): large buffers still travel outside the head, in line after it on
@@ -215,6 +246,7 @@ def wrapped(comm, inter=False):
         check(comm.recv(None, left, 61, status), left if not inter else left)
         assert status.Get_count(MPI.BYTE) >= frame_bytes(big(0))
         request.wait()
+        native(comm, peer, left)
         # threads: two send 20 objects each to peer under tags 70 + k; two receive 20 each
         # from anyone, any tag
         got, errors = [], []

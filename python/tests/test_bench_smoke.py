@@ -49,3 +49,21 @@ def test_bench_framework_smoke(tmp_path):
     rows = smoke("framework", tmp_path)
     assert {(row["impl"], row["part"]) for row in rows} == {
         (impl, part) for impl in ("pkl5", "cdtypes") for part in ("arrays", "small")}
+
+
+def test_bench_inline_wait_smoke(tmp_path):
+    """bench/python/inline_wait.py --smoke (the polled wait of in-line receives beside a
+    blocking one and pkl5; run by hand, results in bench/results/inline_wait.md)"""
+    from test_mpi import mpi_launcher
+    out = tmp_path / "inline_wait.csv"
+    r = subprocess.run(mpi_launcher() + ["-n", "2", sys.executable,
+                                         os.path.join(ROOT, "bench", "python", "inline_wait.py"),
+                                         "--smoke", "-o", str(out)],
+                       cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, "inline_wait.py --smoke failed:\n%s\n%s" % (r.stdout, r.stderr)
+    with open(out) as f:
+        rows = list(csv.DictReader(f))
+    assert {(row["impl"], row["part"]) for row in rows} == {
+        (impl, part) for impl in ("pkl5 (Split)", "cdtypes in line (Split)",
+                                  "cdtypes attached (Dup)")
+        for part in ("small", "large", "late", "late cpu")}

@@ -377,6 +377,106 @@ static void not_attached(void)
     MPI_Comm_free(&c);
 }
 
+/* ---- in-line parts on a communicator that is not attached (docs/MPI.md 2.3) ----------- */
+
+/* what Python's pkl5 API sends on such a communicator, written here with the header's own
+ * pieces: the head (threshold CDT_MPI_THRESHOLD), then the parts message on comm itself under
+ * the same tag; blocking */
+static void send_inline(const cdt_sobj *obj, int dest, int tag, MPI_Comm comm)
+{
+    cdt_frame f = NULL;
+    CHECK_MPI(cdt_frame_encode(obj, 1, cdt_sobj_type(), NULL, &f), 0);
+    unsigned char prefix[CDT_MPI_PREFIX];
+    cdt_mpi_put_le_(prefix, CDT_MPI_MAGIC, 4);
+    cdt_mpi_put_le_(prefix + 4, 77, 4);
+    cdt_mpi_put_le_(prefix + 8, CDT_MPI_THRESHOLD, 8);
+    cdt_iov few[8], *pieces = NULL; /* CDT_MPI_FEW_, which the header undefines */
+    cdt_count n = 0, head_bytes = 0, sep = 0;
+    CHECK_MPI(
+        cdt_mpi_head_pieces_(f, prefix, CDT_MPI_THRESHOLD, few, &pieces, &n, &head_bytes, &sep), 0);
+    CHECK(sep > 0);
+    unsigned char *head = malloc((size_t)head_bytes), *at = head;
+    for (cdt_count i = 0; i < n; i++) {
+        memcpy(at, pieces[i].base, (size_t)pieces[i].len);
+        at += pieces[i].len;
+    }
+    if (pieces != few)
+        free(pieces);
+    cdt_mpi_buf_ pb = {NULL, 0, MPI_BYTE, 0};
+    CHECK_MPI(cdt_mpi_send_parts_(f, CDT_MPI_THRESHOLD, &pb), 0);
+    MPI_Request reqs[2];
+    MPI_Isend(head, (int)head_bytes, MPI_BYTE, dest, tag, comm, &reqs[0]);
+    MPI_Isend(pb.buf, pb.count, pb.type, dest, tag, comm, &reqs[1]);
+    cdt_mpi_buf_free_(&pb);
+    MPI_Wait(&reqs[0], MPI_STATUS_IGNORE);
+    MPI_Wait(&reqs[1], MPI_STATUS_IGNORE);
+    free(head);
+    cdt_frame_free(f);
+}
+
+/* every receiver accepts them, byte for byte; every refusal consumes them (nothing queued) */
+static void inline_parts(void)
+{
+    enum { TAG = 4, ROUNDS = 7 };
+    MPI_Comm c;
+    MPI_Comm_split(MPI_COMM_WORLD, rank < 2 ? 0 : MPI_UNDEFINED, rank, &c);
+    if (c == MPI_COMM_NULL)
+        return;
+    if (rank == 0) {
+        owned_sobj o;
+        sobj_make(&o, 11);
+        for (int i = 0; i < ROUNDS; i++)
+            send_inline(&o.so, 1, TAG, c);
+        sobj_free(&o);
+    } else {
+        owned_sobj want;
+        sobj_make(&want, 11);
+        cdt_sobj so;
+        MPI_Status st;
+        int flag = 0, count = 0;
+        cdt_mpi_recv_params lim = {CDT_MPI_RECV_PARAM_MAX_FRAME_BYTES, 1000, 0, 0};
+        cdt_mpi_recv_params regions = {CDT_MPI_RECV_PARAM_MAX_REGIONS, 0, 2, 0};
+        cdt_mpi_recv_params roomy = {CDT_MPI_RECV_PARAM_MAX_FRAME_BYTES, 1 << 24, 0, 0};
+        /* 1: recv; 2: irecv + test with limits (untrusted: the in-line wait is bounded) */
+        memset(&so, 0, sizeof so);
+        CHECK_MPI(cdt_mpi_recv_sobj(&so, 0, TAG, c, NULL, &st), 0);
+        MPI_Get_count(&st, MPI_BYTE, &count);
+        CHECK(sobj_same(&so, &want.so) && st.MPI_SOURCE == 0 && count < 4096);
+        cdt_sobj_release(&so);
+        memset(&so, 0, sizeof so);
+        cdt_mpi_request r = NULL;
+        CHECK_MPI(cdt_mpi_irecv_sobj(&so, MPI_ANY_SOURCE, MPI_ANY_TAG, c, &roomy, &r), 0);
+        while (!flag)
+            CHECK_MPI(cdt_mpi_test(&r, &flag, MPI_STATUS_IGNORE), 0);
+        CHECK(sobj_same(&so, &want.so));
+        cdt_sobj_release(&so);
+        /* 3-4: refused by max_frame_bytes, by max_regions: the parts consumed */
+        memset(&so, 0, sizeof so);
+        CHECK_MPI(cdt_mpi_recv_sobj(&so, 0, TAG, c, &lim, MPI_STATUS_IGNORE), CDT_ERR_LIMIT);
+        CHECK_MPI(cdt_mpi_recv_sobj(&so, 0, TAG, c, &regions, MPI_STATUS_IGNORE), CDT_ERR_LIMIT);
+        /* 5: into a receive it does not fit (a predefined type): refused after the head */
+        int32_t x[4];
+        CHECK_MPI(cdt_mpi_recv(x, 4, CDT_INT32, 0, TAG, c, NULL, MPI_STATUS_IGNORE),
+                  CDT_ERR_TRUNCATED);
+        /* 6: matched, then discarded */
+        cdt_mpi_message msg = NULL;
+        CHECK_MPI(cdt_mpi_mprobe(0, TAG, c, NULL, &msg, MPI_STATUS_IGNORE), 0);
+        CHECK_MPI(cdt_mpi_message_discard(&msg), 0);
+        /* 7: mprobe + mrecv: the next object arrives whole, nothing was left queued */
+        CHECK_MPI(cdt_mpi_mprobe(MPI_ANY_SOURCE, TAG, c, NULL, &msg, MPI_STATUS_IGNORE), 0);
+        memset(&so, 0, sizeof so);
+        CHECK_MPI(cdt_mpi_mrecv_sobj(&so, &msg), 0);
+        CHECK(sobj_same(&so, &want.so));
+        cdt_sobj_release(&so);
+        sobj_free(&want);
+    }
+    MPI_Barrier(c);
+    int queued = 1;
+    MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, c, &queued, MPI_STATUS_IGNORE);
+    CHECK(queued == 0);
+    MPI_Comm_free(&c);
+}
+
 /* ---- cancellation and arguments ------------------------------------------------------ */
 
 static void cancel_and_arguments(void)
@@ -412,6 +512,8 @@ int main(int argc, char **argv)
         limits();
     if (size >= 2)
         not_attached();
+    if (size >= 2)
+        inline_parts();
     cancel_and_arguments();
     char name[64];
     snprintf(name, sizeof name, "mpi roundtrip (rank %d of %d)", rank, size);
