@@ -8,6 +8,7 @@
 #include "cases.h"
 
 #include <dirent.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <sched.h>
 #include <time.h>
@@ -441,4 +442,124 @@ int lane_kill_case(int where)
     if (!ok)
         fprintf(stderr, "hub 0x%x, bystander 0x%x, victim 0x%x\n", hs, bs, vs);
     return ok ? 0 : 1;
+}
+
+/* ---------------------------------------------------------------- a hostile sender ------- */
+
+/* The sender's own thread writes random bytes over the control part of its lane's segment (its
+ * positions and counts, the grant ring) while objects move, as a hostile peer that
+ * shares the segment may. The receiver's every receive completes or fails with a clear error,
+ * within its timeout; it never crashes or waits for ever, and with no scribbled data byte
+ * (only control bytes here) a receive that completes may still carry other values only where a
+ * scribbled position made it read bytes not yet written: counted, not refused. */
+enum { HS_N = 60 };
+static volatile int hs_stop;
+
+/* where this process maps a lane's segment now (0: none) */
+static uintptr_t hs_segment(void)
+{
+    FILE *f = fopen("/proc/self/maps", "r");
+    CHECK(f != NULL);
+    char line[512];
+    uintptr_t at = 0;
+    while (at == 0 && fgets(line, sizeof(line), f) != NULL)
+        if (strstr(line, "cdt-lane") != NULL)
+            at = (uintptr_t)strtoull(line, NULL, 16);
+    fclose(f);
+    return at;
+}
+
+static void *hs_scribble(void *arg)
+{
+    (void)arg;
+    /* through /proc/self/mem, and only while the segment is still mapped: the library unmaps
+     * it when the lane breaks, and a write there would be this test's own crash */
+    int mem = open("/proc/self/mem", O_RDWR);
+    CHECK(mem >= 0);
+    unsigned seed = (unsigned)getpid();
+    bool seen = false;
+    while (!hs_stop) {
+        uintptr_t seg = hs_segment();
+        if (seg == 0 && seen)
+            break; /* the lane broke: unmapped */
+        seen |= seg != 0;
+        if (seg == 0) {
+            usleep(1000);
+            continue;
+        }
+        /* the fields either side reads: the positions and counts (64-79, 128-151) and the
+         * grant ring's first slots (192 on), one byte at a time */
+        unsigned r = (unsigned)rand_r(&seed);
+        size_t at = r % 2 ? 64 + r / 2 % 16 : r % 4 ? 128 + r / 4 % 24 : 192 + r / 4 % 256;
+        unsigned char b = (unsigned char)rand_r(&seed);
+        (void)!pwrite(mem, &b, 1, (off_t)(seg + at));
+        usleep(3000);
+    }
+    close(mem);
+    return NULL;
+}
+
+void lane_hostile_client(peer *p)
+{
+    int64_t one = 1;
+    CHECK_RC(cdt_ucx_send(p->ep, &one, 1, CDT_INT64, 1, T_TIMEOUT_MS));
+    wait_lane(p);
+    struct_simple *s = malloc(LN_SIMPLE * sizeof(*s));
+    CHECK(s != NULL);
+    struct_simple_fill(s, LN_SIMPLE, 5);
+    pthread_t th;
+    CHECK(pthread_create(&th, NULL, hs_scribble, NULL) == 0);
+    int ok = 0, failed = 0;
+    for (int k = 0; k < HS_N; k++) {
+        int rc = cdt_ucx_send(p->ep, s, LN_SIMPLE, struct_simple_type(), 2, 3000);
+        if (rc == CDT_SUCCESS) {
+            ok++;
+        } else {
+            failed++;
+            CHECK(rc == CDT_ERR_PEER || rc == CDT_ERR_TIMEOUT);
+        }
+    }
+    hs_stop = 1;
+    pthread_join(th, NULL);
+    fprintf(stderr, "hostile sender: %d sends completed, %d failed\n", ok, failed);
+    free(s);
+}
+
+void lane_hostile_server(peer *p)
+{
+    int64_t one = 0;
+    CHECK_RC(
+        cdt_ucx_recv(p->w, &one, 1, CDT_INT64, 1, CDT_UCX_TAG_MASK_FULL, NULL, NULL, T_TIMEOUT_MS));
+    struct_simple *s = malloc(LN_SIMPLE * sizeof(*s)), *ref = malloc(LN_SIMPLE * sizeof(*s));
+    CHECK(s != NULL && ref != NULL);
+    struct_simple_fill(ref, LN_SIMPLE, 5);
+    cdt_ucx_recv_params rp = {.field_mask = CDT_UCX_RECV_PARAM_REST_TIMEOUT,
+                              .rest_timeout_ms = 2000};
+    int same = 0, changed = 0, failed = 0;
+    for (int k = 0; k < HS_N; k++) {
+        int rc = cdt_ucx_recv(p->w, s, LN_SIMPLE, struct_simple_type(), 2, CDT_UCX_TAG_MASK_FULL,
+                              &rp, NULL, 4000);
+        if (rc == CDT_SUCCESS) {
+            if (struct_simple_equal(s, ref, LN_SIMPLE))
+                same++;
+            else
+                changed++;
+            continue;
+        }
+        failed++;
+        fprintf(stderr, "hostile peer: receive %d ended with %s\n", k, cdt_err_name(rc));
+        CHECK(rc == CDT_ERR_PEER || rc == CDT_ERR_TIMEOUT || rc == CDT_ERR_FRAME_MALFORMED ||
+              rc == CDT_ERR_FRAME_TRUNCATED);
+        if (rc == CDT_ERR_TIMEOUT || rc == CDT_ERR_PEER)
+            break; /* the sender's lane broke: nothing more comes */
+    }
+    fprintf(stderr, "hostile peer: %d objects whole, %d with other values, %d failed\n", same,
+            changed, failed);
+    free(s);
+    free(ref);
+}
+
+int lane_hostile_case(void)
+{
+    return run_pair(lane_hostile_server, lane_hostile_client, &lane_wp, &lane_wp, 0);
 }
