@@ -196,10 +196,13 @@ int cdt__ucx_lane_isend(struct cdt_ucx_ep_s *ep, cdt_ucx_request r, cdt_count th
         r->nsubs = nsep;
     }
     pthread_mutex_lock(&w->lock);
-    if (ep->status != CDT_SUCCESS)
-        rc = CDT_ERR_PEER; /* the only failed state of an endpoint */
+    if (ep->status != CDT_SUCCESS) { /* the only failed state of an endpoint: nothing sent */
+        pthread_mutex_unlock(&w->lock);
+        cdt__ucx_send_unposted(r);
+        return CDT_ERR_PEER;
+    }
     cdt__ucx_lane_ep *l = ep->lane;
-    if (rc == CDT_SUCCESS && (l == NULL || !l->tx_attached)) {
+    if (l == NULL || !l->tx_attached) {
         /* the lane ended since the caller looked (the endpoint failed or closes) */
         pthread_mutex_unlock(&w->lock);
         free(r->subs);
@@ -223,8 +226,7 @@ int cdt__ucx_lane_isend(struct cdt_ucx_ep_s *ep, cdt_ucx_request r, cdt_count th
     r->q_ep = ep->id;
     r->outstanding = 1;   /* held while posting */
     r->parts_pending = 1; /* held while posting: the commit is sent after the last part */
-    if (rc == CDT_SUCCESS)
-        rc = cdt__ucx_send_post_part(r, ep->ucp, r->head, msg_len, tag, &r->head_sub);
+    rc = cdt__ucx_send_post_part(r, ep->ucp, r->head, msg_len, tag, &r->head_sub);
     if (rc != CDT_SUCCESS) { /* nothing was sent */
         pthread_mutex_unlock(&w->lock);
         cdt__ucx_send_unposted(r);
