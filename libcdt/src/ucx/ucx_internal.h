@@ -296,6 +296,7 @@ struct cdt_ucx_request_s {
     struct cdt__ucx_lane_in *lane_in;
     uint64_t lane_len, lane_off;
     cdt_count lane_seg, lane_seg_start, lane_header, lane_packed;
+    bool lane_regions; /* recv: its large regions' receives were posted */
     /* recv: the head message lands here; send: the head message is built here */
     _Alignas(16) unsigned char head[CDT__UCX_HEAD_MAX];
 };

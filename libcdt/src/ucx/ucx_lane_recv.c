@@ -56,6 +56,13 @@ void cdt__ucx_lane_detach(cdt_ucx_request r)
     r->lane_in = NULL;
     e->r = NULL;
     r->outstanding--; /* the caller (cdt__ucx_recv_fail) holds the request meanwhile */
+    if (!r->lane_regions && r->lane_header > 0) {
+        /* failed before its large regions were posted: their messages are discarded, so that
+         * the sender completes */
+        r->lane_regions = true;
+        cdt__ucx_recv_drain_regions(r, r->head + CDT__UCX_PREFIX_SIZE + CDT__UCX_LANE_EXT_SIZE,
+                                    r->lane_header, 0);
+    }
 }
 
 void cdt__ucx_lane_head(cdt_ucx_request r, const cdt__ucx_head *h)
@@ -112,7 +119,7 @@ void cdt__ucx_lane_head(cdt_ucx_request r, const cdt__ucx_head *h)
     r->lane_packed = in.packed_size;
     r->lane_seg = -1;
     r->lane_seg_start = in.header_size;
-    cdt__ucx_recv_post_regions(r, h->part, h->part_len, &in);
+    r->lane_regions = nsep == 0;
     cdt__ucx_lane_pump_recv(ep->lane); /* the grant goes now; a broken lane shows in progress */
 }
 
@@ -136,6 +143,26 @@ static int unpack(void *state, uint64_t offset, const unsigned char *src, size_t
         n -= k;
     }
     return CDT_SUCCESS;
+}
+
+/* The large regions' receives are posted once the packed stream is in: a custom type says where
+ * its regions go only then (its region callback reads what it unpacked), as in version 6, where
+ * the whole inline stream is written before the regions are posted. Their senders' messages
+ * wait in UCX meanwhile. The header is the head's part, still in r->head. */
+static void post_regions(cdt_ucx_request r, const cdt__ucx_lane_in *e)
+{
+    if (r->lane_regions || e->off < (uint64_t)r->lane_packed)
+        return;
+    r->lane_regions = true;
+    cdt_frame_info in = {.field_mask = CDT_FRAME_INFO_ALL};
+    const unsigned char *S = r->head + CDT__UCX_PREFIX_SIZE + CDT__UCX_LANE_EXT_SIZE;
+    int rc = cdt_decoder_info(r->dec, &in);
+    if (rc != CDT_SUCCESS) {
+        cdt__ucx_recv_drain_regions(r, S, r->lane_header, 0);
+        cdt__ucx_recv_fail(r, rc);
+        return;
+    }
+    cdt__ucx_recv_post_regions(r, S, r->lane_header, &in); /* fails r itself */
 }
 
 /* a custom type's callbacks (and a prepare callback's decoder, which may bind one) read a
@@ -163,14 +190,18 @@ int cdt__ucx_lane_pump_recv(cdt__ucx_lane_ep *l)
         cdt_ucx_request r = e->r;
         int rc = cdt__lane_pump_in(&l->rx, r != NULL ? unpack : NULL, r, &e->off, e->len,
                                    r != NULL && needs_copy(r) ? l->bounce : NULL);
-        if (rc == 0)
-            return 0;
+        if (rc < 0 && l->rx.error != 0)
+            return l->rx.error;
         if (rc < 0) {
-            if (l->rx.error != 0)
-                return l->rx.error;
             cdt__ucx_recv_fail(r, rc); /* its own failure: the rest is released unread */
             continue;
         }
+        if (r != NULL) {
+            post_regions(r, e); /* the packed stream is in: the regions' places are known */
+            r = e->r;           /* NULL: their posting failed the receive */
+        }
+        if (rc == 0)
+            return 0;
         l->in_head = e->next;
         if (l->in_head == NULL)
             l->in_tail = NULL;
