@@ -43,6 +43,18 @@ static cdt__ucx_lane_in *enqueue(cdt__ucx_lane_ep *l, uint64_t key, uint64_t len
     return e;
 }
 
+/* a LANE head whose lane is not (or no longer) mapped here: CDT_ERR_PEER when no live endpoint
+ * has its sender for peer (the sender's endpoint failed or was closed, and its lane with it:
+ * a peer that died in its send), else CDT_ERR_FRAME_MALFORMED (a live peer that names a lane
+ * it never offered on that endpoint) */
+static int lane_missing(cdt_ucx_worker w, uint64_t sender)
+{
+    for (struct cdt_ucx_ep_s *ep = w->eps; ep != NULL; ep = ep->next)
+        if (ep->status == CDT_SUCCESS && ep->peer_id == sender)
+            return CDT_ERR_FRAME_MALFORMED;
+    return CDT_ERR_PEER;
+}
+
 void cdt__ucx_lane_discard(cdt_ucx_worker w, const cdt__ucx_head *h)
 {
     struct cdt_ucx_ep_s *ep = lane_ep(w, h->lane_id);
@@ -72,7 +84,7 @@ void cdt__ucx_lane_head(cdt_ucx_request r, const cdt__ucx_head *h)
      * endpoint's lane is not that sender's */
     if (ep == NULL || ep->peer_id != h->sender) {
         cdt__ucx_recv_drain_regions(r, h->part, h->part_len, 0);
-        cdt__ucx_recv_fail(r, CDT_ERR_FRAME_MALFORMED);
+        cdt__ucx_recv_fail(r, lane_missing(r->w, h->sender));
         return;
     }
     const uint64_t lane_len = (uint64_t)(h->stream_len - h->part_len);
