@@ -228,8 +228,10 @@ static int ep_progress(struct cdt_ucx_ep_s *ep, cdt__ucx_lane_ep *l, bool *moved
 
 void cdt__ucx_lane_progress(cdt_ucx_worker w)
 {
-    /* an offer follows a peer's id on its stream, perhaps after the id was read */
-    if (w->lane_on)
+    /* an offer follows a peer's id on its stream, perhaps after the id was read: looked for
+     * on one progress call in 64 (a stream poll on every call slowed objects that do not use
+     * the lane) */
+    if (w->lane_on && (++w->lane_polls & 63) == 0)
         cdt__ucx_hello_poll(w);
     bool any_waiting = false, any_moved = false;
     for (struct cdt_ucx_ep_s *ep = w->eps; ep != NULL; ep = ep->next) {
