@@ -146,6 +146,7 @@ enum cdt_ucx_worker_params_field {
     CDT_UCX_WORKER_PARAM_BUFFER_CACHE = 1u << 2,       /*!< buffer_cache_bytes */
     CDT_UCX_WORKER_PARAM_PROTOCOL = 1u << 3,           /*!< protocol */
     CDT_UCX_WORKER_PARAM_FIFO_STALL_TIMEOUT = 1u << 4, /*!< fifo_stall_timeout_ms */
+    CDT_UCX_WORKER_PARAM_LANE = 1u << 5,               /*!< lane */
 };
 
 /*! Default of cdt_ucx_worker_params.fifo_stall_timeout_ms (ms). */
@@ -207,6 +208,16 @@ typedef struct cdt_ucx_worker_params {
      * Endpoints without a FIFO (the default, TCP) are not bounded: there a dead peer fails the
      * endpoint. */
     int64_t fifo_stall_timeout_ms;
+    /*! 1: the lane, libcdt's own shared memory between two processes of one host
+     * (docs/TRANSPORT.md §10): this worker offers one on each endpoint whose peer shares its
+     * host (a cma transport, no shared-memory FIFO) and maps the lanes its peers offer; large
+     * objects then move in one pass per side. 0: neither (the peer's objects move the version 6
+     * way). Its sender is trusted not to change the bytes of its own object under a custom
+     * type's unpack callback only in that each callback reads a private copy (docs/SECURITY.md).
+     * Default: the environment variable CDT_UCX_LANE ("on" or "off") when set, else 0. Opt-in
+     * until it has passed the soaks. cdt_ucx_ep_transports says "lane=memfd" where an
+     * endpoint uses it, "lane=none/<why>" where the worker has it on and the endpoint has not. */
+    int lane;
 } cdt_ucx_worker_params;
 
 /*! cdt_ucx_worker_create() : create a worker on `context`.
@@ -257,9 +268,11 @@ enum cdt_ucx_worker_stats_field {
     CDT_UCX_WORKER_STATS_QUARANTINED = 1u << 0,         /*!< quarantined */
     CDT_UCX_WORKER_STATS_QUARANTINE_RELEASED = 1u << 1, /*!< quarantine_released */
     CDT_UCX_WORKER_STATS_QUARANTINE_DROPPED = 1u << 2,  /*!< quarantine_dropped */
+    CDT_UCX_WORKER_STATS_LANE_SENT = 1u << 3,           /*!< lane_sent */
+    CDT_UCX_WORKER_STATS_LANE_RECEIVED = 1u << 4,       /*!< lane_received */
 };
 /*! Every field of cdt_ucx_worker_stats this library knows. */
-#define CDT_UCX_WORKER_STATS_ALL 0x7u
+#define CDT_UCX_WORKER_STATS_ALL 0x1fu
 /*! Counters of a worker (cdt_ucx_worker_stats_get). The head buffers of sends over cross-memory
  * attach that ended without success are kept while the peer may still copy the head out of
  * them (docs/TRANSPORT.md §8, "Memory and cost"). */
@@ -268,6 +281,8 @@ typedef struct cdt_ucx_worker_stats {
     uint64_t quarantined;         /*!< head buffers held now (about 33 KiB each; at most 512) */
     uint64_t quarantine_released; /*!< freed since the worker was made, no reader left */
     uint64_t quarantine_dropped;  /*!< freed at the bound (the oldest), a reader maybe left */
+    uint64_t lane_sent;           /*!< objects whose stream this worker packed into a lane whole */
+    uint64_t lane_received; /*!< objects whose stream this worker unpacked from a lane whole */
 } cdt_ucx_worker_stats;
 /*! cdt_ucx_worker_stats_get() : fill the fields stats->field_mask asks for. Errors:
  *  CDT_ERR_INVALID_ARG (NULL, a mask of no field or of a field this library does not know). */

@@ -63,6 +63,12 @@ def info(out=None):
         else:
             print("transport: UCX %s (%s)" % (cdtypes.ucx.version(),
                                                os.path.realpath(_lib._ucx_path)), file=out)
+            # the lane (docs/TRANSPORT.md §10): opt-in until it passed its soaks; an endpoint
+            # that uses it says lane=memfd in its transports (cdtypes.ucx transports())
+            lane = os.environ.get("CDT_UCX_LANE", "")
+            print("lane: %s" % ("on (CDT_UCX_LANE=on): endpoints to local peers report "
+                                "lane=memfd, or lane=none/<why>" if lane == "on" else
+                                "off (opt-in: CDT_UCX_LANE=on)"), file=out)
     mapped = _mapped_libraries(["libucp", "libuct", "libucs", "libucm"])
     if mapped is None:
         print("UCX files: unknown (no /proc/self/maps)", file=out)

@@ -29,6 +29,8 @@ def test_info_names_version_backend_and_files():
         os.environ.get("CDTYPES_LIBCDT")
     if _backend.HAVE_UCX:
         assert any(line.startswith("transport: UCX ") for line in lines)
+        # the lane (docs/TRANSPORT.md §10): on or off, and how to turn it on
+        assert any(line.startswith("lane: ") for line in lines), done.stdout
         ucp = [line for line in lines if line.startswith("libucp: ")]
         assert len(ucp) == 1 and "," not in ucp[0], done.stdout  # one copy of UCX
 

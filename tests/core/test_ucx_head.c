@@ -4,7 +4,9 @@
  * that holds the frame's fixed header (senders cut heads to 1 KiB to keep them eager); a tail
  * after a head without that header, a tail longer than the frame allows, and a head of an
  * earlier protocol version are refused with their own error; the sender id comes back, and a
- * head without one (0) is refused.
+ * head without one (0) is refused. Version 7's LANE heads (§10.3): the lane id and the stream
+ * length after the prefix, then exactly the frame's header; no tail, a stream length within the
+ * frame, the limits applied.
  */
 #include "check.h"
 #include "frame/frame_format.h"
@@ -70,5 +72,33 @@ int main(void)
         CHECK_RC(cdt__ucx_parse_head(msg, EAGER_HEAD, NULL, &h),
                  v == CDT__UCX_PREFIX_VERSION ? CDT_SUCCESS : CDT_ERR_FRAME_VERSION);
     }
+    /* a LANE head: prefix, lane id and stream length, the fixed header; the rest of the inline
+     * stream comes through the lane */
+    const size_t lh = CDT__UCX_PREFIX_SIZE + CDT__UCX_LANE_EXT_SIZE + CDT_FRAME_FIXED_HEADER_SIZE;
+    memset(msg, 0, sizeof(msg));
+    cdt__ucx_put_prefix(msg, 9, 65536, 0, CDT__UCX_FLAG_COMMIT | CDT__UCX_FLAG_LANE, 0x5e);
+    cdt__ucx_put_lane_ext(msg + CDT__UCX_PREFIX_SIZE, UINT64_C(0x1122334455667788), frame);
+    cdt__frame_put_fixed(msg + CDT__UCX_PREFIX_SIZE + CDT__UCX_LANE_EXT_SIZE,
+                         CDT_FRAME_FIXED_HEADER_SIZE, PACKED, 0, frame, 1);
+    CHECK_OK(cdt__ucx_parse_head(msg, lh, NULL, &h));
+    CHECK(h.lane && h.lane_id == UINT64_C(0x1122334455667788) && h.stream_len == frame);
+    CHECK(h.part == msg + CDT__UCX_PREFIX_SIZE + CDT__UCX_LANE_EXT_SIZE);
+    CHECK(h.part_len == CDT_FRAME_FIXED_HEADER_SIZE && h.tail_len == 0 && h.commit);
+    CHECK_RC(cdt__ucx_parse_head(msg, lh, &small, &h), CDT_ERR_LIMIT); /* limits apply */
+    /* a stream longer than the frame, or shorter than the head's part */
+    cdt__ucx_put_lane_ext(msg + CDT__UCX_PREFIX_SIZE, 1, frame + 1);
+    CHECK_RC(cdt__ucx_parse_head(msg, lh, NULL, &h), CDT_ERR_FRAME_MALFORMED);
+    cdt__ucx_put_lane_ext(msg + CDT__UCX_PREFIX_SIZE, 1, CDT_FRAME_FIXED_HEADER_SIZE - 1);
+    CHECK_RC(cdt__ucx_parse_head(msg, lh, NULL, &h), CDT_ERR_FRAME_MALFORMED);
+    /* a LANE head with a tail, or without the whole fixed header */
+    cdt__ucx_put_lane_ext(msg + CDT__UCX_PREFIX_SIZE, 1, frame);
+    cdt__ucx_put_prefix(msg, 9, 65536, 10, CDT__UCX_FLAG_COMMIT | CDT__UCX_FLAG_LANE, 0x5e);
+    CHECK_RC(cdt__ucx_parse_head(msg, lh, NULL, &h), CDT_ERR_FRAME_MALFORMED);
+    cdt__ucx_put_prefix(msg, 9, 65536, 0, CDT__UCX_FLAG_COMMIT | CDT__UCX_FLAG_LANE, 0x5e);
+    CHECK_RC(cdt__ucx_parse_head(msg, lh - 1, NULL, &h), CDT_ERR_FRAME_MALFORMED);
+    CHECK_RC(cdt__ucx_parse_head(msg, CDT__UCX_PREFIX_SIZE + 8, NULL, &h), CDT_ERR_FRAME_TRUNCATED);
+    /* a flag of a later version */
+    msg[6] |= 0x08;
+    CHECK_RC(cdt__ucx_parse_head(msg, lh, NULL, &h), CDT_ERR_FRAME_VERSION);
     return check_report("test_ucx_head");
 }

@@ -30,11 +30,19 @@ static void one(const uint8_t *data, size_t size, const cdt__ucx_limits *lim)
     }
     if (rc != CDT_SUCCESS)
         return;
-    check(size >= CDT__UCX_PREFIX_SIZE);
-    check(h.part == data + CDT__UCX_PREFIX_SIZE);
-    check(h.part_len == (cdt_count)size - CDT__UCX_PREFIX_SIZE);
+    /* a LANE head: its 16 bytes after the prefix, then the whole fixed header, no tail, and a
+     * stream length between its part and the frame's size (checked below) */
+    const size_t ext = h.lane ? CDT__UCX_LANE_EXT_SIZE : 0;
+    check(size >= CDT__UCX_PREFIX_SIZE + ext);
+    check(h.part == data + CDT__UCX_PREFIX_SIZE + ext);
+    check(h.part_len == (cdt_count)(size - CDT__UCX_PREFIX_SIZE - ext));
     check(h.key <= CDT__UCX_KEY_MASK && h.threshold >= 1 && h.tail_len >= 0 && h.sender != 0);
-    check(h.stream_len == h.part_len + h.tail_len);
+    if (h.lane)
+        check(h.tail_len == 0 && h.part_len >= CDT_FRAME_FIXED_HEADER_SIZE &&
+              h.stream_len >= h.part_len &&
+              h.stream_len <= (cdt_count)cdt__get_u64(h.part + CDT__OFF_FRAME_SIZE));
+    else
+        check(h.stream_len == h.part_len + h.tail_len);
     if (h.tail_len > 0) /* a tail follows only a head that holds the frame's fixed header */
         check(h.part_len >= CDT_FRAME_FIXED_HEADER_SIZE);
     if (h.part_len >= CDT_FRAME_FIXED_HEADER_SIZE) {

@@ -49,6 +49,13 @@ side_fn transports_client, transports_server, accept_send_client, accept_send_se
     close_pending_flush_client, close_pending_flush_server;
 int address_case(void);
 
+/* cases_lane.c: objects through the lane; a sender killed packing into it (where 1), a
+ * receiver killed unpacking from it (where 2) */
+side_fn lane_client, lane_server;
+int lane_case(void);
+int lane_kill_case(int where);
+int lane_hostile_case(void); /* a sender that scribbles over its own segment */
+
 /* cases_churn.c: clients that connect and leave while sends to them are in flight */
 int quarantine_churn_case(void);
 

@@ -254,7 +254,7 @@ void malformed_client(peer *p)
     /* a valid prefix followed by a broken frame header */
     unsigned char bad[40 + 48];
     memset(bad, 0, sizeof(bad));
-    memcpy(bad, "CDTU\x06\0\0\0", 8); /* prefix version 6, split mode */
+    memcpy(bad, "CDTU\x07\0\0\0", 8); /* prefix version 7, split mode */
     bad[16] = 0xff;                   /* threshold */
     bad[32] = 0x5e;                   /* sender */
     memcpy(bad + 40, "CDTF\x01\0\0\0", 8);

@@ -19,7 +19,7 @@ size_t make_head(unsigned char *out, uint64_t key, uint64_t threshold, uint64_t 
                  uint64_t n, uint64_t len)
 {
     memset(out, 0, 40 + 48);
-    memcpy(out, "CDTU\x06\0\0\0", 8); /* version 6, split mode */
+    memcpy(out, "CDTU\x07\0\0\0", 8); /* version 7, split mode */
     le64(out + 8, key);
     le64(out + 16, threshold);
     le64(out + 24, tail_len);

@@ -134,7 +134,7 @@ static void le64(unsigned char *p, uint64_t v)
 static size_t make_head(unsigned char *out, uint64_t key, uint64_t len)
 {
     memset(out, 0, 40 + 64);
-    memcpy(out, "CDTU\x06\0\0\0", 8);
+    memcpy(out, "CDTU\x07\0\0\0", 8);
     le64(out + 8, key);
     le64(out + 16, 1024); /* zcopy threshold */
     le64(out + 24, 0);    /* no tail */

@@ -373,6 +373,14 @@ int cdt__frame_encode_plain(const void *buf, cdt_count count, cdt_type type,
     return encode(buf, count, type, params, false, &small, out);
 }
 
+int cdt__frame_encode_plain_deferred(const void *buf, cdt_count count, cdt_type type,
+                                     const cdt_frame_params *params, void *dst, cdt_count cap,
+                                     cdt_count *frame_len, cdt_frame *out)
+{
+    small_dst small = {dst, cap, frame_len, true};
+    return encode(buf, count, type, params, true, &small, out);
+}
+
 int cdt__frame_encode_deferred(const void *buf, cdt_count count, cdt_type type,
                                const cdt_frame_params *params, cdt_frame *out)
 {

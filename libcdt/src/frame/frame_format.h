@@ -178,5 +178,13 @@ CDT__TRANSPORT_SHARED int cdt__frame_encode_plain(const void *buf, cdt_count cou
                                                   const cdt_frame_params *params, void *dst,
                                                   cdt_count cap, cdt_count *frame_len,
                                                   cdt_frame *out);
+/* frame_encode.c: cdt__frame_encode_plain, except that a frame object is deferred (as
+ * cdt__frame_encode_deferred): the transport's lane packs its stream straight into the segment
+ * (docs/TRANSPORT.md §10.3). */
+CDT__TRANSPORT_SHARED int cdt__frame_encode_plain_deferred(const void *buf, cdt_count count,
+                                                           cdt_type type,
+                                                           const cdt_frame_params *params,
+                                                           void *dst, cdt_count cap,
+                                                           cdt_count *frame_len, cdt_frame *out);
 
 #endif

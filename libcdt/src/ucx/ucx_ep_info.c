@@ -132,6 +132,8 @@ int cdt_ucx_ep_transports(cdt_ucx_ep ep, char *buf, size_t size)
         return CDT_ERR_INVALID_ARG;
     pthread_mutex_lock(&ep->w->lock);
     int rc = cdt__ucx_ep_lanes(ep, buf, size);
+    if (rc == CDT_SUCCESS)
+        cdt__ucx_lane_describe(ep, buf, size); /* " lane=memfd", or why not */
     pthread_mutex_unlock(&ep->w->lock);
     return rc;
 }

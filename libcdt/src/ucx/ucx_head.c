@@ -60,8 +60,9 @@ int cdt__ucx_parse_head(const unsigned char *msg, size_t len, const cdt__ucx_lim
         return CDT_ERR_FRAME_MAGIC;
     /* a flag this version does not know is a later protocol's */
     if (msg[4] != CDT__UCX_PREFIX_VERSION || msg[5] != CDT__UCX_MODE_SPLIT ||
-        (msg[6] & ~CDT__UCX_FLAG_COMMIT) != 0 || msg[7] != 0)
+        (msg[6] & ~(CDT__UCX_FLAG_COMMIT | CDT__UCX_FLAG_LANE)) != 0 || msg[7] != 0)
         return CDT_ERR_FRAME_VERSION;
+    const bool lane = (msg[6] & CDT__UCX_FLAG_LANE) != 0;
     uint64_t key = cdt__get_u64(msg + 8);
     uint64_t threshold = cdt__get_u64(msg + 16);
     uint64_t tail_len = cdt__get_u64(msg + 24);
@@ -69,8 +70,17 @@ int cdt__ucx_parse_head(const unsigned char *msg, size_t len, const cdt__ucx_lim
     if (key > CDT__UCX_KEY_MASK || threshold < 1 || threshold > (uint64_t)INT64_MAX ||
         tail_len > (uint64_t)INT64_MAX || sender == 0)
         return CDT_ERR_FRAME_MALFORMED;
-    const unsigned char *part = msg + CDT__UCX_PREFIX_SIZE;
-    cdt_count part_len = (cdt_count)len - CDT__UCX_PREFIX_SIZE;
+    size_t ext = lane ? CDT__UCX_LANE_EXT_SIZE : 0;
+    if (len < CDT__UCX_PREFIX_SIZE + ext)
+        return CDT_ERR_FRAME_TRUNCATED;
+    uint64_t lane_id = lane ? cdt__get_u64(msg + CDT__UCX_PREFIX_SIZE) : 0;
+    uint64_t lane_stream = lane ? cdt__get_u64(msg + CDT__UCX_PREFIX_SIZE + 8) : 0;
+    const unsigned char *part = msg + CDT__UCX_PREFIX_SIZE + ext;
+    cdt_count part_len = (cdt_count)(len - CDT__UCX_PREFIX_SIZE - ext);
+    /* a lane object's head holds the whole fixed header (its limits apply now) and no tail */
+    if (lane && (tail_len != 0 || part_len < CDT_FRAME_FIXED_HEADER_SIZE ||
+                 lane_stream < (uint64_t)part_len || lane_stream > (uint64_t)INT64_MAX))
+        return CDT_ERR_FRAME_MALFORMED;
     /* a tail may follow a head of any length that holds the frame's fixed header (below):
      * senders cut the head short to keep it eager (docs/TRANSPORT.md §4) */
     if (part_len >= CDT_FRAME_FIXED_HEADER_SIZE) {
@@ -89,6 +99,8 @@ int cdt__ucx_parse_head(const unsigned char *msg, size_t len, const cdt__ucx_lim
             return CDT_ERR_LIMIT;
         if ((cdt_count)tail_len > frame_size - part_len)
             return CDT_ERR_FRAME_MALFORMED; /* the inline stream is part of the frame */
+        if (lane && (cdt_count)lane_stream > frame_size)
+            return CDT_ERR_FRAME_MALFORMED;
     } else if (tail_len > 0) {
         return CDT_ERR_FRAME_MALFORMED;
     }
@@ -97,10 +109,18 @@ int cdt__ucx_parse_head(const unsigned char *msg, size_t len, const cdt__ucx_lim
     out->tail_len = (cdt_count)tail_len;
     out->part = part;
     out->part_len = part_len;
-    out->stream_len = part_len + (cdt_count)tail_len;
+    out->stream_len = lane ? (cdt_count)lane_stream : part_len + (cdt_count)tail_len;
     out->commit = (msg[6] & CDT__UCX_FLAG_COMMIT) != 0;
     out->sender = sender;
+    out->lane = lane;
+    out->lane_id = lane_id;
     return CDT_SUCCESS;
+}
+
+void cdt__ucx_put_lane_ext(unsigned char *p, uint64_t lane_id, cdt_count stream_len)
+{
+    cdt__put_u64(p, lane_id);
+    cdt__put_u64(p + 8, (uint64_t)stream_len);
 }
 
 void cdt__ucx_put_prefix(unsigned char *p, uint64_t key, cdt_count threshold, cdt_count tail_len,

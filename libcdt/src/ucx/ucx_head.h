@@ -28,7 +28,7 @@
 #define CDT__UCX_HEAD_MAX 32768
 #define CDT__UCX_PREFIX_SIZE 40
 #define CDT__UCX_PREFIX_MAGIC UINT32_C(0x55544443) /* "CDTU" little-endian */
-#define CDT__UCX_PREFIX_VERSION 6
+#define CDT__UCX_PREFIX_VERSION 7
 /* prefix byte 5: how the object travels */
 #define CDT__UCX_MODE_SPLIT 0  /* head message, tail and large regions as private messages */
 #define CDT__UCX_MODE_SINGLE 1 /* this message holds the prefix and the whole frame */
@@ -36,6 +36,11 @@
  * commit message (index CDT__UCX_COMMIT_INDEX), which the sender sends once every large region
  * was taken by the receiver (docs/TRANSPORT.md §4, Commit). Other bits are a later protocol. */
 #define CDT__UCX_FLAG_COMMIT 0x01
+/* LANE (version 7): the prefix is followed by the lane id (8) and the inline stream's length
+ * (8); the head carries the frame's header, and the rest of the inline stream comes through
+ * the sender's lane (docs/TRANSPORT.md §10.3). tail_len is then 0. */
+#define CDT__UCX_FLAG_LANE 0x04
+#define CDT__UCX_LANE_EXT_SIZE 16
 
 /* the commit message: magic, then the sender's status (int32): CDT_SUCCESS when every large
  * region's send completed, else the error that ended one */
@@ -78,6 +83,9 @@ typedef struct cdt__ucx_head {
     cdt_count stream_len;      /* bytes of the whole inline stream: part_len + tail_len */
     bool commit;               /* a commit message ends the object (CDT__UCX_FLAG_COMMIT) */
     uint64_t sender;           /* the sending endpoint's id (never 0; docs/TRANSPORT.md §4) */
+    bool lane;                 /* CDT__UCX_FLAG_LANE: stream bytes [part_len, stream_len) come
+                                * through the lane lane_id */
+    uint64_t lane_id;
 } cdt__ucx_head;
 
 /* Parse a head message of `len` bytes (len <= CDT__UCX_HEAD_MAX; only those bytes are read).
@@ -94,6 +102,9 @@ CDT__UCX_HEAD_HIDDEN int cdt__ucx_parse_head(const unsigned char *msg, size_t le
  * endpoint's id, not 0). */
 CDT__UCX_HEAD_HIDDEN void cdt__ucx_put_prefix(unsigned char *p, uint64_t key, cdt_count threshold,
                                               cdt_count tail_len, unsigned flags, uint64_t sender);
+/* Write the 16 bytes that follow a LANE head's prefix. */
+CDT__UCX_HEAD_HIDDEN void cdt__ucx_put_lane_ext(unsigned char *p, uint64_t lane_id,
+                                                cdt_count stream_len);
 /* Write the prefix of a single-mode message (bytes 8 to the end of the prefix zero). */
 CDT__UCX_HEAD_HIDDEN void cdt__ucx_put_single_prefix(unsigned char *p);
 

@@ -34,12 +34,13 @@ void cdt__ucx_hello_send(struct cdt_ucx_ep_s *ep)
     /* the bytes stay in the endpoint, whose memory outlives UCX's endpoint */
     ucp_request_param_t p = {.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK, .cb.send = hello_sent};
     void *q = ucp_stream_send_nbx(ep->ucp, ep->id_wire, sizeof(ep->id_wire), &p);
-    (void)q; /* NULL: sent; an error: as if lost; else hello_sent frees it */
+    (void)q;                      /* NULL: sent; an error: as if lost; else hello_sent frees it */
+    cdt__ucx_lane_offer_send(ep); /* right after the id, on the same stream */
 }
 
 /* lock held: the stream bytes that came on one endpoint: the first 8 are the peer's id,
- * anything after is ignored (ep NULL: an endpoint UCX made for a peer that connected by
- * address, which the application does not hold: its bytes are read and dropped) */
+ * then a lane offer may follow (ucx_lane.c) (ep NULL: an endpoint UCX made for a peer that
+ * connected by address, which the application does not hold: its bytes are read and dropped) */
 static void take(ucp_ep_h ucp, struct cdt_ucx_ep_s *ep)
 {
     for (;;) {
@@ -48,8 +49,11 @@ static void take(ucp_ep_h ucp, struct cdt_ucx_ep_s *ep)
         if (data == NULL || UCS_PTR_IS_ERR(data))
             return;
         const unsigned char *b = data;
-        for (size_t i = 0; ep != NULL && i < len && ep->peer_got < sizeof(ep->peer_wire); i++)
+        size_t i = 0;
+        for (; ep != NULL && i < len && ep->peer_got < sizeof(ep->peer_wire); i++)
             ep->peer_wire[ep->peer_got++] = b[i];
+        if (ep != NULL && i < len) /* after the id: a lane offer (ucx_lane.c) */
+            cdt__ucx_lane_stream_bytes(ep, b + i, len - i);
         ucp_stream_data_release(ucp, data);
         if (ep != NULL && ep->hello_wait && ep->peer_got == sizeof(ep->peer_wire)) {
             uint64_t id = cdt__get_u64(ep->peer_wire);

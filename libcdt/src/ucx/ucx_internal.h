@@ -79,6 +79,11 @@ struct cdt_ucx_worker_s {
     /* endpoints whose peer id has not arrived: progress polls the UCX streams while there are
      * some (ucx_hello.c) */
     int hello_waiting;
+    /* the lane (ucx_lane.c): offered and accepted by this worker; consumer lanes mapped */
+    bool lane_on;
+    int lanes_mapped;
+    uint64_t lane_sent, lane_received; /* objects whose stream went whole (stats) */
+    unsigned lane_polls;               /* progress calls (the offer's stream poll) */
     /* UCX generic datatypes of single-mode messages: the send packs from the frame, every
      * receive unpacks into the head buffer or the decoder (ucx_single.c) */
     ucp_datatype_t dt_send, dt_recv;
@@ -158,6 +163,12 @@ struct cdt_ucx_ep_s {
     /* sends posted on this endpoint and not done (linked by ep_next/ep_prev): a failure or a
      * close of the endpoint ends them, also where UCX keeps their operations (ucx_send_track.c) */
     struct cdt_ucx_request_s *sends;
+    /* its lanes (ucx_lane.c; NULL: none), the offer record sent after its id, why it has no
+     * lane (reporting), and whether sends go through it (set once, read without the lock) */
+    struct cdt__ucx_lane_ep *lane;
+    unsigned char lane_wire[4 + 40];
+    const char *lane_why;
+    bool lane_ready;
     struct cdt_ucx_ep_s *next, *prev;
 };
 
@@ -282,6 +293,15 @@ struct cdt_ucx_request_s {
      * bytes packed without a gap from the start (UCX may pack a piece again) */
     size_t single_len, tx_high;
     struct cdt_ucx_request_s *next, *prev; /* w->body_recvs, w->orphans */
+    /* the lane (ucx_lane_*.c). send: queued on its endpoint's lane (lane_next), the bytes it
+     * puts there; recv: its place on the consumer lane. Both: the cursor that maps the lane's
+     * stream onto the frame (lane_seg: -1 the packed stream, else the region; lane_seg_start:
+     * the inline-stream offset where it starts) */
+    struct cdt_ucx_request_s *lane_next;
+    struct cdt__ucx_lane_in *lane_in;
+    uint64_t lane_len, lane_off;
+    cdt_count lane_seg, lane_seg_start, lane_header, lane_packed;
+    bool lane_regions; /* recv: its large regions' receives were posted */
     /* recv: the head message lands here; send: the head message is built here */
     _Alignas(16) unsigned char head[CDT__UCX_HEAD_MAX];
 };
@@ -471,5 +491,24 @@ CDT__UCX_HIDDEN void cdt__ucx_recv_fail(cdt_ucx_request r, int status);
 /* ucx_recv_state.c, lock held: link a matched receive into w->body_recvs and start its rest
  * deadline */
 CDT__UCX_HIDDEN void cdt__ucx_recv_matched(cdt_ucx_request r);
+
+/* ucx_send.c: for the lane's sends (ucx_lane_send.c): post one more part of an object; the
+ * posting is over (the hold dropped, the lock released); a send whose first message could not
+ * be posted (lock not held); one part of a send ended with `status` */
+CDT__UCX_HIDDEN int cdt__ucx_send_post_part(cdt_ucx_request r, ucp_ep_h ep, const void *data,
+                                            size_t len, uint64_t tag, cdt__ucx_sub *s);
+CDT__UCX_HIDDEN int cdt__ucx_send_posted(struct cdt_ucx_ep_s *ep, cdt_ucx_request r,
+                                         cdt_ucx_request *request);
+CDT__UCX_HIDDEN void cdt__ucx_send_unposted(cdt_ucx_request r);
+CDT__UCX_HIDDEN void cdt__ucx_send_part_end(cdt_ucx_request r, int status);
+/* ucx_recv.c: for the lane's receives (ucx_lane_recv.c) */
+CDT__UCX_HIDDEN int cdt__ucx_recv_open_decoder(cdt_ucx_request r, const unsigned char *S,
+                                               cdt_count slen, cdt_frame_info *in);
+CDT__UCX_HIDDEN void cdt__ucx_recv_post_regions(cdt_ucx_request r, const unsigned char *S,
+                                                cdt_count slen, const cdt_frame_info *in);
+CDT__UCX_HIDDEN void cdt__ucx_recv_drain_regions(cdt_ucx_request r, const unsigned char *S,
+                                                 cdt_count slen, cdt_count from);
+
+#include "ucx_lane.h"
 
 #endif

@@ -300,6 +300,8 @@ static void drain_refused(cdt_ucx_request r, size_t length)
     r->threshold = h.threshold;
     r->commit = h.commit;
     cdt__ucx_post_sweep(r->w, h.key, cdt__ucx_drain_deadline(r));
+    if (h.lane)
+        cdt__ucx_lane_discard(r->w, &h);
 }
 
 /* lock held: a split-mode head that arrived after its receive was abandoned and completed
@@ -319,6 +321,8 @@ static void drain_abandoned_head(cdt_ucx_request r, size_t length)
     r->threshold = h.threshold;
     r->commit = h.commit;
     cdt__ucx_post_sweep(r->w, h.key, cdt__ucx_drain_deadline(r)); /* none of its parts taken */
+    if (h.lane)
+        cdt__ucx_lane_discard(r->w, &h);
 }
 
 /* lock held: the usual small object in split mode, a frame without regions that is the whole
@@ -376,9 +380,15 @@ static void head_arrived(cdt_ucx_request r, size_t length)
                 cdt__ucx_post_drain(r->w, cdt__ucx_private_tag(r->key, CDT__UCX_TAIL_INDEX),
                                     cdt__ucx_drain_deadline(r));
             drain_regions(r, h.part, h.part_len, 0);
+            if (h.lane)
+                cdt__ucx_lane_discard(r->w, &h);
             cdt__ucx_recv_fail(r, rc);
             return;
         }
+    }
+    if (h.lane) { /* the rest of the inline stream comes through the sender's lane */
+        cdt__ucx_lane_head(r, &h);
+        return;
     }
     if (h.tail_len == 0) {
         if (!decode_plain(r, h.part, h.part_len))
@@ -502,4 +512,24 @@ int cdt_ucx_irecv(cdt_ucx_worker worker, void *buf, cdt_count count, cdt_type ty
     }
     *request = r;
     return CDT_SUCCESS;
+}
+
+/* ---- for the lane's receives (ucx_lane_recv.c) ---- */
+
+int cdt__ucx_recv_open_decoder(cdt_ucx_request r, const unsigned char *S, cdt_count slen,
+                               cdt_frame_info *in)
+{
+    return open_decoder(r, S, slen, in);
+}
+
+void cdt__ucx_recv_post_regions(cdt_ucx_request r, const unsigned char *S, cdt_count slen,
+                                const cdt_frame_info *in)
+{
+    post_regions(r, S, slen, in);
+}
+
+void cdt__ucx_recv_drain_regions(cdt_ucx_request r, const unsigned char *S, cdt_count slen,
+                                 cdt_count from)
+{
+    drain_regions(r, S, slen, from);
 }

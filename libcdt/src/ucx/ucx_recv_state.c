@@ -205,8 +205,10 @@ void cdt__ucx_recv_fail(cdt_ucx_request r, int status)
         return;
     cdt__ucx_request_set_error(r, status);
     if (r->single)
-        r->discard = true; /* the rest of its message arrives into nothing */
-    r->outstanding++;      /* r->subs stays valid while the callbacks run */
+        r->discard = true;  /* the rest of its message arrives into nothing */
+    r->outstanding++;       /* r->subs stays valid while the callbacks run */
+    if (r->lane_in != NULL) /* its lane stream goes on, released unread */
+        cdt__ucx_lane_detach(r);
     if (r->tail_sub.ucx != NULL)
         ucp_request_cancel(r->w->ucp, r->tail_sub.ucx);
     if (r->commit_sub.ucx != NULL)

@@ -393,6 +393,11 @@ static int isend(cdt_ucx_ep ep, const void *buf, cdt_count count, cdt_type type,
         mode = CDT__UCX_MODE_SPLIT;
     else if (protocol != w->protocol)
         mode = local ? CDT__UCX_MODE_SINGLE : CDT__UCX_MODE_SPLIT;
+    /* an endpoint whose peer mapped its lane sends split heads and a large object's stream
+     * through the lane (ucx_lane_send.c; docs/TRANSPORT.md §10.3) */
+    const bool lane = protocol != CDT_UCX_PROTOCOL_SINGLE && cdt__ucx_lane_ready(ep);
+    if (lane)
+        mode = CDT__UCX_MODE_SPLIT;
     /* encode outside the lock: it runs the type's callbacks. A single-mode message packs its
      * stream later, inside UCX's copy (a deferred frame); a small one without regions is
      * written whole into the head buffer now (no frame object: the small-object path) */
@@ -408,6 +413,21 @@ static int isend(cdt_ucx_ep ep, const void *buf, cdt_count count, cdt_type type,
         if (rc == CDT_SUCCESS && r->frame == NULL) {
             r->single_len = CDT__UCX_PREFIX_SIZE + (size_t)frame_len + CDT__UCX_TRAILER_SIZE;
             return send_single(ep, r, tag, request);
+        }
+    } else if (lane) {
+        /* as below, except that a larger frame stays deferred: the lane packs its stream
+         * straight into the segment; an object the lane declines is packed now */
+        const cdt_count room = CDT__UCX_HEAD_MAX - CDT__UCX_PREFIX_SIZE;
+        cdt_count frame_len = 0;
+        rc = cdt__frame_encode_plain_deferred(buf, count, type, &fp, r->head + CDT__UCX_PREFIX_SIZE,
+                                              room, &frame_len, &r->frame);
+        if (rc == CDT_SUCCESS && r->frame == NULL)
+            return send_plain(ep, r, threshold, frame_len, tag, request);
+        if (rc == CDT_SUCCESS) {
+            rc = cdt__ucx_lane_isend(ep, r, threshold, tag, request);
+            if (rc != CDT__UCX_LANE_DECLINED)
+                return rc;
+            rc = cdt__frame_materialize(r->frame);
         }
     } else {
         /* split mode: a frame without regions that fits the head message is written there
@@ -538,4 +558,36 @@ static int isend(cdt_ucx_ep ep, const void *buf, cdt_count count, cdt_type type,
     if (r->commit && --r->parts_pending == 0) /* every part completed while it was posted */
         commit_send(r, ep->ucp);
     return send_posted(ep, r, request);
+}
+
+/* ---- for the lane's sends (ucx_lane_send.c) ---- */
+
+int cdt__ucx_send_post_part(cdt_ucx_request r, ucp_ep_h ep, const void *data, size_t len,
+                            uint64_t tag, cdt__ucx_sub *s)
+{
+    return post_part(r, ep, data, len, tag, s);
+}
+
+int cdt__ucx_send_posted(struct cdt_ucx_ep_s *ep, cdt_ucx_request r, cdt_ucx_request *request)
+{
+    return send_posted(ep, r, request);
+}
+
+void cdt__ucx_send_unposted(cdt_ucx_request r)
+{
+    send_unposted(r);
+}
+
+/* as send_cb does for a UCX message: the lane's part of the object ended */
+void cdt__ucx_send_part_end(cdt_ucx_request r, int status)
+{
+    if (status != CDT_SUCCESS)
+        cdt__ucx_request_set_error(r, status);
+    if (r->commit && --r->parts_pending == 0)
+        commit_send(r, r->ep != NULL ? r->ep->ucp : NULL);
+    if (--r->outstanding == 0) {
+        send_done(r);
+        if (r->orphaned)
+            cdt__ucx_orphan_release(r);
+    }
 }

@@ -92,6 +92,7 @@ int64_t cdt__ucx_next_stall(cdt_ucx_worker w)
  * may copy a head message from is quarantined, never reused (cdt__ucx_request_release). */
 void cdt__ucx_ep_end_sends(struct cdt_ucx_ep_s *ep, int status)
 {
+    cdt__ucx_lane_ep_end(ep, status); /* the lane goes with the endpoint's sends */
     while (ep->sends != NULL) {
         cdt_ucx_request r = ep->sends;
         cdt__ucx_send_unlink(r); /* the endpoint may be freed before UCX ends the send */

@@ -47,7 +47,7 @@ int cdt_ucx_worker_create(cdt_ucx_context context, const cdt_ucx_worker_params *
     uint64_t fm = params != NULL ? params->field_mask : 0;
     if (fm & ~(uint64_t)(CDT_UCX_WORKER_PARAM_SENDER_ID | CDT_UCX_WORKER_PARAM_ZCOPY_THRESHOLD |
                          CDT_UCX_WORKER_PARAM_BUFFER_CACHE | CDT_UCX_WORKER_PARAM_PROTOCOL |
-                         CDT_UCX_WORKER_PARAM_FIFO_STALL_TIMEOUT))
+                         CDT_UCX_WORKER_PARAM_FIFO_STALL_TIMEOUT | CDT_UCX_WORKER_PARAM_LANE))
         return CDT_ERR_INVALID_ARG; /* a field of a later library: not this one's */
     uint32_t sender_id = random_sender_id();
     cdt_count threshold = CDT__UCX_DEFAULT_ZCOPY_THRESHOLD;
@@ -94,9 +94,18 @@ int cdt_ucx_worker_create(cdt_ucx_context context, const cdt_ucx_worker_params *
             return CDT_ERR_INVALID_ARG; /* a misspelt setting must not pass unnoticed */
         stall_ms = (int64_t)v;
     }
+    bool lane_on = false;
+    if (fm & CDT_UCX_WORKER_PARAM_LANE) {
+        if (params->lane != 0 && params->lane != 1)
+            return CDT_ERR_INVALID_ARG;
+        lane_on = params->lane == 1;
+    } else if (cdt__ucx_lane_env(&lane_on) != CDT_SUCCESS) {
+        return CDT_ERR_INVALID_ARG; /* a misspelt setting must not pass unnoticed */
+    }
     cdt_ucx_worker w = calloc(1, sizeof(*w));
     if (w == NULL)
         return CDT_ERR_NO_MEMORY;
+    w->lane_on = lane_on;
     w->fifo_stall_ms = stall_ms < 0 ? -1 : stall_ms;
     if (pthread_mutex_init(&w->lock, NULL) != 0) {
         free(w);
@@ -239,6 +248,12 @@ int cdt_ucx_worker_stats_get(cdt_ucx_worker worker, cdt_ucx_worker_stats *stats)
     if (stats->field_mask & CDT_UCX_WORKER_STATS_QUARANTINE_DROPPED)
         stats->quarantine_dropped = worker->q_dropped;
     pthread_mutex_unlock(&worker->cache_lock);
+    pthread_mutex_lock(&worker->lock);
+    if (stats->field_mask & CDT_UCX_WORKER_STATS_LANE_SENT)
+        stats->lane_sent = worker->lane_sent;
+    if (stats->field_mask & CDT_UCX_WORKER_STATS_LANE_RECEIVED)
+        stats->lane_received = worker->lane_received;
+    pthread_mutex_unlock(&worker->lock);
     return CDT_SUCCESS;
 }
 

@@ -1,0 +1,268 @@
+/*
+ * ucx_lane.c - an endpoint's lanes (docs/TRANSPORT.md §10): the offer that follows the
+ * endpoint's id on its UCX stream, the attach of a peer's offer, the progress that serves
+ * grants and fragments, peer death seen through the lane's pidfds, the end of both lanes with
+ * the endpoint, and what cdt_ucx_ep_transports says of them. Sends: ucx_lane_send.c; receives:
+ * ucx_lane_recv.c. Every function here runs with the worker's lock held.
+ */
+#include "frame/frame_format.h"
+#include "ucx_internal.h"
+
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+_Static_assert(sizeof(((struct cdt_ucx_ep_s *)0)->lane_wire) == CDT__UCX_LANE_RECORD_SIZE,
+               "the offer record's buffer");
+
+int cdt__ucx_lane_env(bool *on)
+{
+    const char *env = getenv("CDT_UCX_LANE");
+    *on = false;
+    if (env == NULL || *env == '\0' || strcmp(env, "off") == 0)
+        return CDT_SUCCESS;
+    if (strcmp(env, "on") == 0) {
+        *on = true;
+        return CDT_SUCCESS;
+    }
+    return CDT_ERR_INVALID_ARG;
+}
+
+static cdt__ucx_lane_ep *lane_of(struct cdt_ucx_ep_s *ep)
+{
+    if (ep->lane == NULL) {
+        ep->lane = calloc(1, sizeof(*ep->lane));
+        if (ep->lane != NULL) {
+            ep->lane->tx.memfd = ep->lane->tx.pidfd = -1;
+            ep->lane->rx.memfd = ep->lane->rx.pidfd = -1;
+        }
+    }
+    return ep->lane;
+}
+
+static void offer_sent(void *req, ucs_status_t st, void *user_data)
+{
+    (void)st; /* an offer that could not go: the peer never attaches, the lane stays unused */
+    (void)user_data;
+    ucp_request_free(req);
+}
+
+void cdt__ucx_lane_offer_send(struct cdt_ucx_ep_s *ep)
+{
+    if (!ep->w->lane_on)
+        return;
+    /* the peer shares this host (it copies this process's memory by cma) and messages do not
+     * go through a shared-memory FIFO (those endpoints keep single mode) */
+    if (!ep->lanes_known || !ep->peer_accesses_memory || ep->am_fifo) {
+        ep->lane_why = !ep->lanes_known ? "no-lanes" : ep->am_fifo ? "fifo" : "not-local";
+        return;
+    }
+    cdt__ucx_lane_ep *l = lane_of(ep);
+    if (l == NULL) {
+        ep->lane_why = "no-memory";
+        return;
+    }
+    cdt__lane_offer offer;
+    int rc = cdt__lane_create(NULL, &l->tx, &offer);
+    if (rc != CDT_SUCCESS) {
+        ep->lane_why = rc == CDT_ERR_UNSUPPORTED ? "no-memfd" : "limit";
+        return;
+    }
+    l->tx_made = true;
+    ep->lane_why = "not-attached";
+    cdt__put_u32(ep->lane_wire, CDT__UCX_LANE_RECORD_MAGIC);
+    cdt__lane_offer_encode(&offer, ep->lane_wire + 4);
+    /* the bytes stay in the endpoint, whose memory outlives UCX's endpoint */
+    ucp_request_param_t p = {.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK, .cb.send = offer_sent};
+    void *q = ucp_stream_send_nbx(ep->ucp, ep->lane_wire, sizeof(ep->lane_wire), &p);
+    (void)q; /* NULL: sent; an error: as if lost (never attached); else offer_sent frees it */
+}
+
+/* the peer's whole offer record came: map its segment, or say why not */
+static void attach(struct cdt_ucx_ep_s *ep, cdt__ucx_lane_ep *l)
+{
+    cdt_ucx_worker w = ep->w;
+    cdt__lane_offer offer;
+    if (!w->lane_on) {
+        ep->lane_why = "off";
+        return;
+    }
+    if (cdt__get_u32(l->record) != CDT__UCX_LANE_RECORD_MAGIC ||
+        cdt__lane_offer_parse(l->record + 4, CDT__LANE_OFFER_SIZE, &offer) != CDT_SUCCESS) {
+        ep->lane_why = "bad-offer";
+        return;
+    }
+    if (w->lanes_mapped >= CDT__UCX_LANE_MAX_PEERS) {
+        ep->lane_why = "limit";
+        return;
+    }
+    l->bounce = malloc(offer.frag_bytes);
+    int rc = l->bounce == NULL ? CDT_ERR_NO_MEMORY : cdt__lane_attach(&offer, &l->rx);
+    if (rc != CDT_SUCCESS) {
+        free(l->bounce);
+        l->bounce = NULL;
+        ep->lane_why = rc == CDT_ERR_UNSUPPORTED ? "attach-refused" : "bad-segment";
+        return;
+    }
+    l->rx_attached = true;
+    w->lanes_mapped++;
+}
+
+void cdt__ucx_lane_stream_bytes(struct cdt_ucx_ep_s *ep, const unsigned char *b, size_t n)
+{
+    cdt__ucx_lane_ep *l = NULL;
+    if (ep->status == CDT_SUCCESS && ep->w->lane_on)
+        l = lane_of(ep);
+    if (l == NULL || l->record_got >= CDT__UCX_LANE_RECORD_SIZE)
+        return; /* more than one offer, or none wanted: ignored */
+    while (n > 0 && l->record_got < CDT__UCX_LANE_RECORD_SIZE) {
+        l->record[l->record_got++] = *b++;
+        n--;
+    }
+    if (l->record_got == CDT__UCX_LANE_RECORD_SIZE)
+        attach(ep, l);
+}
+
+bool cdt__ucx_lane_ready(struct cdt_ucx_ep_s *ep)
+{
+    return __atomic_load_n(&ep->lane_ready, __ATOMIC_ACQUIRE);
+}
+
+void cdt__ucx_lane_ep_end(struct cdt_ucx_ep_s *ep, int status)
+{
+    cdt__ucx_lane_ep *l = ep->lane;
+    if (l == NULL)
+        return;
+    ep->lane = NULL; /* what ends below may call back here (a send's end, a receive's failure) */
+    __atomic_store_n(&ep->lane_ready, false, __ATOMIC_RELEASE);
+    ep->lane_why = "ended";
+    /* sends: never read their object again, nor commit it */
+    cdt_ucx_request q = l->cur;
+    if (q != NULL)
+        q->lane_next = l->q_head;
+    else
+        q = l->q_head;
+    while (q != NULL) {
+        cdt_ucx_request next = q->lane_next;
+        q->lane_next = NULL;
+        q->detached = true;
+        cdt__ucx_send_part_end(q, status);
+        q = next;
+    }
+    /* receives: their stream will never come */
+    for (cdt__ucx_lane_in *e = l->in_head, *next; e != NULL; e = next) {
+        next = e->next;
+        if (e->r != NULL)
+            cdt__ucx_recv_fail(e->r, CDT_ERR_PEER); /* detaches it: e->r = NULL */
+        free(e);
+    }
+    if (l->rx_attached)
+        ep->w->lanes_mapped--;
+    cdt__lane_close(&l->tx);
+    cdt__lane_close(&l->rx);
+    free(l->bounce);
+    free(l);
+}
+
+/* lock held: the lane broke or its peer died: the endpoint fails as on UCX's report of it */
+static void ep_fail(struct cdt_ucx_ep_s *ep)
+{
+    if (ep->status != CDT_SUCCESS)
+        return;
+    ep->status = CDT_ERR_PEER;
+    cdt__ucx_ep_end_sends(ep, CDT_ERR_PEER);
+    cdt__ucx_fail_body_recvs(ep, CDT_ERR_PEER);
+}
+
+/* whether the endpoint's lanes have work they wait for the peer to move */
+static bool waiting(const cdt__ucx_lane_ep *l)
+{
+    return l->cur != NULL || l->q_head != NULL || l->in_head != NULL;
+}
+
+/* one endpoint's lanes: 0, or CDT_ERR_PEER when the endpoint must fail */
+static int ep_progress(struct cdt_ucx_ep_s *ep, cdt__ucx_lane_ep *l, bool *moved)
+{
+    if (l->tx_made && !l->tx_attached) {
+        int rc = cdt__lane_attached(&l->tx);
+        if (rc < 0) { /* a consumer pid that names no process: no lane, sends go as before */
+            cdt__lane_close(&l->tx);
+            l->tx_made = false;
+            ep->lane_why = "attach-failed";
+        } else if (rc == 1) {
+            l->tx_attached = true;
+            __atomic_store_n(&ep->lane_ready, true, __ATOMIC_RELEASE);
+        }
+    }
+    uint64_t tx_before = l->tx.prod_pos, rx_before = l->rx.cons_pos;
+    uint64_t grants_before = l->rx.grants_posted;
+    if (l->tx_attached && (l->cur != NULL || l->q_head != NULL)) {
+        int rc = cdt__ucx_lane_pump_send(l);
+        if (rc < 0)
+            return CDT_ERR_PEER;
+    }
+    if (l->rx_attached && l->in_head != NULL) {
+        int rc = cdt__ucx_lane_pump_recv(l);
+        if (rc < 0)
+            return CDT_ERR_PEER;
+    }
+    *moved = l->tx.prod_pos != tx_before || l->rx.cons_pos != rx_before ||
+             l->rx.grants_posted != grants_before;
+    if (*moved || !waiting(l)) {
+        l->idle_since = 0;
+        return CDT_SUCCESS;
+    }
+    /* waiting for the peer: is it still there? (at most once a CDT__UCX_LANE_POLL_MS) */
+    int64_t now = cdt__ucx_now_ms();
+    if (l->idle_since == 0) {
+        l->idle_since = now;
+    } else if (now - l->idle_since >= CDT__UCX_LANE_POLL_MS) {
+        l->idle_since = now;
+        if ((l->tx_attached && !cdt__lane_peer_alive(&l->tx)) ||
+            (l->rx_attached && !cdt__lane_peer_alive(&l->rx)))
+            return CDT_ERR_PEER;
+    }
+    return CDT_SUCCESS;
+}
+
+void cdt__ucx_lane_progress(cdt_ucx_worker w)
+{
+    /* an offer follows a peer's id on its stream, perhaps after the id was read: looked for
+     * on one progress call in 64 (a stream poll on every call slowed objects that do not use
+     * the lane) */
+    if (w->lane_on && (++w->lane_polls & 63) == 0)
+        cdt__ucx_hello_poll(w);
+    bool any_waiting = false, any_moved = false;
+    for (struct cdt_ucx_ep_s *ep = w->eps; ep != NULL; ep = ep->next) {
+        cdt__ucx_lane_ep *l = ep->lane;
+        if (l == NULL || ep->status != CDT_SUCCESS)
+            continue;
+        bool moved = false;
+        if (ep_progress(ep, l, &moved) != CDT_SUCCESS) {
+            ep_fail(ep); /* frees the lanes */
+            continue;
+        }
+        any_moved |= moved;
+        any_waiting |= waiting(l);
+        w->lane_sent += l->sends_done;
+        w->lane_received += l->recvs_done;
+        l->sends_done = l->recvs_done = 0;
+    }
+    /* nothing moved while the peer has to: it may be waiting for this core (§10.3) */
+    if (any_waiting && !any_moved)
+        sched_yield();
+}
+
+void cdt__ucx_lane_describe(struct cdt_ucx_ep_s *ep, char *buf, size_t size)
+{
+    if (!ep->w->lane_on)
+        return;
+    const cdt__ucx_lane_ep *l = ep->lane;
+    size_t used = strlen(buf);
+    const char *why = ep->lane_why != NULL ? ep->lane_why : "not-offered";
+    if (l != NULL && (l->tx_attached || l->rx_attached))
+        snprintf(buf + used, size - used, " lane=memfd");
+    else
+        snprintf(buf + used, size - used, " lane=none/%s", why);
+}

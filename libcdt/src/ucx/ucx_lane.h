@@ -1,0 +1,108 @@
+/*
+ * ucx_lane.h - the transport's use of the lane (libcdt/src/lane, docs/TRANSPORT.md §10): an
+ * endpoint between two processes of one host sends the rest of a large object's inline stream
+ * through a shared segment it owns instead of a tail message, packed straight into it by the
+ * sender and unpacked straight out of it by the receiver. Opt-in (CDT_UCX_LANE=on or the
+ * worker's `lane` parameter). Setup and progress: ucx_lane.c; sends: ucx_lane_send.c;
+ * receives: ucx_lane_recv.c. Every function runs with the worker's lock held.
+ */
+#ifndef CDT_UCX_LANE_H
+#define CDT_UCX_LANE_H
+
+#include "lane/lane.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+
+struct cdt_ucx_ep_s;
+struct cdt_ucx_request_s;
+struct cdt__ucx_head;
+
+/* the offer record a producer sends on the endpoint's UCX stream right after the endpoint's id
+ * (docs/TRANSPORT.md §10.2): magic "CDTO", then the lane's 40-byte offer */
+#define CDT__UCX_LANE_RECORD_MAGIC UINT32_C(0x4F544443) /* "CDTO" little-endian */
+#define CDT__UCX_LANE_RECORD_SIZE (4 + CDT__LANE_OFFER_SIZE)
+/* consumer lanes one worker maps at most; more offers are ignored */
+#define CDT__UCX_LANE_MAX_PEERS 64
+/* how long a side waits for its lane without progress before it polls the peer's pidfd (ms) */
+#define CDT__UCX_LANE_POLL_MS 1
+
+/* a receive's place on a consumer lane: kept until its stream was consumed, also after the
+ * receive failed (then r is NULL and the bytes are released unread) */
+typedef struct cdt__ucx_lane_in {
+    struct cdt__ucx_lane_in *next;
+    struct cdt_ucx_request_s *r;
+    uint64_t key, len, off;
+    bool granted;
+} cdt__ucx_lane_in;
+
+/* an endpoint's lanes: the one it produces into (its sends) and the one its peer produces
+ * into (its receives) */
+typedef struct cdt__ucx_lane_ep {
+    cdt__lane tx;
+    bool tx_made, tx_attached;
+    struct cdt_ucx_request_s *q_head, *q_tail; /* sends whose head went, waiting for a grant */
+    struct cdt_ucx_request_s *cur;             /* the send being packed into the lane */
+    cdt__lane rx;
+    bool rx_attached;
+    unsigned char record[CDT__UCX_LANE_RECORD_SIZE]; /* the peer's offer as it arrives */
+    unsigned record_got;
+    cdt__ucx_lane_in *in_head, *in_tail;
+    unsigned char *bounce;           /* frag_bytes of private memory: custom types read a copy */
+    int64_t idle_since;              /* ms: pending work and no progress since then (0: moving) */
+    uint64_t sends_done, recvs_done; /* objects moved whole, added to the worker's stats */
+} cdt__ucx_lane_ep;
+
+/* ucx_lane.c */
+/* the environment's setting: CDT_UCX_LANE "on" or "off" (unset or empty: off);
+ * CDT_ERR_INVALID_ARG for another value */
+CDT__LANE_HIDDEN int cdt__ucx_lane_env(bool *on);
+/* ep's id went to its peer: offer it a lane when the endpoint can have one */
+CDT__LANE_HIDDEN void cdt__ucx_lane_offer_send(struct cdt_ucx_ep_s *ep);
+/* stream bytes that followed the peer's id on ep (the offer record, if any) */
+CDT__LANE_HIDDEN void cdt__ucx_lane_stream_bytes(struct cdt_ucx_ep_s *ep, const unsigned char *b,
+                                                 size_t n);
+/* ep failed or closes: its lane sends end with `status` (their requests' last part), its lane
+ * receives fail with CDT_ERR_PEER, both segments are unmapped */
+CDT__LANE_HIDDEN void cdt__ucx_lane_ep_end(struct cdt_ucx_ep_s *ep, int status);
+/* progress every endpoint's lanes (from cdt__ucx_progress) */
+CDT__LANE_HIDDEN void cdt__ucx_lane_progress(cdt_ucx_worker w);
+/* " lane=memfd" or " lane=none/<why>" appended to buf (used bytes *used), when the worker has
+ * the lane on */
+CDT__LANE_HIDDEN void cdt__ucx_lane_describe(struct cdt_ucx_ep_s *ep, char *buf, size_t size);
+/* whether sends on ep go through its lane now (read without the lock: set once) */
+CDT__LANE_HIDDEN bool cdt__ucx_lane_ready(struct cdt_ucx_ep_s *ep);
+
+/* ucx_lane_send.c: a large object through ep's lane. r holds a deferred frame. Returns
+ * CDT__UCX_LANE_DECLINED when the object does not go through the lane (small, too many regions,
+ * a large region in pieces, or the lane went away): the caller sends it the version 6 way. */
+#define CDT__UCX_LANE_DECLINED 1
+CDT__LANE_HIDDEN int cdt__ucx_lane_isend(struct cdt_ucx_ep_s *ep, struct cdt_ucx_request_s *r,
+                                         cdt_count threshold, uint64_t tag,
+                                         struct cdt_ucx_request_s **request);
+/* ucx_lane_send.c: pack the granted send into the lane while it has room: 1 done, 0 not yet,
+ * else the lane's error */
+CDT__LANE_HIDDEN int cdt__ucx_lane_pump_send(cdt__ucx_lane_ep *l);
+
+/* ucx_lane_send.c: where inline-stream byte s of r's object is in its frame: *frame_off, and
+ * how many bytes follow it there in one piece (*avail). The inline stream is the header
+ * (r->lane_header bytes), the packed stream (r->lane_packed), then the regions below the
+ * threshold in their order; r's cursor (lane_seg, lane_seg_start) only moves forward.
+ * `frame` (a frame) or `dec` (a decoder) gives the regions. */
+CDT__LANE_HIDDEN int cdt__ucx_lane_seek(struct cdt_ucx_request_s *r, cdt_frame frame,
+                                        cdt_decoder dec, cdt_count s, cdt_count *frame_off,
+                                        cdt_count *avail);
+
+/* ucx_lane_recv.c: a matched LANE head (parsed into h) */
+CDT__LANE_HIDDEN void cdt__ucx_lane_head(struct cdt_ucx_request_s *r,
+                                         const struct cdt__ucx_head *h);
+/* ucx_lane_recv.c: a LANE head that is not received (refused by a limit, abandoned): its
+ * stream is granted and released unread, so its sender completes and the next object's place
+ * holds */
+CDT__LANE_HIDDEN void cdt__ucx_lane_discard(cdt_ucx_worker w, const struct cdt__ucx_head *h);
+/* ucx_lane_recv.c: the receive fails: its stream goes on being released unread */
+CDT__LANE_HIDDEN void cdt__ucx_lane_detach(struct cdt_ucx_request_s *r);
+/* ucx_lane_recv.c: grant and unpack what came on ep's consumer lane: 0, or the lane's error */
+CDT__LANE_HIDDEN int cdt__ucx_lane_pump_recv(cdt__ucx_lane_ep *l);
+
+#endif

@@ -1,0 +1,229 @@
+/*
+ * ucx_lane_recv.c - an object whose inline stream comes through its sender's lane
+ * (docs/TRANSPORT.md §10.3-10.4): the LANE head is matched through UCX as any head, its limits
+ * and the frame's header checked, the destination bound; then a grant {key, length} asks the
+ * sender for the stream, and each fragment is unpacked straight out of the segment (out of a
+ * private copy of it for a custom type) while the sender packs the next. Every length and place
+ * comes from the matched head and this side's own sums, never from the segment. A receive that
+ * fails keeps its place on the lane: its bytes are released unread, so the next object's hold.
+ */
+#include "core/core.h"
+#include "frame/frame_format.h"
+#include "ucx_internal.h"
+
+#include <stdlib.h>
+
+/* the endpoint whose consumer lane has this id (the first 8 bytes of its nonce) */
+static struct cdt_ucx_ep_s *lane_ep(cdt_ucx_worker w, uint64_t lane_id)
+{
+    for (struct cdt_ucx_ep_s *ep = w->eps; ep != NULL; ep = ep->next)
+        if (ep->status == CDT_SUCCESS && ep->lane != NULL && ep->lane->rx_attached &&
+            cdt__get_u64(ep->lane->rx.nonce) == lane_id)
+            return ep;
+    return NULL;
+}
+
+/* a place for an object's stream on the lane, after every place before it (grants are posted
+ * in this order: cdt__ucx_lane_pump_recv) */
+static cdt__ucx_lane_in *enqueue(cdt__ucx_lane_ep *l, uint64_t key, uint64_t len)
+{
+    cdt__ucx_lane_in *e = calloc(1, sizeof(*e));
+    if (e == NULL) {
+        /* the stream could not be consumed: every later object's place would be wrong */
+        l->rx.error = CDT_ERR_PEER;
+        return NULL;
+    }
+    e->key = key;
+    e->len = len;
+    if (l->in_tail != NULL)
+        l->in_tail->next = e;
+    else
+        l->in_head = e;
+    l->in_tail = e;
+    return e;
+}
+
+/* a LANE head whose lane is not (or no longer) mapped here: CDT_ERR_PEER when no live endpoint
+ * has its sender for peer (the sender's endpoint failed or was closed, and its lane with it:
+ * a peer that died in its send), else CDT_ERR_FRAME_MALFORMED (a live peer that names a lane
+ * it never offered on that endpoint) */
+static int lane_missing(cdt_ucx_worker w, uint64_t sender)
+{
+    for (struct cdt_ucx_ep_s *ep = w->eps; ep != NULL; ep = ep->next)
+        if (ep->status == CDT_SUCCESS && ep->peer_id == sender)
+            return CDT_ERR_FRAME_MALFORMED;
+    return CDT_ERR_PEER;
+}
+
+void cdt__ucx_lane_discard(cdt_ucx_worker w, const cdt__ucx_head *h)
+{
+    struct cdt_ucx_ep_s *ep = lane_ep(w, h->lane_id);
+    if (ep != NULL && ep->peer_id == h->sender)
+        enqueue(ep->lane, h->key, (uint64_t)(h->stream_len - h->part_len));
+}
+
+void cdt__ucx_lane_detach(cdt_ucx_request r)
+{
+    cdt__ucx_lane_in *e = r->lane_in;
+    r->lane_in = NULL;
+    e->r = NULL;
+    r->outstanding--; /* the caller (cdt__ucx_recv_fail) holds the request meanwhile */
+    if (!r->lane_regions && r->lane_header > 0) {
+        /* failed before its large regions were posted: their messages are discarded, so that
+         * the sender completes */
+        r->lane_regions = true;
+        cdt__ucx_recv_drain_regions(r, r->head + CDT__UCX_PREFIX_SIZE + CDT__UCX_LANE_EXT_SIZE,
+                                    r->lane_header, 0);
+    }
+}
+
+void cdt__ucx_lane_head(cdt_ucx_request r, const cdt__ucx_head *h)
+{
+    struct cdt_ucx_ep_s *ep = lane_ep(r->w, h->lane_id);
+    /* the lane belongs to the endpoint its offer came through: a head that names another
+     * endpoint's lane is not that sender's */
+    if (ep == NULL || ep->peer_id != h->sender) {
+        cdt__ucx_recv_drain_regions(r, h->part, h->part_len, 0);
+        cdt__ucx_recv_fail(r, lane_missing(r->w, h->sender));
+        return;
+    }
+    const uint64_t lane_len = (uint64_t)(h->stream_len - h->part_len);
+    cdt__ucx_lane_in *e = enqueue(ep->lane, h->key, lane_len);
+    if (e == NULL) {
+        cdt__ucx_recv_drain_regions(r, h->part, h->part_len, 0);
+        cdt__ucx_recv_fail(r, CDT_ERR_NO_MEMORY);
+        return;
+    }
+    e->r = r;
+    r->lane_in = e;
+    r->outstanding++; /* the lane's part */
+    /* the head holds the frame's header exactly; the limits were applied to it (parse) */
+    cdt_frame_info in = {.field_mask = CDT_FRAME_INFO_ALL};
+    int rc = cdt__ucx_recv_open_decoder(r, h->part, h->part_len, &in);
+    if (rc == CDT_SUCCESS && in.header_size != h->part_len)
+        rc = CDT_ERR_FRAME_MALFORMED;
+    if (rc == CDT_SUCCESS)
+        rc = r->prepare != NULL ? r->prepare(r->prepare_arg, r->dec)
+                                : cdt_decoder_bind(r->dec, r->buf, r->count, r->type);
+    cdt_count inline_bytes = 0, nsep = 0;
+    for (cdt_count i = 0; rc == CDT_SUCCESS && i < in.region_count; i++) {
+        cdt_count len;
+        rc = cdt_decoder_region_info(r->dec, i, &len, NULL, NULL);
+        if (rc == CDT_SUCCESS && cdt__ucx_separate(len, r->threshold, i))
+            nsep++;
+        else if (rc == CDT_SUCCESS)
+            inline_bytes += len;
+    }
+    /* what the lane carries is the packed stream and the small regions, nothing else */
+    if (rc == CDT_SUCCESS && (uint64_t)in.packed_size + (uint64_t)inline_bytes != lane_len)
+        rc = CDT_ERR_FRAME_MALFORMED;
+    if (rc == CDT_SUCCESS && nsep > 0) {
+        r->subs = calloc((size_t)nsep, sizeof(*r->subs));
+        if (r->subs == NULL)
+            rc = CDT_ERR_NO_MEMORY;
+    }
+    if (rc != CDT_SUCCESS) {
+        cdt__ucx_recv_drain_regions(r, h->part, h->part_len, 0);
+        cdt__ucx_recv_fail(r, rc); /* its stream is released unread */
+        return;
+    }
+    r->lane_header = in.header_size;
+    r->lane_packed = in.packed_size;
+    r->lane_seg = -1;
+    r->lane_seg_start = in.header_size;
+    r->lane_regions = nsep == 0;
+    cdt__ucx_lane_pump_recv(ep->lane); /* the grant goes now; a broken lane shows in progress */
+}
+
+/* the lane's unpack callback: lane bytes from `offset` on are inline-stream bytes from the
+ * header's end on, written into the decoder at their frame offsets */
+static int unpack(void *state, uint64_t offset, const unsigned char *src, size_t n)
+{
+    cdt_ucx_request r = state;
+    while (n > 0) {
+        cdt_count foff, avail;
+        int rc =
+            cdt__ucx_lane_seek(r, NULL, r->dec, r->lane_header + (cdt_count)offset, &foff, &avail);
+        if (rc != CDT_SUCCESS)
+            return rc;
+        size_t k = (uint64_t)avail < n ? (size_t)avail : n;
+        rc = cdt_decoder_write(r->dec, foff, src, (cdt_count)k);
+        if (rc != CDT_SUCCESS)
+            return rc;
+        src += k;
+        offset += k;
+        n -= k;
+    }
+    return CDT_SUCCESS;
+}
+
+/* The large regions' receives are posted once the packed stream is in: a custom type says where
+ * its regions go only then (its region callback reads what it unpacked), as in version 6, where
+ * the whole inline stream is written before the regions are posted. Their senders' messages
+ * wait in UCX meanwhile. The header is the head's part, still in r->head. */
+static void post_regions(cdt_ucx_request r, const cdt__ucx_lane_in *e)
+{
+    if (r->lane_regions || e->off < (uint64_t)r->lane_packed)
+        return;
+    r->lane_regions = true;
+    cdt_frame_info in = {.field_mask = CDT_FRAME_INFO_ALL};
+    const unsigned char *S = r->head + CDT__UCX_PREFIX_SIZE + CDT__UCX_LANE_EXT_SIZE;
+    int rc = cdt_decoder_info(r->dec, &in);
+    if (rc != CDT_SUCCESS) {
+        cdt__ucx_recv_drain_regions(r, S, r->lane_header, 0);
+        cdt__ucx_recv_fail(r, rc);
+        return;
+    }
+    cdt__ucx_recv_post_regions(r, S, r->lane_header, &in); /* fails r itself */
+}
+
+/* a custom type's callbacks (and a prepare callback's decoder, which may bind one) read a
+ * private copy of each fragment: bytes they checked cannot change under them (§10.4) */
+static bool needs_copy(cdt_ucx_request r)
+{
+    return r->prepare != NULL || (r->type != NULL && r->type->cls == CDT__CLASS_CUSTOM);
+}
+
+int cdt__ucx_lane_pump_recv(cdt__ucx_lane_ep *l)
+{
+    for (cdt__ucx_lane_in *e = l->in_head; e != NULL; e = e->next) {
+        if (e->granted)
+            continue;
+        uint64_t start;
+        int rc = cdt__lane_post_grant(&l->rx, e->key, e->len, &start);
+        if (rc == CDT_ERR_BUSY)
+            break; /* the grant ring is full: again once the producer took some */
+        if (rc != CDT_SUCCESS)
+            return rc;
+        e->granted = true;
+    }
+    cdt__ucx_lane_in *e;
+    while ((e = l->in_head) != NULL && e->granted) {
+        cdt_ucx_request r = e->r;
+        int rc = cdt__lane_pump_in(&l->rx, r != NULL ? unpack : NULL, r, &e->off, e->len,
+                                   r != NULL && needs_copy(r) ? l->bounce : NULL);
+        if (rc < 0 && l->rx.error != 0)
+            return l->rx.error;
+        if (rc < 0) {
+            cdt__ucx_recv_fail(r, rc); /* its own failure: the rest is released unread */
+            continue;
+        }
+        if (r != NULL) {
+            post_regions(r, e); /* the packed stream is in: the regions' places are known */
+            r = e->r;           /* NULL: their posting failed the receive */
+        }
+        if (rc == 0)
+            return 0;
+        l->in_head = e->next;
+        if (l->in_head == NULL)
+            l->in_tail = NULL;
+        free(e);
+        if (r != NULL) {
+            l->recvs_done++;
+            r->lane_in = NULL;
+            if (--r->outstanding == 0)
+                cdt__ucx_recv_done(r);
+        }
+    }
+    return 0;
+}

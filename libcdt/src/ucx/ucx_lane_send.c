@@ -1,0 +1,270 @@
+/*
+ * ucx_lane_send.c - a large object sent through the endpoint's lane (docs/TRANSPORT.md §10.3):
+ * a LANE head (prefix, lane id and stream length, the frame's header) matched through UCX as
+ * any head, the large regions as their own messages as in version 6, and the rest of the inline
+ * stream (packed stream, small regions) packed by the operation engine straight into the
+ * segment, fragment by fragment, once the receiver granted it. The frame stays deferred: the
+ * sender packs each byte once, into memory the receiver unpacks from.
+ */
+#include "frame/frame_format.h"
+#include "ucx_internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+int cdt__ucx_lane_seek(cdt_ucx_request r, cdt_frame frame, cdt_decoder dec, cdt_count s,
+                       cdt_count *frame_off, cdt_count *avail)
+{
+    for (;;) {
+        cdt_count len, off;
+        if (r->lane_seg < 0) {
+            len = r->lane_packed;
+            off = r->lane_header;
+        } else {
+            int rc = frame != NULL ? cdt_frame_region_info(frame, r->lane_seg, &len, NULL, &off)
+                                   : cdt_decoder_region_info(dec, r->lane_seg, &len, NULL, &off);
+            if (rc != CDT_SUCCESS)
+                return rc;
+        }
+        if (s < r->lane_seg_start)
+            return CDT_ERR_FRAME_MALFORMED; /* the cursor only moves forward */
+        if (s - r->lane_seg_start < len) {
+            *frame_off = off + (s - r->lane_seg_start);
+            *avail = len - (s - r->lane_seg_start);
+            return CDT_SUCCESS;
+        }
+        /* on to the next region that travels inline */
+        cdt_count n;
+        int rc = frame != NULL ? cdt_frame_region_count(frame, &n) : CDT_SUCCESS;
+        if (frame == NULL) {
+            cdt_frame_info in = {.field_mask = CDT_FRAME_INFO_REGION_COUNT};
+            rc = cdt_decoder_info(dec, &in);
+            n = in.region_count;
+        }
+        if (rc != CDT_SUCCESS)
+            return rc;
+        r->lane_seg_start += len;
+        cdt_count i = r->lane_seg + 1;
+        for (; i < n; i++) {
+            cdt_count rl;
+            rc = frame != NULL ? cdt_frame_region_info(frame, i, &rl, NULL, NULL)
+                               : cdt_decoder_region_info(dec, i, &rl, NULL, NULL);
+            if (rc != CDT_SUCCESS)
+                return rc;
+            if (rl > 0 && !cdt__ucx_separate(rl, r->threshold, i))
+                break;
+        }
+        if (i >= n)
+            return CDT_ERR_FRAME_MALFORMED; /* past the inline stream's end */
+        r->lane_seg = i;
+    }
+}
+
+/* the lane's pack callback: lane bytes [offset, offset + n) are inline-stream bytes from the
+ * header's end on. A pack that fails (a custom type's callback) still fills the fragment, so
+ * the stream keeps its length; the object's commit carries the error to the receiver. */
+static int pack(void *state, uint64_t offset, unsigned char *dst, size_t n, size_t *used)
+{
+    cdt_ucx_request r = state;
+    cdt_count foff = 0, avail = 0;
+    int rc = r->detached || r->status != CDT_SUCCESS ? CDT_ERR_CANCELED : CDT_SUCCESS;
+    if (rc == CDT_SUCCESS)
+        rc = cdt__ucx_lane_seek(r, r->frame, NULL, r->lane_header + (cdt_count)offset, &foff,
+                                &avail);
+    size_t k = n;
+    if (rc == CDT_SUCCESS) {
+        if ((uint64_t)avail < k)
+            k = (size_t)avail;
+        rc = cdt_frame_gather(r->frame, foff, dst, (cdt_count)k);
+    }
+    if (rc != CDT_SUCCESS) {
+        if (!r->detached)
+            cdt__ucx_request_set_error(r, rc);
+        k = n;
+        memset(dst, 0, k);
+    }
+    *used = k;
+    return CDT_SUCCESS;
+}
+
+int cdt__ucx_lane_pump_send(cdt__ucx_lane_ep *l)
+{
+    for (;;) {
+        if (l->cur == NULL) {
+            cdt__lane_grant g;
+            int rc = cdt__lane_take_grant(&l->tx, &g);
+            if (rc <= 0)
+                return rc;
+            /* the grant's values are the peer's: a key this side did not offer, or another
+             * length, breaks the lane (§10.5) */
+            cdt_ucx_request prev = NULL, r = l->q_head;
+            while (r != NULL && r->key != g.key) {
+                prev = r;
+                r = r->lane_next;
+            }
+            if (r == NULL || r->lane_len != g.stream_len) {
+                l->tx.error = CDT_ERR_PEER;
+                return CDT_ERR_PEER;
+            }
+            if (prev != NULL)
+                prev->lane_next = r->lane_next;
+            else
+                l->q_head = r->lane_next;
+            if (l->q_tail == r)
+                l->q_tail = prev;
+            r->lane_next = NULL;
+            l->cur = r;
+        }
+        cdt_ucx_request r = l->cur;
+        int rc = cdt__lane_pump_out(&l->tx, pack, r, &r->lane_off, r->lane_len);
+        if (rc <= 0)
+            return rc;
+        l->cur = NULL;
+        l->sends_done++;
+        cdt__ucx_send_part_end(r, CDT_SUCCESS); /* may free r's frame: done with it */
+    }
+}
+
+/* the object's inline stream, from its deferred frame: false when it does not go through the
+ * lane (it fits a head message, its header does not, or a large region is in pieces) */
+static bool lane_plan(cdt_ucx_request r, cdt_count threshold, cdt_count *nsep, int *rc)
+{
+    cdt_count n;
+    *rc = cdt_frame_region_count(r->frame, &n);
+    if (*rc != CDT_SUCCESS)
+        return false;
+    const cdt_count room = CDT__UCX_HEAD_MAX - CDT__UCX_PREFIX_SIZE - CDT__UCX_LANE_EXT_SIZE;
+    if (n > (room - CDT_FRAME_FIXED_HEADER_SIZE) / CDT_FRAME_REGION_ENTRY_SIZE)
+        return false;
+    cdt_count header = CDT_FRAME_FIXED_HEADER_SIZE + n * CDT_FRAME_REGION_ENTRY_SIZE;
+    unsigned char *h = r->head + CDT__UCX_PREFIX_SIZE + CDT__UCX_LANE_EXT_SIZE;
+    *rc = cdt_frame_gather(r->frame, 0, h, header);
+    if (*rc != CDT_SUCCESS)
+        return false;
+    cdt_count inline_len = header + (cdt_count)cdt__get_u64(h + CDT__OFF_PACKED_SIZE);
+    *nsep = 0;
+    for (cdt_count i = 0; i < n; i++) {
+        cdt_count len, pieces;
+        *rc = cdt_frame_region_info(r->frame, i, &len, NULL, NULL);
+        if (*rc != CDT_SUCCESS)
+            return false;
+        if (!cdt__ucx_separate(len, threshold, i)) {
+            inline_len += len;
+            continue;
+        }
+        /* a large region in pieces is staged by the version 6 path (a gather out of order,
+         * which a deferred frame of an in-order type refuses) */
+        *rc = cdt_frame_region_iov_count(r->frame, i, &pieces);
+        if (*rc != CDT_SUCCESS || pieces != 1)
+            return false;
+        (*nsep)++;
+    }
+    if (inline_len <= CDT__UCX_HEAD_MAX - CDT__UCX_PREFIX_SIZE)
+        return false; /* one head message carries it: no grant to wait for */
+    r->lane_header = header;
+    r->lane_packed = (cdt_count)cdt__get_u64(h + CDT__OFF_PACKED_SIZE);
+    r->lane_len = (uint64_t)(inline_len - header);
+    r->lane_off = 0;
+    r->lane_seg = -1;
+    r->lane_seg_start = header;
+    r->threshold = threshold;
+    return true;
+}
+
+int cdt__ucx_lane_isend(struct cdt_ucx_ep_s *ep, cdt_ucx_request r, cdt_count threshold,
+                        uint64_t tag, cdt_ucx_request *request)
+{
+    cdt_ucx_worker w = ep->w;
+    cdt_count nsep = 0;
+    int rc = CDT_SUCCESS;
+    if (!lane_plan(r, threshold, &nsep, &rc)) {
+        if (rc == CDT_SUCCESS)
+            return CDT__UCX_LANE_DECLINED;
+        cdt_frame_free(r->frame);
+        r->frame = NULL;
+        cdt__ucx_request_release(r);
+        return rc;
+    }
+    if (nsep > 0) {
+        r->subs = calloc((size_t)nsep, sizeof(*r->subs));
+        if (r->subs == NULL) {
+            cdt_frame_free(r->frame);
+            r->frame = NULL;
+            cdt__ucx_request_release(r);
+            return CDT_ERR_NO_MEMORY;
+        }
+        r->nsubs = nsep;
+    }
+    pthread_mutex_lock(&w->lock);
+    if (ep->status != CDT_SUCCESS) { /* the only failed state of an endpoint: nothing sent */
+        pthread_mutex_unlock(&w->lock);
+        cdt__ucx_send_unposted(r);
+        return CDT_ERR_PEER;
+    }
+    cdt__ucx_lane_ep *l = ep->lane;
+    if (l == NULL || !l->tx_attached) {
+        /* the lane ended since the caller looked (the endpoint failed or closes) */
+        pthread_mutex_unlock(&w->lock);
+        free(r->subs);
+        r->subs = NULL;
+        r->nsubs = 0;
+        return CDT__UCX_LANE_DECLINED;
+    }
+    uint64_t key = cdt__ucx_next_key(w);
+    /* a lane object always ends with its commit: it carries the sender's status (a pack that
+     * failed part-way, whose stream was filled up) and, over cma, the large regions' end */
+    r->commit = true;
+    r->key = key;
+    r->sender = ep->id;
+    cdt__ucx_put_prefix(r->head, key, threshold, 0, CDT__UCX_FLAG_COMMIT | CDT__UCX_FLAG_LANE,
+                        ep->id);
+    uint64_t lane_id = cdt__get_u64(l->tx.nonce);
+    cdt__ucx_put_lane_ext(r->head + CDT__UCX_PREFIX_SIZE, lane_id,
+                          r->lane_header + (cdt_count)r->lane_len);
+    size_t msg_len = CDT__UCX_PREFIX_SIZE + CDT__UCX_LANE_EXT_SIZE + (size_t)r->lane_header;
+    r->head_exposed = ep->peer_accesses_memory && msg_len > CDT__UCX_EAGER_SURE;
+    r->q_ep = ep->id;
+    r->outstanding = 1;   /* held while posting */
+    r->parts_pending = 1; /* held while posting: the commit is sent after the last part */
+    rc = cdt__ucx_send_post_part(r, ep->ucp, r->head, msg_len, tag, &r->head_sub);
+    if (rc != CDT_SUCCESS) { /* nothing was sent */
+        pthread_mutex_unlock(&w->lock);
+        cdt__ucx_send_unposted(r);
+        return rc;
+    }
+    /* the large regions, each its own message straight from the object's memory (§4) */
+    cdt_count regions = 0;
+    cdt_frame_region_count(r->frame, &regions);
+    for (cdt_count i = 0, k = 0; i < regions && k < nsep; i++) {
+        cdt_count len = 0;
+        cdt_frame_region_info(r->frame, i, &len, NULL, NULL);
+        if (!cdt__ucx_separate(len, threshold, i))
+            continue;
+        cdt__ucx_sub *s = &r->subs[k++];
+        s->index = i;
+        s->len = len;
+        const uint64_t stag = cdt__ucx_private_tag(key, (uint64_t)i);
+        cdt_iov iov = {0};
+        cdt_count got = 0;
+        int prc = cdt_frame_region_iov(r->frame, i, 0, 1, &iov, &got);
+        if (prc == CDT_SUCCESS && (got != 1 || iov.len != len))
+            prc = CDT_ERR_CALLBACK;
+        if (prc == CDT_SUCCESS)
+            prc = cdt__ucx_send_post_part(r, ep->ucp, iov.base, (size_t)len, stag, s);
+        if (prc != CDT_SUCCESS) {
+            cdt__ucx_request_set_error(r, prc);
+            cdt__ucx_send_post_part(r, ep->ucp, NULL, 0, stag, s); /* the abort marker */
+        }
+    }
+    /* the stream: packed into the lane once the receiver grants it (cdt__ucx_lane_pump_send) */
+    r->outstanding++;
+    r->parts_pending++;
+    r->lane_next = NULL;
+    if (l->q_tail != NULL)
+        l->q_tail->lane_next = r;
+    else
+        l->q_head = r;
+    l->q_tail = r;
+    --r->parts_pending; /* the hold: the lane's part is still pending, so no commit yet */
+    return cdt__ucx_send_posted(ep, r, request);
+}
