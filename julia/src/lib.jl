@@ -281,6 +281,7 @@ struct CdtUcxWorkerParams
     buffer_cache_bytes::Csize_t
     protocol::Cint
     fifo_stall_timeout_ms::Int64
+    lane::Cint
 end
 
 "`cdt_ucx_listener_params` (cdt_ucx.h)."
