@@ -1,12 +1,41 @@
 """Received buffers and windows on a frame's memory (as _ext/buffer.c), and the frame memory
 that counts its windows."""
 import itertools
+import sys
 
 from .._cffi_ext import ffi, lib
 
 # receive memory: uninitialised, 64-byte aligned, reused by size (cdtpy_alloc / cdtpy_free)
 _new = ffi.new_allocator(lib.cdtpy_alloc, lib.cdtpy_free, should_clear_after_alloc=False)
 Buffer = ffi.buffer  # the type of a received out-of-band buffer (buffer protocol, writable)
+
+_ALIGN = 64  # as cdtpy_alloc's blocks
+_PYPY = sys.implementation.name == "pypy"
+
+
+def gc_alloc():
+    """PyPy, once mpi4py is imported (cdtypes.mpi): the allocator of cdtypes.mpi's receive
+    buffers, else None. It gives ``nbytes`` writable bytes on a 64-byte boundary of an mpi4py
+    buffer (MPI.buffer.allocate: allocated in C, uninitialised; pkl5 receives into the same).
+    An array rebuilt on one holds it by a reference count (both are cpyext objects), so that it
+    is freed when the collector drops the array, young or old, and its size starts no
+    collection. Memory from cdtpy_alloc is freed only by ffi.gc destructors, which PyPy runs
+    after a major collection (220 ms once NumPy is imported), and the size told with it starts
+    more of them (bench/results/framework_findings.md)."""
+    mpi = sys.modules.get("mpi4py.MPI") if _PYPY else None
+    if mpi is None:
+        return None
+    allocate = mpi.buffer.allocate
+
+    def alloc(nbytes):
+        raw = allocate(nbytes + _ALIGN)
+        with ffi.from_buffer(raw) as c:
+            skip = -int(ffi.cast("uintptr_t", c)) % _ALIGN
+        # a slice of an mpi4py buffer is one too (ffi.from_buffer on PyPy refuses to write
+        # through a memoryview of it)
+        return raw[skip:skip + nbytes]
+
+    return alloc
 
 
 def _writable(obj):

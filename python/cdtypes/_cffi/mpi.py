@@ -2,7 +2,7 @@
 import struct
 
 from .._cffi_ext import ffi, lib
-from .buffer import _window
+from .buffer import _PYPY, _window, gc_alloc
 from . import module
 from .frame import Frame, _encode_pickled
 from .module import _HEADER, _MPI_MAGIC, MPI_PREFIX, _int, _raise
@@ -60,6 +60,20 @@ def _copied_frame(size):
     f._h = f._mem = None
     f._size = size
     return f
+
+
+def _own_part(pbufs, i, iov):
+    """PyPy: region i as a read-only view of its own pickle buffer when it is that buffer's
+    memory (it is: the frame references the buffers), else None. The view keeps the object
+    alive by itself; a _window would keep it alive through ffi.gc destructors, which PyPy runs
+    only after a major collection, so that an array received and sent on (a worker's
+    result) lived until the second one (gc_alloc says why that matters)."""
+    if not _PYPY or i >= len(pbufs):
+        return None
+    raw = pbufs[i].raw()
+    with ffi.from_buffer(raw) as c:
+        same = c == ffi.cast("char *", iov.base) and len(c) == iov.len
+    return raw.toreadonly() if same else None
 
 
 def mpi_pack(obj, oid, threshold):
@@ -124,7 +138,7 @@ def mpi_pack(obj, oid, threshold):
             rc = lib.cdt_frame_region_iov(h, i, 0, 1, iov, got)
             if rc < 0 or got[0] != 1:
                 _raise(rc if rc < 0 else lib.CDT_ERR_UNSUPPORTED, "cdt_frame_region_iov")
-            parts.append(_window(iov.base, iov.len, f._mem))
+            parts.append(_own_part(pbufs, i, iov) or _window(iov.base, iov.len, f._mem))
             iovs.append((iov.base, iov.len))
         return f, head, parts, _layout(iovs)
     except BaseException:
@@ -241,7 +255,8 @@ def mpi_unpack(head, alloc, max_bytes, max_regions):
         finally:
             lib.cdtpy_free(out.stream)
         return _Whole(stream), out.oid, [], None
-    inc = MpiIncoming(alloc)
+    own = gc_alloc() if alloc is None else None  # PyPy: memory freed with its array
+    inc = MpiIncoming(own or alloc)
     try:
         nc = len(c)
         oid, threshold, inc._dec, info = _mpi_open(c, nc, max_bytes, max_regions)
@@ -296,7 +311,9 @@ def mpi_unpack(head, alloc, max_bytes, max_regions):
                 _raise(rc if rc < 0 else lib.CDT_ERR_UNSUPPORTED, "cdt_decoder_region_iov")
             # the window keeps its memory valid by an export of it (a bytearray from an
             # allocator cannot be resized under it once the receive's own export is released)
-            dests.append(_window(iov.base, iov.len, memoryview(rx.buffers[i]), readonly=False))
+            # (gc_alloc's buffers are kept valid by the rebuilt object, and cannot be resized)
+            dests.append(rx.buffers[i] if own else
+                         _window(iov.base, iov.len, memoryview(rx.buffers[i]), readonly=False))
             iovs.append((iov.base, iov.len))
         return inc, oid, dests, _layout(iovs)
     except BaseException:
