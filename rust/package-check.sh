@@ -22,6 +22,15 @@ work=$(mktemp -d "${TMPDIR:-/tmp}/cdtypes-package-check.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 # registry dependencies (bindgen, syn...) stay compiled between runs
 export CARGO_TARGET_DIR="$PWD/target/package-check"
+# ... but not our own crates: cargo takes a registry crate whose version it has built before as
+# unchanged, so the verify step would link the cdtypes-sys of an earlier run (same version,
+# other sources) into cdtypes ("no field `object_count` on type `cdt_frame_info`"); nor cargo's
+# unpacked copies of them from earlier runs' temporary registries
+rm -rf "$CARGO_TARGET_DIR/package" "$CARGO_TARGET_DIR"/debug/.fingerprint/cdtypes* \
+  "$CARGO_TARGET_DIR"/debug/build/cdtypes* "$CARGO_TARGET_DIR"/debug/deps/*cdtypes*
+for crate in "${crates[@]}"; do
+  rm -rf "${CARGO_HOME:-$HOME/.cargo}"/registry/src/-*/"$crate-$version"
+done
 
 step "cargo publish --dry-run (${crates[*]})"
 # --allow-dirty: check the tree as it is, committed or not
