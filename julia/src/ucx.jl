@@ -99,7 +99,7 @@ function Worker(;
         Csize_t(something(buffer_cache_bytes, 0)),
         protocol === nothing ? Cint(0) : _PROTOCOLS[protocol],
         Int64(0), # fifo_stall_timeout_ms: not in the mask, the library's default
-        Cint(0), # lane: not in the mask, the library's default (CDT_UCX_LANE)
+        Cint(0),  # lane: not in the mask, the library's default (CDT_UCX_LANE)
     ))
     w = Ref{Ptr{Cvoid}}(C_NULL)
     rc = ccall(
