@@ -321,6 +321,12 @@ static void hub(uint16_t *port_out, int port_fd, int go_fd)
     CHECK(buf != NULL);
     memset(buf, 0x5A, KL_LEN);
     cdt_type t = kl_type();
+    /* both peers' lanes mapped before anything can kill: an offer follows its sender's id on
+     * the stream and may be read on a later progress call than the sender's first object; one
+     * mapped after the kill would hide the victim's unmap in the count below */
+    for (int64_t end = now_ms() + T_TIMEOUT_MS; lane_maps() < 2 && now_ms() < end;)
+        progress_for(&p, 1);
+    CHECK(lane_maps() >= 2);
     cdt_ucx_request vr;
     if (kill_in == 1) {
         CHECK_RC(cdt_ucx_irecv(p.w, buf, KL_LEN, t, 20, CDT_UCX_TAG_MASK_FULL, NULL, &vr));
