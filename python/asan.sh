@@ -15,7 +15,9 @@
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
-python=${PYTHON:-python3}
+# the interpreter itself, not a launcher script in front of it (pyenv's shims are bash scripts:
+# under the preloaded runtime with leak detection, bash's own leaks failed every MPI job)
+python=$("${PYTHON:-python3}" -c 'import sys; print(sys.executable)')
 cc=${CC:-gcc}
 build=build-pyasan
 jobs=$(nproc 2>/dev/null || echo 2)
