@@ -32,6 +32,18 @@ static double now_s(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
+/* nothing to do on lane l yet: 0 to try again (after yielding: the peer may be waiting for
+ * this core), -2 past the deadline, CDT_ERR_PEER once the peer is gone */
+static int idle_step(cdt__lane *l, double deadline)
+{
+    if (now_s() > deadline)
+        return -2;
+    if (!cdt__lane_peer_alive(l))
+        return CDT_ERR_PEER;
+    sched_yield();
+    return 0;
+}
+
 /* the byte at stream position p of object `key`: every byte's value says where it belongs */
 static unsigned char pattern(uint64_t key, uint64_t p)
 {
@@ -60,11 +72,8 @@ static int produce(cdt__lane *l, uint64_t objects, double deadline, int die_at_f
         if (rc < 0)
             return rc;
         if (rc == 0) {
-            if (now_s() > deadline)
-                return -2;
-            if (!cdt__lane_peer_alive(l))
-                return CDT_ERR_PEER;
-            sched_yield(); /* the peer may be waiting for this core */
+            if ((rc = idle_step(l, deadline)) != 0)
+                return rc;
             continue;
         }
         /* a transport looks the key up among its offered objects; here it must be the next */
@@ -78,11 +87,8 @@ static int produce(cdt__lane *l, uint64_t objects, double deadline, int die_at_f
             if (rc < 0)
                 return rc;
             if (n == 0) {
-                if (now_s() > deadline)
-                    return -2;
-                if (!cdt__lane_peer_alive(l))
-                    return CDT_ERR_PEER;
-                sched_yield();
+                if ((rc = idle_step(l, deadline)) != 0)
+                    return rc;
                 continue;
             }
             if (n > g.stream_len - off)
@@ -134,11 +140,8 @@ static int consume(cdt__lane *l, uint64_t objects, int window, double deadline, 
         if (rc < 0)
             return rc;
         if (n == 0) {
-            if (now_s() > deadline)
-                return -2;
-            if (!cdt__lane_peer_alive(l))
-                return CDT_ERR_PEER;
-            sched_yield(); /* the peer may be waiting for this core */
+            if ((rc = idle_step(l, deadline)) != 0)
+                return rc;
             continue;
         }
         /* the span lies in the data ring, whatever the peer wrote */

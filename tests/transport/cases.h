@@ -37,7 +37,13 @@ side_fn peer_exit_client, peer_exit_server, receiver_exit_client, receiver_exit_
 int connect_refused_case(void);
 
 /* cases_pack.c: custom pack callbacks in a send: one that fails, and none inside UCX's
- * shared-memory FIFO window */
+ * shared-memory FIFO window; and the plain byte callbacks of a custom type of `count` bytes,
+ * which the other cases' types wrap (a failure or a kill at some offset) */
+int bytes_query(void *state, const void *buf, cdt_count count, cdt_count *size);
+void bytes_copy_out(const void *buf, cdt_count count, cdt_count offset, void *dst,
+                    cdt_count dst_size, cdt_count *used);
+int bytes_unpack(void *state, void *buf, cdt_count count, cdt_count offset, const void *src,
+                 cdt_count src_size);
 side_fn pack_fails_client, pack_fails_server, fifo_window_client, fifo_window_server;
 
 /* cases_endpoints.c: the transports and protocol an endpoint chose, the address bootstrap,

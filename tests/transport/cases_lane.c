@@ -226,32 +226,13 @@ int lane_case(void)
 enum { KL_LEN = 8 << 20, KL_AT = 2 << 20, KL_N = 20 };
 static int kill_in;
 
-static int kl_query(void *state, const void *buf, cdt_count count, cdt_count *size)
-{
-    (void)state, (void)buf;
-    *size = count;
-    return CDT_SUCCESS;
-}
-
 static int kl_pack(void *state, const void *buf, cdt_count count, cdt_count offset, void *dst,
                    cdt_count dst_size, cdt_count *used)
 {
     (void)state;
     if (kill_in == 1 && offset > KL_AT)
         raise(SIGKILL);
-    cdt_count n = count - offset < dst_size ? count - offset : dst_size;
-    memcpy(dst, (const char *)buf + offset, (size_t)n);
-    *used = n;
-    return CDT_SUCCESS;
-}
-
-static int kl_unpack(void *state, void *buf, cdt_count count, cdt_count offset, const void *src,
-                     cdt_count src_size)
-{
-    (void)state;
-    if (offset + src_size > count)
-        return CDT_ERR_TRUNCATED;
-    memcpy((char *)buf + offset, src, (size_t)src_size);
+    bytes_copy_out(buf, count, offset, dst, dst_size, used);
     return CDT_SUCCESS;
 }
 
@@ -289,8 +270,8 @@ static void *kl_watch(void *arg)
 static cdt_type kl_type(void)
 {
     cdt_type t;
-    CHECK_RC(
-        cdt_type_create_custom(NULL, NULL, kl_query, kl_pack, kl_unpack, NULL, NULL, NULL, 0, &t));
+    CHECK_RC(cdt_type_create_custom(NULL, NULL, bytes_query, kl_pack, bytes_unpack, NULL, NULL,
+                                    NULL, 0, &t));
     return t;
 }
 

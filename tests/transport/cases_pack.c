@@ -13,10 +13,28 @@
  * filler, and the next object arrives whole. In split mode the stream is packed at isend. */
 enum { PF_LEN = 4 << 20, PF_FAIL_AT = 1 << 20 };
 
-static int pf_query(void *state, const void *buf, cdt_count count, cdt_count *size)
+int bytes_query(void *state, const void *buf, cdt_count count, cdt_count *size)
 {
     (void)state, (void)buf;
     *size = count;
+    return CDT_SUCCESS;
+}
+
+void bytes_copy_out(const void *buf, cdt_count count, cdt_count offset, void *dst,
+                    cdt_count dst_size, cdt_count *used)
+{
+    cdt_count n = count - offset < dst_size ? count - offset : dst_size;
+    memcpy(dst, (const char *)buf + offset, (size_t)n);
+    *used = n;
+}
+
+int bytes_unpack(void *state, void *buf, cdt_count count, cdt_count offset, const void *src,
+                 cdt_count src_size)
+{
+    (void)state;
+    if (offset + src_size > count)
+        return CDT_ERR_TRUNCATED;
+    memcpy((char *)buf + offset, src, (size_t)src_size);
     return CDT_SUCCESS;
 }
 
@@ -26,27 +44,15 @@ static int pf_pack(void *state, const void *buf, cdt_count count, cdt_count offs
     (void)state;
     if (offset + dst_size > PF_FAIL_AT && count > PF_FAIL_AT)
         return CDT_ERR_USER_BASE - 7;
-    cdt_count n = count - offset < dst_size ? count - offset : dst_size;
-    memcpy(dst, (const char *)buf + offset, (size_t)n);
-    *used = n;
-    return CDT_SUCCESS;
-}
-
-static int pf_unpack(void *state, void *buf, cdt_count count, cdt_count offset, const void *src,
-                     cdt_count src_size)
-{
-    (void)state;
-    if (offset + src_size > count)
-        return CDT_ERR_TRUNCATED;
-    memcpy((char *)buf + offset, src, (size_t)src_size);
+    bytes_copy_out(buf, count, offset, dst, dst_size, used);
     return CDT_SUCCESS;
 }
 
 static cdt_type pf_type(void)
 {
     cdt_type t;
-    CHECK_RC(
-        cdt_type_create_custom(NULL, NULL, pf_query, pf_pack, pf_unpack, NULL, NULL, NULL, 0, &t));
+    CHECK_RC(cdt_type_create_custom(NULL, NULL, bytes_query, pf_pack, bytes_unpack, NULL, NULL,
+                                    NULL, 0, &t));
     return t;
 }
 
@@ -143,8 +149,8 @@ static int fw_pack(void *state, const void *buf, cdt_count count, cdt_count offs
 static cdt_type fw_type(void)
 {
     cdt_type t;
-    CHECK_RC(
-        cdt_type_create_custom(NULL, NULL, pf_query, fw_pack, pf_unpack, NULL, NULL, NULL, 0, &t));
+    CHECK_RC(cdt_type_create_custom(NULL, NULL, bytes_query, fw_pack, bytes_unpack, NULL, NULL,
+                                    NULL, 0, &t));
     return t;
 }
 
