@@ -554,6 +554,29 @@ static int bytes_unpack(void *st, void *buf, cdt_count count, cdt_count off, con
     return CDT_SUCCESS;
 }
 
+/* a pack callback that packs at most 100 bytes a call (as a transport's stops at each small
+ * region) and counts the positions the producer had published when it was called */
+typedef struct short_pack {
+    const cdt__lane *lane;
+    const unsigned char *src;
+    uint64_t last_pos;
+    int calls, positions;
+} short_pack;
+
+static int pack_short(void *state, uint64_t off, unsigned char *dst, size_t n, size_t *used)
+{
+    short_pack *sp = state;
+    uint64_t pos =
+        __atomic_load_n((const uint64_t *)(const void *)(sp->lane->base + CDT__LANE_OFF_PROD_POS),
+                        __ATOMIC_ACQUIRE);
+    if (sp->calls++ == 0 || pos != sp->last_pos)
+        sp->positions++;
+    sp->last_pos = pos;
+    *used = n < 100 ? n : 100;
+    memcpy(dst, sp->src + off, *used);
+    return CDT_SUCCESS;
+}
+
 /* moves (sbuf, count, type) into (rbuf, count, type) through p and c, both pumps alternating;
  * unpack as given (op_unpack, fail_unpack or NULL); returns pump_in's last status */
 static int move(cdt__lane *p, cdt__lane *c, const void *sbuf, void *rbuf, cdt_count count,
@@ -650,6 +673,23 @@ static void case_pump(void)
         same &= rv[i] == (i % 2 == 0 ? sv[i] : 0.0);
     CHECK(same);
     CHECK(cdt__lane_position(&c) == cdt__lane_position(&p));
+
+    /* a fragment is published once, whole, however many calls its packing takes: 20,000
+     * bytes in 4 KiB fragments are 5 publications, 6 where the ring's end cuts one (the
+     * producer's position seen by that many values across 200-odd calls), not one a call */
+    {
+        uint64_t start, o2 = 0, i2 = 0;
+        cdt__lane_grant g;
+        CHECK_RC(cdt__lane_post_grant(&c, 2, 20000, &start), CDT_SUCCESS);
+        CHECK_RC(cdt__lane_take_grant(&p, &g), 1);
+        short_pack sp = {.lane = &p, .src = sb};
+        CHECK_RC(cdt__lane_pump_out(&p, pack_short, &sp, &o2, 20000), 1);
+        CHECK(o2 == 20000);
+        CHECK(sp.calls >= 200);
+        CHECK(sp.positions >= 5 && sp.positions <= 6);
+        CHECK_RC(cdt__lane_pump_in(&c, NULL, NULL, &i2, 20000, NULL), 1);
+        CHECK(cdt__lane_position(&c) == cdt__lane_position(&p));
+    }
 
     /* a pack callback that packs nothing is a broken callback, not a hang */
     uint64_t off = 0;

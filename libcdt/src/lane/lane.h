@@ -153,10 +153,11 @@ typedef int(cdt__lane_pack_fn)(void *state, uint64_t offset, unsigned char *dst,
 typedef int(cdt__lane_unpack_fn)(void *state, uint64_t offset, const unsigned char *src, size_t n);
 
 /* Producer: pack the object's stream bytes [*offset, len) into the ring while it has room,
- * publishing each fragment as soon as it is packed (so the consumer unpacks one while the
- * next is packed). 1: all published; 0: the ring is full, call again; else the lane's error or
- * the callback's (CDT_ERR_CALLBACK for a callback that packs nothing). *offset advances by what
- * was published. */
+ * publishing each fragment once as soon as it is packed (so the consumer unpacks one while the
+ * next is packed); pack is called as many times as a fragment takes. 1: all published; 0: the
+ * ring is full, call again; else the lane's error or the callback's (CDT_ERR_CALLBACK for a
+ * callback that packs nothing); bytes packed before a failure are published. *offset advances
+ * by what was published. */
 CDT__LANE_HIDDEN int cdt__lane_pump_out(cdt__lane *lane, cdt__lane_pack_fn *pack, void *state,
                                         uint64_t *offset, uint64_t len);
 /* Consumer: unpack the object's published bytes [*offset, len) and release them. bounce NULL:

@@ -24,16 +24,26 @@ int cdt__lane_pump_out(cdt__lane *lane, cdt__lane_pack_fn *pack, void *state, ui
         if (room == 0)
             return 0;
         size_t n = len - *offset < room ? (size_t)(len - *offset) : room;
-        size_t used = 0;
-        rc = pack(state, *offset, dst, n, &used);
+        /* the whole span is packed before it is published, however many calls the callback
+         * takes (a transport's callback stops at each small region): one release store, one
+         * cache line handed to the consumer, per fragment, not per call (§10.3) */
+        size_t filled = 0;
+        while (rc == CDT_SUCCESS && filled < n) {
+            size_t used = 0;
+            rc = pack(state, *offset + filled, dst + filled, n - filled, &used);
+            if (rc == CDT_SUCCESS && (used == 0 || used > n - filled))
+                rc = CDT_ERR_CALLBACK;
+            if (rc == CDT_SUCCESS)
+                filled += used;
+        }
+        /* what was packed before a failure is published all the same, as it was packed */
+        int prc = filled > 0 ? cdt__lane_publish(lane, filled) : CDT_SUCCESS;
+        if (prc == CDT_SUCCESS)
+            *offset += filled;
         if (rc != CDT_SUCCESS)
             return rc;
-        if (used == 0 || used > n)
-            return CDT_ERR_CALLBACK;
-        rc = cdt__lane_publish(lane, used);
-        if (rc != CDT_SUCCESS)
-            return rc;
-        *offset += used;
+        if (prc != CDT_SUCCESS)
+            return prc;
     }
     return 1;
 }
