@@ -178,10 +178,28 @@ static void post_regions(cdt_ucx_request r, const cdt__ucx_lane_in *e)
 }
 
 /* a custom type's callbacks (and a prepare callback's decoder, which may bind one) read a
- * private copy of each fragment: bytes they checked cannot change under them (§10.4) */
+ * private copy of each fragment of the packed stream: bytes they checked cannot change under
+ * them (§10.4). Only the packed stream reaches a callback: the small regions after it are
+ * copied by the engine into their memory (a region's type is a layout: each byte read once),
+ * straight out of the segment. */
 static bool needs_copy(cdt_ucx_request r)
 {
     return r->prepare != NULL || (r->type != NULL && r->type->cls == CDT__CLASS_CUSTOM);
+}
+
+/* the object's published bytes, unpacked: the packed stream through the bounce buffer where
+ * it needs one, the rest straight out of the ring (cdt__lane_pump_in's results) */
+static int pump_object(cdt__ucx_lane_ep *l, cdt__ucx_lane_in *e)
+{
+    cdt_ucx_request r = e->r;
+    if (r == NULL)
+        return cdt__lane_pump_in(&l->rx, NULL, NULL, &e->off, e->len, NULL);
+    if (needs_copy(r) && e->off < (uint64_t)r->lane_packed) {
+        int rc = cdt__lane_pump_in(&l->rx, unpack, r, &e->off, (uint64_t)r->lane_packed, l->bounce);
+        if (rc != 1 || e->off == e->len)
+            return rc;
+    }
+    return cdt__lane_pump_in(&l->rx, unpack, r, &e->off, e->len, NULL);
 }
 
 int cdt__ucx_lane_pump_recv(cdt__ucx_lane_ep *l)
@@ -200,8 +218,7 @@ int cdt__ucx_lane_pump_recv(cdt__ucx_lane_ep *l)
     cdt__ucx_lane_in *e;
     while ((e = l->in_head) != NULL && e->granted) {
         cdt_ucx_request r = e->r;
-        int rc = cdt__lane_pump_in(&l->rx, r != NULL ? unpack : NULL, r, &e->off, e->len,
-                                   r != NULL && needs_copy(r) ? l->bounce : NULL);
+        int rc = pump_object(l, e);
         if (rc < 0 && l->rx.error != 0)
             return l->rx.error;
         if (rc < 0) {
