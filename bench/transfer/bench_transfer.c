@@ -182,6 +182,9 @@ int main(int argc, char **argv)
         const kase_desc *kd = &kases[ki];
         if (!listed(only, kd->name))
             continue;
+        /* how many of the case's objects went through the lane (none with the lane off) */
+        cdt_ucx_worker_stats st0 = {.field_mask = CDT_UCX_WORKER_STATS_LANE_SENT};
+        OK(cdt_ucx_worker_stats_get(e.w, &st0));
         for (int pass = 0; pass < 2; pass++) { /* 0 latency, 1 bandwidth */
             if (quick && pass == 0 && kd->k == K_DOUBLEVEC && kd->sub != 1024)
                 continue;
@@ -253,6 +256,11 @@ int main(int argc, char **argv)
                     printf("\n");
             }
         }
+        cdt_ucx_worker_stats st1 = {.field_mask = CDT_UCX_WORKER_STATS_LANE_SENT};
+        OK(cdt_ucx_worker_stats_get(e.w, &st1));
+        if (!e.server)
+            printf("# %s: %llu objects sent through the lane\n", kd->name,
+                   (unsigned long long)(st1.lane_sent - st0.lane_sent));
     }
     if (csv != NULL)
         fclose(csv);
