@@ -45,6 +45,20 @@ static double now(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
+/* the median of n round times (sorts them): one round that lost its core to another process
+ * does not move it, where it moves a mean several-fold on a loaded machine */
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static double median(double *t, int n)
+{
+    qsort(t, (size_t)n, sizeof(*t), cmp_double);
+    return n % 2 ? t[n / 2] : (t[n / 2 - 1] + t[n / 2]) / 2;
+}
+
 /* ---- the objects (both sides build them the same way) ---- */
 enum { N_SV = 128, N_SS = 65536, DV_N = 64, DV_LEN = 32768, STRIDED_N = 1 << 20 };
 
@@ -263,24 +277,27 @@ static int connector_main(const char *host, uint16_t port)
         cdt_frame_region_count(f, &regions);
         cdt_frame_free(f);
         int all_ok = 1;
-        double t0 = now(), t_cdt = 0;
+        double rounds[ITERS]; /* each round's time: the median is the row's figure */
         for (int k = 0; k <= ITERS; k++) {
             int32_t okv = 0;
-            if (k == ITERS)
-                t_cdt = (now() - t0) / ITERS;
+            double t0 = now();
             OK(cdt_ucx_send(ep, it[i].buf, it[i].count, it[i].type, 1, TIMEOUT_MS));
             OK(cdt_ucx_recv(w, &okv, 1, CDT_INT32, 2, CDT_UCX_TAG_MASK_FULL, NULL, NULL,
                             TIMEOUT_MS));
+            if (k < ITERS) /* the last round is the verified one, not timed */
+                rounds[k] = now() - t0;
             all_ok &= okv == 1;
         }
-        t0 = now();
+        double t_cdt = median(rounds, ITERS);
         for (int k = 0; k < ITERS; k++) {
             int32_t okv = 0;
+            double t0 = now();
             raw_xfer(w, ep, raw, (size_t)it[i].bytes, 1);
             OK(cdt_ucx_recv(w, &okv, 1, CDT_INT32, 2, CDT_UCX_TAG_MASK_FULL, NULL, NULL,
                             TIMEOUT_MS));
+            rounds[k] = now() - t0;
         }
-        double t_raw = (now() - t0) / ITERS;
+        double t_raw = median(rounds, ITERS);
         bad |= !all_ok;
         printf("%-26s %10lld %8lld %9s %11.1f %11.1f %8.2f\n", it[i].name, (long long)it[i].bytes,
                (long long)regions, all_ok ? "yes" : "NO", it[i].bytes / t_cdt / 1e6,
@@ -295,11 +312,13 @@ static int connector_main(const char *host, uint16_t port)
     }
     int32_t done = 1;
     OK(cdt_ucx_send(ep, &done, 1, CDT_INT32, 3, TIMEOUT_MS));
-    printf("ratio: libcdt / raw UCX of the same byte count into one reused buffer, one object in\n"
-           "flight. Packed fields pay a pack and an unpack that raw does not. double_vec's\n"
-           "receiver allocates its arrays every round in the first row and writes into the\n"
-           "arrays of the round before in the second; the difference is the allocation's cost\n"
-           "(fresh pages, zeroed by the kernel: bench/results/transfer_findings.md).\n");
+    printf("MB/s: bytes / the median round of %d (object + ack). ratio: libcdt / raw UCX of\n"
+           "the same byte count into one reused buffer, one object in flight. Packed fields pay\n"
+           "a pack and an unpack that raw does not. double_vec's receiver allocates its arrays\n"
+           "every round in the first row and writes into the arrays of the round before in the\n"
+           "second; the difference is the allocation's cost (fresh pages, zeroed by the kernel:\n"
+           "bench/results/transfer_findings.md).\n",
+           ITERS);
     /* which transports really ran: the endpoint's lanes as UCX reports them */
     char lanes[256];
     if (cdt_ucx_ep_transports(ep, lanes, sizeof(lanes)) != CDT_SUCCESS)
