@@ -61,6 +61,7 @@ side_fn lane_client, lane_server;
 int lane_case(void);
 int lane_kill_case(int where);
 int lane_hostile_case(void); /* a sender that scribbles over its own segment */
+int lane_wakeup_case(void);  /* a wait with wakeup does not sleep on a moving lane */
 
 /* cases_churn.c: clients that connect and leave while sends to them are in flight */
 int quarantine_churn_case(void);

@@ -5,12 +5,15 @@
  * the lane and a receiver killed while it unpacks from it, with a third process beside them;
  * a sender that scribbles over its own segment while objects move.
  */
+/* RUSAGE_THREAD (the wakeup case counts its own thread's sleeps) */
+#define _GNU_SOURCE
 #include "cases.h"
 
 #include <dirent.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <sched.h>
+#include <sys/resource.h>
 #include <time.h>
 
 /* both sides of every case here have the lane on (whatever CDT_UCX_LANE says) */
@@ -575,4 +578,88 @@ void lane_hostile_server(peer *p)
 int lane_hostile_case(void)
 {
     return run_pair(lane_hostile_server, lane_hostile_client, &lane_wp, &lane_wp, 0);
+}
+
+/* ---------------------------------------------------------------- wakeup ---------------- */
+
+/* A worker with wakeup sleeps on its event fd once a wait finds nothing to do; a peer's writes
+ * into the lane signal nothing there, so a wait whose object is in the lane must not sleep
+ * (it would sleep its whole bound, 10 ms, each time). The sender's pack callback stalls
+ * WK_STALL_MS once, halfway through the object, while the receiver waits for the rest: the
+ * receiver's thread counts its voluntary context switches (a sleep in poll is one; a
+ * sched_yield is not) over the receive. Without the rule about 50 (one a 10 ms bound); with it
+ * none but a few while the head is on its way. */
+enum { WK_LEN = 2 << 20, WK_AT = 512 << 10, WK_STALL_MS = 500, WK_MAX_SLEEPS = 10 };
+
+static int wk_pack(void *state, const void *buf, cdt_count count, cdt_count offset, void *dst,
+                   cdt_count dst_size, cdt_count *used)
+{
+    static int stalled;
+    (void)state;
+    if (!stalled && offset >= WK_AT) {
+        stalled = 1;
+        struct timespec ts = {0, (long)WK_STALL_MS * 1000000L};
+        nanosleep(&ts, NULL);
+    }
+    bytes_copy_out(buf, count, offset, dst, dst_size, used);
+    return CDT_SUCCESS;
+}
+
+static cdt_type wk_type(void)
+{
+    cdt_type t;
+    CHECK_RC(cdt_type_create_custom(NULL, NULL, bytes_query, wk_pack, bytes_unpack, NULL, NULL,
+                                    NULL, 0, &t));
+    return t;
+}
+
+static void lane_wakeup_client(peer *p)
+{
+    int64_t one = 1;
+    CHECK_RC(cdt_ucx_send(p->ep, &one, 1, CDT_INT64, 1, T_TIMEOUT_MS)); /* offers the lane */
+    wait_lane(p);
+    unsigned char *b = malloc(WK_LEN);
+    CHECK(b != NULL);
+    for (int i = 0; i < WK_LEN; i++)
+        b[i] = (unsigned char)(i * 7 + 3);
+    cdt_type t = wk_type();
+    CHECK_RC(cdt_ucx_send(p->ep, b, WK_LEN, t, 2, T_TIMEOUT_MS));
+    CHECK(lane_stat(p, CDT_UCX_WORKER_STATS_LANE_SENT) == 1);
+    cdt_type_free(&t);
+    free(b);
+}
+
+static long voluntary_switches(void)
+{
+    struct rusage ru;
+    CHECK(getrusage(RUSAGE_THREAD, &ru) == 0);
+    return ru.ru_nvcsw;
+}
+
+static void lane_wakeup_server(peer *p)
+{
+    int64_t one = 0;
+    CHECK_RC(
+        cdt_ucx_recv(p->w, &one, 1, CDT_INT64, 1, CDT_UCX_TAG_MASK_FULL, NULL, NULL, T_TIMEOUT_MS));
+    unsigned char *b = calloc(1, WK_LEN);
+    CHECK(b != NULL);
+    cdt_type t = wk_type();
+    long before = voluntary_switches();
+    int64_t t0 = now_ms();
+    CHECK_RC(cdt_ucx_recv(p->w, b, WK_LEN, t, 2, CDT_UCX_TAG_MASK_FULL, NULL, NULL, T_TIMEOUT_MS));
+    long sleeps = voluntary_switches() - before;
+    fprintf(stderr, "a lane receive across a %d ms stall of its sender: %ld ms, %ld sleeps\n",
+            WK_STALL_MS, (long)(now_ms() - t0), sleeps);
+    for (int i = 0; i < WK_LEN; i++)
+        CHECK(b[i] == (unsigned char)(i * 7 + 3));
+    CHECK(lane_stat(p, CDT_UCX_WORKER_STATS_LANE_RECEIVED) == 1);
+    CHECK(sleeps < WK_MAX_SLEEPS);
+    cdt_type_free(&t);
+    free(b);
+}
+
+int lane_wakeup_case(void)
+{
+    setenv("CDT_UCX_WAKEUP", "1", 1); /* both sides' contexts (made after the fork) */
+    return run_pair(lane_wakeup_server, lane_wakeup_client, &lane_wp, &lane_wp, 0);
 }

@@ -84,6 +84,7 @@ struct cdt_ucx_worker_s {
     int lanes_mapped;
     uint64_t lane_sent, lane_received; /* objects whose stream went whole (stats) */
     unsigned lane_polls;               /* progress calls (the offer's stream poll) */
+    bool lane_waiting; /* the last progress left lane objects in flight (no sleep then) */
     /* UCX generic datatypes of single-mode messages: the send packs from the frame, every
      * receive unpacks into the head buffer or the decoder (ucx_single.c) */
     ucp_datatype_t dt_send, dt_recv;

@@ -249,6 +249,9 @@ void cdt__ucx_lane_progress(cdt_ucx_worker w)
         w->lane_received += l->recvs_done;
         l->sends_done = l->recvs_done = 0;
     }
+    /* a wait does not sleep on the event fd meanwhile: the peer's writes into the lane signal
+     * nothing there (cdt__ucx_sleep) */
+    w->lane_waiting = any_waiting;
     /* nothing moved while the peer has to: it may be waiting for this core (§10.3) */
     if (any_waiting && !any_moved)
         sched_yield();

@@ -67,9 +67,11 @@ void cdt__ucx_sleep(cdt_ucx_worker w, int64_t deadline)
     if (w->efd < 0)
         return;
     pthread_mutex_lock(&w->lock);
-    /* arm only when progress finds nothing more: UCX reports BUSY otherwise */
+    /* arm only when progress finds nothing more: UCX reports BUSY otherwise. Nor while lane
+     * objects are in flight: the peer moves them through shared memory, which wakes nothing
+     * (docs/TRANSPORT.md §10.3); the wait spins on, yielding its core when nothing moved */
     bool armed = false;
-    if (cdt__ucx_progress(w) == 0) {
+    if (cdt__ucx_progress(w) == 0 && !w->lane_waiting) {
         armed = ucp_worker_arm(w->ucp) == UCS_OK;
         cdt__ucx_armed(w);
     }
