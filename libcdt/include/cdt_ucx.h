@@ -258,8 +258,9 @@ CDT_API void cdt_ucx_worker_address_free(cdt_ucx_worker worker, void *address);
  *  CDT_ERR_INVALID_ARG. */
 CDT_API int cdt_ucx_worker_fd(cdt_ucx_worker worker, int *fd);
 /*! cdt_ucx_worker_arm() : prepare to wait for the worker's fd. @return CDT_SUCCESS (nothing
- *  is pending: wait for the fd), CDT_ERR_BUSY (events are pending: progress, then arm again),
- *  CDT_ERR_UNSUPPORTED (no wakeup), CDT_ERR_INVALID_ARG. */
+ *  is pending: wait for the fd), CDT_ERR_BUSY (events are pending, or objects are in flight
+ *  on a lane, whose peer's writes into shared memory make no fd readable: progress, then arm
+ *  again), CDT_ERR_UNSUPPORTED (no wakeup), CDT_ERR_INVALID_ARG. */
 CDT_API int cdt_ucx_worker_arm(cdt_ucx_worker worker);
 /*! cdt_ucx_worker_sender_id() : the sender id in use (given or drawn at random). */
 CDT_API uint32_t cdt_ucx_worker_sender_id(cdt_ucx_worker worker);

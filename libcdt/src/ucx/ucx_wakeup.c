@@ -103,6 +103,10 @@ int cdt_ucx_worker_arm(cdt_ucx_worker worker)
     if (worker->efd < 0)
         return CDT_ERR_UNSUPPORTED;
     pthread_mutex_lock(&worker->lock);
+    if (worker->lane_waiting) { /* the peer moves lane objects in flight; that wakes no fd */
+        pthread_mutex_unlock(&worker->lock);
+        return CDT_ERR_BUSY;
+    }
     ucs_status_t st = ucp_worker_arm(worker->ucp);
     cdt__ucx_armed(worker); /* the next completion signals again */
     pthread_mutex_unlock(&worker->lock);
