@@ -175,23 +175,32 @@ int main(int argc, char **argv)
         {"double_vec_1k", K_DOUBLEVEC, 1024},
         {"double_vec_4k", K_DOUBLEVEC, 4096},
         {"double_vec_128k", K_DOUBLEVEC, 131072},
+        /* region sizes around the zero-copy threshold and the lane's (docs/TRANSPORT.md §10.3,
+         * Regions): bandwidth only, run when named with --cases */
+        {"double_vec_64k", K_DOUBLEVEC, 65536},
+        {"double_vec_512k", K_DOUBLEVEC, 524288},
+        {"double_vec_2m", K_DOUBLEVEC, 2097152},
+        {"double_vec_8m", K_DOUBLEVEC, 8388608},
     };
     const cdt_count lat_max = quick ? 65536 : 1 << 20;
     const cdt_count bw_min = 1024, bw_max = quick ? (cdt_count)64 << 20 : (cdt_count)256 << 20;
     for (size_t ki = 0; ki < sizeof(kases) / sizeof(kases[0]); ki++) {
         const kase_desc *kd = &kases[ki];
-        if (!listed(only, kd->name))
+        if (!listed(only, kd->name) || (only == NULL && kd->k == K_DOUBLEVEC && kd->sub != 1024 &&
+                                        kd->sub != 131072 && kd->sub != 64 && kd->sub != 4096))
             continue;
         /* how many of the case's objects went through the lane (none with the lane off) */
         cdt_ucx_worker_stats st0 = {.field_mask = CDT_UCX_WORKER_STATS_LANE_SENT};
         OK(cdt_ucx_worker_stats_get(e.w, &st0));
         for (int pass = 0; pass < 2; pass++) { /* 0 latency, 1 bandwidth */
+            if (pass == 0 && kd->k == K_DOUBLEVEC && kd->sub > 131072)
+                continue; /* the region sizes: bandwidth only */
             if (quick && pass == 0 && kd->k == K_DOUBLEVEC && kd->sub != 1024)
                 continue;
             if (bandwidth_only && pass == 0)
                 continue;
-            if (pass == 1 && kd->k == K_DOUBLEVEC && kd->sub != 1024 && kd->sub != 131072)
-                continue; /* bandwidth at 1 KiB sub-vectors (the seed) and 128 KiB */
+            if (pass == 1 && kd->k == K_DOUBLEVEC && kd->sub != 1024 && kd->sub < 65536)
+                continue; /* bandwidth at 1 KiB sub-vectors (the seed) and from 64 KiB */
             if (!e.server) {
                 printf("# %s %s (MB = 10^6 bytes)\n# Size", kd->name,
                        pass == 0 ? "latency" : "bandwidth");

@@ -188,7 +188,10 @@ typedef struct cdt_ucx_worker_params {
      * not make objects cross (docs/TRANSPORT.md). Default: random. */
     uint32_t sender_id;
     /*! Split mode: regions of at least this many bytes move as their own zero-copy message;
-     * smaller ones are gathered into the frame's head message. Default 65536; minimum 1. */
+     * smaller ones are gathered into the frame's head message. Default 65536; minimum 1. On an
+     * endpoint with a lane (docs/TRANSPORT.md §10.3, Regions) a threshold named here holds;
+     * unnamed, the lane's own applies there (every region through the lane, or
+     * CDT_UCX_LANE_REGION_THRESHOLD). */
     cdt_count zcopy_threshold;
     /*! Bytes of staging memory (packed streams, gathered small regions, received tails) the
      * worker keeps for reuse between messages, at most 64 buffers. Fresh memory costs a page
@@ -434,7 +437,8 @@ CDT_API int cdt_ucx_ep_close(cdt_ucx_ep ep, int64_t timeout_ms);
  *
  * One call sends the object (buf, count, type) as one message: the receiver matches it once
  * and gets the whole object. The send side never copies a region of zcopy_threshold bytes or
- * more; the receive side receives such a region straight into the memory the receiving type
+ * more (except through a lane, which copies regions by default: docs/TRANSPORT.md §10.3); the
+ * receive side receives such a region straight into the memory the receiving type
  * names (or that a prepare callback allocated). buf and every region must stay unchanged
  * until the send completes; the receive object must not be touched until the receive does.
  * ---------------------------------------------------------------------------------------- */
@@ -566,7 +570,8 @@ typedef struct cdt_ucx_send_params {
     cdt_ucx_protocol protocol;
     /*! CDT_UCX_SEND_PARAM_ZCOPY_THRESHOLD: in split mode, regions of at least this many bytes
      * (>= 1) travel as their own zero-copy message; the receiver learns it from the message.
-     * Default: the worker's zcopy_threshold. */
+     * It holds on an endpoint with a lane too. Default: the worker's zcopy_threshold (on a
+     * lane, the lane's: docs/TRANSPORT.md §10.3, Regions). */
     cdt_count zcopy_threshold;
 } cdt_ucx_send_params;
 

@@ -56,8 +56,14 @@ side_fn transports_client, transports_server, accept_send_client, accept_send_se
 int address_case(void);
 
 /* cases_lane.c: objects through the lane; a sender killed packing into it (where 1), a
- * receiver killed unpacking from it (where 2) */
+ * receiver killed unpacking from it (where 2), a sender killed copying its regions into it
+ * (where 3) */
 side_fn lane_client, lane_server;
+void wait_lane(peer *p);                     /* until the endpoint reports its lane */
+uint64_t lane_stat(peer *p, uint64_t field); /* CDT_UCX_WORKER_STATS_LANE_SENT or _RECEIVED */
+/* cases_lane_regions.c: regions of 64 KiB to 8 MiB in the lane's stream, the threshold that a
+ * worker's parameter, a send's or CDT_UCX_LANE_REGION_THRESHOLD names instead */
+int lane_regions_case(void);
 int lane_case(void);
 int lane_kill_case(int where);
 int lane_hostile_case(void); /* a sender that scribbles over its own segment */

@@ -11,6 +11,7 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <pthread.h>
 #include <sched.h>
 #include <sys/resource.h>
@@ -27,7 +28,7 @@ static int64_t now_ms(void)
 }
 
 /* progress until the endpoint reports its lane (the peer mapped it after the first object) */
-static void wait_lane(peer *p)
+void wait_lane(peer *p)
 {
     char t[512];
     int64_t end = now_ms() + 10000;
@@ -47,7 +48,7 @@ static void progress_for(peer *p, int64_t ms)
         cdt_ucx_worker_progress(p->w);
 }
 
-static uint64_t lane_stat(peer *p, uint64_t field)
+uint64_t lane_stat(peer *p, uint64_t field)
 {
     cdt_ucx_worker_stats s = {.field_mask = field};
     CHECK_RC(cdt_ucx_worker_stats_get(p->w, &s));
@@ -270,6 +271,36 @@ static void *kl_watch(void *arg)
     return NULL;
 }
 
+/* kill_in 3: the victim's double_vec, KR_N regions of 1 MiB in one mapping whose last region
+ * is PROT_NONE: the sender's copy of its regions into the lane's stream faults there, with the
+ * first KR_N - 1 regions through, and the fault kills the victim */
+enum { KR_N = 24, KR_LEN = (1 << 20) / 4 };
+
+static void kr_fault(int sig)
+{
+    (void)sig;
+    raise(SIGKILL);
+}
+
+static void kr_object(double_vec *v)
+{
+    v->n = KR_N;
+    v->lens = calloc(KR_N, sizeof(cdt_count));
+    v->data = calloc(KR_N, sizeof(int32_t *));
+    int32_t *base =
+        mmap(NULL, (size_t)KR_N << 20, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    CHECK(v->lens != NULL && v->data != NULL && base != MAP_FAILED);
+    for (int i = 0; i < KR_N; i++) {
+        v->lens[i] = KR_LEN;
+        v->data[i] = base + (size_t)i * KR_LEN;
+    }
+    for (size_t j = 0; j < (size_t)(KR_N - 1) * KR_LEN; j++)
+        base[j] = (int32_t)j;
+    CHECK(mprotect(v->data[KR_N - 1], 1 << 20, PROT_NONE) == 0);
+    struct sigaction sa = {.sa_handler = kr_fault};
+    CHECK(sigaction(SIGSEGV, &sa, NULL) == 0);
+}
+
 static cdt_type kl_type(void)
 {
     cdt_type t;
@@ -312,8 +343,12 @@ static void hub(uint16_t *port_out, int port_fd, int go_fd)
         progress_for(&p, 1);
     CHECK(lane_maps() >= 2);
     cdt_ucx_request vr;
+    double_vec dv = {0};
     if (kill_in == 1) {
         CHECK_RC(cdt_ucx_irecv(p.w, buf, KL_LEN, t, 20, CDT_UCX_TAG_MASK_FULL, NULL, &vr));
+    } else if (kill_in == 3) {
+        CHECK_RC(
+            cdt_ucx_irecv(p.w, &dv, 1, double_vec_type(), 20, CDT_UCX_TAG_MASK_FULL, NULL, &vr));
     } else {
         /* the hub's first object to the victim offers it the hub's lane; the victim's answer
          * comes once it mapped it */
@@ -342,8 +377,9 @@ static void hub(uint16_t *port_out, int port_fd, int go_fd)
         failed_at = now_ms();
     }
     fprintf(stderr, "the %s to the killed peer ended with %s after %lld ms\n",
-            kill_in == 1 ? "receive" : "send", cdt_err_name(vrc), (long long)(failed_at - start));
+            kill_in != 2 ? "receive" : "send", cdt_err_name(vrc), (long long)(failed_at - start));
     CHECK(vrc == CDT_ERR_PEER);
+    double_vec_clear(&dv);           /* what the receive allocated before it failed */
     CHECK(failed_at - start < 5000); /* the keepalive bound (1 s) and then some */
     cdt_ucx_request_free(vr);
     char tr[512];
@@ -383,6 +419,11 @@ static void spoke(uint16_t port, int victim)
         if (kill_in == 1) {
             wait_lane(&p);
             cdt_ucx_send(p.ep, buf, KL_LEN, t, 20, T_TIMEOUT_MS); /* dies in it */
+        } else if (kill_in == 3) {
+            wait_lane(&p);
+            double_vec v;
+            kr_object(&v);
+            cdt_ucx_send(p.ep, &v, 1, double_vec_type(), 20, T_TIMEOUT_MS); /* dies in it */
         } else {
             CHECK_RC(cdt_ucx_recv(p.w, &one, 1, CDT_INT64, 12, CDT_UCX_TAG_MASK_FULL, NULL, NULL,
                                   T_TIMEOUT_MS));

@@ -59,10 +59,14 @@ int main(int argc, char **argv)
         return connect_refused_case();
     if (strcmp(c, "lane") == 0)
         return lane_case();
+    if (strcmp(c, "lane_regions") == 0)
+        return lane_regions_case();
     if (strcmp(c, "lane_kill_sender") == 0)
         return lane_kill_case(1);
     if (strcmp(c, "lane_kill_receiver") == 0)
         return lane_kill_case(2);
+    if (strcmp(c, "lane_kill_regions") == 0)
+        return lane_kill_case(3);
     if (strcmp(c, "lane_hostile") == 0)
         return lane_hostile_case();
     if (strcmp(c, "lane_wakeup") == 0)

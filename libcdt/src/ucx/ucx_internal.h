@@ -19,6 +19,9 @@
 
 /* wire constants and the head parser (pure, fuzzed): ucx_head.h */
 #define CDT__UCX_DEFAULT_ZCOPY_THRESHOLD 65536
+/* on an endpoint with a lane, regions below this go in the lane's stream instead of zero-copy
+ * (measured: docs/TRANSPORT.md §10.3, Regions); CDT_UCX_LANE_REGION_THRESHOLD overrides it */
+#define CDT__UCX_LANE_REGION_THRESHOLD ((cdt_count)1 << 62)
 /* how often UCX checks that the peers of a context's endpoints are alive, unless
  * UCX_KEEPALIVE_INTERVAL says otherwise (cdt_ucx_context_create) */
 #define CDT__UCX_KEEPALIVE_INTERVAL "1s"
@@ -69,6 +72,10 @@ struct cdt_ucx_worker_s {
     uint64_t key_secret[2]; /* random per worker: keys cannot be predicted (ucx_context.c) */
     bool destroying;
     cdt_count zcopy_threshold;
+    /* the threshold of objects sent through a lane: the worker's zcopy_threshold when its
+     * parameters named one, else CDT_UCX_LANE_REGION_THRESHOLD or the default
+     * (ucx_lane_region.c) */
+    cdt_count lane_threshold;
     cdt_ucx_protocol protocol; /* CDT_UCX_PROTOCOL_AUTO: per endpoint */
     /* sends over a shared-memory FIFO end with CDT_ERR_TIMEOUT this long after their post
      * (< 0: never); fifo_sends counts those pending, so progress looks at their deadlines

@@ -73,6 +73,10 @@ CDT__LANE_HIDDEN void cdt__ucx_lane_describe(struct cdt_ucx_ep_s *ep, char *buf,
 /* whether sends on ep go through its lane now (read without the lock: set once) */
 CDT__LANE_HIDDEN bool cdt__ucx_lane_ready(struct cdt_ucx_ep_s *ep);
 
+/* ucx_lane_region.c: the environment's CDT_UCX_LANE_REGION_THRESHOLD (bytes, >= 1), else the
+ * default; CDT_ERR_INVALID_ARG for a value that is not one */
+CDT__LANE_HIDDEN int cdt__ucx_lane_region_env(cdt_count *threshold);
+
 /* ucx_lane_send.c: a large object through ep's lane. r holds a deferred frame. Returns
  * CDT__UCX_LANE_DECLINED when the object does not go through the lane (small, too many regions,
  * a large region in pieces, or the lane went away): the caller sends it the version 6 way. */

@@ -347,6 +347,7 @@ static int isend(cdt_ucx_ep ep, const void *buf, cdt_count count, cdt_type type,
     cdt_ucx_worker w = ep->w;
     cdt_ucx_protocol protocol = w->protocol;
     cdt_count threshold = w->zcopy_threshold;
+    cdt_count lane_threshold = w->lane_threshold; /* an object sent through the lane */
     if (params != NULL) {
         const uint64_t known = CDT_UCX_SEND_PARAM_PROTOCOL | CDT_UCX_SEND_PARAM_ZCOPY_THRESHOLD;
         if (params->field_mask & ~known)
@@ -358,7 +359,7 @@ static int isend(cdt_ucx_ep ep, const void *buf, cdt_count count, cdt_type type,
                 return CDT_ERR_INVALID_ARG;
         }
         if (params->field_mask & CDT_UCX_SEND_PARAM_ZCOPY_THRESHOLD) {
-            threshold = params->zcopy_threshold;
+            threshold = lane_threshold = params->zcopy_threshold;
             if (threshold < 1)
                 return CDT_ERR_INVALID_ARG;
         }
@@ -424,7 +425,9 @@ static int isend(cdt_ucx_ep ep, const void *buf, cdt_count count, cdt_type type,
         if (rc == CDT_SUCCESS && r->frame == NULL)
             return send_plain(ep, r, threshold, frame_len, tag, request);
         if (rc == CDT_SUCCESS) {
-            rc = cdt__ucx_lane_isend(ep, r, threshold, tag, request);
+            /* regions below the lane's threshold go in its stream: a copy on each side,
+             * pipelined, instead of a rendezvous per region over TCP (§10.3, Regions) */
+            rc = cdt__ucx_lane_isend(ep, r, lane_threshold, tag, request);
             if (rc != CDT__UCX_LANE_DECLINED)
                 return rc;
             rc = cdt__frame_materialize(r->frame);

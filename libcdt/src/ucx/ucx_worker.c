@@ -102,10 +102,15 @@ int cdt_ucx_worker_create(cdt_ucx_context context, const cdt_ucx_worker_params *
     } else if (cdt__ucx_lane_env(&lane_on) != CDT_SUCCESS) {
         return CDT_ERR_INVALID_ARG; /* a misspelt setting must not pass unnoticed */
     }
+    cdt_count lane_threshold = threshold; /* a threshold the caller named holds on lanes too */
+    if (!(fm & CDT_UCX_WORKER_PARAM_ZCOPY_THRESHOLD) &&
+        cdt__ucx_lane_region_env(&lane_threshold) != CDT_SUCCESS)
+        return CDT_ERR_INVALID_ARG; /* a misspelt setting must not pass unnoticed */
     cdt_ucx_worker w = calloc(1, sizeof(*w));
     if (w == NULL)
         return CDT_ERR_NO_MEMORY;
     w->lane_on = lane_on;
+    w->lane_threshold = lane_threshold;
     w->fifo_stall_ms = stall_ms < 0 ? -1 : stall_ms;
     if (pthread_mutex_init(&w->lock, NULL) != 0) {
         free(w);
