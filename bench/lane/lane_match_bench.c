@@ -254,7 +254,7 @@ static double lat_lane(int with_self)
     while (cdt__lane_attached(out) == 0)
         ;
     double t0 = now_s();
-    for (uint64_t k = 0; k < PINGS; k++) {
+    for (uint64_t k = 0; k < (uint64_t)PINGS; k++) {
         if (b) {
             if (lane_recv8(&in, k, &v, &u, self) != 0 || lane_send8(out, v + 1) != 0)
                 DIE("lane ping");
