@@ -25,6 +25,9 @@ _OK = 2**31 - 1  # the agreement's value of a rank that did not fail (MIN picks 
 PARTS_FLAG = 8
 _INVALID_ARG = -1  # CDT_ERR_INVALID_ARG: the ranks disagree on the operation or the root
 _OP_MASK = PARTS_FLAG - 1
+# docs/MPI.md §14.5: the tag of the agreement's exchange between two processes, above every
+# tag of a head or marker
+AGREE_TAG = 16
 _OPS = {1: "bcast", 2: "gather", 3: "scatter", 4: "allgather", 5: "alltoall"}
 _ID = struct.Struct("<I")  # the prefix's id field, at offset 4 (docs/MPI.md §4.1)
 _COLL_KEYVAL = MPI.Comm.Create_keyval()  # on a user's communicator: its _Collectives
@@ -58,7 +61,7 @@ class _Collectives:
     intercommunicator, cc's two groups merged)."""
 
     __slots__ = ("cc", "pc", "agree", "agree_rank", "inter", "peers", "me", "trees", "yielding",
-                 "_mine", "_all")
+                 "pair", "_mine", "_all", "_theirs")
 
     def __init__(self, comm):
         self.cc = MPI.Comm.Dup(comm)  # not comm.Dup(): the pkl5 API's Dup attaches
@@ -79,19 +82,32 @@ class _Collectives:
         # bench/results/pycoll_findings.md). The same on every process: the agreement is then
         # an MPI_Iallreduce, which matches no MPI_Allreduce.
         self.yielding = _oversubscribed(self.agree)
+        # two processes: the agreement is an exchange with the other one (its rank in agree;
+        # None: the allreduce), §14.5
+        self.pair = 1 - self.agree_rank if self.agree.Get_size() == 2 else None
         self._mine, self._all = array.array("i", [0] * 5), array.array("i", [0] * 5)
+        self._theirs = array.array("i", [0] * 5)
 
-    def agreement(self, failed, op=0, root=_OK):
+    def take_theirs(self, msg):
+        """A head's receive matched the other process's exchange message (§14.5): receive
+        it as its contribution to this call's agreement, which then receives nothing more."""
+        msg.Recv([self._theirs, _INT])
+
+    def agreement(self, failed, op=0, root=_OK, have_theirs=False):
         """MPI_Allreduce(MIN) of (this rank's number in the agreement communicator if it
         failed, else _OK; op, -op; root, -root, or _OK twice when it states none) -> (the
         lowest failed rank there or None, None or (what, one value, another) when the ranks
-        disagree on the operation or the root). docs/MPI.md §14.5. (Measured: MPI_Iallreduce
-        started earlier, to overlap the root's own copy, cost more than it hid.)"""
+        disagree on the operation or the root). docs/MPI.md §14.5. Between two processes an
+        exchange of the five ints; ``have_theirs``: take_theirs() already received the other's.
+        (Measured: MPI_Iallreduce started earlier, to overlap the root's own copy, cost more
+        than it hid.)"""
         mine, out = self._mine, self._all
         mine[0] = self.agree_rank if failed else _OK
         mine[1], mine[2] = op, -op
         mine[3], mine[4] = (root, -root) if root != _OK else (_OK, _OK)
-        if self.yielding:
+        if self.pair is not None:
+            self._exchange(have_theirs)
+        elif self.yielding:
             request = self.agree.Iallreduce([mine, _INT], [out, _INT], MPI.MIN)
             while not request.Test():
                 _yield()
@@ -103,6 +119,26 @@ class _Collectives:
         elif out[3] != _OK and out[3] != -out[4]:
             differ = ("root", out[3], -out[4])
         return (None if out[0] == _OK else out[0]), differ
+
+    def _exchange(self, have_theirs):
+        """The agreement of two processes (§14.5): send ours, receive theirs, the minimum
+        of each slot into _all."""
+        mine, theirs, out = self._mine, self._theirs, self._all
+        send = self.agree.Isend([mine, _INT], self.pair, AGREE_TAG)
+        if have_theirs:
+            reqs = [send]
+        elif self.yielding:
+            reqs = [send, self.agree.Irecv([theirs, _INT], self.pair, AGREE_TAG)]
+        else:
+            self.agree.Recv([theirs, _INT], self.pair, AGREE_TAG)
+            reqs = [send]
+        if self.yielding:
+            while not MPI.Request.Testall(reqs):
+                _yield()
+        else:
+            MPI.Request.Waitall(reqs)
+        for i in range(5):
+            out[i] = min(mine[i], theirs[i])
 
     def free(self):
         if self.agree is not self.cc:
@@ -178,7 +214,7 @@ class Call:
     every rank raise when any did fail (docs/MPI.md §14.4, §14.5)."""
 
     __slots__ = ("coll", "cc", "tag", "root", "limits", "policy", "error", "peer_failed",
-                 "_reqs", "_frames", "_forwarded")
+                 "have_theirs", "_reqs", "_frames", "_forwarded")
 
     def __init__(self, comm, tag, max_bytes, max_regions, allowed):
         _m._thread_check()
@@ -188,6 +224,8 @@ class Call:
         self.limits, self.policy = _m._limits(max_bytes, max_regions, allowed)
         self.error = None  # this rank's own failure (the first)
         self.peer_failed = False  # a failure marker arrived
+        # a head's receive took the other process's exchange message (two processes, §14.5)
+        self.have_theirs = False
         self._reqs, self._frames = [], []
         # the Outgoing of every received object this rank forwards: its windows keep the
         # received memory, which a parts message of several buffers reads by address (MPI
@@ -231,6 +269,8 @@ class Call:
         makes it. A forwarded object is sent on as it came (its head, its buffers where they
         were received), under a fresh id of this rank (§3.2)."""
         status = MPI.Status()
+        if self.have_theirs:  # the other process is in its agreement: it sends nothing more
+            return None, None
         try:
             # any tag from this source: under PARTS_FLAG or not, or another operation's
             # (§14.2); nothing else of this call or another one can be queued from it
@@ -242,6 +282,12 @@ class Call:
             else:
                 msg = self.cc.Mprobe(source, MPI.ANY_TAG, status)
             tag = status.Get_tag()
+            if tag == AGREE_TAG:  # ended its call without sending us the object: §14.5
+                self.coll.take_theirs(msg)
+                self.have_theirs = True
+                raise _lib.error(_INVALID_ARG, (
+                    "cdtypes.mpi %s: rank %d ended the call without sending the object this "
+                    "rank waits for: the ranks disagree" % (_OPS[self.tag], source)))
             if tag & _OP_MASK != self.tag:
                 _mpi_parts.discard(msg, status.Get_count(_BYTE))
                 parts = self._drain_next(source, tag)
@@ -308,7 +354,8 @@ class Call:
         when the ranks disagree on the operation or the root (every message of the call
         consumed first), this rank's own error, or PeerError when another rank failed (the
         failed rank named)."""
-        failed, differ = self.coll.agreement(self.error is not None, self.tag, self.root)
+        failed, differ = self.coll.agreement(self.error is not None, self.tag, self.root,
+                                             self.have_theirs)
         if differ is not None:
             self._sweep()
         try:
