@@ -360,6 +360,8 @@ class Call:
         when the ranks disagree on the operation or the root (every message of the call
         consumed first), this rank's own error, or PeerError when another rank failed (the
         failed rank named)."""
+        if self._frames and not self.coll.yielding:
+            self._close_if_sent()
         failed, differ = self.coll.agreement(self.error is not None, self.tag, self.root,
                                              self.have_theirs)
         if self.coll.sent is not None:
@@ -391,6 +393,20 @@ class Call:
                 "rank %d of the intercommunicator's two groups merged") % failed
             raise _lib.error(-21, "cdtypes.mpi %s: %s failed, so the collective failed on every "
                              "rank" % (name, where))
+
+    def _close_if_sent(self):
+        """Before the agreement: when this rank's sends completed already (a small head goes
+        eagerly), close its frames now, while the receivers still unpickle, rather than after
+        the agreement, when the next call waits for this one. A test, not a wait (§14.5
+        waits only after the agreement); what it raises, the wait after it raises again."""
+        try:
+            if not MPI.Request.Testall(self._reqs):
+                return
+        except BaseException:
+            return
+        for frame in self._frames:
+            frame.close()
+        self._frames = []
 
     def _sweep(self):
         """After a disagreement (§14.5): consume, unread, every message of the call still
