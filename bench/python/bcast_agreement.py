@@ -38,15 +38,15 @@ OBJ = {"key%02d" % i: ("value %d " % i) * 3 if i % 3 else i * 1.5 for i in range
 _agreement = C._Collectives.agreement
 
 
-def _allreduce(self, *args):
+def _allreduce(self, failed, op=0, root=C._OK, have_theirs=False):
     pair, self.pair = self.pair, None
     try:
-        return _agreement(self, *args)
+        return _agreement(self, failed, op, root, have_theirs)
     finally:
         self.pair = pair
 
 
-def _none(self, *args):
+def _none(self, failed, op=0, root=C._OK, have_theirs=False):
     return None, None
 
 

@@ -32,37 +32,6 @@ _OPS = {1: "bcast", 2: "gather", 3: "scatter", 4: "allgather", 5: "alltoall"}
 _ID = struct.Struct("<I")  # the prefix's id field, at offset 4 (docs/MPI.md §4.1)
 _COLL_KEYVAL = MPI.Comm.Create_keyval()  # on a user's communicator: its _Collectives
 _yield = getattr(os, "sched_yield", lambda: time.sleep(0))
-# Outside yielding mode, a wait for a head or for the other process's exchange message polls:
-# for SPIN_S it spins, as MPI's blocking waits do, then, while this rank has no send of the
-# call in progress, it sleeps NAP_S between polls (docs/MPI.md §14.5, waits). A process that
-# sleeps is woken ahead of the jobs that kept running; one that spins in MPI keeps losing the
-# core to them, and on a machine loaded by other jobs every hand-off of a call then cost a
-# time slice (2-rank bcast of a small dict at load 27 on 2 cores: 10 ms per call spinning,
-# 1.3 ms napping, pkl5 0.8 ms; bench/results/pycoll_findings.md). A hand-off within SPIN_S
-# (every one on an idle machine) costs what the blocking wait did.
-SPIN_S = 50e-6
-NAP_S = 10e-6
-_clock = time.perf_counter
-_sleep = time.sleep
-
-
-def _poll(test, busy):
-    """Call ``test()`` until it returns something other than None or False -> that; spin
-    for SPIN_S, then sleep NAP_S between calls while ``busy()`` is false (no send of this rank
-    in progress: MPI moves a send only while the process is in an MPI call)."""
-    got = test()
-    if got is None or got is False:
-        start = _clock()
-        got = test()
-        while got is None or got is False:
-            if _clock() - start > SPIN_S and not busy():
-                _sleep(NAP_S)
-            got = test()
-    return got
-
-
-def _idle():
-    return False
 
 
 def _cores():
@@ -125,7 +94,7 @@ class _Collectives:
         it as its contribution to this call's agreement, which then receives nothing more."""
         msg.Recv([self._theirs, _INT])
 
-    def agreement(self, failed, op=0, root=_OK, have_theirs=False, busy=()):
+    def agreement(self, failed, op=0, root=_OK, have_theirs=False):
         """MPI_Allreduce(MIN) of (this rank's number in the agreement communicator if it
         failed, else _OK; op, -op; root, -root, or _OK twice when it states none) -> (the
         lowest failed rank there or None, None or (what, one value, another) when the ranks
@@ -140,7 +109,7 @@ class _Collectives:
         if self.pair is not None:
             # the minimum of the two, slot by slot (Python ints: an element-wise loop over
             # the arrays cost 3 us, a tenth of a small bcast)
-            t0, t1, t2, t3, t4 = self._exchange(have_theirs, busy)
+            t0, t1, t2, t3, t4 = self._exchange(have_theirs)
             fail, lo, hi = min(fail, t0), min(lo, t3), min(hi, t4)
             op, negop = min(op, t1), min(-op, t2)
         else:
@@ -158,10 +127,8 @@ class _Collectives:
             differ = ("root", lo, -hi)
         return (None if fail == _OK else fail), differ
 
-    def _exchange(self, have_theirs, busy=()):
-        """The agreement of two processes (§14.5): send ours, receive theirs -> theirs.
-        ``busy``: this rank's sends of the call not known to be complete (the wait sleeps
-        only when none is in progress)."""
+    def _exchange(self, have_theirs):
+        """The agreement of two processes (§14.5): send ours, receive theirs -> theirs."""
         theirs = self._theirs
         send = self.agree.Isend([self._mine, _INT], self.pair, AGREE_TAG)
         if self.yielding:
@@ -171,8 +138,7 @@ class _Collectives:
                 _yield()
         else:
             if not have_theirs:
-                recv = self.agree.Irecv([theirs, _INT], self.pair, AGREE_TAG)
-                _poll(recv.Test, (lambda: not MPI.Request.Testall(busy)) if busy else _idle)
+                self.agree.Recv([theirs, _INT], self.pair, AGREE_TAG)
             self.sent = send  # waited for with the call's own sends (finish): one wait call
         return theirs
 
@@ -320,9 +286,7 @@ class Call:
                     _yield()
                     msg = self.cc.Improbe(source, MPI.ANY_TAG, status)
             else:
-                cc, reqs = self.cc, self._reqs
-                msg = _poll(lambda: cc.Improbe(source, MPI.ANY_TAG, status),
-                            (lambda: not MPI.Request.Testall(reqs)) if reqs else _idle)
+                msg = self.cc.Mprobe(source, MPI.ANY_TAG, status)
             tag = status.Get_tag()
             if tag == AGREE_TAG:  # ended its call without sending us the object: §14.5
                 self.coll.take_theirs(msg)
@@ -399,7 +363,7 @@ class Call:
         if self._frames and not self.coll.yielding:
             self._close_if_sent()
         failed, differ = self.coll.agreement(self.error is not None, self.tag, self.root,
-                                             self.have_theirs, self._reqs)
+                                             self.have_theirs)
         if self.coll.sent is not None:
             self._reqs.append(self.coll.sent)
             self.coll.sent = None
@@ -442,7 +406,7 @@ class Call:
             return
         for frame in self._frames:
             frame.close()
-        self._frames, self._reqs = [], []  # nothing in progress: the waits may sleep
+        self._frames = []
 
     def _sweep(self):
         """After a disagreement (§14.5): consume, unread, every message of the call still
