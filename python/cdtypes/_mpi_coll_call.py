@@ -25,6 +25,9 @@ _OK = 2**31 - 1  # the agreement's value of a rank that did not fail (MIN picks 
 PARTS_FLAG = 8
 _INVALID_ARG = -1  # CDT_ERR_INVALID_ARG: the ranks disagree on the operation or the root
 _OP_MASK = PARTS_FLAG - 1
+# docs/MPI.md §14.5: the tag of the agreement's exchange between two processes, above every
+# tag of a head or marker
+AGREE_TAG = 16
 _OPS = {1: "bcast", 2: "gather", 3: "scatter", 4: "allgather", 5: "alltoall"}
 _ID = struct.Struct("<I")  # the prefix's id field, at offset 4 (docs/MPI.md §4.1)
 _COLL_KEYVAL = MPI.Comm.Create_keyval()  # on a user's communicator: its _Collectives
@@ -58,7 +61,7 @@ class _Collectives:
     intercommunicator, cc's two groups merged)."""
 
     __slots__ = ("cc", "pc", "agree", "agree_rank", "inter", "peers", "me", "trees", "yielding",
-                 "_mine", "_all")
+                 "pair", "sent", "_mine", "_all", "_theirs")
 
     def __init__(self, comm):
         self.cc = MPI.Comm.Dup(comm)  # not comm.Dup(): the pkl5 API's Dup attaches
@@ -79,30 +82,65 @@ class _Collectives:
         # bench/results/pycoll_findings.md). The same on every process: the agreement is then
         # an MPI_Iallreduce, which matches no MPI_Allreduce.
         self.yielding = _oversubscribed(self.agree)
+        # two processes: the agreement is an exchange with the other one (its rank in agree;
+        # None: the allreduce), §14.5
+        self.pair = 1 - self.agree_rank if self.agree.Get_size() == 2 else None
         self._mine, self._all = array.array("i", [0] * 5), array.array("i", [0] * 5)
+        self._theirs = array.array("i", [0] * 5)
+        self.sent = None  # the exchange's send, not yet waited for
 
-    def agreement(self, failed, op=0, root=_OK):
+    def take_theirs(self, msg):
+        """A head's receive matched the other process's exchange message (§14.5): receive
+        it as its contribution to this call's agreement, which then receives nothing more."""
+        msg.Recv([self._theirs, _INT])
+
+    def agreement(self, failed, op=0, root=_OK, have_theirs=False):
         """MPI_Allreduce(MIN) of (this rank's number in the agreement communicator if it
         failed, else _OK; op, -op; root, -root, or _OK twice when it states none) -> (the
         lowest failed rank there or None, None or (what, one value, another) when the ranks
-        disagree on the operation or the root). docs/MPI.md §14.5. (Measured: MPI_Iallreduce
-        started earlier, to overlap the root's own copy, cost more than it hid.)"""
+        disagree on the operation or the root). docs/MPI.md §14.5. Between two processes an
+        exchange of the five ints; ``have_theirs``: take_theirs() already received the other's.
+        (Measured: MPI_Iallreduce started earlier, to overlap the root's own copy, cost more
+        than it hid.)"""
         mine, out = self._mine, self._all
-        mine[0] = self.agree_rank if failed else _OK
-        mine[1], mine[2] = op, -op
-        mine[3], mine[4] = (root, -root) if root != _OK else (_OK, _OK)
+        fail = self.agree_rank if failed else _OK
+        lo, hi = (root, -root) if root != _OK else (_OK, _OK)
+        mine[0], mine[1], mine[2], mine[3], mine[4] = fail, op, -op, lo, hi
+        if self.pair is not None:
+            # the minimum of the two, slot by slot (Python ints: an element-wise loop over
+            # the arrays cost 3 us, a tenth of a small bcast)
+            t0, t1, t2, t3, t4 = self._exchange(have_theirs)
+            fail, lo, hi = min(fail, t0), min(lo, t3), min(hi, t4)
+            op, negop = min(op, t1), min(-op, t2)
+        else:
+            if self.yielding:
+                request = self.agree.Iallreduce([mine, _INT], [out, _INT], MPI.MIN)
+                while not request.Test():
+                    _yield()
+            else:
+                self.agree.Allreduce([mine, _INT], [out, _INT], MPI.MIN)
+            fail, op, negop, lo, hi = out
+        differ = None
+        if op != -negop:
+            differ = ("operation", _OPS.get(op, op), _OPS.get(-negop, -negop))
+        elif lo != _OK and lo != -hi:
+            differ = ("root", lo, -hi)
+        return (None if fail == _OK else fail), differ
+
+    def _exchange(self, have_theirs):
+        """The agreement of two processes (§14.5): send ours, receive theirs -> theirs."""
+        theirs = self._theirs
+        send = self.agree.Isend([self._mine, _INT], self.pair, AGREE_TAG)
         if self.yielding:
-            request = self.agree.Iallreduce([mine, _INT], [out, _INT], MPI.MIN)
-            while not request.Test():
+            reqs = [send] if have_theirs else [
+                send, self.agree.Irecv([theirs, _INT], self.pair, AGREE_TAG)]
+            while not MPI.Request.Testall(reqs):
                 _yield()
         else:
-            self.agree.Allreduce([mine, _INT], [out, _INT], MPI.MIN)
-        differ = None
-        if out[1] != -out[2]:
-            differ = ("operation", _OPS.get(out[1], out[1]), _OPS.get(-out[2], -out[2]))
-        elif out[3] != _OK and out[3] != -out[4]:
-            differ = ("root", out[3], -out[4])
-        return (None if out[0] == _OK else out[0]), differ
+            if not have_theirs:
+                self.agree.Recv([theirs, _INT], self.pair, AGREE_TAG)
+            self.sent = send  # waited for with the call's own sends (finish): one wait call
+        return theirs
 
     def free(self):
         if self.agree is not self.cc:
@@ -151,7 +189,9 @@ def own_copy(out, obj):
     that holds the whole object (one unpickling, no second pickling), else local_copy."""
     if out.parts[0]:
         return local_copy(obj)
-    return _m._rebuild(_b.mpi_unpack(out.head, None, -1, -1)[0], None, None, True)
+    # this rank's own stream, as pickle wrote it: no check of the stream (mpi._rebuild's)
+    stream, buffers = _b.mpi_unpack(out.head, None, -1, -1)[0].finish()
+    return pickle.loads(stream, buffers=buffers)
 
 
 FAILED = object()  # what rebuild() returns for an object this rank does not have
@@ -178,7 +218,7 @@ class Call:
     every rank raise when any did fail (docs/MPI.md §14.4, §14.5)."""
 
     __slots__ = ("coll", "cc", "tag", "root", "limits", "policy", "error", "peer_failed",
-                 "_reqs", "_frames", "_forwarded")
+                 "have_theirs", "_reqs", "_frames", "_forwarded")
 
     def __init__(self, comm, tag, max_bytes, max_regions, allowed):
         _m._thread_check()
@@ -188,6 +228,8 @@ class Call:
         self.limits, self.policy = _m._limits(max_bytes, max_regions, allowed)
         self.error = None  # this rank's own failure (the first)
         self.peer_failed = False  # a failure marker arrived
+        # a head's receive took the other process's exchange message (two processes, §14.5)
+        self.have_theirs = False
         self._reqs, self._frames = [], []
         # the Outgoing of every received object this rank forwards: its windows keep the
         # received memory, which a parts message of several buffers reads by address (MPI
@@ -201,12 +243,14 @@ class Call:
     def pack(self, obj):
         """``obj`` packed once (an Outgoing), or None when pickling it failed (recorded)."""
         try:
-            frame, head, parts, _, oid = _m._pack(obj, self.cc)
+            # mpi._pack without its attribute lookup: cc is attached (§14.1)
+            oid = next(_m._ids) % _m._TAG_SPACE
+            frame, head, parts, layout = _b.mpi_pack(obj, oid, _m.THRESHOLD)
         except BaseException as e:
             self.fail(e)
             return None
         self._frames.append(frame)
-        return Outgoing(head, parts, oid)
+        return Outgoing(head, (parts, layout), oid)
 
     def send(self, out, dest):
         """Post ``out`` (head on cc, parts on pc; §14.3) to ``dest``, or, for None, the
@@ -231,6 +275,8 @@ class Call:
         makes it. A forwarded object is sent on as it came (its head, its buffers where they
         were received), under a fresh id of this rank (§3.2)."""
         status = MPI.Status()
+        if self.have_theirs:  # the other process is in its agreement: it sends nothing more
+            return None, None
         try:
             # any tag from this source: under PARTS_FLAG or not, or another operation's
             # (§14.2); nothing else of this call or another one can be queued from it
@@ -242,6 +288,12 @@ class Call:
             else:
                 msg = self.cc.Mprobe(source, MPI.ANY_TAG, status)
             tag = status.Get_tag()
+            if tag == AGREE_TAG:  # ended its call without sending us the object: §14.5
+                self.coll.take_theirs(msg)
+                self.have_theirs = True
+                raise _lib.error(_INVALID_ARG, (
+                    "cdtypes.mpi %s: rank %d ended the call without sending the object this "
+                    "rank waits for: the ranks disagree" % (_OPS[self.tag], source)))
             if tag & _OP_MASK != self.tag:
                 _mpi_parts.discard(msg, status.Get_count(_BYTE))
                 parts = self._drain_next(source, tag)
@@ -308,14 +360,20 @@ class Call:
         when the ranks disagree on the operation or the root (every message of the call
         consumed first), this rank's own error, or PeerError when another rank failed (the
         failed rank named)."""
-        failed, differ = self.coll.agreement(self.error is not None, self.tag, self.root)
+        if self._frames and not self.coll.yielding:
+            self._close_if_sent()
+        failed, differ = self.coll.agreement(self.error is not None, self.tag, self.root,
+                                             self.have_theirs)
+        if self.coll.sent is not None:
+            self._reqs.append(self.coll.sent)
+            self.coll.sent = None
         if differ is not None:
             self._sweep()
         try:
             if self.coll.yielding:
                 while not MPI.Request.Testall(self._reqs):
                     _yield()
-            else:
+            elif self._reqs:
                 MPI.Request.Waitall(self._reqs)
             for frame in self._frames:
                 frame.close()
@@ -335,6 +393,20 @@ class Call:
                 "rank %d of the intercommunicator's two groups merged") % failed
             raise _lib.error(-21, "cdtypes.mpi %s: %s failed, so the collective failed on every "
                              "rank" % (name, where))
+
+    def _close_if_sent(self):
+        """Before the agreement: when this rank's sends completed already (a small head goes
+        eagerly), close its frames now, while the receivers still unpickle, rather than after
+        the agreement, when the next call waits for this one. A test, not a wait (§14.5
+        waits only after the agreement); what it raises, the wait after it raises again."""
+        try:
+            if not MPI.Request.Testall(self._reqs):
+                return
+        except BaseException:
+            return
+        for frame in self._frames:
+            frame.close()
+        self._frames = []
 
     def _sweep(self):
         """After a disagreement (§14.5): consume, unread, every message of the call still

@@ -209,6 +209,48 @@ def disagree(comm):
         still_works(comm)
 
 
+class Refuses:
+    """its __setstate__ raises at every rank but the root (the root's own copy succeeds)"""
+
+    def __init__(self, root):
+        self.root = root
+
+    def __setstate__(self, state):
+        if state["root"] != MPI.COMM_WORLD.Get_rank():
+            raise ZeroDivisionError("Refuses: unpickled away from its root")
+        self.__dict__.update(state)
+
+
+def leaf_fails(comm):
+    """a receiver's unpickling raises: the root raises PeerError, not only the receiver
+    (docs/MPI.md §14.5, at two processes the agreement's exchange)"""
+    me, n = comm.Get_rank(), comm.Get_size()
+    for root in range(n):
+        expect(comm.bcast, None if me == root else ZeroDivisionError,
+               Refuses(root) if me == root else None, root)
+    still_works(comm)
+
+
+def disagree_unsent(comm):
+    """two processes that disagree on the operation where one waits for an object the other
+    does not send: rank 0 in allgather (sends to 1, waits for 1's object), rank 1 in gather
+    to itself (receives 0's object, sends nothing). With the exchange (§14.5) rank 0's
+    receive matches rank 1's agreement message and both raise InvalidArgumentError; an
+    allreduce left rank 0 waiting for ever."""
+    if comm.Get_size() != 2:
+        return
+    for obj in ({"small": rank}, big(rank)):
+        try:
+            if comm.Get_rank() == 0:
+                comm.allgather(obj)
+            else:
+                comm.gather(obj, 1)
+            raise AssertionError("rank %d: allgather beside gather returned" % rank)
+        except InvalidArgumentError as e:
+            assert "disagree on the operation" in str(e), e
+        still_works(comm)
+
+
 def intercomm():
     half = size // 2
     group = 0 if rank < half else 1
@@ -241,6 +283,8 @@ senders_fail(world)
 bad_frame(world)
 long_heads(world)
 disagree(world)
+leaf_fails(world)
+disagree_unsent(world)
 dup = world.Dup()
 trees(dup)
 senders_fail(dup)

@@ -67,3 +67,22 @@ def test_bench_inline_wait_smoke(tmp_path):
         (impl, part) for impl in ("pkl5 (Split)", "cdtypes in line (Split)",
                                   "cdtypes attached (Dup)")
         for part in ("small", "large", "late", "late cpu")}
+
+
+def test_bench_bcast_agreement_smoke(tmp_path):
+    """bench/python/bcast_agreement.py --smoke (the 2-rank bcast of a small dict: pkl5 beside
+    cdtypes with the agreement's exchange, with MPI_Allreduce, and with none; run by hand,
+    results in bench/results/pycoll_findings.md)"""
+    from test_mpi import mpi_launcher
+    out = tmp_path / "bcast_agreement.csv"
+    r = subprocess.run(mpi_launcher() + ["-n", "2", sys.executable,
+                                         os.path.join(ROOT, "bench", "python",
+                                                      "bcast_agreement.py"),
+                                         "--smoke", "-o", str(out)],
+                       cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, "bcast_agreement.py --smoke failed:\n%s\n%s" % (r.stdout, r.stderr)
+    with open(out) as f:
+        rows = list(csv.DictReader(f))
+    assert {row["method"] for row in rows if row["part"] == "bcast"} == {
+        "pkl5", "cdtypes", "cdtypes-allreduce", "cdtypes-none"}
+    assert any(row["part"] == "chain" and row["method"] == "one call" for row in rows)
