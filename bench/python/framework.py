@@ -19,7 +19,7 @@ run, one line of: the rank's wall and CPU time in the executor, the collector's 
 gc.hooks: major collections and the time of their steps, minor collections and their time),
 the sleeps of polled waits by the module that slept (mpi4py.futures' Backoff, cdtypes' waits:
 calls and seconds slept), and the time inside the calls the executor makes on its
-communicator (recv, issend, iprobe, Request.test: calls and seconds)."""
+communicator (recv, issend, iprobe, Request.test: calls, seconds and CPU seconds)."""
 import argparse
 import csv
 import os
@@ -64,20 +64,22 @@ class Probe:
         self.t = {}  # name -> [calls, seconds]
         self.start, self.cpu = time.perf_counter(), time.process_time()
 
-    def _add(self, name, n, seconds):
-        c = self.t.setdefault(name, [0, 0.0])
+    def _add(self, name, n, seconds, cpu=None):
+        c = self.t.setdefault(name, [0, 0.0, None])
         c[0] += n
         c[1] += seconds
+        if cpu is not None:
+            c[2] = (c[2] or 0.0) + cpu
 
     def _timed(self, fn, name):
         probe = self
 
         def timed(*args, **kwargs):
-            t0 = time.perf_counter()
+            t0, c0 = time.perf_counter(), time.process_time()
             try:
                 return fn(*args, **kwargs)
             finally:
-                probe._add(name, 1, time.perf_counter() - t0)
+                probe._add(name, 1, time.perf_counter() - t0, time.process_time() - c0)
         return timed
 
     def sleep(self, seconds):
@@ -99,7 +101,8 @@ class Probe:
         wall, cpu = time.perf_counter() - self.start, time.process_time() - self.cpu
         return "probe run %d %-8s rank %d wall %.3f s cpu %.3f s: %s" % (
             run, impl, rank, wall, cpu, ", ".join(
-                "%s %d/%.3f s" % (k, n, sec) for k, (n, sec) in sorted(self.t.items())))
+                "%s %d/%.3f s%s" % (k, n, sec, "" if cpu is None else " (cpu %.3f s)" % cpu)
+                for k, (n, sec, cpu) in sorted(self.t.items())))
 
 
 def use(impl):
