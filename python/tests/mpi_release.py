@@ -8,6 +8,7 @@ COMM_SELF then: its communicators would be left to MPI_Finalize, docs/MPI.md §1
 prints "<rank>: freed: ok" or what is still held."""
 import atexit
 import faulthandler
+import os
 import sys
 import weakref
 
@@ -36,7 +37,8 @@ import numpy as np  # noqa: E402
 
 from cdtypes import mpi  # noqa: E402
 
-faulthandler.dump_traceback_later(90, exit=True)
+faulthandler.dump_traceback_later(
+    90 * float(os.environ.get("CDTYPES_WATCHDOG_SCALE", "1")), exit=True)  # python/asan.sh: 4
 world = mpi.Intracomm(MPI.COMM_WORLD)
 size, rank = world.Get_size(), world.Get_rank()
 assert size >= 2, "run with 2 or more processes"
