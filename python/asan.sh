@@ -6,7 +6,9 @@
 # heap-use-after-free report and a failed run, not a silent wrong byte.
 # Usage: python/asan.sh [pytest arguments]   (default: the buffer-lifetime tests)
 #        python/asan.sh --mpi                  the Python MPI scripts (python/tests/mpi_*.py)
-#          at 2 ranks under MPICH, each rank under ASan WITH leak detection, suppressing only
+#          at 2 ranks under MPICH on both backends, and those whose paths change with the rank
+#          count or the MPI library at 3 ranks and under Open MPI (with its own mpi4py, as
+#          python/tests/test_mpi.py), each rank under ASan WITH leak detection, suppressing only
 #          the MPI library's and the interpreter's own allocations (python/tests/lsan_mpi.supp);
 #          first a canary job that leaks through libcdt, which must fail
 #   PYTHON=python3   the interpreter (CPython: the C extension needs its C API)
@@ -47,11 +49,14 @@ cmake --install "$build" --component python --prefix "$site" >/dev/null
 if [ "${1:-}" = "--mpi" ]; then
   # Each rank, not mpiexec, gets the runtime (env in front of the interpreter). Leak
   # detection on; fast_unwind_on_malloc=0: MPI's and the interpreter's stacks unwind whole, so
-  # that the suppressions (by library and function name) match them and nothing else
+  # that the suppressions (by library and function name) match them and nothing else.
+  # CDTYPES_WATCHDOG_SCALE: the scripts' deadlock watchdogs (90-120 s) four times as long,
+  # within each job's timeout of 600 s (mpi4py's pkl5 suite at 2 ranks took 96-102 s here,
+  # each malloc's stack unwound whole, at a load average of 25 on 2 cores)
   supp="$root/python/tests/lsan_mpi.supp"
   asan_env=(env LD_PRELOAD="$runtime" ASAN_OPTIONS=detect_leaks=1:fast_unwind_on_malloc=0
     LSAN_OPTIONS=suppressions="$supp" PYTHONMALLOC=malloc UCX_MEM_EVENTS=no
-    PYTHONPATH="$site")
+    CDTYPES_WATCHDOG_SCALE=4 PYTHONPATH="$site")
   launcher=(mpiexec.mpich)
   command -v mpiexec.mpich >/dev/null || { echo "python/asan.sh: no mpiexec.mpich" >&2; exit 1; }
   tests=python/tests
@@ -76,21 +81,54 @@ print('canary: made a type, not freeing it')"
   fi
   grep -m1 "SUMMARY" "$log"
   failed=()
-  # script, its arguments: every Python MPI script at 2 ranks
-  jobs_=("mpi_roundtrip.py" "mpi_hostile.py 2" "mpi_coll.py" "mpi_pkl5.py" "mpi_exceptions.py"
-    "mpi_dynamic.py merge" "mpi4py_suite/run_pkl5.py")
-  for backend in c cffi; do
-    for job in "${jobs_[@]}"; do
-      read -r -a args <<<"$job"
-      echo "== AddressSanitizer + leaks, CDTYPES_BACKEND=$backend: mpiexec -n 2 $job"
-      if ! CDTYPES_BACKEND=$backend timeout 600 "${launcher[@]}" -n 2 "${asan_env[@]}" \
-        "$python" "$tests/${args[0]}" "${args[@]:1}" >"$log" 2>&1; then
+  # MPI library, ranks, backends, script and its arguments: every Python MPI script at 2 ranks
+  # under MPICH on both backends; at 3 ranks (more than one peer: bcast's tree forwards,
+  # gather and the agreement meet several sources) and under Open MPI (its single-copy path
+  # and error reporting: the discards' branch for it) the scripts whose paths change with
+  # either, on one backend each, alternated so that each backend meets both libraries. Each
+  # job takes 1-3 minutes here (2 cores, load 20-28): the jobs beyond the 2-rank MPICH ones
+  # add about 15 minutes at that load
+  jobs_=(
+    "mpich 2 c,cffi mpi_roundtrip.py" "mpich 2 c,cffi mpi_hostile.py 2"
+    "mpich 2 c,cffi mpi_coll.py" "mpich 2 c,cffi mpi_pkl5.py" "mpich 2 c,cffi mpi_exceptions.py"
+    "mpich 2 c,cffi mpi_dynamic.py merge" "mpich 2 c,cffi mpi4py_suite/run_pkl5.py"
+    "mpich 2 c mpi_release.py exit"
+    "mpich 3 cffi mpi_coll.py" "mpich 3 c mpi_pkl5.py"
+    "openmpi 2 c mpi_roundtrip.py" "openmpi 2 cffi mpi_hostile.py 2" "openmpi 2 cffi mpi_pkl5.py"
+    "openmpi 2 c mpi_release.py finalize"
+    "openmpi 3 cffi mpi_coll.py")
+  # Open MPI: mpi4py built against it (scripts/setup; as python/tests/test_mpi.py), first on
+  # the path; without it (or mpiexec.openmpi) its jobs are skipped and say so
+  ompi_path=$("$python" scripts/mpi4py_openmpi_dir.py 2>/dev/null || true)
+  ompi=(mpiexec.openmpi --allow-run-as-root --oversubscribe)
+  if [ -z "$ompi_path" ] || [ ! -d "$ompi_path/mpi4py" ] ||
+    ! command -v mpiexec.openmpi >/dev/null; then
+    echo "python/asan.sh --mpi: no mpi4py for Open MPI (scripts/setup): its jobs are skipped"
+    ompi=()
+  fi
+  for job in "${jobs_[@]}"; do
+    read -r mpilib nranks backends script args_ <<<"$job"
+    read -r -a args <<<"${args_:-}"
+    if [ "$mpilib" = mpich ]; then
+      run=("${launcher[@]}") path="$site"
+    elif [ ${#ompi[@]} -gt 0 ]; then
+      run=("${ompi[@]}") path="$ompi_path:$site"
+    else
+      continue
+    fi
+    for backend in ${backends//,/ }; do
+      echo "== AddressSanitizer + leaks, $mpilib, CDTYPES_BACKEND=$backend:" \
+        "mpiexec -n $nranks $script ${args[*]}"
+      started=$SECONDS
+      if ! CDTYPES_BACKEND=$backend timeout 600 "${run[@]}" -n "$nranks" "${asan_env[@]}" \
+        PYTHONPATH="$path" "$python" "$tests/$script" "${args[@]}" >"$log" 2>&1; then
         cat "$log"
-        failed+=("$backend: $job")
+        failed+=("$mpilib -n $nranks $backend: $script ${args[*]}")
       elif grep -q "ERROR: \(Address\|Leak\)Sanitizer" "$log"; then
         cat "$log"
-        failed+=("$backend: $job (report)")
+        failed+=("$mpilib -n $nranks $backend: $script ${args[*]} (report)")
       fi
+      echo "   $((SECONDS - started)) s"
     done
   done
   if [ ${#failed[@]} -gt 0 ]; then

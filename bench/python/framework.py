@@ -12,7 +12,14 @@ every rank and runs the same workload with each, alternated:
 
 Each part is timed on the root (the executor's client) from the first submit to the last
 result. Prints one line per part and run, and writes them as CSV rows
-(impl,part,run,seconds)."""
+(impl,part,run,seconds).
+
+--probe (to find where the time goes; no timing is judged) adds, per rank, implementation and
+run, one line of: the rank's wall and CPU time in the executor, the collector's work (PyPy's
+gc.hooks: major collections and the time of their steps, minor collections and their time),
+the sleeps of polled waits by the module that slept (mpi4py.futures' Backoff, cdtypes' waits:
+calls and seconds slept), and the time inside the calls the executor makes on its
+communicator (recv, issend, iprobe, Request.test: calls, seconds and CPU seconds)."""
 import argparse
 import csv
 import os
@@ -30,6 +37,72 @@ from cdtypes import mpi as cmpi  # noqa: E402
 
 IMPLS = {"pkl5": (pkl5.Comm, pkl5.Intercomm, pkl5.Request),
          "cdtypes": (cmpi.Comm, cmpi.Intercomm, cmpi.Request)}
+
+
+class Probe:
+    """--probe: counters of one rank, reset at each executor (see the module's docstring)"""
+
+    CALLS = (("Comm", "recv"), ("Comm", "issend"), ("Comm", "iprobe"), ("Request", "test"))
+
+    def __init__(self):
+        self.reset()
+        self._sleep = time.sleep
+        time.sleep = self.sleep  # polled waits call time.sleep through the module
+        for impl, (comm, _, request) in IMPLS.items():
+            for cls, name in self.CALLS:
+                owner = comm if cls == "Comm" else request
+                setattr(owner, name, self._timed(getattr(owner, name), name))
+        try:
+            import gc
+            gc.hooks.on_gc_minor = self._minor
+            gc.hooks.on_gc_collect_step = self._step
+            gc.hooks.on_gc_collect = self._major
+        except AttributeError:  # CPython: no collector hooks
+            pass
+
+    def reset(self):
+        self.t = {}  # name -> [calls, seconds]
+        self.start, self.cpu = time.perf_counter(), time.process_time()
+
+    def _add(self, name, n, seconds, cpu=None):
+        c = self.t.setdefault(name, [0, 0.0, None])
+        c[0] += n
+        c[1] += seconds
+        if cpu is not None:
+            c[2] = (c[2] or 0.0) + cpu
+
+    def _timed(self, fn, name):
+        probe = self
+
+        def timed(*args, **kwargs):
+            t0, c0 = time.perf_counter(), time.process_time()
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                probe._add(name, 1, time.perf_counter() - t0, time.process_time() - c0)
+        return timed
+
+    def sleep(self, seconds):
+        who = sys._getframe(1).f_globals.get("__name__", "?").split(".")[0]
+        t0 = time.perf_counter()
+        self._sleep(seconds)
+        self._add("sleep " + who, 1, time.perf_counter() - t0)
+
+    def _minor(self, stats):
+        self._add("gc minor", stats.count, stats.duration)
+
+    def _step(self, stats):
+        self._add("gc major steps", stats.count, stats.duration)
+
+    def _major(self, stats):
+        self._add("gc major", stats.count, 0.0)
+
+    def line(self, run, impl, rank):
+        wall, cpu = time.perf_counter() - self.start, time.process_time() - self.cpu
+        return "probe run %d %-8s rank %d wall %.3f s cpu %.3f s: %s" % (
+            run, impl, rank, wall, cpu, ", ".join(
+                "%s %d/%.3f s%s" % (k, n, sec, "" if cpu is None else " (cpu %.3f s)" % cpu)
+                for k, (n, sec, cpu) in sorted(self.t.items())))
 
 
 def use(impl):
@@ -69,15 +142,20 @@ def main():
     ap.add_argument("--array-mib", type=int, default=32)
     ap.add_argument("--small", type=int, default=2000)
     ap.add_argument("--smoke", action="store_true", help="2 arrays of 1 MiB, 20 tasks, 1 run")
+    ap.add_argument("--probe", action="store_true", help="per-rank counters (Probe)")
     ap.add_argument("--csv", required=True)
     args = ap.parse_args()
     if args.smoke:
         args.runs, args.arrays, args.array_mib, args.small = 1, 2, 1, 20
     rank = MPI.COMM_WORLD.Get_rank()
     rows = []
+    probe = Probe() if args.probe else None
     for run in range(args.runs):
         for impl in ("pkl5", "cdtypes") if run % 2 == 0 else ("cdtypes", "pkl5"):
             use(impl)
+            if probe is not None:
+                MPI.COMM_WORLD.Barrier()
+                probe.reset()
             with MPICommExecutor(MPI.COMM_WORLD, 0) as executor:
                 if executor is not None:
                     times = workload(executor, args.arrays, args.array_mib, args.small)
@@ -85,6 +163,8 @@ def main():
                         rows.append((impl, part, run, "%.4f" % seconds))
                         print("run %d %-8s %-7s %.3f s" % (run, impl, part, seconds))
                         sys.stdout.flush()
+            if probe is not None:
+                print(probe.line(run, impl, rank), flush=True)
     if rank == 0:
         with open(args.csv, "w", newline="") as f:
             w = csv.writer(f)

@@ -71,6 +71,7 @@ SECURITY: recv rebuilds the object with pickle, which runs code the sender chose
 do not trust, receive with allowed=True and max_bytes= / max_regions= (docs/SECURITY.md).
 """
 
+import atexit
 import itertools
 import threading
 import time
@@ -125,7 +126,43 @@ def attach(comm):
     return pc
 
 
+def _release_at_finalize(*_):
+    """Free what cdtypes.mpi made for COMM_WORLD (its parts communicator, made at import, and
+    its collectives' communicators) and its keyvals, while MPI is still up: run by the deletion
+    of COMM_SELF's _EXIT_KEYVAL attribute, which the interpreter's exit (_exit_hook) or an
+    application's own MPI.Finalize() makes (docs/MPI.md §2.2). mpi4py calls MPI_Finalize from
+    a hook that runs after the interpreter is gone, where no Python callback runs."""
+    global _EXIT_KEYVAL
+    from . import _mpi_coll_call as coll  # loaded by then: mpi.py imports _mpi_pkl5 at its end
+
+    coll.release(MPI.COMM_WORLD)  # what Comm.Free of the pkl5 API frees, comm itself excepted
+    for keyval in (_KEYVAL, _OWED_KEYVAL, _INLINE_KEYVAL, getattr(coll, "_COLL_KEYVAL", None)):
+        if keyval is not None:  # freeing a keyval leaves the attributes set with it valid
+            MPI.Comm.Free_keyval(keyval)
+    _EXIT_KEYVAL = MPI.Comm.Free_keyval(_EXIT_KEYVAL)  # this callback's own: MPI_KEYVAL_INVALID
+
+
+# COMM_SELF's attributes are deleted at the start of MPI_Finalize, before anything else (MPI
+# 4.1 §11.2.2; newest first): a finalisation hook that also covers an application's own
+# MPI.Finalize()
+_EXIT_KEYVAL = MPI.Comm.Create_keyval(delete_fn=_release_at_finalize)
+
+
+@atexit.register
+def _exit_hook():  # before mpi4py's MPI_Finalize (a Py_AtExit hook, after every atexit one)
+    if _EXIT_KEYVAL == MPI.KEYVAL_INVALID or MPI.Is_finalized():
+        return
+    from . import _mpi_coll_call as coll
+
+    # COMM_SELF's collectives here, not in the callback: MPICH aborts when a delete callback of
+    # a COMM_SELF attribute deletes another one of its attributes (an internal assertion).
+    # After an application's own MPI.Finalize() they are left to MPI_Finalize.
+    coll.release(MPI.COMM_SELF)
+    MPI.COMM_SELF.Delete_attr(_EXIT_KEYVAL)  # runs _release_at_finalize
+
+
 attach(MPI.COMM_WORLD)
+MPI.COMM_SELF.Set_attr(_EXIT_KEYVAL, True)
 _TAG_SPACE = max(32767, MPI.COMM_WORLD.Get_attr(MPI.TAG_UB) or 32767)  # docs/MPI.md §3.2
 
 

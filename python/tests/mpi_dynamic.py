@@ -9,6 +9,7 @@ nothing stays queued. Arguments: the phases to run, of merge, port and spawn (de
 supports neither Open_port nor Spawn ("not supported with ucx netmod"): test_mpi.py runs
 those phases where the MPI library can."""
 import faulthandler
+import os
 import sys
 import zlib
 
@@ -22,7 +23,8 @@ PHASES = set(sys.argv[1:]) or {"merge", "port", "spawn"}
 CHILDREN = 2  # processes Spawn starts
 world = MPI.COMM_WORLD
 size, rank = world.Get_size(), world.Get_rank()
-faulthandler.dump_traceback_later(120, exit=True)
+faulthandler.dump_traceback_later(
+    120 * float(os.environ.get("CDTYPES_WATCHDOG_SCALE", "1")), exit=True)  # python/asan.sh: 4
 
 
 def _abort(*exc):  # a failed rank ends the job at once, instead of leaving its peers waiting

@@ -5,6 +5,7 @@ side), with the traceback of the code that raised; cdtypes.mpi.recv keeps its wr
 (UnpicklingFailed) with the original as ``__cause__``; the collectives raise it at every rank
 that rebuilt such an object and PeerError at the others."""
 import faulthandler
+import os
 import pickle
 import sys
 import traceback
@@ -18,7 +19,8 @@ from cdtypes._lib import LimitError, PeerError, UnpicklingFailed
 
 size, rank = MPI.COMM_WORLD.Get_size(), MPI.COMM_WORLD.Get_rank()
 assert size >= 2, "run with 2 or more processes"
-faulthandler.dump_traceback_later(90, exit=True)
+faulthandler.dump_traceback_later(
+    90 * float(os.environ.get("CDTYPES_WATCHDOG_SCALE", "1")), exit=True)  # python/asan.sh: 4
 
 
 class Boom:

@@ -3,7 +3,9 @@ cdtypes.mpi's pkl5 API: objects with buffers over mpi.THRESHOLD (a head and a pa
 in every send mode, through mprobe/irecv/waitall and every collective, on intra- and
 intercommunicators, attached or not; statuses; collectives never matching a user's message."""
 import faulthandler
+import os
 import sys
+import time
 
 import numpy as np
 from mpi4py import MPI
@@ -15,7 +17,8 @@ size, rank = world.Get_size(), world.Get_rank()
 assert size >= 2, "run with 2 or more processes"
 T = mpi.THRESHOLD
 # a deadlock prints every rank's stack and fails the run instead of waiting for pytest's timeout
-faulthandler.dump_traceback_later(90, exit=True)
+faulthandler.dump_traceback_later(
+    90 * float(os.environ.get("CDTYPES_WATCHDOG_SCALE", "1")), exit=True)  # python/asan.sh: 4
 
 
 def big(seed, n=3):
@@ -302,9 +305,18 @@ def freed_sends(comm):
     assert _mpi_pkl5._FREED_IN_FLIGHT, "the sends completed before the peer received them"
     for i in range(count):
         assert (comm.recv(None, left, 31) == i).all()
-    comm.barrier()  # every object received: every send completed
-    comm.isend(None, right, 32).wait()
-    assert comm.recv(None, left, 32) is None
+    comm.barrier()  # every object received
+    # MPI may report a send complete only at a later progress call than the receive's (Open
+    # MPI's rendezvous completes the sender's request when the receiver's acknowledgement is
+    # progressed, which the barrier does not order): a few more sends, each of which reaps
+    for _ in range(100):
+        comm.isend(None, right, 32).wait()
+        assert comm.recv(None, left, 32) is None
+        pending = np.array([len(_mpi_pkl5._FREED_IN_FLIGHT)], np.int64)
+        comm.Allreduce(MPI.IN_PLACE, pending, MPI.SUM)  # every rank stops at the same round
+        if pending[0] == 0:
+            break
+        time.sleep(0.01)
     assert not _mpi_pkl5._FREED_IN_FLIGHT, len(_mpi_pkl5._FREED_IN_FLIGHT)
     comm.barrier()
 

@@ -8,7 +8,8 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 # a deadlock prints every rank's stack and fails the run instead of waiting for pytest's timeout
-faulthandler.dump_traceback_later(90, exit=True)
+faulthandler.dump_traceback_later(
+    90 * float(os.environ.get("CDTYPES_WATCHDOG_SCALE", "1")), exit=True)  # python/asan.sh: 4
 
 from mpi4py import MPI  # noqa: E402
 
