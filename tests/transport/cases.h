@@ -61,6 +61,8 @@ side_fn lane_client, lane_server;
 int lane_case(void);
 int lane_kill_case(int where);
 int lane_hostile_case(void); /* a sender that scribbles over its own segment */
+/* cases_lane_setup.c: a no-lane record that comes in a later stream chunk than its id */
+int lane_late_offer_case(void);
 
 /* cases_churn.c: clients that connect and leave while sends to them are in flight */
 int quarantine_churn_case(void);

@@ -65,6 +65,8 @@ int main(int argc, char **argv)
         return lane_kill_case(2);
     if (strcmp(c, "lane_hostile") == 0)
         return lane_hostile_case();
+    if (strcmp(c, "lane_late_offer") == 0)
+        return lane_late_offer_case();
     if (strcmp(c, "quarantine_churn") == 0)
         return quarantine_churn_case();
     if (strcmp(c, "close_pending_flush") == 0)

@@ -84,6 +84,7 @@ struct cdt_ucx_worker_s {
     int lanes_mapped;
     uint64_t lane_sent, lane_received; /* objects whose stream went whole (stats) */
     unsigned lane_polls;               /* progress calls (the offer's stream poll) */
+    int lane_owed; /* endpoints whose peer's offer or no-lane record is still to come */
     /* UCX generic datatypes of single-mode messages: the send packs from the frame, every
      * receive unpacks into the head buffer or the decoder (ucx_single.c) */
     ucp_datatype_t dt_send, dt_recv;
@@ -169,6 +170,11 @@ struct cdt_ucx_ep_s {
     unsigned char lane_wire[4 + 40];
     const char *lane_why;
     bool lane_ready;
+    /* the peer's id came and its offer or no-lane record not yet (counted in w->lane_owed,
+     * since lane_owed_since, ms); why the peer has no lane, from its no-lane record ("" none) */
+    bool lane_owed;
+    int64_t lane_owed_since;
+    char lane_peer_why[24];
     struct cdt_ucx_ep_s *next, *prev;
 };
 

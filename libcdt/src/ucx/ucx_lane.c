@@ -48,35 +48,79 @@ static void offer_sent(void *req, ucs_status_t st, void *user_data)
     ucp_request_free(req);
 }
 
+/* the record in ep->lane_wire goes on the endpoint's stream (right after its id) */
+static void record_send(struct cdt_ucx_ep_s *ep)
+{
+    /* the bytes stay in the endpoint, whose memory outlives UCX's endpoint */
+    ucp_request_param_t p = {.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK, .cb.send = offer_sent};
+    void *q = ucp_stream_send_nbx(ep->ucp, ep->lane_wire, sizeof(ep->lane_wire), &p);
+    (void)q; /* NULL: sent; an error: as if lost (never attached); else offer_sent frees it */
+}
+
+/* no lane offered on ep: the peer is told why (its owing ends at once; docs/TRANSPORT.md §10.2) */
+static void none_send(struct cdt_ucx_ep_s *ep, const char *why)
+{
+    memset(ep->lane_wire, 0, sizeof(ep->lane_wire));
+    cdt__put_u32(ep->lane_wire, CDT__UCX_LANE_NONE_MAGIC);
+    memcpy(ep->lane_wire + 4, why, strnlen(why, CDT__UCX_LANE_WHY_MAX));
+    record_send(ep);
+}
+
 void cdt__ucx_lane_offer_send(struct cdt_ucx_ep_s *ep)
 {
-    if (!ep->w->lane_on)
+    if (!ep->w->lane_on) {
+        none_send(ep, "off");
         return;
+    }
     /* the peer shares this host (it copies this process's memory by cma) and messages do not
      * go through a shared-memory FIFO (those endpoints keep single mode) */
     if (!ep->lanes_known || !ep->peer_accesses_memory || ep->am_fifo) {
         ep->lane_why = !ep->lanes_known ? "no-lanes" : ep->am_fifo ? "fifo" : "not-local";
+        none_send(ep, ep->lane_why);
         return;
     }
     cdt__ucx_lane_ep *l = lane_of(ep);
     if (l == NULL) {
         ep->lane_why = "no-memory";
+        none_send(ep, ep->lane_why);
         return;
     }
     cdt__lane_offer offer;
     int rc = cdt__lane_create(NULL, &l->tx, &offer);
     if (rc != CDT_SUCCESS) {
         ep->lane_why = rc == CDT_ERR_UNSUPPORTED ? "no-memfd" : "limit";
+        none_send(ep, ep->lane_why);
         return;
     }
     l->tx_made = true;
     ep->lane_why = "not-attached";
     cdt__put_u32(ep->lane_wire, CDT__UCX_LANE_RECORD_MAGIC);
     cdt__lane_offer_encode(&offer, ep->lane_wire + 4);
-    /* the bytes stay in the endpoint, whose memory outlives UCX's endpoint */
-    ucp_request_param_t p = {.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK, .cb.send = offer_sent};
-    void *q = ucp_stream_send_nbx(ep->ucp, ep->lane_wire, sizeof(ep->lane_wire), &p);
-    (void)q; /* NULL: sent; an error: as if lost (never attached); else offer_sent frees it */
+    record_send(ep);
+}
+
+/* a no-lane record (l->record): keep the peer's why; a peer whose lane is off never maps
+ * this side's segment, which goes at once. false: not a well-formed one. */
+static bool none_record(struct cdt_ucx_ep_s *ep, cdt__ucx_lane_ep *l)
+{
+    const unsigned char *why = l->record + 4;
+    size_t n = 0;
+    while (n < CDT__UCX_LANE_WHY_MAX && why[n] != 0) {
+        if (!((why[n] >= 'a' && why[n] <= 'z') || why[n] == '-'))
+            return false;
+        n++;
+    }
+    for (size_t i = n; i < CDT__LANE_OFFER_SIZE; i++)
+        if (why[i] != 0)
+            return false;
+    if (n == 0)
+        return false;
+    snprintf(ep->lane_peer_why, sizeof(ep->lane_peer_why), "%.*s", (int)n, (const char *)why);
+    if (strcmp(ep->lane_peer_why, "off") == 0 && l->tx_made && !l->tx_attached) {
+        cdt__lane_close(&l->tx);
+        l->tx_made = false;
+    }
+    return true;
 }
 
 /* the peer's whole offer record came: map its segment, or say why not */
@@ -86,6 +130,11 @@ static void attach(struct cdt_ucx_ep_s *ep, cdt__ucx_lane_ep *l)
     cdt__lane_offer offer;
     if (!w->lane_on) {
         ep->lane_why = "off";
+        return;
+    }
+    if (cdt__get_u32(l->record) == CDT__UCX_LANE_NONE_MAGIC) {
+        if (!none_record(ep, l))
+            ep->lane_why = "bad-offer";
         return;
     }
     if (cdt__get_u32(l->record) != CDT__UCX_LANE_RECORD_MAGIC ||
@@ -120,8 +169,28 @@ void cdt__ucx_lane_stream_bytes(struct cdt_ucx_ep_s *ep, const unsigned char *b,
         l->record[l->record_got++] = *b++;
         n--;
     }
-    if (l->record_got == CDT__UCX_LANE_RECORD_SIZE)
+    if (l->record_got == CDT__UCX_LANE_RECORD_SIZE) {
+        cdt__ucx_lane_owed_end(ep);
         attach(ep, l);
+    }
+}
+
+void cdt__ucx_lane_owe(struct cdt_ucx_ep_s *ep)
+{
+    if (!ep->w->lane_on || ep->status != CDT_SUCCESS || ep->lane_owed ||
+        (ep->lane != NULL && ep->lane->record_got >= CDT__UCX_LANE_RECORD_SIZE))
+        return; /* nothing wanted, or the record came with the id */
+    ep->lane_owed = true;
+    ep->lane_owed_since = cdt__ucx_now_ms();
+    ep->w->lane_owed++;
+}
+
+void cdt__ucx_lane_owed_end(struct cdt_ucx_ep_s *ep)
+{
+    if (ep->lane_owed) {
+        ep->lane_owed = false;
+        ep->w->lane_owed--;
+    }
 }
 
 bool cdt__ucx_lane_ready(struct cdt_ucx_ep_s *ep)
@@ -131,6 +200,7 @@ bool cdt__ucx_lane_ready(struct cdt_ucx_ep_s *ep)
 
 void cdt__ucx_lane_ep_end(struct cdt_ucx_ep_s *ep, int status)
 {
+    cdt__ucx_lane_owed_end(ep);
     cdt__ucx_lane_ep *l = ep->lane;
     if (l == NULL)
         return;
@@ -228,11 +298,20 @@ static int ep_progress(struct cdt_ucx_ep_s *ep, cdt__ucx_lane_ep *l, bool *moved
 
 void cdt__ucx_lane_progress(cdt_ucx_worker w)
 {
-    /* an offer follows a peer's id on its stream, perhaps after the id was read: looked for
-     * on one progress call in 64 (a stream poll on every call slowed objects that do not use
-     * the lane) */
-    if (w->lane_on && (++w->lane_polls & 63) == 0)
-        cdt__ucx_hello_poll(w);
+    /* an offer follows a peer's id on its stream, perhaps in a later chunk than the id: read
+     * on every call while some endpoint owes one, else on one call in 64 (a stream poll on
+     * every call slowed objects that do not use the lane; docs/TRANSPORT.md §10.2) */
+    if (w->lane_on) {
+        bool tick = (++w->lane_polls & 63) == 0;
+        if (tick && w->lane_owed > 0) { /* peers that will send none: a bound */
+            int64_t now = cdt__ucx_now_ms();
+            for (struct cdt_ucx_ep_s *ep = w->eps; ep != NULL; ep = ep->next)
+                if (ep->lane_owed && now - ep->lane_owed_since >= CDT__UCX_LANE_OFFER_WAIT_MS)
+                    cdt__ucx_lane_owed_end(ep);
+        }
+        if (tick || w->lane_owed > 0)
+            cdt__ucx_hello_poll(w);
+    }
     bool any_waiting = false, any_moved = false;
     for (struct cdt_ucx_ep_s *ep = w->eps; ep != NULL; ep = ep->next) {
         cdt__ucx_lane_ep *l = ep->lane;
@@ -263,6 +342,9 @@ void cdt__ucx_lane_describe(struct cdt_ucx_ep_s *ep, char *buf, size_t size)
     const char *why = ep->lane_why != NULL ? ep->lane_why : "not-offered";
     if (l != NULL && (l->tx_attached || l->rx_attached))
         snprintf(buf + used, size - used, " lane=memfd");
+    else if (ep->lane_peer_why[0] != '\0' &&
+             (ep->lane_why == NULL || strcmp(ep->lane_why, "not-attached") == 0))
+        snprintf(buf + used, size - used, " lane=none/peer-%s", ep->lane_peer_why);
     else
         snprintf(buf + used, size - used, " lane=none/%s", why);
 }

@@ -22,6 +22,13 @@ struct cdt__ucx_head;
  * (docs/TRANSPORT.md §10.2): magic "CDTO", then the lane's 40-byte offer */
 #define CDT__UCX_LANE_RECORD_MAGIC UINT32_C(0x4F544443) /* "CDTO" little-endian */
 #define CDT__UCX_LANE_RECORD_SIZE (4 + CDT__LANE_OFFER_SIZE)
+/* the no-lane record a process sends in the offer's place: magic "CDTN", then why (lowercase
+ * letters and '-', at most CDT__UCX_LANE_WHY_MAX bytes, zero-padded to the offer's size) */
+#define CDT__UCX_LANE_NONE_MAGIC UINT32_C(0x4E544443) /* "CDTN" little-endian */
+#define CDT__UCX_LANE_WHY_MAX 23
+/* how long an endpoint whose peer's id came waits for its offer or no-lane record with the
+ * stream read on every progress call (ms; after it: one call in 64) */
+#define CDT__UCX_LANE_OFFER_WAIT_MS 100
 /* consumer lanes one worker maps at most; more offers are ignored */
 #define CDT__UCX_LANE_MAX_PEERS 64
 /* how long a side waits for its lane without progress before it polls the peer's pidfd (ms) */
@@ -59,6 +66,11 @@ typedef struct cdt__ucx_lane_ep {
 CDT__LANE_HIDDEN int cdt__ucx_lane_env(bool *on);
 /* ep's id went to its peer: offer it a lane when the endpoint can have one */
 CDT__LANE_HIDDEN void cdt__ucx_lane_offer_send(struct cdt_ucx_ep_s *ep);
+/* ep's peer's id came: its offer or no-lane record is owed (the stream is read on every
+ * progress call until it came, or CDT__UCX_LANE_OFFER_WAIT_MS passed) */
+CDT__LANE_HIDDEN void cdt__ucx_lane_owe(struct cdt_ucx_ep_s *ep);
+/* ep owes nothing more (its record came, it failed or closes) */
+CDT__LANE_HIDDEN void cdt__ucx_lane_owed_end(struct cdt_ucx_ep_s *ep);
 /* stream bytes that followed the peer's id on ep (the offer record, if any) */
 CDT__LANE_HIDDEN void cdt__ucx_lane_stream_bytes(struct cdt_ucx_ep_s *ep, const unsigned char *b,
                                                  size_t n);
