@@ -61,8 +61,20 @@ side_fn lane_client, lane_server;
 int lane_case(void);
 int lane_kill_case(int where);
 int lane_hostile_case(void); /* a sender that scribbles over its own segment */
+/* cases_lane.c, shared with cases_lane_setup.c: ms of a monotonic clock; progress until the
+ * endpoint p->ep reports its lane (10 s at most), or for ms; the worker's lane_sent or
+ * lane_received; lines of /proc/self/maps, and descriptors, that are a lane's (or a pidfd) */
+int64_t now_ms(void);
+void wait_lane(peer *p);
+void progress_for(peer *p, int64_t ms);
+uint64_t lane_stat(peer *p, uint64_t field);
+int lane_maps(void);
+int lane_fds(void);
 /* cases_lane_setup.c: a no-lane record that comes in a later stream chunk than its id */
 int lane_late_offer_case(void);
+/* cases_lane_setup.c: an endpoint closed with a lane send waiting for its grant, and with one
+ * half packed into the lane */
+int lane_close_pending_case(void);
 
 /* cases_churn.c: clients that connect and leave while sends to them are in flight */
 int quarantine_churn_case(void);

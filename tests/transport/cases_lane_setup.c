@@ -1,7 +1,8 @@
 /*
- * cases_lane_setup.c - the lane's setup as the transport does it (docs/TRANSPORT.md §10.2): a
- * peer's offer or no-lane record read as soon as it comes, also in a later stream chunk than
- * its id.
+ * cases_lane_setup.c - the lane's setup and end as the transport does them (docs/TRANSPORT.md
+ * §10.2, §10.5): a peer's offer or no-lane record read as soon as it comes, also in a later
+ * stream chunk than its id; an endpoint closed with lane sends pending (one waiting for its
+ * grant, one half packed into the lane).
  */
 #include "cases.h"
 
@@ -78,4 +79,116 @@ int lane_late_offer_case(void)
 {
     static const cdt_ucx_worker_params wp = {.field_mask = CDT_UCX_WORKER_PARAM_LANE, .lane = 1};
     return run_pair(late_offer_server, late_offer_client, &wp, &wp, 0);
+}
+
+/* ---------------------------------------------------------------- close ----------------- */
+
+/* a custom type of CP_LEN bytes whose pack callback says when the stream passed CP_AT: the
+ * send is then half way through the lane (its ring holds 1 MiB) */
+enum { CP_LEN = 16 << 20, CP_AT = 4 << 20 };
+static volatile int cp_packed_past;
+
+static int cp_pack(void *state, const void *buf, cdt_count count, cdt_count offset, void *dst,
+                   cdt_count dst_size, cdt_count *used)
+{
+    (void)state;
+    if (offset > CP_AT)
+        cp_packed_past = 1;
+    bytes_copy_out(buf, count, offset, dst, dst_size, used);
+    return CDT_SUCCESS;
+}
+
+static cdt_type cp_type(void)
+{
+    cdt_type t;
+    CHECK_RC(cdt_type_create_custom(NULL, NULL, bytes_query, cp_pack, bytes_unpack, NULL, NULL,
+                                    NULL, 0, &t));
+    return t;
+}
+
+/* close p->ep with the lane send q pending: q ends with CDT_ERR_CANCELED, and nothing of the
+ * lane is left mapped or open */
+static void close_with(peer *p, cdt_ucx_request q, const char *what)
+{
+    CHECK(cdt_ucx_request_test(q) == CDT_INPROGRESS);
+    cdt_ucx_ep_close(p->ep, 2000);
+    p->ep = NULL;
+    int rc = cdt_ucx_request_wait(q, 5000);
+    fprintf(stderr, "a send %s, its endpoint closed: %s; %d lane mappings, %d descriptors\n", what,
+            cdt_err_name(rc), lane_maps(), lane_fds());
+    CHECK(rc == CDT_ERR_CANCELED);
+    cdt_ucx_request_free(q);
+    CHECK(lane_maps() == 0 && lane_fds() == 0);
+}
+
+/* The client closes its endpoint twice with a lane send pending: once while the send waits for
+ * its grant (the server has not posted its receive), once while it is half packed into the
+ * lane (the server receives it), each time on a new endpoint. */
+static void close_pending_client(peer *p)
+{
+    int64_t one = 1;
+    char *buf = malloc(CP_LEN);
+    CHECK(buf != NULL);
+    memset(buf, 0x5A, CP_LEN);
+    cdt_type t = cp_type();
+    CHECK_RC(cdt_ucx_send(p->ep, &one, 1, CDT_INT64, 1, T_TIMEOUT_MS)); /* offers the lane */
+    wait_lane(p);
+    cdt_ucx_request q;
+    CHECK_RC(cdt_ucx_isend(p->ep, buf, CP_LEN, t, 2, &q));
+    progress_for(p, 50);
+    close_with(p, q, "waiting for its grant");
+    CHECK_RC(cdt_ucx_ep_connect(p->w, "127.0.0.1", p->port, T_TIMEOUT_MS, &p->ep));
+    CHECK_RC(cdt_ucx_send(p->ep, &one, 1, CDT_INT64, 3, T_TIMEOUT_MS));
+    wait_lane(p);
+    CHECK_RC(cdt_ucx_isend(p->ep, buf, CP_LEN, t, 4, &q));
+    for (int64_t end = now_ms() + T_TIMEOUT_MS; !cp_packed_past && now_ms() < end;)
+        CHECK(cdt_ucx_request_test(q) == CDT_INPROGRESS);
+    CHECK(cp_packed_past);
+    close_with(p, q, "half packed into the lane");
+    CHECK(lane_stat(p, CDT_UCX_WORKER_STATS_LANE_SENT) == 0);
+    cdt_type_free(&t);
+    free(buf);
+}
+
+/* the receive of an object whose sender closed its endpoint fails with CDT_ERR_PEER within the
+ * keepalive bound */
+static void recv_fails(peer *p, void *buf, cdt_type t, cdt_ucx_tag tag)
+{
+    int64_t t0 = now_ms();
+    int rc =
+        cdt_ucx_recv(p->w, buf, CP_LEN, t, tag, CDT_UCX_TAG_MASK_FULL, NULL, NULL, T_TIMEOUT_MS);
+    fprintf(stderr, "the receive of object %d, its sender's endpoint closed: %s after %lld ms\n",
+            (int)tag, cdt_err_name(rc), (long long)(now_ms() - t0));
+    CHECK(rc == CDT_ERR_PEER);
+    CHECK(now_ms() - t0 < 5000);
+}
+
+static void close_pending_server(peer *p)
+{
+    int64_t one = 0;
+    char *buf = malloc(CP_LEN);
+    CHECK(buf != NULL);
+    cdt_type t = cp_type();
+    CHECK_RC(
+        cdt_ucx_recv(p->w, &one, 1, CDT_INT64, 1, CDT_UCX_TAG_MASK_FULL, NULL, NULL, T_TIMEOUT_MS));
+    cdt_ucx_ep second;
+    CHECK_RC(cdt_ucx_listener_accept(p->l, T_TIMEOUT_MS, &second));
+    CHECK_RC(
+        cdt_ucx_recv(p->w, &one, 1, CDT_INT64, 3, CDT_UCX_TAG_MASK_FULL, NULL, NULL, T_TIMEOUT_MS));
+    recv_fails(p, buf, t, 2);
+    recv_fails(p, buf, t, 4);
+    fprintf(stderr, "server: %d lane mappings\n", lane_maps());
+    CHECK(lane_maps() == 0);
+    cdt_ucx_ep_close(second, 2000);
+    cdt_ucx_ep_close(p->ep, 2000);
+    p->ep = NULL;
+    CHECK(lane_fds() == 0);
+    cdt_type_free(&t);
+    free(buf);
+}
+
+int lane_close_pending_case(void)
+{
+    static const cdt_ucx_worker_params wp = {.field_mask = CDT_UCX_WORKER_PARAM_LANE, .lane = 1};
+    return run_pair(close_pending_server, close_pending_client, &wp, &wp, 0);
 }

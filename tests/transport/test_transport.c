@@ -67,6 +67,8 @@ int main(int argc, char **argv)
         return lane_hostile_case();
     if (strcmp(c, "lane_late_offer") == 0)
         return lane_late_offer_case();
+    if (strcmp(c, "lane_close_pending") == 0)
+        return lane_close_pending_case();
     if (strcmp(c, "quarantine_churn") == 0)
         return quarantine_churn_case();
     if (strcmp(c, "close_pending_flush") == 0)
