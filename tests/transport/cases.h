@@ -75,6 +75,10 @@ int lane_late_offer_case(void);
 /* cases_lane_setup.c: an endpoint closed with a lane send waiting for its grant, and with one
  * half packed into the lane */
 int lane_close_pending_case(void);
+/* cases_lane_setup.c: no lane, said why, objects the version 6 way: "peer_off" (the server's
+ * lane is off), "not_readable" (the client made itself non-dumpable), "limit" (the client
+ * cannot make a memfd: no descriptor left) */
+int lane_fallback_case(const char *which);
 
 /* cases_churn.c: clients that connect and leave while sends to them are in flight */
 int quarantine_churn_case(void);

@@ -2,10 +2,17 @@
  * cases_lane_setup.c - the lane's setup and end as the transport does them (docs/TRANSPORT.md
  * §10.2, §10.5): a peer's offer or no-lane record read as soon as it comes, also in a later
  * stream chunk than its id; an endpoint closed with lane sends pending (one waiting for its
- * grant, one half packed into the lane).
+ * grant, one half packed into the lane); the fallbacks that can be forced here (a peer with the
+ * lane off, a producer whose descriptors cannot be opened, a limit on descriptors), each
+ * visible in cdt_ucx_ep_transports while objects still move the version 6 way.
  */
 #include "cases.h"
 
+#include <dirent.h>
+#include <linux/capability.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <sys/resource.h>
 #include <ucp/api/ucp.h>
 
 /* raw UCX tag messages between the two sides (libcdt posts no receive in these cases) */
@@ -191,4 +198,139 @@ int lane_close_pending_case(void)
 {
     static const cdt_ucx_worker_params wp = {.field_mask = CDT_UCX_WORKER_PARAM_LANE, .lane = 1};
     return run_pair(close_pending_server, close_pending_client, &wp, &wp, 0);
+}
+
+/* ---------------------------------------------------------------- fallbacks ------------- */
+
+/* the lane on (whatever CDT_UCX_LANE says), and off */
+static const cdt_ucx_worker_params fb_on = {.field_mask = CDT_UCX_WORKER_PARAM_LANE, .lane = 1};
+static const cdt_ucx_worker_params fb_off = {.field_mask = CDT_UCX_WORKER_PARAM_LANE, .lane = 0};
+enum { FB_N = 65536 };
+static int fb_case; /* 1 peer off, 2 not readable, 3 limit */
+
+/* progress until p->ep's transports contain `want` (10 s at most) */
+static void wait_transports(peer *p, const char *want)
+{
+    char t[512];
+    for (int64_t end = now_ms() + 10000;;) {
+        CHECK_RC(cdt_ucx_ep_transports(p->ep, t, sizeof(t)));
+        if (strstr(t, want) != NULL || now_ms() >= end)
+            break;
+        cdt_ucx_worker_progress(p->w);
+    }
+    fprintf(stderr, "[%s] transports: %s\n", p->is_server ? "server" : "client", t);
+    CHECK(strstr(t, want) != NULL);
+}
+
+/* the descriptors below the soft limit all taken, the limit lowered to the highest open one
+ * + 1: a memfd cannot be made (EMFILE). Returns the old limit; fb_undo gives the descriptors
+ * back */
+static int fb_fds[4096], fb_nfds;
+static struct rlimit fb_fill(void)
+{
+    struct rlimit old, low;
+    CHECK(getrlimit(RLIMIT_NOFILE, &old) == 0);
+    int top = 0;
+    DIR *d = opendir("/proc/self/fd");
+    CHECK(d != NULL);
+    for (struct dirent *e; (e = readdir(d)) != NULL;)
+        if (atoi(e->d_name) > top)
+            top = atoi(e->d_name);
+    closedir(d);
+    low = old;
+    low.rlim_cur = (rlim_t)top + 1;
+    CHECK(setrlimit(RLIMIT_NOFILE, &low) == 0);
+    for (int fd; fb_nfds < 4096 && (fd = dup(2)) >= 0;)
+        fb_fds[fb_nfds++] = fd;
+    return old;
+}
+
+static void fb_undo(struct rlimit old)
+{
+    while (fb_nfds > 0)
+        close(fb_fds[--fb_nfds]);
+    CHECK(setrlimit(RLIMIT_NOFILE, &old) == 0);
+}
+
+/* The client sends a small object (its id and its offer, or its no-lane record), then a packed
+ * object of FB_N struct_simple that would go through a lane; the server answers with the same
+ * two. Every object arrives; the client's objects never take a lane (the server's may, in the
+ * cases where only the client's lane fails), and each side says why. */
+static void fb_client(peer *p)
+{
+    int64_t one = 1;
+    struct_simple *s = malloc(FB_N * sizeof(*s)), *ref = malloc(FB_N * sizeof(*s));
+    CHECK(s != NULL && ref != NULL);
+    struct_simple_fill(ref, FB_N, 5);
+    if (fb_case == 2)
+        CHECK(prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) == 0); /* /proc/<pid>/fd: not for the peer */
+    if (fb_case == 3) {
+        struct rlimit old = fb_fill();
+        CHECK_RC(cdt_ucx_send(p->ep, &one, 1, CDT_INT64, 1, T_TIMEOUT_MS));
+        fb_undo(old);
+    } else {
+        CHECK_RC(cdt_ucx_send(p->ep, &one, 1, CDT_INT64, 1, T_TIMEOUT_MS));
+    }
+    if (fb_case == 2)
+        CHECK(prctl(PR_SET_DUMPABLE, 1, 0, 0, 0) == 0); /* the peer's cma reads of this side */
+    char t[512];
+    CHECK_RC(cdt_ucx_ep_transports(p->ep, t, sizeof(t))); /* before the server's offer came */
+    fprintf(stderr, "[client] transports after its offer: %s\n", t);
+    if (fb_case != 1)
+        CHECK(strstr(t, fb_case == 2 ? "lane=none/not-attached" : "lane=none/limit") != NULL);
+    CHECK_RC(cdt_ucx_recv(p->w, &one, 1, CDT_INT64, 2, CDT_UCX_TAG_MASK_FULL, NULL, NULL,
+                          T_TIMEOUT_MS)); /* the server has read the offer */
+    CHECK_RC(cdt_ucx_send(p->ep, ref, FB_N, struct_simple_type(), 3, T_TIMEOUT_MS));
+    CHECK_RC(cdt_ucx_recv(p->w, s, FB_N, struct_simple_type(), 4, CDT_UCX_TAG_MASK_FULL, NULL, NULL,
+                          T_TIMEOUT_MS));
+    CHECK(struct_simple_equal(s, ref, FB_N));
+    CHECK(lane_stat(p, CDT_UCX_WORKER_STATS_LANE_SENT) == 0);
+    if (fb_case == 1) { /* no lane either way; its own segment went when the peer said off */
+        wait_transports(p, "lane=none/peer-off");
+        CHECK(lane_stat(p, CDT_UCX_WORKER_STATS_LANE_RECEIVED) == 0);
+        CHECK(lane_maps() == 0);
+    }
+    free(s);
+    free(ref);
+}
+
+/* drop CAP_SYS_PTRACE (a root test run has it; it overrides the producer's dumpable flag) */
+static void drop_ptrace_cap(void)
+{
+    struct __user_cap_header_struct h = {.version = _LINUX_CAPABILITY_VERSION_3, .pid = 0};
+    struct __user_cap_data_struct d[2];
+    CHECK(syscall(SYS_capget, &h, d) == 0);
+    d[CAP_SYS_PTRACE / 32].effective &= ~(1u << (CAP_SYS_PTRACE % 32));
+    CHECK(syscall(SYS_capset, &h, d) == 0);
+}
+
+static void fb_server(peer *p)
+{
+    int64_t one = 0;
+    struct_simple *s = malloc(FB_N * sizeof(*s)), *ref = malloc(FB_N * sizeof(*s));
+    CHECK(s != NULL && ref != NULL);
+    struct_simple_fill(ref, FB_N, 5);
+    if (fb_case == 2)
+        drop_ptrace_cap();
+    CHECK_RC(
+        cdt_ucx_recv(p->w, &one, 1, CDT_INT64, 1, CDT_UCX_TAG_MASK_FULL, NULL, NULL, T_TIMEOUT_MS));
+    wait_transports(p, fb_case == 1   ? "lane=none/off"
+                       : fb_case == 2 ? "lane=none/attach-refused"
+                                      : "lane=none/peer-limit");
+    CHECK_RC(cdt_ucx_send(p->ep, &one, 1, CDT_INT64, 2, T_TIMEOUT_MS));
+    CHECK_RC(cdt_ucx_recv(p->w, s, FB_N, struct_simple_type(), 3, CDT_UCX_TAG_MASK_FULL, NULL, NULL,
+                          T_TIMEOUT_MS));
+    CHECK(struct_simple_equal(s, ref, FB_N));
+    CHECK_RC(cdt_ucx_send(p->ep, ref, FB_N, struct_simple_type(), 4, T_TIMEOUT_MS));
+    CHECK(lane_stat(p, CDT_UCX_WORKER_STATS_LANE_RECEIVED) == 0);
+    if (fb_case == 1)
+        CHECK(lane_stat(p, CDT_UCX_WORKER_STATS_LANE_SENT) == 0);
+    free(s);
+    free(ref);
+}
+
+int lane_fallback_case(const char *which)
+{
+    fb_case = strcmp(which, "peer_off") == 0 ? 1 : strcmp(which, "not_readable") == 0 ? 2 : 3;
+    return run_pair(fb_server, fb_client, fb_case == 1 ? &fb_off : &fb_on, &fb_on, 0);
 }

@@ -19,11 +19,11 @@ _Static_assert(sizeof(((struct cdt_ucx_ep_s *)0)->lane_wire) == CDT__UCX_LANE_RE
 int cdt__ucx_lane_env(bool *on)
 {
     const char *env = getenv("CDT_UCX_LANE");
-    *on = false;
-    if (env == NULL || *env == '\0' || strcmp(env, "off") == 0)
+    *on = true; /* the default (docs/TRANSPORT.md §10) */
+    if (env == NULL || *env == '\0' || strcmp(env, "on") == 0)
         return CDT_SUCCESS;
-    if (strcmp(env, "on") == 0) {
-        *on = true;
+    if (strcmp(env, "off") == 0) {
+        *on = false;
         return CDT_SUCCESS;
     }
     return CDT_ERR_INVALID_ARG;
@@ -335,10 +335,12 @@ void cdt__ucx_lane_progress(cdt_ucx_worker w)
 
 void cdt__ucx_lane_describe(struct cdt_ucx_ep_s *ep, char *buf, size_t size)
 {
-    if (!ep->w->lane_on)
-        return;
     const cdt__ucx_lane_ep *l = ep->lane;
     size_t used = strlen(buf);
+    if (!ep->w->lane_on) {
+        snprintf(buf + used, size - used, " lane=none/off");
+        return;
+    }
     const char *why = ep->lane_why != NULL ? ep->lane_why : "not-offered";
     if (l != NULL && (l->tx_attached || l->rx_attached))
         snprintf(buf + used, size - used, " lane=memfd");

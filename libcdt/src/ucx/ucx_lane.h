@@ -2,9 +2,9 @@
  * ucx_lane.h - the transport's use of the lane (libcdt/src/lane, docs/TRANSPORT.md §10): an
  * endpoint between two processes of one host sends the rest of a large object's inline stream
  * through a shared segment it owns instead of a tail message, packed straight into it by the
- * sender and unpacked straight out of it by the receiver. Opt-in (CDT_UCX_LANE=on or the
- * worker's `lane` parameter). Setup and progress: ucx_lane.c; sends: ucx_lane_send.c;
- * receives: ucx_lane_recv.c. Every function runs with the worker's lock held.
+ * sender and unpacked straight out of it by the receiver. On by default (CDT_UCX_LANE=off or
+ * the worker's `lane` parameter 0 turn it off). Setup and progress: ucx_lane.c; sends:
+ * ucx_lane_send.c; receives: ucx_lane_recv.c. Every function runs with the worker's lock held.
  */
 #ifndef CDT_UCX_LANE_H
 #define CDT_UCX_LANE_H
@@ -61,7 +61,7 @@ typedef struct cdt__ucx_lane_ep {
 } cdt__ucx_lane_ep;
 
 /* ucx_lane.c */
-/* the environment's setting: CDT_UCX_LANE "on" or "off" (unset or empty: off);
+/* the environment's setting: CDT_UCX_LANE "on" or "off" (unset or empty: on, the default);
  * CDT_ERR_INVALID_ARG for another value */
 CDT__LANE_HIDDEN int cdt__ucx_lane_env(bool *on);
 /* ep's id went to its peer: offer it a lane when the endpoint can have one */
@@ -79,8 +79,8 @@ CDT__LANE_HIDDEN void cdt__ucx_lane_stream_bytes(struct cdt_ucx_ep_s *ep, const 
 CDT__LANE_HIDDEN void cdt__ucx_lane_ep_end(struct cdt_ucx_ep_s *ep, int status);
 /* progress every endpoint's lanes (from cdt__ucx_progress) */
 CDT__LANE_HIDDEN void cdt__ucx_lane_progress(cdt_ucx_worker w);
-/* " lane=memfd" or " lane=none/<why>" appended to buf (used bytes *used), when the worker has
- * the lane on */
+/* " lane=memfd" or " lane=none/<why>" appended to buf (" lane=none/off" where the worker has
+ * the lane off) */
 CDT__LANE_HIDDEN void cdt__ucx_lane_describe(struct cdt_ucx_ep_s *ep, char *buf, size_t size);
 /* whether sends on ep go through its lane now (read without the lock: set once) */
 CDT__LANE_HIDDEN bool cdt__ucx_lane_ready(struct cdt_ucx_ep_s *ep);
