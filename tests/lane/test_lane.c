@@ -420,8 +420,14 @@ static void case_local(void)
     CHECK_RC(cdt__lane_create(&prm, &p, &o), CDT_SUCCESS);
     CHECK(cdt__lane_attached(&p) == 0);
     CHECK_RC(cdt__lane_attach(&o, &c), CDT_SUCCESS);
+    CHECK(p.memfd >= 0);
     CHECK(cdt__lane_attached(&p) == 1);
     CHECK(lane_mappings() == 2);
+    /* attached: the producer closed its memfd (the mappings keep the memory), so no other
+     * process can open the segment, and it costs no descriptor */
+    CHECK(p.memfd == -1);
+    cdt__lane again;
+    CHECK(cdt__lane_attach(&o, &again) < 0);
     /* interleaved by hand: grant, write what fits, read it, until 40 objects moved */
     uint64_t next_grant = 0, prod_obj = 0, prod_off = 0, cons_obj = 0, cons_off = 0, start;
     int have_grant = 0, steps = 0;
@@ -735,11 +741,11 @@ static void case_attach_refused(void)
     /* many lanes made, attached, used and closed */
     for (int i = 0; i < 200; i++) {
         CHECK_RC(cdt__lane_create(NULL, &p, &o), CDT_SUCCESS);
-        CHECK_RC(cdt__lane_attach(&o, &c), CDT_SUCCESS);
-        CHECK(cdt__lane_attached(&p) == 1);
         q = o;
         q.nonce[0] ^= 1;
         CHECK_RC(cdt__lane_attach(&q, &c), CDT_ERR_FRAME_MALFORMED);
+        CHECK_RC(cdt__lane_attach(&o, &c), CDT_SUCCESS);
+        CHECK(cdt__lane_attached(&p) == 1);
         cdt__lane_close(&c);
         cdt__lane_close(&p);
     }

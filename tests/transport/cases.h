@@ -79,6 +79,8 @@ int lane_close_pending_case(void);
  * lane is off), "not_readable" (the client made itself non-dumpable), "limit" (the client
  * cannot make a memfd: no descriptor left) */
 int lane_fallback_case(const char *which);
+/* cases_lane_setup.c: 66 endpoints of one worker to one server: 64 producer lanes, 2 limit */
+int lane_producer_limit_case(void);
 
 /* cases_churn.c: clients that connect and leave while sends to them are in flight */
 int quarantine_churn_case(void);

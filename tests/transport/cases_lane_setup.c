@@ -4,7 +4,8 @@
  * stream chunk than its id; an endpoint closed with lane sends pending (one waiting for its
  * grant, one half packed into the lane); the fallbacks that can be forced here (a peer with the
  * lane off, a producer whose descriptors cannot be opened, a limit on descriptors), each
- * visible in cdt_ucx_ep_transports while objects still move the version 6 way.
+ * visible in cdt_ucx_ep_transports while objects still move the version 6 way; the bound on a
+ * worker's producer lanes, and the descriptors they hold once attached.
  */
 #include "cases.h"
 
@@ -333,4 +334,67 @@ int lane_fallback_case(const char *which)
 {
     fb_case = strcmp(which, "peer_off") == 0 ? 1 : strcmp(which, "not_readable") == 0 ? 2 : 3;
     return run_pair(fb_server, fb_client, fb_case == 1 ? &fb_off : &fb_on, &fb_on, 0);
+}
+
+/* ---------------------------------------------------------------- the bound ------------- */
+
+/* The client offers lanes on PL_EPS endpoints to one server: 64 (CDT__UCX_LANE_MAX_PEERS) are
+ * attached, the rest say lane=none/limit, and the attached ones hold one descriptor each (the
+ * pidfd of the consumer: the memfd was closed once the consumer mapped it). */
+enum { PL_EPS = 66, PL_MAX = 64 };
+
+static void producer_limit_client(peer *p)
+{
+    cdt_ucx_ep eps[PL_EPS];
+    eps[0] = p->ep;
+    for (int i = 1; i < PL_EPS; i++)
+        CHECK_RC(cdt_ucx_ep_connect(p->w, "127.0.0.1", p->port, T_TIMEOUT_MS, &eps[i]));
+    for (int i = 0; i < PL_EPS; i++) {
+        int64_t v = i;
+        CHECK_RC(cdt_ucx_send(eps[i], &v, 1, CDT_INT64, 1, T_TIMEOUT_MS)); /* offers */
+    }
+    int lanes = 0, limited = 0;
+    char t[512];
+    for (int64_t end = now_ms() + 10000; now_ms() < end;) {
+        lanes = limited = 0;
+        for (int i = 0; i < PL_EPS; i++) {
+            CHECK_RC(cdt_ucx_ep_transports(eps[i], t, sizeof(t)));
+            lanes += strstr(t, "lane=memfd") != NULL;
+            limited += strstr(t, "lane=none/limit") != NULL;
+        }
+        if (lanes + limited == PL_EPS)
+            break;
+        cdt_ucx_worker_progress(p->w);
+    }
+    fprintf(stderr, "%d endpoints: %d with a lane, %d limit; %d lane mappings, %d descriptors\n",
+            PL_EPS, lanes, limited, lane_maps(), lane_fds());
+    CHECK(lanes == PL_MAX && limited == PL_EPS - PL_MAX);
+    CHECK(lane_maps() == PL_MAX && lane_fds() == PL_MAX);
+    int64_t done = 1;
+    CHECK_RC(cdt_ucx_send(eps[0], &done, 1, CDT_INT64, 2, T_TIMEOUT_MS));
+    for (int i = 1; i < PL_EPS; i++)
+        cdt_ucx_ep_close(eps[i], 2000);
+    CHECK(lane_maps() == 1 && lane_fds() == 1);
+}
+
+static void producer_limit_server(peer *p)
+{
+    cdt_ucx_ep eps[PL_EPS];
+    for (int i = 1; i < PL_EPS; i++)
+        CHECK_RC(cdt_ucx_listener_accept(p->l, T_TIMEOUT_MS, &eps[i]));
+    for (int i = 0; i < PL_EPS; i++) {
+        int64_t v;
+        CHECK_RC(cdt_ucx_recv(p->w, &v, 1, CDT_INT64, 1, CDT_UCX_TAG_MASK_FULL, NULL, NULL,
+                              T_TIMEOUT_MS));
+    }
+    int64_t done;
+    CHECK_RC(cdt_ucx_recv(p->w, &done, 1, CDT_INT64, 2, CDT_UCX_TAG_MASK_FULL, NULL, NULL,
+                          T_TIMEOUT_MS));
+    for (int i = 1; i < PL_EPS; i++)
+        cdt_ucx_ep_close(eps[i], 2000);
+}
+
+int lane_producer_limit_case(void)
+{
+    return run_pair(producer_limit_server, producer_limit_client, &fb_on, &fb_on, 0);
 }

@@ -80,7 +80,7 @@ typedef struct cdt__lane {
     uint8_t nonce[CDT__LANE_NONCE_SIZE];
     cdt__lane_role role;
     int owns_mapping; /* munmap on close */
-    int memfd;        /* producer's segment, kept open for the endpoint's life; else -1 */
+    int memfd;        /* producer's segment, open until the consumer attached; else -1 */
     int pidfd;        /* the peer's, once known; else -1 */
     int error;        /* sticky: CDT_ERR_PEER once the lane broke or the peer died */
     size_t span;      /* bytes of the last span handed out, not yet published or released */

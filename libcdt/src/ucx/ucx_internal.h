@@ -82,6 +82,7 @@ struct cdt_ucx_worker_s {
     /* the lane (ucx_lane.c): offered and accepted by this worker; consumer lanes mapped */
     bool lane_on;
     int lanes_mapped;
+    int lanes_made;                    /* producer lanes this worker's endpoints hold */
     uint64_t lane_sent, lane_received; /* objects whose stream went whole (stats) */
     unsigned lane_polls;               /* progress calls (the offer's stream poll) */
     int lane_owed; /* endpoints whose peer's offer or no-lane record is still to come */

@@ -48,6 +48,16 @@ static void offer_sent(void *req, ucs_status_t st, void *user_data)
     ucp_request_free(req);
 }
 
+/* ep's own segment goes (never attached, or the endpoint ends) */
+static void tx_drop(struct cdt_ucx_ep_s *ep, cdt__ucx_lane_ep *l)
+{
+    if (l->tx_made) {
+        l->tx_made = false;
+        ep->w->lanes_made--;
+    }
+    cdt__lane_close(&l->tx);
+}
+
 /* the record in ep->lane_wire goes on the endpoint's stream (right after its id) */
 static void record_send(struct cdt_ucx_ep_s *ep)
 {
@@ -85,6 +95,11 @@ void cdt__ucx_lane_offer_send(struct cdt_ucx_ep_s *ep)
         none_send(ep, ep->lane_why);
         return;
     }
+    if (ep->w->lanes_made >= CDT__UCX_LANE_MAX_PEERS) { /* descriptors and memory: a bound */
+        ep->lane_why = "limit";
+        none_send(ep, ep->lane_why);
+        return;
+    }
     cdt__lane_offer offer;
     int rc = cdt__lane_create(NULL, &l->tx, &offer);
     if (rc != CDT_SUCCESS) {
@@ -93,6 +108,7 @@ void cdt__ucx_lane_offer_send(struct cdt_ucx_ep_s *ep)
         return;
     }
     l->tx_made = true;
+    ep->w->lanes_made++;
     ep->lane_why = "not-attached";
     cdt__put_u32(ep->lane_wire, CDT__UCX_LANE_RECORD_MAGIC);
     cdt__lane_offer_encode(&offer, ep->lane_wire + 4);
@@ -116,10 +132,8 @@ static bool none_record(struct cdt_ucx_ep_s *ep, cdt__ucx_lane_ep *l)
     if (n == 0)
         return false;
     snprintf(ep->lane_peer_why, sizeof(ep->lane_peer_why), "%.*s", (int)n, (const char *)why);
-    if (strcmp(ep->lane_peer_why, "off") == 0 && l->tx_made && !l->tx_attached) {
-        cdt__lane_close(&l->tx);
-        l->tx_made = false;
-    }
+    if (strcmp(ep->lane_peer_why, "off") == 0 && l->tx_made && !l->tx_attached)
+        tx_drop(ep, l);
     return true;
 }
 
@@ -229,7 +243,7 @@ void cdt__ucx_lane_ep_end(struct cdt_ucx_ep_s *ep, int status)
     }
     if (l->rx_attached)
         ep->w->lanes_mapped--;
-    cdt__lane_close(&l->tx);
+    tx_drop(ep, l);
     cdt__lane_close(&l->rx);
     free(l->bounce);
     free(l);
@@ -257,8 +271,7 @@ static int ep_progress(struct cdt_ucx_ep_s *ep, cdt__ucx_lane_ep *l, bool *moved
     if (l->tx_made && !l->tx_attached) {
         int rc = cdt__lane_attached(&l->tx);
         if (rc < 0) { /* a consumer pid that names no process: no lane, sends go as before */
-            cdt__lane_close(&l->tx);
-            l->tx_made = false;
+            tx_drop(ep, l);
             ep->lane_why = "attach-failed";
         } else if (rc == 1) {
             l->tx_attached = true;

@@ -29,7 +29,8 @@ struct cdt__ucx_head;
 /* how long an endpoint whose peer's id came waits for its offer or no-lane record with the
  * stream read on every progress call (ms; after it: one call in 64) */
 #define CDT__UCX_LANE_OFFER_WAIT_MS 100
-/* consumer lanes one worker maps at most; more offers are ignored */
+/* consumer lanes one worker maps at most (more offers are ignored), and producer lanes it makes
+ * at most (more endpoints offer none: "limit"): each costs a segment and descriptors */
 #define CDT__UCX_LANE_MAX_PEERS 64
 /* how long a side waits for its lane without progress before it polls the peer's pidfd (ms) */
 #define CDT__UCX_LANE_POLL_MS 1
