@@ -70,9 +70,7 @@ static void record_send(struct cdt_ucx_ep_s *ep)
 /* no lane offered on ep: the peer is told why (its owing ends at once; docs/TRANSPORT.md §10.2) */
 static void none_send(struct cdt_ucx_ep_s *ep, const char *why)
 {
-    memset(ep->lane_wire, 0, sizeof(ep->lane_wire));
-    cdt__put_u32(ep->lane_wire, CDT__UCX_LANE_NONE_MAGIC);
-    memcpy(ep->lane_wire + 4, why, strnlen(why, CDT__UCX_LANE_WHY_MAX));
+    cdt__lane_record_none(why, ep->lane_wire);
     record_send(ep);
 }
 
@@ -110,31 +108,17 @@ void cdt__ucx_lane_offer_send(struct cdt_ucx_ep_s *ep)
     l->tx_made = true;
     ep->w->lanes_made++;
     ep->lane_why = "not-attached";
-    cdt__put_u32(ep->lane_wire, CDT__UCX_LANE_RECORD_MAGIC);
-    cdt__lane_offer_encode(&offer, ep->lane_wire + 4);
+    cdt__lane_record_offer(&offer, ep->lane_wire);
     record_send(ep);
 }
 
-/* a no-lane record (l->record): keep the peer's why; a peer whose lane is off never maps
- * this side's segment, which goes at once. false: not a well-formed one. */
-static bool none_record(struct cdt_ucx_ep_s *ep, cdt__ucx_lane_ep *l)
+/* a no-lane record: keep the peer's why; a peer whose lane is off never maps this side's
+ * segment, which goes at once */
+static void none_record(struct cdt_ucx_ep_s *ep, cdt__ucx_lane_ep *l, const char *why)
 {
-    const unsigned char *why = l->record + 4;
-    size_t n = 0;
-    while (n < CDT__UCX_LANE_WHY_MAX && why[n] != 0) {
-        if (!((why[n] >= 'a' && why[n] <= 'z') || why[n] == '-'))
-            return false;
-        n++;
-    }
-    for (size_t i = n; i < CDT__LANE_OFFER_SIZE; i++)
-        if (why[i] != 0)
-            return false;
-    if (n == 0)
-        return false;
-    snprintf(ep->lane_peer_why, sizeof(ep->lane_peer_why), "%.*s", (int)n, (const char *)why);
-    if (strcmp(ep->lane_peer_why, "off") == 0 && l->tx_made && !l->tx_attached)
+    snprintf(ep->lane_peer_why, sizeof(ep->lane_peer_why), "%s", why);
+    if (strcmp(why, "off") == 0 && l->tx_made && !l->tx_attached)
         tx_drop(ep, l);
-    return true;
 }
 
 /* the peer's whole offer record came: map its segment, or say why not */
@@ -142,17 +126,17 @@ static void attach(struct cdt_ucx_ep_s *ep, cdt__ucx_lane_ep *l)
 {
     cdt_ucx_worker w = ep->w;
     cdt__lane_offer offer;
+    char why[CDT__LANE_WHY_MAX + 1];
     if (!w->lane_on) {
         ep->lane_why = "off";
         return;
     }
-    if (cdt__get_u32(l->record) == CDT__UCX_LANE_NONE_MAGIC) {
-        if (!none_record(ep, l))
-            ep->lane_why = "bad-offer";
+    int kind = cdt__lane_record_parse(l->record, sizeof(l->record), &offer, why);
+    if (kind == CDT__LANE_RECORD_NONE) {
+        none_record(ep, l, why);
         return;
     }
-    if (cdt__get_u32(l->record) != CDT__UCX_LANE_RECORD_MAGIC ||
-        cdt__lane_offer_parse(l->record + 4, CDT__LANE_OFFER_SIZE, &offer) != CDT_SUCCESS) {
+    if (kind != CDT__LANE_RECORD_OFFER) {
         ep->lane_why = "bad-offer";
         return;
     }

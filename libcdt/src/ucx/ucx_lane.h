@@ -18,14 +18,9 @@ struct cdt_ucx_ep_s;
 struct cdt_ucx_request_s;
 struct cdt__ucx_head;
 
-/* the offer record a producer sends on the endpoint's UCX stream right after the endpoint's id
- * (docs/TRANSPORT.md §10.2): magic "CDTO", then the lane's 40-byte offer */
-#define CDT__UCX_LANE_RECORD_MAGIC UINT32_C(0x4F544443) /* "CDTO" little-endian */
-#define CDT__UCX_LANE_RECORD_SIZE (4 + CDT__LANE_OFFER_SIZE)
-/* the no-lane record a process sends in the offer's place: magic "CDTN", then why (lowercase
- * letters and '-', at most CDT__UCX_LANE_WHY_MAX bytes, zero-padded to the offer's size) */
-#define CDT__UCX_LANE_NONE_MAGIC UINT32_C(0x4E544443) /* "CDTN" little-endian */
-#define CDT__UCX_LANE_WHY_MAX 23
+/* the record a process sends on the endpoint's UCX stream right after the endpoint's id
+ * (docs/TRANSPORT.md §10.2): an offer, or a no-lane record in its place (lane/lane.h) */
+#define CDT__UCX_LANE_RECORD_SIZE CDT__LANE_RECORD_SIZE
 /* how long an endpoint whose peer's id came waits for its offer or no-lane record with the
  * stream read on every progress call (ms; after it: one call in 64) */
 #define CDT__UCX_LANE_OFFER_WAIT_MS 100
