@@ -76,8 +76,8 @@ int lane_late_offer_case(void);
  * half packed into the lane */
 int lane_close_pending_case(void);
 /* cases_lane_setup.c: no lane, said why, objects the version 6 way: "peer_off" (the server's
- * lane is off), "not_readable" (the client made itself non-dumpable), "limit" (the client
- * cannot make a memfd: no descriptor left) */
+ * lane is off), "not_readable" (the client made itself non-dumpable), "limit" (the client's
+ * memfd cannot grow to a segment's size: RLIMIT_FSIZE) */
 int lane_fallback_case(const char *which);
 /* cases_lane_setup.c: 66 endpoints of one worker to one server: 64 producer lanes, 2 limit */
 int lane_producer_limit_case(void);

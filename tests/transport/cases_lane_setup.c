@@ -3,13 +3,12 @@
  * §10.2, §10.5): a peer's offer or no-lane record read as soon as it comes, also in a later
  * stream chunk than its id; an endpoint closed with lane sends pending (one waiting for its
  * grant, one half packed into the lane); the fallbacks that can be forced here (a peer with the
- * lane off, a producer whose descriptors cannot be opened, a limit on descriptors), each
+ * lane off, a producer whose descriptors cannot be opened, a limit on file sizes), each
  * visible in cdt_ucx_ep_transports while objects still move the version 6 way; the bound on a
  * worker's producer lanes, and the descriptors they hold once attached.
  */
 #include "cases.h"
 
-#include <dirent.h>
 #include <linux/capability.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
@@ -223,34 +222,24 @@ static void wait_transports(peer *p, const char *want)
     CHECK(strstr(t, want) != NULL);
 }
 
-/* the descriptors below the soft limit all taken, the limit lowered to the highest open one
- * + 1: a memfd cannot be made (EMFILE). Returns the old limit; fb_undo gives the descriptors
- * back */
-static int fb_fds[4096], fb_nfds;
-static struct rlimit fb_fill(void)
+/* files of this process limited to 64 KiB (RLIMIT_FSIZE; SIGXFSZ ignored): a memfd cannot grow
+ * to a segment's size (EFBIG). A limit that touches nothing UCX needs, unlike one on
+ * descriptors (UCX 1.22 opens files while it sets up its first stream send). Returns the old
+ * limit. */
+static struct rlimit fb_limit(void)
 {
     struct rlimit old, low;
-    CHECK(getrlimit(RLIMIT_NOFILE, &old) == 0);
-    int top = 0;
-    DIR *d = opendir("/proc/self/fd");
-    CHECK(d != NULL);
-    for (struct dirent *e; (e = readdir(d)) != NULL;)
-        if (atoi(e->d_name) > top)
-            top = atoi(e->d_name);
-    closedir(d);
+    CHECK(getrlimit(RLIMIT_FSIZE, &old) == 0);
     low = old;
-    low.rlim_cur = (rlim_t)top + 1;
-    CHECK(setrlimit(RLIMIT_NOFILE, &low) == 0);
-    for (int fd; fb_nfds < 4096 && (fd = dup(2)) >= 0;)
-        fb_fds[fb_nfds++] = fd;
+    low.rlim_cur = 64 << 10;
+    signal(SIGXFSZ, SIG_IGN);
+    CHECK(setrlimit(RLIMIT_FSIZE, &low) == 0);
     return old;
 }
 
 static void fb_undo(struct rlimit old)
 {
-    while (fb_nfds > 0)
-        close(fb_fds[--fb_nfds]);
-    CHECK(setrlimit(RLIMIT_NOFILE, &old) == 0);
+    CHECK(setrlimit(RLIMIT_FSIZE, &old) == 0);
 }
 
 /* The client sends a small object (its id and its offer, or its no-lane record), then a packed
@@ -266,7 +255,7 @@ static void fb_client(peer *p)
     if (fb_case == 2)
         CHECK(prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) == 0); /* /proc/<pid>/fd: not for the peer */
     if (fb_case == 3) {
-        struct rlimit old = fb_fill();
+        struct rlimit old = fb_limit();
         CHECK_RC(cdt_ucx_send(p->ep, &one, 1, CDT_INT64, 1, T_TIMEOUT_MS));
         fb_undo(old);
     } else {
@@ -347,15 +336,21 @@ static void producer_limit_client(peer *p)
 {
     cdt_ucx_ep eps[PL_EPS];
     eps[0] = p->ep;
-    /* connected in the background, all at once (one by one, each connect waits for the
-     * server's accept) */
+    /* connected in the background, 32 at a time (one by one, each connect waits for the
+     * server's accept; all at once, more than the listener's queue of 64 requests): the first
+     * send on each waits for its connection */
     cdt_ucx_connect_params cp = {.field_mask = CDT_UCX_CONNECT_PARAM_FLAGS,
                                  .flags = CDT_UCX_CONNECT_NO_WAIT};
-    for (int i = 1; i < PL_EPS; i++)
-        CHECK_RC(cdt_ucx_ep_connect_advanced(p->w, "127.0.0.1", p->port, &cp, &eps[i]));
-    for (int i = 0; i < PL_EPS; i++) {
-        int64_t v = i;
-        CHECK_RC(cdt_ucx_send(eps[i], &v, 1, CDT_INT64, 1, T_TIMEOUT_MS)); /* offers */
+    int64_t v = 0;
+    CHECK_RC(cdt_ucx_send(eps[0], &v, 1, CDT_INT64, 1, T_TIMEOUT_MS)); /* offers */
+    for (int first = 1; first < PL_EPS; first += 32) {
+        int last = first + 32 < PL_EPS ? first + 32 : PL_EPS;
+        for (int i = first; i < last; i++)
+            CHECK_RC(cdt_ucx_ep_connect_advanced(p->w, "127.0.0.1", p->port, &cp, &eps[i]));
+        for (int i = first; i < last; i++) {
+            v = i;
+            CHECK_RC(cdt_ucx_send(eps[i], &v, 1, CDT_INT64, 1, T_TIMEOUT_MS));
+        }
     }
     int lanes = 0, limited = 0;
     char t[512];
