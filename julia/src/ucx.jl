@@ -417,7 +417,9 @@ The UCX transports the endpoint's lanes use now (`cdt_ucx_ep_transports`), e.g.
 `"am=tcp/lo rma=cma/memory"` between two processes of one machine (libcdt's default: messages
 over loopback TCP, large ones by cross-memory attach), `"am=tcp/eth0"` to another machine,
 `"am=sysv/memory rma=tcp/lo"` over shared segments (`CDT_UCX_SHARED_MEMORY=copy`) or
-`"am=sysv/memory rma=cma/memory"` with cross-memory attach (`full`). An endpoint made from an address may still be wiring up:
+`"am=sysv/memory rma=cma/memory"` with cross-memory attach (`full`), each followed by libcdt's
+lane (on by default between local processes): `" lane=memfd"` or `" lane=none/<why>"`. An
+endpoint made from an address may still be wiring up:
 send one message first for the final lanes.
 """
 function transports(e::Endpoint)

@@ -217,9 +217,13 @@ typedef struct cdt_ucx_worker_params {
      * objects then move in one pass per side. 0: neither (the peer's objects move the version 6
      * way). Its sender is trusted not to change the bytes of its own object under a custom
      * type's unpack callback only in that each callback reads a private copy (docs/SECURITY.md).
-     * Default: the environment variable CDT_UCX_LANE ("on" or "off") when set, else 0. Opt-in
-     * until it has passed the soaks. cdt_ucx_ep_transports says "lane=memfd" where an
-     * endpoint uses it, "lane=none/<why>" where the worker has it on and the endpoint has not. */
+     * Default: the environment variable CDT_UCX_LANE ("on" or "off") when set and not empty,
+     * else 1: the lane is the default between local processes. Turn it off (0, or
+     * CDT_UCX_LANE=off) for peers not trusted with a shared segment (docs/SECURITY.md).
+     * cdt_ucx_ep_transports says "lane=memfd" where an endpoint uses it, "lane=none/<why>"
+     * where it has none (another host, a peer with the lane off, a limit: docs/TRANSPORT.md
+     * §10.2; "lane=none/off" where this worker has it off); such endpoints move every object
+     * the version 6 way. */
     int lane;
 } cdt_ucx_worker_params;
 

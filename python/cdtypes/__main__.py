@@ -63,12 +63,19 @@ def info(out=None):
         else:
             print("transport: UCX %s (%s)" % (cdtypes.ucx.version(),
                                                os.path.realpath(_lib._ucx_path)), file=out)
-            # the lane (docs/TRANSPORT.md §10): opt-in until it passed its soaks; an endpoint
-            # that uses it says lane=memfd in its transports (cdtypes.ucx transports())
+            # the lane (docs/TRANSPORT.md §10): on by default; an endpoint that uses it says
+            # lane=memfd in its transports (cdt_ucx_ep_transports, named in the errors), one
+            # that cannot lane=none/<why>
             lane = os.environ.get("CDT_UCX_LANE", "")
-            print("lane: %s" % ("on (CDT_UCX_LANE=on): endpoints to local peers report "
-                                "lane=memfd, or lane=none/<why>" if lane == "on" else
-                                "off (opt-in: CDT_UCX_LANE=on)"), file=out)
+            if lane in ("", "on"):
+                state = ("on (the default; CDT_UCX_LANE=off turns it off): endpoints to local "
+                         "peers report lane=memfd, or lane=none/<why>")
+            elif lane == "off":
+                state = "off (CDT_UCX_LANE=off): endpoints report lane=none/off"
+            else:
+                state = ("invalid CDT_UCX_LANE=%r (on or off): workers cannot be created"
+                         % lane)
+            print("lane: %s" % state, file=out)
     mapped = _mapped_libraries(["libucp", "libuct", "libucs", "libucm"])
     if mapped is None:
         print("UCX files: unknown (no /proc/self/maps)", file=out)

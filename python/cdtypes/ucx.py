@@ -51,7 +51,8 @@ def version():
 
 
 def _lanes(handle):
-    """The transports an endpoint's lanes use ("am=tcp/lo rma=cma/memory"), for messages."""
+    """The transports an endpoint's lanes use ("am=tcp/lo rma=cma/memory lane=memfd"), for
+    messages."""
     if handle is None:
         return "none (no connection)"
     buf = ctypes.create_string_buffer(512)

@@ -29,8 +29,13 @@ def test_info_names_version_backend_and_files():
         os.environ.get("CDTYPES_LIBCDT")
     if _backend.HAVE_UCX:
         assert any(line.startswith("transport: UCX ") for line in lines)
-        # the lane (docs/TRANSPORT.md §10): on or off, and how to turn it on
-        assert any(line.startswith("lane: ") for line in lines), done.stdout
+        # the lane (docs/TRANSPORT.md §10): on by default, and how to turn it off
+        lane = [line for line in lines if line.startswith("lane: ")]
+        assert len(lane) == 1, done.stdout
+        if os.environ.get("CDT_UCX_LANE", "") in ("", "on"):
+            assert lane[0].startswith("lane: on (the default"), done.stdout
+        else:
+            assert lane[0].startswith("lane: off"), done.stdout
         ucp = [line for line in lines if line.startswith("libucp: ")]
         assert len(ucp) == 1 and "," not in ucp[0], done.stdout  # one copy of UCX
 

@@ -1,8 +1,9 @@
 /*
  * fuzz_lane.c - libFuzzer target: the lane's control data (libcdt/src/lane, docs/TRANSPORT.md
  * §10). The first 40 bytes are an offer as a head message carries it, parsed as a consumer
- * parses it; the rest is a schedule of calls by both sides of a lane over plain memory, mixed
- * with a hostile peer's writes to any byte of the header and the grant ring (positions,
+ * parses it, and the first 44 the record that follows an endpoint's id on its stream (an offer
+ * or a no-lane record); the rest is a schedule of calls by both sides of a lane over plain memory,
+ * mixed with a hostile peer's writes to any byte of the header and the grant ring (positions,
  * counts, grants, sizes). Any crash, over-read or undefined behaviour is a bug, and so is a
  * broken promise of the component: a span outside the data ring or longer than a fragment, a
  * position this side did not reach by its own calls, an error that does not stay.
@@ -42,9 +43,36 @@ static uint64_t next64(input *in)
     return v;
 }
 
+/* the first CDT__LANE_RECORD_SIZE bytes as the record that follows an endpoint's id on its
+ * stream: an offer or a no-lane record parses only when it is exactly what its encoder
+ * writes */
+static void record_roundtrip(const uint8_t *data, size_t size)
+{
+    if (size < CDT__LANE_RECORD_SIZE)
+        return;
+    cdt__lane_offer o;
+    char why[CDT__LANE_WHY_MAX + 1];
+    unsigned char again[CDT__LANE_RECORD_SIZE];
+    int kind = cdt__lane_record_parse(data, CDT__LANE_RECORD_SIZE, &o, why);
+    if (kind == CDT__LANE_RECORD_OFFER) {
+        cdt__lane_record_offer(&o, again);
+    } else if (kind == CDT__LANE_RECORD_NONE) {
+        size_t n = strlen(why);
+        check(n >= 1 && n <= CDT__LANE_WHY_MAX);
+        for (size_t i = 0; i < n; i++)
+            check((why[i] >= 'a' && why[i] <= 'z') || why[i] == '-');
+        cdt__lane_record_none(why, again);
+    } else {
+        check(kind == CDT_ERR_FRAME_MALFORMED);
+        return;
+    }
+    check(memcmp(again, data, CDT__LANE_RECORD_SIZE) == 0);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     offer_roundtrip(data, size);
+    record_roundtrip(data, size);
     if (size <= CDT__LANE_OFFER_SIZE)
         return 0;
     input in = {data + CDT__LANE_OFFER_SIZE, size - CDT__LANE_OFFER_SIZE, 0};

@@ -319,6 +319,48 @@ static int fresh(unsigned char *mem, size_t total, const cdt__lane_offer *o, cdt
            cdt__lane_view(mem, total, CDT__LANE_CONSUMER, o, c) == CDT_SUCCESS;
 }
 
+/* the record after an endpoint's id: an offer, or a no-lane record and why; anything else is
+ * malformed */
+static void case_record(void)
+{
+    cdt__lane_offer o = {.pid = 99,
+                         .fd = 4,
+                         .ring_bytes = 1 << 20,
+                         .grant_slots = 64,
+                         .frag_bytes = 1 << 14},
+                    q;
+    o.nonce[3] = 7;
+    unsigned char r[CDT__LANE_RECORD_SIZE];
+    char why[CDT__LANE_WHY_MAX + 1];
+    cdt__lane_record_offer(&o, r);
+    CHECK(memcmp(r, "CDTO", 4) == 0);
+    CHECK(cdt__lane_record_parse(r, sizeof r, &q, why) == CDT__LANE_RECORD_OFFER);
+    CHECK(memcmp(&o, &q, sizeof o) == 0);
+    CHECK_RC(cdt__lane_record_parse(r, sizeof r - 1, &q, why), CDT_ERR_FRAME_MALFORMED);
+    r[4 + 16] = 0; /* pid 0 */
+    r[4 + 17] = r[4 + 18] = r[4 + 19] = 0;
+    CHECK_RC(cdt__lane_record_parse(r, sizeof r, &q, why), CDT_ERR_FRAME_MALFORMED);
+    cdt__lane_record_none("not-local", r);
+    CHECK(memcmp(r, "CDTNnot-local\0", 14) == 0);
+    CHECK(cdt__lane_record_parse(r, sizeof r, &q, why) == CDT__LANE_RECORD_NONE);
+    CHECK(strcmp(why, "not-local") == 0);
+    cdt__lane_record_none("a-why-longer-than-twenty-three", r); /* truncated */
+    CHECK(cdt__lane_record_parse(r, sizeof r, &q, why) == CDT__LANE_RECORD_NONE);
+    CHECK(strlen(why) == CDT__LANE_WHY_MAX);
+    /* an empty why, a byte outside [a-z-], a byte after the padding, another magic */
+    static const char *bad[] = {"", "Off", "of f", "off\n", "%s"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        cdt__lane_record_none(bad[i], r);
+        CHECK_RC(cdt__lane_record_parse(r, sizeof r, &q, why), CDT_ERR_FRAME_MALFORMED);
+    }
+    cdt__lane_record_none("off", r);
+    r[CDT__LANE_RECORD_SIZE - 1] = 1;
+    CHECK_RC(cdt__lane_record_parse(r, sizeof r, &q, why), CDT_ERR_FRAME_MALFORMED);
+    cdt__lane_record_none("off", r);
+    r[3] = 'X';
+    CHECK_RC(cdt__lane_record_parse(r, sizeof r, &q, why), CDT_ERR_FRAME_MALFORMED);
+}
+
 static void case_bounds(void)
 {
     cdt__lane_offer o = {
@@ -420,8 +462,14 @@ static void case_local(void)
     CHECK_RC(cdt__lane_create(&prm, &p, &o), CDT_SUCCESS);
     CHECK(cdt__lane_attached(&p) == 0);
     CHECK_RC(cdt__lane_attach(&o, &c), CDT_SUCCESS);
+    CHECK(p.memfd >= 0);
     CHECK(cdt__lane_attached(&p) == 1);
     CHECK(lane_mappings() == 2);
+    /* attached: the producer closed its memfd (the mappings keep the memory), so no other
+     * process can open the segment, and it costs no descriptor */
+    CHECK(p.memfd == -1);
+    cdt__lane again;
+    CHECK(cdt__lane_attach(&o, &again) < 0);
     /* interleaved by hand: grant, write what fits, read it, until 40 objects moved */
     uint64_t next_grant = 0, prod_obj = 0, prod_off = 0, cons_obj = 0, cons_off = 0, start;
     int have_grant = 0, steps = 0;
@@ -775,11 +823,11 @@ static void case_attach_refused(void)
     /* many lanes made, attached, used and closed */
     for (int i = 0; i < 200; i++) {
         CHECK_RC(cdt__lane_create(NULL, &p, &o), CDT_SUCCESS);
-        CHECK_RC(cdt__lane_attach(&o, &c), CDT_SUCCESS);
-        CHECK(cdt__lane_attached(&p) == 1);
         q = o;
         q.nonce[0] ^= 1;
         CHECK_RC(cdt__lane_attach(&q, &c), CDT_ERR_FRAME_MALFORMED);
+        CHECK_RC(cdt__lane_attach(&o, &c), CDT_SUCCESS);
+        CHECK(cdt__lane_attached(&p) == 1);
         cdt__lane_close(&c);
         cdt__lane_close(&p);
     }
@@ -1072,6 +1120,7 @@ int main(int argc, char **argv)
         void (*fn)(void);
     } cases[] = {
         {"offer", case_offer},
+        {"record", case_record},
         {"bounds", case_bounds},
         {"local", case_local},
         {"pump", case_pump},

@@ -68,6 +68,26 @@ int lane_case(void);
 int lane_kill_case(int where);
 int lane_hostile_case(void); /* a sender that scribbles over its own segment */
 int lane_wakeup_case(void);  /* a wait with wakeup does not sleep on a moving lane */
+/* cases_lane.c, shared with cases_lane_setup.c: ms of a monotonic clock; progress until the
+ * endpoint p->ep reports its lane (10 s at most), or for ms; the worker's lane_sent or
+ * lane_received; lines of /proc/self/maps, and descriptors, that are a lane's (or a pidfd) */
+int64_t now_ms(void);
+void wait_lane(peer *p);
+void progress_for(peer *p, int64_t ms);
+uint64_t lane_stat(peer *p, uint64_t field);
+int lane_maps(void);
+int lane_fds(void);
+/* cases_lane_setup.c: a no-lane record that comes in a later stream chunk than its id */
+int lane_late_offer_case(void);
+/* cases_lane_setup.c: an endpoint closed with a lane send waiting for its grant, and with one
+ * half packed into the lane */
+int lane_close_pending_case(void);
+/* cases_lane_setup.c: no lane, said why, objects the version 6 way: "peer_off" (the server's
+ * lane is off), "not_readable" (the client made itself non-dumpable), "limit" (the client's
+ * memfd cannot grow to a segment's size: RLIMIT_FSIZE) */
+int lane_fallback_case(const char *which);
+/* cases_lane_setup.c: 66 endpoints of one worker to one server: 64 producer lanes, 2 limit */
+int lane_producer_limit_case(void);
 
 /* cases_churn.c: clients that connect and leave while sends to them are in flight */
 int quarantine_churn_case(void);

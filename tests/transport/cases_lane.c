@@ -20,7 +20,7 @@
 /* both sides of every case here have the lane on (whatever CDT_UCX_LANE says) */
 static const cdt_ucx_worker_params lane_wp = {.field_mask = CDT_UCX_WORKER_PARAM_LANE, .lane = 1};
 
-static int64_t now_ms(void)
+int64_t now_ms(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -42,7 +42,7 @@ void wait_lane(peer *p)
     fprintf(stderr, "[%d] transports: %s\n", (int)getpid(), t);
 }
 
-static void progress_for(peer *p, int64_t ms)
+void progress_for(peer *p, int64_t ms)
 {
     for (int64_t end = now_ms() + ms; now_ms() < end;)
         cdt_ucx_worker_progress(p->w);
@@ -56,7 +56,7 @@ uint64_t lane_stat(peer *p, uint64_t field)
 }
 
 /* lines of /proc/self/maps and links of /proc/self/fd that are a lane's (or a pidfd) */
-static int lane_maps(void)
+int lane_maps(void)
 {
     FILE *f = fopen("/proc/self/maps", "r");
     CHECK(f != NULL);
@@ -68,7 +68,7 @@ static int lane_maps(void)
     return n;
 }
 
-static int lane_fds(void)
+int lane_fds(void)
 {
     DIR *d = opendir("/proc/self/fd");
     CHECK(d != NULL);

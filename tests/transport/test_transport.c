@@ -69,6 +69,14 @@ int main(int argc, char **argv)
         return lane_kill_case(3);
     if (strcmp(c, "lane_hostile") == 0)
         return lane_hostile_case();
+    if (strcmp(c, "lane_late_offer") == 0)
+        return lane_late_offer_case();
+    if (strcmp(c, "lane_close_pending") == 0)
+        return lane_close_pending_case();
+    if (strcmp(c, "lane_producer_limit") == 0)
+        return lane_producer_limit_case();
+    if (strncmp(c, "lane_fallback_", 14) == 0)
+        return lane_fallback_case(c + 14);
     if (strcmp(c, "lane_wakeup") == 0)
         return lane_wakeup_case();
     if (strcmp(c, "quarantine_churn") == 0)

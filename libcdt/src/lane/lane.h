@@ -80,7 +80,7 @@ typedef struct cdt__lane {
     uint8_t nonce[CDT__LANE_NONCE_SIZE];
     cdt__lane_role role;
     int owns_mapping; /* munmap on close */
-    int memfd;        /* producer's segment, kept open for the endpoint's life; else -1 */
+    int memfd;        /* producer's segment, open until the consumer attached; else -1 */
     int pidfd;        /* the peer's, once known; else -1 */
     int error;        /* sticky: CDT_ERR_PEER once the lane broke or the peer died */
     size_t span;      /* bytes of the last span handed out, not yet published or released */
@@ -106,6 +106,26 @@ CDT__LANE_HIDDEN int cdt__lane_check_sizes(uint64_t ring_bytes, uint32_t grant_s
                                            uint32_t frag_bytes);
 CDT__LANE_HIDDEN void cdt__lane_offer_encode(const cdt__lane_offer *o,
                                              unsigned char out[CDT__LANE_OFFER_SIZE]);
+/* The record that follows an endpoint's id on its UCX stream (docs/TRANSPORT.md §10.2): magic
+ * "CDTO" and an offer, or magic "CDTN" and why the sender offers no lane (lowercase letters and
+ * '-', 1 to CDT__LANE_WHY_MAX bytes, zero-padded). */
+#define CDT__LANE_RECORD_SIZE (4 + CDT__LANE_OFFER_SIZE)
+#define CDT__LANE_RECORD_OFFER_MAGIC UINT32_C(0x4F544443) /* "CDTO" little-endian */
+#define CDT__LANE_RECORD_NONE_MAGIC UINT32_C(0x4E544443)  /* "CDTN" little-endian */
+#define CDT__LANE_WHY_MAX 23
+enum { CDT__LANE_RECORD_OFFER = 1, CDT__LANE_RECORD_NONE = 2 };
+CDT__LANE_HIDDEN void cdt__lane_record_offer(const cdt__lane_offer *o,
+                                             unsigned char out[CDT__LANE_RECORD_SIZE]);
+/* why: truncated to CDT__LANE_WHY_MAX bytes */
+CDT__LANE_HIDDEN void cdt__lane_record_none(const char *why,
+                                            unsigned char out[CDT__LANE_RECORD_SIZE]);
+/* Parses exactly CDT__LANE_RECORD_SIZE bytes: CDT__LANE_RECORD_OFFER (*offer set), or
+ * CDT__LANE_RECORD_NONE (why, NUL-terminated, in why[CDT__LANE_WHY_MAX + 1]), else
+ * CDT_ERR_FRAME_MALFORMED (another length or magic, an offer that does not parse, a why with
+ * another byte or no byte) */
+CDT__LANE_HIDDEN int cdt__lane_record_parse(const unsigned char *p, size_t len,
+                                            cdt__lane_offer *offer,
+                                            char why[CDT__LANE_WHY_MAX + 1]);
 /* Parses exactly CDT__LANE_OFFER_SIZE bytes: CDT_ERR_FRAME_MALFORMED for any other length, a
  * pid <= 0, an fd < 0 or sizes cdt__lane_check_sizes refuses. *out is written on success. */
 CDT__LANE_HIDDEN int cdt__lane_offer_parse(const unsigned char *p, size_t len,

@@ -114,3 +114,45 @@ int cdt__lane_view(unsigned char *mem, size_t bytes, cdt__lane_role role, const 
     lane->pidfd = -1;
     return CDT_SUCCESS;
 }
+
+void cdt__lane_record_offer(const cdt__lane_offer *o, unsigned char out[CDT__LANE_RECORD_SIZE])
+{
+    cdt__put_u32(out, CDT__LANE_RECORD_OFFER_MAGIC);
+    cdt__lane_offer_encode(o, out + 4);
+}
+
+void cdt__lane_record_none(const char *why, unsigned char out[CDT__LANE_RECORD_SIZE])
+{
+    memset(out, 0, CDT__LANE_RECORD_SIZE);
+    cdt__put_u32(out, CDT__LANE_RECORD_NONE_MAGIC);
+    memcpy(out + 4, why, strnlen(why, CDT__LANE_WHY_MAX));
+}
+
+int cdt__lane_record_parse(const unsigned char *p, size_t len, cdt__lane_offer *offer,
+                           char why[CDT__LANE_WHY_MAX + 1])
+{
+    if (p == NULL || len != CDT__LANE_RECORD_SIZE)
+        return CDT_ERR_FRAME_MALFORMED;
+    uint32_t magic = cdt__get_u32(p);
+    if (magic == CDT__LANE_RECORD_OFFER_MAGIC)
+        return cdt__lane_offer_parse(p + 4, CDT__LANE_OFFER_SIZE, offer) == CDT_SUCCESS
+                   ? CDT__LANE_RECORD_OFFER
+                   : CDT_ERR_FRAME_MALFORMED;
+    if (magic != CDT__LANE_RECORD_NONE_MAGIC)
+        return CDT_ERR_FRAME_MALFORMED;
+    const unsigned char *w = p + 4;
+    size_t n = 0;
+    while (n < CDT__LANE_WHY_MAX && w[n] != 0) {
+        if (!((w[n] >= 'a' && w[n] <= 'z') || w[n] == '-'))
+            return CDT_ERR_FRAME_MALFORMED;
+        n++;
+    }
+    for (size_t i = n; i < CDT__LANE_OFFER_SIZE; i++)
+        if (w[i] != 0)
+            return CDT_ERR_FRAME_MALFORMED;
+    if (n == 0)
+        return CDT_ERR_FRAME_MALFORMED;
+    memcpy(why, w, n);
+    why[n] = '\0';
+    return CDT__LANE_RECORD_NONE;
+}

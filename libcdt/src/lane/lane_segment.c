@@ -197,6 +197,10 @@ int cdt__lane_attached(cdt__lane *lane)
         return CDT_ERR_PEER;
     }
     lane->pidfd = pidfd;
+    /* the consumer mapped it: the mapping keeps the memory, and with the descriptor closed no
+     * other process can open the segment through /proc, nor does it cost a descriptor */
+    close(lane->memfd);
+    lane->memfd = -1;
     return 1;
 }
 

@@ -60,6 +60,7 @@ static void take(ucp_ep_h ucp, struct cdt_ucx_ep_s *ep)
             ep->peer_id = id != 0 ? id : 1;
             ep->hello_wait = false;
             ep->w->hello_waiting--;
+            cdt__ucx_lane_owe(ep); /* its offer (or no-lane record) follows */
             /* the peer's first object is coming: the lanes are up (for error messages) */
             if (ep->lanes_seen[0] == '\0' && ep->status == CDT_SUCCESS)
                 cdt__ucx_ep_keep_lanes(ep, NULL);
@@ -82,6 +83,7 @@ void cdt__ucx_hello_poll(cdt_ucx_worker w)
 
 void cdt__ucx_hello_forget(struct cdt_ucx_ep_s *ep)
 {
+    cdt__ucx_lane_owed_end(ep);
     if (ep->hello_wait) {
         ep->hello_wait = false;
         ep->w->hello_waiting--;

@@ -89,8 +89,10 @@ struct cdt_ucx_worker_s {
     /* the lane (ucx_lane.c): offered and accepted by this worker; consumer lanes mapped */
     bool lane_on;
     int lanes_mapped;
+    int lanes_made;                    /* producer lanes this worker's endpoints hold */
     uint64_t lane_sent, lane_received; /* objects whose stream went whole (stats) */
     unsigned lane_polls;               /* progress calls (the offer's stream poll) */
+    int lane_owed; /* endpoints whose peer's offer or no-lane record is still to come */
     bool lane_waiting; /* the last progress left lane objects in flight (no sleep then) */
     /* UCX generic datatypes of single-mode messages: the send packs from the frame, every
      * receive unpacks into the head buffer or the decoder (ucx_single.c) */
@@ -177,6 +179,11 @@ struct cdt_ucx_ep_s {
     unsigned char lane_wire[4 + 40];
     const char *lane_why;
     bool lane_ready;
+    /* the peer's id came and its offer or no-lane record not yet (counted in w->lane_owed,
+     * since lane_owed_since, ms); why the peer has no lane, from its no-lane record ("" none) */
+    bool lane_owed;
+    int64_t lane_owed_since;
+    char lane_peer_why[24];
     struct cdt_ucx_ep_s *next, *prev;
 };
 

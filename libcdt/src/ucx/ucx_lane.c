@@ -19,11 +19,11 @@ _Static_assert(sizeof(((struct cdt_ucx_ep_s *)0)->lane_wire) == CDT__UCX_LANE_RE
 int cdt__ucx_lane_env(bool *on)
 {
     const char *env = getenv("CDT_UCX_LANE");
-    *on = false;
-    if (env == NULL || *env == '\0' || strcmp(env, "off") == 0)
+    *on = true; /* the default (docs/TRANSPORT.md §10) */
+    if (env == NULL || *env == '\0' || strcmp(env, "on") == 0)
         return CDT_SUCCESS;
-    if (strcmp(env, "on") == 0) {
-        *on = true;
+    if (strcmp(env, "off") == 0) {
+        *on = false;
         return CDT_SUCCESS;
     }
     return CDT_ERR_INVALID_ARG;
@@ -48,35 +48,77 @@ static void offer_sent(void *req, ucs_status_t st, void *user_data)
     ucp_request_free(req);
 }
 
+/* ep's own segment goes (never attached, or the endpoint ends) */
+static void tx_drop(struct cdt_ucx_ep_s *ep, cdt__ucx_lane_ep *l)
+{
+    if (l->tx_made) {
+        l->tx_made = false;
+        ep->w->lanes_made--;
+    }
+    cdt__lane_close(&l->tx);
+}
+
+/* the record in ep->lane_wire goes on the endpoint's stream (right after its id) */
+static void record_send(struct cdt_ucx_ep_s *ep)
+{
+    /* the bytes stay in the endpoint, whose memory outlives UCX's endpoint */
+    ucp_request_param_t p = {.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK, .cb.send = offer_sent};
+    void *q = ucp_stream_send_nbx(ep->ucp, ep->lane_wire, sizeof(ep->lane_wire), &p);
+    (void)q; /* NULL: sent; an error: as if lost (never attached); else offer_sent frees it */
+}
+
+/* no lane offered on ep: the peer is told why (its owing ends at once; docs/TRANSPORT.md §10.2) */
+static void none_send(struct cdt_ucx_ep_s *ep, const char *why)
+{
+    cdt__lane_record_none(why, ep->lane_wire);
+    record_send(ep);
+}
+
 void cdt__ucx_lane_offer_send(struct cdt_ucx_ep_s *ep)
 {
-    if (!ep->w->lane_on)
+    if (!ep->w->lane_on) {
+        none_send(ep, "off");
         return;
+    }
     /* the peer shares this host (it copies this process's memory by cma) and messages do not
      * go through a shared-memory FIFO (those endpoints keep single mode) */
     if (!ep->lanes_known || !ep->peer_accesses_memory || ep->am_fifo) {
         ep->lane_why = !ep->lanes_known ? "no-lanes" : ep->am_fifo ? "fifo" : "not-local";
+        none_send(ep, ep->lane_why);
         return;
     }
     cdt__ucx_lane_ep *l = lane_of(ep);
     if (l == NULL) {
         ep->lane_why = "no-memory";
+        none_send(ep, ep->lane_why);
+        return;
+    }
+    if (ep->w->lanes_made >= CDT__UCX_LANE_MAX_PEERS) { /* descriptors and memory: a bound */
+        ep->lane_why = "limit";
+        none_send(ep, ep->lane_why);
         return;
     }
     cdt__lane_offer offer;
     int rc = cdt__lane_create(NULL, &l->tx, &offer);
     if (rc != CDT_SUCCESS) {
         ep->lane_why = rc == CDT_ERR_UNSUPPORTED ? "no-memfd" : "limit";
+        none_send(ep, ep->lane_why);
         return;
     }
     l->tx_made = true;
+    ep->w->lanes_made++;
     ep->lane_why = "not-attached";
-    cdt__put_u32(ep->lane_wire, CDT__UCX_LANE_RECORD_MAGIC);
-    cdt__lane_offer_encode(&offer, ep->lane_wire + 4);
-    /* the bytes stay in the endpoint, whose memory outlives UCX's endpoint */
-    ucp_request_param_t p = {.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK, .cb.send = offer_sent};
-    void *q = ucp_stream_send_nbx(ep->ucp, ep->lane_wire, sizeof(ep->lane_wire), &p);
-    (void)q; /* NULL: sent; an error: as if lost (never attached); else offer_sent frees it */
+    cdt__lane_record_offer(&offer, ep->lane_wire);
+    record_send(ep);
+}
+
+/* a no-lane record: keep the peer's why; a peer whose lane is off never maps this side's
+ * segment, which goes at once */
+static void none_record(struct cdt_ucx_ep_s *ep, cdt__ucx_lane_ep *l, const char *why)
+{
+    snprintf(ep->lane_peer_why, sizeof(ep->lane_peer_why), "%s", why);
+    if (strcmp(why, "off") == 0 && l->tx_made && !l->tx_attached)
+        tx_drop(ep, l);
 }
 
 /* the peer's whole offer record came: map its segment, or say why not */
@@ -84,12 +126,17 @@ static void attach(struct cdt_ucx_ep_s *ep, cdt__ucx_lane_ep *l)
 {
     cdt_ucx_worker w = ep->w;
     cdt__lane_offer offer;
+    char why[CDT__LANE_WHY_MAX + 1];
     if (!w->lane_on) {
         ep->lane_why = "off";
         return;
     }
-    if (cdt__get_u32(l->record) != CDT__UCX_LANE_RECORD_MAGIC ||
-        cdt__lane_offer_parse(l->record + 4, CDT__LANE_OFFER_SIZE, &offer) != CDT_SUCCESS) {
+    int kind = cdt__lane_record_parse(l->record, sizeof(l->record), &offer, why);
+    if (kind == CDT__LANE_RECORD_NONE) {
+        none_record(ep, l, why);
+        return;
+    }
+    if (kind != CDT__LANE_RECORD_OFFER) {
         ep->lane_why = "bad-offer";
         return;
     }
@@ -120,8 +167,28 @@ void cdt__ucx_lane_stream_bytes(struct cdt_ucx_ep_s *ep, const unsigned char *b,
         l->record[l->record_got++] = *b++;
         n--;
     }
-    if (l->record_got == CDT__UCX_LANE_RECORD_SIZE)
+    if (l->record_got == CDT__UCX_LANE_RECORD_SIZE) {
+        cdt__ucx_lane_owed_end(ep);
         attach(ep, l);
+    }
+}
+
+void cdt__ucx_lane_owe(struct cdt_ucx_ep_s *ep)
+{
+    if (!ep->w->lane_on || ep->status != CDT_SUCCESS || ep->lane_owed ||
+        (ep->lane != NULL && ep->lane->record_got >= CDT__UCX_LANE_RECORD_SIZE))
+        return; /* nothing wanted, or the record came with the id */
+    ep->lane_owed = true;
+    ep->lane_owed_since = cdt__ucx_now_ms();
+    ep->w->lane_owed++;
+}
+
+void cdt__ucx_lane_owed_end(struct cdt_ucx_ep_s *ep)
+{
+    if (ep->lane_owed) {
+        ep->lane_owed = false;
+        ep->w->lane_owed--;
+    }
 }
 
 bool cdt__ucx_lane_ready(struct cdt_ucx_ep_s *ep)
@@ -131,6 +198,7 @@ bool cdt__ucx_lane_ready(struct cdt_ucx_ep_s *ep)
 
 void cdt__ucx_lane_ep_end(struct cdt_ucx_ep_s *ep, int status)
 {
+    cdt__ucx_lane_owed_end(ep);
     cdt__ucx_lane_ep *l = ep->lane;
     if (l == NULL)
         return;
@@ -159,7 +227,7 @@ void cdt__ucx_lane_ep_end(struct cdt_ucx_ep_s *ep, int status)
     }
     if (l->rx_attached)
         ep->w->lanes_mapped--;
-    cdt__lane_close(&l->tx);
+    tx_drop(ep, l);
     cdt__lane_close(&l->rx);
     free(l->bounce);
     free(l);
@@ -187,8 +255,7 @@ static int ep_progress(struct cdt_ucx_ep_s *ep, cdt__ucx_lane_ep *l, bool *moved
     if (l->tx_made && !l->tx_attached) {
         int rc = cdt__lane_attached(&l->tx);
         if (rc < 0) { /* a consumer pid that names no process: no lane, sends go as before */
-            cdt__lane_close(&l->tx);
-            l->tx_made = false;
+            tx_drop(ep, l);
             ep->lane_why = "attach-failed";
         } else if (rc == 1) {
             l->tx_attached = true;
@@ -228,11 +295,20 @@ static int ep_progress(struct cdt_ucx_ep_s *ep, cdt__ucx_lane_ep *l, bool *moved
 
 void cdt__ucx_lane_progress(cdt_ucx_worker w)
 {
-    /* an offer follows a peer's id on its stream, perhaps after the id was read: looked for
-     * on one progress call in 64 (a stream poll on every call slowed objects that do not use
-     * the lane) */
-    if (w->lane_on && (++w->lane_polls & 63) == 0)
-        cdt__ucx_hello_poll(w);
+    /* an offer follows a peer's id on its stream, perhaps in a later chunk than the id: read
+     * on every call while some endpoint owes one, else on one call in 64 (a stream poll on
+     * every call slowed objects that do not use the lane; docs/TRANSPORT.md §10.2) */
+    if (w->lane_on) {
+        bool tick = (++w->lane_polls & 63) == 0;
+        if (tick && w->lane_owed > 0) { /* peers that will send none: a bound */
+            int64_t now = cdt__ucx_now_ms();
+            for (struct cdt_ucx_ep_s *ep = w->eps; ep != NULL; ep = ep->next)
+                if (ep->lane_owed && now - ep->lane_owed_since >= CDT__UCX_LANE_OFFER_WAIT_MS)
+                    cdt__ucx_lane_owed_end(ep);
+        }
+        if (tick || w->lane_owed > 0)
+            cdt__ucx_hello_poll(w);
+    }
     bool any_waiting = false, any_moved = false;
     for (struct cdt_ucx_ep_s *ep = w->eps; ep != NULL; ep = ep->next) {
         cdt__ucx_lane_ep *l = ep->lane;
@@ -259,13 +335,18 @@ void cdt__ucx_lane_progress(cdt_ucx_worker w)
 
 void cdt__ucx_lane_describe(struct cdt_ucx_ep_s *ep, char *buf, size_t size)
 {
-    if (!ep->w->lane_on)
-        return;
     const cdt__ucx_lane_ep *l = ep->lane;
     size_t used = strlen(buf);
+    if (!ep->w->lane_on) {
+        snprintf(buf + used, size - used, " lane=none/off");
+        return;
+    }
     const char *why = ep->lane_why != NULL ? ep->lane_why : "not-offered";
     if (l != NULL && (l->tx_attached || l->rx_attached))
         snprintf(buf + used, size - used, " lane=memfd");
+    else if (ep->lane_peer_why[0] != '\0' &&
+             (ep->lane_why == NULL || strcmp(ep->lane_why, "not-attached") == 0))
+        snprintf(buf + used, size - used, " lane=none/peer-%s", ep->lane_peer_why);
     else
         snprintf(buf + used, size - used, " lane=none/%s", why);
 }

@@ -2,9 +2,9 @@
  * ucx_lane.h - the transport's use of the lane (libcdt/src/lane, docs/TRANSPORT.md §10): an
  * endpoint between two processes of one host sends the rest of a large object's inline stream
  * through a shared segment it owns instead of a tail message, packed straight into it by the
- * sender and unpacked straight out of it by the receiver. Opt-in (CDT_UCX_LANE=on or the
- * worker's `lane` parameter). Setup and progress: ucx_lane.c; sends: ucx_lane_send.c;
- * receives: ucx_lane_recv.c. Every function runs with the worker's lock held.
+ * sender and unpacked straight out of it by the receiver. On by default (CDT_UCX_LANE=off or
+ * the worker's `lane` parameter 0 turn it off). Setup and progress: ucx_lane.c; sends:
+ * ucx_lane_send.c; receives: ucx_lane_recv.c. Every function runs with the worker's lock held.
  */
 #ifndef CDT_UCX_LANE_H
 #define CDT_UCX_LANE_H
@@ -18,11 +18,14 @@ struct cdt_ucx_ep_s;
 struct cdt_ucx_request_s;
 struct cdt__ucx_head;
 
-/* the offer record a producer sends on the endpoint's UCX stream right after the endpoint's id
- * (docs/TRANSPORT.md §10.2): magic "CDTO", then the lane's 40-byte offer */
-#define CDT__UCX_LANE_RECORD_MAGIC UINT32_C(0x4F544443) /* "CDTO" little-endian */
-#define CDT__UCX_LANE_RECORD_SIZE (4 + CDT__LANE_OFFER_SIZE)
-/* consumer lanes one worker maps at most; more offers are ignored */
+/* the record a process sends on the endpoint's UCX stream right after the endpoint's id
+ * (docs/TRANSPORT.md §10.2): an offer, or a no-lane record in its place (lane/lane.h) */
+#define CDT__UCX_LANE_RECORD_SIZE CDT__LANE_RECORD_SIZE
+/* how long an endpoint whose peer's id came waits for its offer or no-lane record with the
+ * stream read on every progress call (ms; after it: one call in 64) */
+#define CDT__UCX_LANE_OFFER_WAIT_MS 100
+/* consumer lanes one worker maps at most (more offers are ignored), and producer lanes it makes
+ * at most (more endpoints offer none: "limit"): each costs a segment and descriptors */
 #define CDT__UCX_LANE_MAX_PEERS 64
 /* how long a side waits for its lane without progress before it polls the peer's pidfd (ms) */
 #define CDT__UCX_LANE_POLL_MS 1
@@ -54,11 +57,16 @@ typedef struct cdt__ucx_lane_ep {
 } cdt__ucx_lane_ep;
 
 /* ucx_lane.c */
-/* the environment's setting: CDT_UCX_LANE "on" or "off" (unset or empty: off);
+/* the environment's setting: CDT_UCX_LANE "on" or "off" (unset or empty: on, the default);
  * CDT_ERR_INVALID_ARG for another value */
 CDT__LANE_HIDDEN int cdt__ucx_lane_env(bool *on);
 /* ep's id went to its peer: offer it a lane when the endpoint can have one */
 CDT__LANE_HIDDEN void cdt__ucx_lane_offer_send(struct cdt_ucx_ep_s *ep);
+/* ep's peer's id came: its offer or no-lane record is owed (the stream is read on every
+ * progress call until it came, or CDT__UCX_LANE_OFFER_WAIT_MS passed) */
+CDT__LANE_HIDDEN void cdt__ucx_lane_owe(struct cdt_ucx_ep_s *ep);
+/* ep owes nothing more (its record came, it failed or closes) */
+CDT__LANE_HIDDEN void cdt__ucx_lane_owed_end(struct cdt_ucx_ep_s *ep);
 /* stream bytes that followed the peer's id on ep (the offer record, if any) */
 CDT__LANE_HIDDEN void cdt__ucx_lane_stream_bytes(struct cdt_ucx_ep_s *ep, const unsigned char *b,
                                                  size_t n);
@@ -67,8 +75,8 @@ CDT__LANE_HIDDEN void cdt__ucx_lane_stream_bytes(struct cdt_ucx_ep_s *ep, const 
 CDT__LANE_HIDDEN void cdt__ucx_lane_ep_end(struct cdt_ucx_ep_s *ep, int status);
 /* progress every endpoint's lanes (from cdt__ucx_progress) */
 CDT__LANE_HIDDEN void cdt__ucx_lane_progress(cdt_ucx_worker w);
-/* " lane=memfd" or " lane=none/<why>" appended to buf (used bytes *used), when the worker has
- * the lane on */
+/* " lane=memfd" or " lane=none/<why>" appended to buf (" lane=none/off" where the worker has
+ * the lane off) */
 CDT__LANE_HIDDEN void cdt__ucx_lane_describe(struct cdt_ucx_ep_s *ep, char *buf, size_t size);
 /* whether sends on ep go through its lane now (read without the lock: set once) */
 CDT__LANE_HIDDEN bool cdt__ucx_lane_ready(struct cdt_ucx_ep_s *ep);

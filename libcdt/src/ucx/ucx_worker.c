@@ -94,7 +94,7 @@ int cdt_ucx_worker_create(cdt_ucx_context context, const cdt_ucx_worker_params *
             return CDT_ERR_INVALID_ARG; /* a misspelt setting must not pass unnoticed */
         stall_ms = (int64_t)v;
     }
-    bool lane_on = false;
+    bool lane_on = true;
     if (fm & CDT_UCX_WORKER_PARAM_LANE) {
         if (params->lane != 0 && params->lane != 1)
             return CDT_ERR_INVALID_ARG;

@@ -324,7 +324,9 @@ impl Endpoint {
     /// messages over loopback TCP, large ones by cross-memory attach), `"am=tcp/eth0"` to
     /// another machine, `"am=sysv/memory rma=tcp/lo"` through shared segments
     /// (`CDT_UCX_SHARED_MEMORY=copy`), `"am=sysv/memory rma=cma/memory"` with cross-memory
-    /// attach (`full`).
+    /// attach (`full`). Each ends with the lane libcdt's own shared memory gives the endpoint
+    /// (on by default between local processes): `" lane=memfd"`, or `" lane=none/<why>"`
+    /// (another host, a peer with the lane off: docs/TRANSPORT.md §10.2).
     pub fn transports(&self) -> Result<String> {
         let ep = self.inner.raw.read().unwrap_or_else(|e| e.into_inner());
         if ep.0.is_null() {
