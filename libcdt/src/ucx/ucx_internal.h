@@ -92,7 +92,7 @@ struct cdt_ucx_worker_s {
     int lanes_made;                    /* producer lanes this worker's endpoints hold */
     uint64_t lane_sent, lane_received; /* objects whose stream went whole (stats) */
     unsigned lane_polls;               /* progress calls (the offer's stream poll) */
-    int lane_owed; /* endpoints whose peer's offer or no-lane record is still to come */
+    int lane_owed;     /* endpoints whose peer's offer or no-lane record is still to come */
     bool lane_waiting; /* the last progress left lane objects in flight (no sleep then) */
     /* UCX generic datatypes of single-mode messages: the send packs from the frame, every
      * receive unpacks into the head buffer or the decoder (ucx_single.c) */
