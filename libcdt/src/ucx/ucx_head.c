@@ -108,11 +108,9 @@ int cdt__ucx_parse_head(const unsigned char *msg, size_t len, const cdt__ucx_lim
             return CDT_ERR_FRAME_MALFORMED; /* the inline stream is part of the frame */
         if (lane && (cdt_count)lane_stream > frame_size)
             return CDT_ERR_FRAME_MALFORMED;
-        /* HEADER is for a header no head message holds (one that fits goes in the head), and
-         * the inline stream holds the whole header */
-        if (hdr &&
-            (header_size <= CDT__UCX_HEAD_MAX - CDT__UCX_PREFIX_SIZE - CDT__UCX_LANE_EXT_SIZE ||
-             (cdt_count)lane_stream < header_size))
+        /* HEADER: a region table follows in the lane (which headers go there is the sender's
+         * choice), and the inline stream holds the whole header */
+        if (hdr && (header_size <= part_len || (cdt_count)lane_stream < header_size))
             return CDT_ERR_FRAME_MALFORMED;
     } else if (tail_len > 0) {
         return CDT_ERR_FRAME_MALFORMED;
