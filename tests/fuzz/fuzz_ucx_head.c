@@ -43,6 +43,14 @@ static void one(const uint8_t *data, size_t size, const cdt__ucx_limits *lim)
               h.stream_len <= (cdt_count)cdt__get_u64(h.part + CDT__OFF_FRAME_SIZE));
     else
         check(h.stream_len == h.part_len + h.tail_len);
+    /* a HEADER head: a LANE head whose part is the fixed header only, of a header with a
+     * region table, which the inline stream holds whole */
+    if (h.header_in_lane)
+        check(h.lane && h.part_len == CDT_FRAME_FIXED_HEADER_SIZE &&
+              h.header_size == CDT_FRAME_FIXED_HEADER_SIZE +
+                                   CDT_FRAME_REGION_ENTRY_SIZE *
+                                       (cdt_count)cdt__get_u64(h.part + CDT__OFF_REGION_COUNT) &&
+              h.header_size > CDT_FRAME_FIXED_HEADER_SIZE && h.header_size <= h.stream_len);
     if (h.tail_len > 0) /* a tail follows only a head that holds the frame's fixed header */
         check(h.part_len >= CDT_FRAME_FIXED_HEADER_SIZE);
     if (h.part_len >= CDT_FRAME_FIXED_HEADER_SIZE) {

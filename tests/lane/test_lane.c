@@ -756,6 +756,32 @@ static void case_pump(void)
 
 /* a file that is not a sealed segment of the offer's size is refused; no refusal, and no lane
  * closed, leaves a descriptor or a mapping behind */
+/* consumer_features (docs/TRANSPORT.md §10.1-10.2): a consumer announces at attach that it
+ * takes headers through the lane; the producer reads the word once, when it sees the attach, so
+ * a consumer of an earlier release (the word left zero) is never sent one, and a later scribble
+ * changes nothing on the producer's side */
+static void case_features(void)
+{
+    cdt__lane_params prm = {.ring_bytes = 1 << 16, .grant_slots = 16, .frag_bytes = 4096};
+    for (int old = 0; old < 2; old++) {
+        cdt__lane p, c;
+        cdt__lane_offer o;
+        CHECK_RC(cdt__lane_create(&prm, &p, &o), CDT_SUCCESS);
+        CHECK_RC(cdt__lane_attach(&o, &c), CDT_SUCCESS);
+        uint32_t *word = (uint32_t *)(void *)(c.base + CDT__LANE_OFF_CONSUMER_FEATURES);
+        CHECK(*word == CDT__LANE_FEATURES && (*word & CDT__LANE_FEATURE_HEADERS) != 0);
+        if (old)
+            *word = 0; /* as an earlier release leaves it */
+        CHECK(cdt__lane_attached(&p) == 1);
+        CHECK(p.peer_features == (old ? 0u : CDT__LANE_FEATURES));
+        *word = old ? CDT__LANE_FEATURES : 0; /* read once: no effect now */
+        CHECK(cdt__lane_attached(&p) == 1);
+        CHECK(p.peer_features == (old ? 0u : CDT__LANE_FEATURES));
+        cdt__lane_close(&c);
+        cdt__lane_close(&p);
+    }
+}
+
 static void case_attach_refused(void)
 {
     int fds_before = open_fds();
@@ -1124,6 +1150,7 @@ int main(int argc, char **argv)
         {"bounds", case_bounds},
         {"local", case_local},
         {"pump", case_pump},
+        {"features", case_features},
         {"attach_refused", case_attach_refused},
         {"not_readable", case_not_readable},
         {"processes", case_processes},

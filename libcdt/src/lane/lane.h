@@ -36,8 +36,14 @@
 #define CDT__LANE_OFF_GRANTS_POSTED 136
 #define CDT__LANE_OFF_CONSUMER_PID 144
 #define CDT__LANE_OFF_ATTACHED 148
+#define CDT__LANE_OFF_CONSUMER_FEATURES 152
 #define CDT__LANE_OFF_GRANTS 192
 #define CDT__LANE_GRANT_SIZE 16
+/* consumer_features: what the consumer takes beyond lane version 1's first release. HEADERS:
+ * LANE heads whose frame header continues in the lane (docs/TRANSPORT.md §10.3, Headers through
+ * the lane). A consumer of an earlier release leaves the word zero (the memfd starts zeroed). */
+#define CDT__LANE_FEATURE_HEADERS 1u
+#define CDT__LANE_FEATURES CDT__LANE_FEATURE_HEADERS
 
 /* ---- sizes a segment may have: anything else in an offer or a header is refused ---- */
 #define CDT__LANE_RING_MIN (UINT64_C(1) << 16)
@@ -88,6 +94,8 @@ typedef struct cdt__lane {
     uint64_t prod_pos, cons_seen, grants_taken;
     /* consumer's own copies */
     uint64_t cons_pos, granted_end, grants_posted, grants_taken_seen;
+    /* producer: the consumer's consumer_features, read once at attach */
+    uint32_t peer_features;
 } cdt__lane;
 
 typedef struct cdt__lane_params {
@@ -202,8 +210,8 @@ CDT__LANE_HIDDEN int cdt__lane_create(const cdt__lane_params *params, cdt__lane 
  * (consumer_pid, attached). CDT_ERR_UNSUPPORTED where it cannot be opened here,
  * CDT_ERR_FRAME_MALFORMED where the file is not that segment. */
 CDT__LANE_HIDDEN int cdt__lane_attach(const cdt__lane_offer *offer, cdt__lane *lane);
-/* Producer: 1 once the consumer attached (its pidfd is then open), 0 not yet. A consumer pid
- * that names no process breaks the lane. */
+/* Producer: 1 once the consumer attached (its pidfd is then open, its consumer_features copied
+ * into peer_features), 0 not yet. A consumer pid that names no process breaks the lane. */
 CDT__LANE_HIDDEN int cdt__lane_attached(cdt__lane *lane);
 /* 1 while the peer's process lives (or is not known yet), 0 once it exited; then the lane's
  * error is CDT_ERR_PEER. One poll() of the pidfd. */

@@ -168,6 +168,8 @@ int cdt__lane_attach(const cdt__lane_offer *offer, cdt__lane *lane)
     lane->pidfd = pidfd;
     __atomic_store_n((uint32_t *)(void *)(lane->base + CDT__LANE_OFF_CONSUMER_PID),
                      (uint32_t)getpid(), __ATOMIC_RELAXED);
+    __atomic_store_n((uint32_t *)(void *)(lane->base + CDT__LANE_OFF_CONSUMER_FEATURES),
+                     CDT__LANE_FEATURES, __ATOMIC_RELAXED);
     __atomic_store_n((uint32_t *)(void *)(lane->base + CDT__LANE_OFF_ATTACHED), 1u,
                      __ATOMIC_RELEASE);
     return CDT_SUCCESS;
@@ -197,6 +199,9 @@ int cdt__lane_attached(cdt__lane *lane)
         return CDT_ERR_PEER;
     }
     lane->pidfd = pidfd;
+    /* read once, after attached (acquire above): a later scribble changes nothing here */
+    lane->peer_features = __atomic_load_n(
+        (uint32_t *)(void *)(lane->base + CDT__LANE_OFF_CONSUMER_FEATURES), __ATOMIC_RELAXED);
     /* the consumer mapped it: the mapping keeps the memory, and with the descriptor closed no
      * other process can open the segment through /proc, nor does it cost a descriptor */
     close(lane->memfd);

@@ -60,9 +60,13 @@ int cdt__ucx_parse_head(const unsigned char *msg, size_t len, const cdt__ucx_lim
         return CDT_ERR_FRAME_MAGIC;
     /* a flag this version does not know is a later protocol's */
     if (msg[4] != CDT__UCX_PREFIX_VERSION || msg[5] != CDT__UCX_MODE_SPLIT ||
-        (msg[6] & ~(CDT__UCX_FLAG_COMMIT | CDT__UCX_FLAG_LANE)) != 0 || msg[7] != 0)
+        (msg[6] & ~(CDT__UCX_FLAG_COMMIT | CDT__UCX_FLAG_LANE | CDT__UCX_FLAG_HEADER)) != 0 ||
+        msg[7] != 0)
         return CDT_ERR_FRAME_VERSION;
     const bool lane = (msg[6] & CDT__UCX_FLAG_LANE) != 0;
+    const bool hdr = (msg[6] & CDT__UCX_FLAG_HEADER) != 0;
+    if (hdr && !lane)
+        return CDT_ERR_FRAME_MALFORMED;
     uint64_t key = cdt__get_u64(msg + 8);
     uint64_t threshold = cdt__get_u64(msg + 16);
     uint64_t tail_len = cdt__get_u64(msg + 24);
@@ -81,12 +85,15 @@ int cdt__ucx_parse_head(const unsigned char *msg, size_t len, const cdt__ucx_lim
     if (lane && (tail_len != 0 || part_len < CDT_FRAME_FIXED_HEADER_SIZE ||
                  lane_stream < (uint64_t)part_len || lane_stream > (uint64_t)INT64_MAX))
         return CDT_ERR_FRAME_MALFORMED;
+    /* a header that continues in the lane: the head holds the fixed header, nothing else */
+    if (hdr && part_len != CDT_FRAME_FIXED_HEADER_SIZE)
+        return CDT_ERR_FRAME_MALFORMED;
+    cdt_count header_size = 0;
     /* a tail may follow a head of any length that holds the frame's fixed header (below):
      * senders cut the head short to keep it eager (docs/TRANSPORT.md §4) */
     if (part_len >= CDT_FRAME_FIXED_HEADER_SIZE) {
         /* the fixed header is here: validate it and apply the limits before anything is sized
          * from it (the tail buffer, the receive's memory) */
-        cdt_count header_size;
         int rc = cdt_frame_header_size(part, part_len, &header_size);
         if (rc != CDT_SUCCESS)
             return rc;
@@ -101,6 +108,10 @@ int cdt__ucx_parse_head(const unsigned char *msg, size_t len, const cdt__ucx_lim
             return CDT_ERR_FRAME_MALFORMED; /* the inline stream is part of the frame */
         if (lane && (cdt_count)lane_stream > frame_size)
             return CDT_ERR_FRAME_MALFORMED;
+        /* HEADER: a region table follows in the lane (which headers go there is the sender's
+         * choice), and the inline stream holds the whole header */
+        if (hdr && (header_size <= part_len || (cdt_count)lane_stream < header_size))
+            return CDT_ERR_FRAME_MALFORMED;
     } else if (tail_len > 0) {
         return CDT_ERR_FRAME_MALFORMED;
     }
@@ -114,6 +125,8 @@ int cdt__ucx_parse_head(const unsigned char *msg, size_t len, const cdt__ucx_lim
     out->sender = sender;
     out->lane = lane;
     out->lane_id = lane_id;
+    out->header_in_lane = hdr;
+    out->header_size = hdr ? header_size : 0;
     return CDT_SUCCESS;
 }
 

@@ -40,6 +40,10 @@
  * (8); the head carries the frame's header, and the rest of the inline stream comes through
  * the sender's lane (docs/TRANSPORT.md §10.3). tail_len is then 0. */
 #define CDT__UCX_FLAG_LANE 0x04
+/* HEADER (with LANE only): the head carries only the frame's fixed header, whose region table
+ * does not fit a head message; the lane carries inline-stream bytes from the fixed header's end
+ * on (the table first), docs/TRANSPORT.md §10.3, Headers through the lane */
+#define CDT__UCX_FLAG_HEADER 0x08
 #define CDT__UCX_LANE_EXT_SIZE 16
 
 /* the commit message: magic, then the sender's status (int32): CDT_SUCCESS when every large
@@ -86,6 +90,9 @@ typedef struct cdt__ucx_head {
     bool lane;                 /* CDT__UCX_FLAG_LANE: stream bytes [part_len, stream_len) come
                                 * through the lane lane_id */
     uint64_t lane_id;
+    bool header_in_lane;   /* CDT__UCX_FLAG_HEADER: part is the fixed header, and the rest of
+                            * the header (header_size bytes in all) comes through the lane */
+    cdt_count header_size; /* with header_in_lane: the whole header's bytes */
 } cdt__ucx_head;
 
 /* Parse a head message of `len` bytes (len <= CDT__UCX_HEAD_MAX; only those bytes are read).

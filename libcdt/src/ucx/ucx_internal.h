@@ -316,6 +316,13 @@ struct cdt_ucx_request_s {
     struct cdt__ucx_lane_in *lane_in;
     uint64_t lane_len, lane_off;
     cdt_count lane_seg, lane_seg_start, lane_header, lane_packed;
+    /* the inline-stream byte where the lane's stream starts: lane_header, or the fixed header's
+     * end when the header continues in the lane (docs/TRANSPORT.md §10.3, Headers through the
+     * lane); recv: that header's private copy while it arrives (lane_hdr_got bytes of
+     * lane_hdr_cap, grown as they come) */
+    cdt_count lane_base;
+    unsigned char *lane_hdr;
+    cdt_count lane_hdr_got, lane_hdr_cap;
     bool lane_regions; /* recv: its large regions' receives were posted */
     /* recv: the head message lands here; send: the head message is built here */
     _Alignas(16) unsigned char head[CDT__UCX_HEAD_MAX];

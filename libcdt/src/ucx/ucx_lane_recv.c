@@ -6,12 +6,16 @@
  * private copy of it for a custom type) while the sender packs the next. Every length and place
  * comes from the matched head and this side's own sums, never from the segment. A receive that
  * fails keeps its place on the lane: its bytes are released unread, so the next object's hold.
+ * A header that no head message holds (HEADER) comes through the lane ahead of the stream: its
+ * bytes are copied into private memory as they arrive and the decoder is made from that copy
+ * once it is whole (§10.3, Headers through the lane).
  */
 #include "core/core.h"
 #include "frame/frame_format.h"
 #include "ucx_internal.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 /* the endpoint whose consumer lane has this id (the first 8 bytes of its nonce) */
 static struct cdt_ucx_ep_s *lane_ep(cdt_ucx_worker w, uint64_t lane_id)
@@ -77,6 +81,78 @@ void cdt__ucx_lane_detach(cdt_ucx_request r)
     }
 }
 
+/* the frame's header (r->lane_hdr, private, whole) and the destination: the checks of a LANE
+ * head whose header came in the head (cdt__ucx_lane_head), with none of the regions large (a
+ * sender puts only such objects' headers in the lane). CDT_SUCCESS or the receive's error. */
+static int header_ready(cdt_ucx_request r, uint64_t lane_len)
+{
+    cdt_frame_info in = {.field_mask = CDT_FRAME_INFO_ALL};
+    int rc = cdt__ucx_recv_open_decoder(r, r->lane_hdr, r->lane_hdr_got, &in);
+    free(r->lane_hdr); /* the decoder keeps its own copy */
+    r->lane_hdr = NULL;
+    if (rc == CDT_SUCCESS && in.header_size != r->lane_header)
+        rc = CDT_ERR_FRAME_MALFORMED;
+    if (rc == CDT_SUCCESS)
+        rc = r->prepare != NULL ? r->prepare(r->prepare_arg, r->dec)
+                                : cdt_decoder_bind(r->dec, r->buf, r->count, r->type);
+    cdt_count inline_bytes = 0;
+    for (cdt_count i = 0; rc == CDT_SUCCESS && i < in.region_count; i++) {
+        cdt_count len;
+        rc = cdt_decoder_region_info(r->dec, i, &len, NULL, NULL);
+        if (rc == CDT_SUCCESS && cdt__ucx_separate(len, r->threshold, i))
+            rc = CDT_ERR_FRAME_MALFORMED; /* no message of its own was announced */
+        inline_bytes += len;
+    }
+    /* the lane carries the rest of the header, the packed stream and the regions, nothing else */
+    if (rc == CDT_SUCCESS && (uint64_t)(in.header_size - r->lane_base) + (uint64_t)in.packed_size +
+                                     (uint64_t)inline_bytes !=
+                                 lane_len)
+        rc = CDT_ERR_FRAME_MALFORMED;
+    r->lane_packed = in.packed_size;
+    return rc;
+}
+
+/* header bytes [r->lane_hdr_got, +n) out of the ring, into the private copy, grown as they come
+ * (at most the header's size, which the limits bounded): a peer that announces a large table
+ * and sends none of it costs what it sent */
+static int header_bytes(cdt_ucx_request r, const unsigned char *src, size_t n, uint64_t lane_len)
+{
+    cdt_count need = r->lane_hdr_got + (cdt_count)n;
+    if (need > r->lane_hdr_cap) {
+        cdt_count cap = r->lane_hdr_cap * 2 > need ? r->lane_hdr_cap * 2 : need;
+        if (cap > r->lane_header)
+            cap = r->lane_header;
+        unsigned char *p = realloc(r->lane_hdr, (size_t)cap);
+        if (p == NULL)
+            return CDT_ERR_NO_MEMORY;
+        r->lane_hdr = p;
+        r->lane_hdr_cap = cap;
+    }
+    memcpy(r->lane_hdr + r->lane_hdr_got, src, n);
+    r->lane_hdr_got = need;
+    return r->lane_hdr_got == r->lane_header ? header_ready(r, lane_len) : CDT_SUCCESS;
+}
+
+/* a LANE head whose header continues in the lane (HEADER): the head's fixed header was checked
+ * and the limits applied to it (parse); the rest comes with the stream */
+static void header_head(cdt_ucx_request r, cdt__ucx_lane_ep *l, const cdt__ucx_head *h)
+{
+    r->lane_base = h->part_len;
+    r->lane_header = h->header_size;
+    r->lane_regions = true; /* none is large */
+    r->lane_seg = -1;
+    r->lane_seg_start = h->header_size;
+    r->lane_hdr_cap = h->part_len * 64 < h->header_size ? h->part_len * 64 : h->header_size;
+    r->lane_hdr = malloc((size_t)r->lane_hdr_cap);
+    if (r->lane_hdr == NULL) {
+        cdt__ucx_recv_fail(r, CDT_ERR_NO_MEMORY); /* its stream is released unread */
+        return;
+    }
+    memcpy(r->lane_hdr, h->part, (size_t)h->part_len);
+    r->lane_hdr_got = h->part_len;
+    cdt__ucx_lane_pump_recv(l); /* the grant goes now; a broken lane shows in progress */
+}
+
 void cdt__ucx_lane_head(cdt_ucx_request r, const cdt__ucx_head *h)
 {
     struct cdt_ucx_ep_s *ep = lane_ep(r->w, h->lane_id);
@@ -97,6 +173,10 @@ void cdt__ucx_lane_head(cdt_ucx_request r, const cdt__ucx_head *h)
     e->r = r;
     r->lane_in = e;
     r->outstanding++; /* the lane's part */
+    if (h->header_in_lane) {
+        header_head(r, ep->lane, h);
+        return;
+    }
     /* the head holds the frame's header exactly; the limits were applied to it (parse) */
     cdt_frame_info in = {.field_mask = CDT_FRAME_INFO_ALL};
     int rc = cdt__ucx_recv_open_decoder(r, h->part, h->part_len, &in);
@@ -128,6 +208,8 @@ void cdt__ucx_lane_head(cdt_ucx_request r, const cdt__ucx_head *h)
         return;
     }
     r->lane_header = in.header_size;
+    r->lane_base = in.header_size;
+    r->lane_hdr_got = in.header_size;
     r->lane_packed = in.packed_size;
     r->lane_seg = -1;
     r->lane_seg_start = in.header_size;
@@ -135,15 +217,28 @@ void cdt__ucx_lane_head(cdt_ucx_request r, const cdt__ucx_head *h)
     cdt__ucx_lane_pump_recv(ep->lane); /* the grant goes now; a broken lane shows in progress */
 }
 
-/* the lane's unpack callback: lane bytes from `offset` on are inline-stream bytes from the
- * header's end on, written into the decoder at their frame offsets */
+/* the lane's unpack callback: lane bytes from `offset` on are inline-stream bytes from
+ * r->lane_base on: the rest of the header (copied aside until it is whole), then bytes written
+ * into the decoder at their frame offsets */
 static int unpack(void *state, uint64_t offset, const unsigned char *src, size_t n)
 {
     cdt_ucx_request r = state;
+    cdt_count s = r->lane_base + (cdt_count)offset;
+    if (s < r->lane_header) {
+        size_t k = (uint64_t)(r->lane_header - s) < n ? (size_t)(r->lane_header - s) : n;
+        if (s != r->lane_hdr_got)
+            return CDT_ERR_FRAME_MALFORMED; /* bytes come in order, each once */
+        int rc = header_bytes(r, src, k, r->lane_in->len);
+        if (rc != CDT_SUCCESS)
+            return rc;
+        src += k;
+        offset += k;
+        n -= k;
+    }
     while (n > 0) {
         cdt_count foff, avail;
         int rc =
-            cdt__ucx_lane_seek(r, NULL, r->dec, r->lane_header + (cdt_count)offset, &foff, &avail);
+            cdt__ucx_lane_seek(r, NULL, r->dec, r->lane_base + (cdt_count)offset, &foff, &avail);
         if (rc != CDT_SUCCESS)
             return rc;
         size_t k = (uint64_t)avail < n ? (size_t)avail : n;
@@ -163,7 +258,7 @@ static int unpack(void *state, uint64_t offset, const unsigned char *src, size_t
  * wait in UCX meanwhile. The header is the head's part, still in r->head. */
 static void post_regions(cdt_ucx_request r, const cdt__ucx_lane_in *e)
 {
-    if (r->lane_regions || e->off < (uint64_t)r->lane_packed)
+    if (r->lane_regions || e->off < (uint64_t)(r->lane_header - r->lane_base + r->lane_packed))
         return;
     r->lane_regions = true;
     cdt_frame_info in = {.field_mask = CDT_FRAME_INFO_ALL};
@@ -194,8 +289,16 @@ static int pump_object(cdt__ucx_lane_ep *l, cdt__ucx_lane_in *e)
     cdt_ucx_request r = e->r;
     if (r == NULL)
         return cdt__lane_pump_in(&l->rx, NULL, NULL, &e->off, e->len, NULL);
-    if (needs_copy(r) && e->off < (uint64_t)r->lane_packed) {
-        int rc = cdt__lane_pump_in(&l->rx, unpack, r, &e->off, (uint64_t)r->lane_packed, l->bounce);
+    /* a header that continues in the lane: copied into private memory by unpack (no bounce) */
+    const uint64_t header_end = (uint64_t)(r->lane_header - r->lane_base);
+    if (e->off < header_end) {
+        int rc = cdt__lane_pump_in(&l->rx, unpack, r, &e->off, header_end, NULL);
+        if (rc != 1 || e->off == e->len)
+            return rc;
+    }
+    const uint64_t packed_end = header_end + (uint64_t)r->lane_packed;
+    if (needs_copy(r) && e->off < packed_end) {
+        int rc = cdt__lane_pump_in(&l->rx, unpack, r, &e->off, packed_end, l->bounce);
         if (rc != 1 || e->off == e->len)
             return rc;
     }

@@ -4,7 +4,9 @@
  * any head, the large regions as their own messages as in version 6, and the rest of the inline
  * stream (packed stream, small regions) packed by the operation engine straight into the
  * segment, fragment by fragment, once the receiver granted it. The frame stays deferred: the
- * sender packs each byte once, into memory the receiver unpacks from.
+ * sender packs each byte once, into memory the receiver unpacks from. A header that no head
+ * message holds (more than 2,041 regions) goes through the lane ahead of the stream, the head
+ * carrying its fixed part only (HEADER, §10.3, Headers through the lane).
  */
 #include "frame/frame_format.h"
 #include "ucx_internal.h"
@@ -15,6 +17,11 @@
 int cdt__ucx_lane_seek(cdt_ucx_request r, cdt_frame frame, cdt_decoder dec, cdt_count s,
                        cdt_count *frame_off, cdt_count *avail)
 {
+    if (s < r->lane_header) { /* the header's bytes (a header that continues in the lane) */
+        *frame_off = s;
+        *avail = r->lane_header - s;
+        return CDT_SUCCESS;
+    }
     for (;;) {
         cdt_count len, off;
         if (r->lane_seg < 0) {
@@ -60,8 +67,9 @@ int cdt__ucx_lane_seek(cdt_ucx_request r, cdt_frame frame, cdt_decoder dec, cdt_
     }
 }
 
-/* the lane's pack callback: lane bytes [offset, offset + n) are inline-stream bytes from the
- * header's end on. A pack that fails (a custom type's callback) still fills the fragment, so
+/* the lane's pack callback: lane bytes [offset, offset + n) are inline-stream bytes from
+ * r->lane_base on (the header's end, or the fixed header's when the header continues in the
+ * lane). A pack that fails (a custom type's callback) still fills the fragment, so
  * the stream keeps its length; the object's commit carries the error to the receiver. */
 static int pack(void *state, uint64_t offset, unsigned char *dst, size_t n, size_t *used)
 {
@@ -69,8 +77,7 @@ static int pack(void *state, uint64_t offset, unsigned char *dst, size_t n, size
     cdt_count foff = 0, avail = 0;
     int rc = r->detached || r->status != CDT_SUCCESS ? CDT_ERR_CANCELED : CDT_SUCCESS;
     if (rc == CDT_SUCCESS)
-        rc = cdt__ucx_lane_seek(r, r->frame, NULL, r->lane_header + (cdt_count)offset, &foff,
-                                &avail);
+        rc = cdt__ucx_lane_seek(r, r->frame, NULL, r->lane_base + (cdt_count)offset, &foff, &avail);
     size_t k = n;
     if (rc == CDT_SUCCESS) {
         if ((uint64_t)avail < k)
@@ -126,7 +133,10 @@ int cdt__ucx_lane_pump_send(cdt__ucx_lane_ep *l)
 }
 
 /* the object's inline stream, from its deferred frame: false when it does not go through the
- * lane (it fits a head message, its header does not, or a large region is in pieces) */
+ * lane (it fits a head message, a large region is in pieces, or its header does not fit a head
+ * message and a region is large: a receiver that failed before the whole table came could not
+ * name the regions to discard). Whether the receiver takes a header through the lane is asked
+ * under the lock (cdt__ucx_lane_isend). */
 static bool lane_plan(cdt_ucx_request r, cdt_count threshold, cdt_count *nsep, int *rc)
 {
     cdt_count n;
@@ -134,11 +144,10 @@ static bool lane_plan(cdt_ucx_request r, cdt_count threshold, cdt_count *nsep, i
     if (*rc != CDT_SUCCESS)
         return false;
     const cdt_count room = CDT__UCX_HEAD_MAX - CDT__UCX_PREFIX_SIZE - CDT__UCX_LANE_EXT_SIZE;
-    if (n > (room - CDT_FRAME_FIXED_HEADER_SIZE) / CDT_FRAME_REGION_ENTRY_SIZE)
-        return false;
+    const bool in_lane = n > (room - CDT_FRAME_FIXED_HEADER_SIZE) / CDT_FRAME_REGION_ENTRY_SIZE;
     cdt_count header = CDT_FRAME_FIXED_HEADER_SIZE + n * CDT_FRAME_REGION_ENTRY_SIZE;
     unsigned char *h = r->head + CDT__UCX_PREFIX_SIZE + CDT__UCX_LANE_EXT_SIZE;
-    *rc = cdt_frame_gather(r->frame, 0, h, header);
+    *rc = cdt_frame_gather(r->frame, 0, h, in_lane ? CDT_FRAME_FIXED_HEADER_SIZE : header);
     if (*rc != CDT_SUCCESS)
         return false;
     cdt_count inline_len = header + (cdt_count)cdt__get_u64(h + CDT__OFF_PACKED_SIZE);
@@ -152,6 +161,8 @@ static bool lane_plan(cdt_ucx_request r, cdt_count threshold, cdt_count *nsep, i
             inline_len += len;
             continue;
         }
+        if (in_lane)
+            return false;
         /* a large region in pieces is staged by the version 6 path (a gather out of order,
          * which a deferred frame of an in-order type refuses) */
         *rc = cdt_frame_region_iov_count(r->frame, i, &pieces);
@@ -163,7 +174,8 @@ static bool lane_plan(cdt_ucx_request r, cdt_count threshold, cdt_count *nsep, i
         return false; /* one head message carries it: no grant to wait for */
     r->lane_header = header;
     r->lane_packed = (cdt_count)cdt__get_u64(h + CDT__OFF_PACKED_SIZE);
-    r->lane_len = (uint64_t)(inline_len - header);
+    r->lane_base = in_lane ? CDT_FRAME_FIXED_HEADER_SIZE : header;
+    r->lane_len = (uint64_t)(inline_len - r->lane_base);
     r->lane_off = 0;
     r->lane_seg = -1;
     r->lane_seg_start = header;
@@ -202,8 +214,10 @@ int cdt__ucx_lane_isend(struct cdt_ucx_ep_s *ep, cdt_ucx_request r, cdt_count th
         return CDT_ERR_PEER;
     }
     cdt__ucx_lane_ep *l = ep->lane;
-    if (l == NULL || !l->tx_attached) {
-        /* the lane ended since the caller looked (the endpoint failed or closes) */
+    if (l == NULL || !l->tx_attached ||
+        (r->lane_base < r->lane_header && !(l->tx.peer_features & CDT__LANE_FEATURE_HEADERS))) {
+        /* the lane ended since the caller looked (the endpoint failed or closes), or its
+         * consumer (an earlier release) does not take a header through the lane */
         pthread_mutex_unlock(&w->lock);
         free(r->subs);
         r->subs = NULL;
@@ -216,12 +230,14 @@ int cdt__ucx_lane_isend(struct cdt_ucx_ep_s *ep, cdt_ucx_request r, cdt_count th
     r->commit = true;
     r->key = key;
     r->sender = ep->id;
-    cdt__ucx_put_prefix(r->head, key, threshold, 0, CDT__UCX_FLAG_COMMIT | CDT__UCX_FLAG_LANE,
-                        ep->id);
+    unsigned flags = CDT__UCX_FLAG_COMMIT | CDT__UCX_FLAG_LANE;
+    if (r->lane_base < r->lane_header)
+        flags |= CDT__UCX_FLAG_HEADER;
+    cdt__ucx_put_prefix(r->head, key, threshold, 0, flags, ep->id);
     uint64_t lane_id = cdt__get_u64(l->tx.nonce);
     cdt__ucx_put_lane_ext(r->head + CDT__UCX_PREFIX_SIZE, lane_id,
-                          r->lane_header + (cdt_count)r->lane_len);
-    size_t msg_len = CDT__UCX_PREFIX_SIZE + CDT__UCX_LANE_EXT_SIZE + (size_t)r->lane_header;
+                          r->lane_base + (cdt_count)r->lane_len);
+    size_t msg_len = CDT__UCX_PREFIX_SIZE + CDT__UCX_LANE_EXT_SIZE + (size_t)r->lane_base;
     r->head_exposed = ep->peer_accesses_memory && msg_len > CDT__UCX_EAGER_SURE;
     r->q_ep = ep->id;
     r->outstanding = 1;   /* held while posting */

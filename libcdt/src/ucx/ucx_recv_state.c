@@ -188,6 +188,8 @@ void cdt__ucx_recv_done(cdt_ucx_request r)
     r->nsubs = 0;
     cdt__ucx_buf_put(r->w, r->stream, (size_t)r->stream_len);
     r->stream = NULL;
+    free(r->lane_hdr); /* a header that was still coming through the lane */
+    r->lane_hdr = NULL;
     cdt__ucx_single_clear(r);
     body_unlink(r);
     cdt__type_release(r->type); /* the reference irecv took */
