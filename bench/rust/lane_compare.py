@@ -1,6 +1,6 @@
 """The lane's gain in the Rust benchmark: runs of `cdtypes-bench --quick` with CDT_UCX_LANE=off,
 =on and the FIFO mode (CDT_UCX_SHARED_MEMORY=full, lane off), alternated (bench/rust/run --lane),
-summed up per case, method and size as min / median MB/s over the runs and the ratio of the
+summed up per case, method and size (from 1 MiB) as min / median MB/s over the runs and the ratio of the
 lane's median to the lane-off one.
 
 usage: lane_compare.py OUT.md OUT.csv RUN.csv... (each RUN.csv named *-<mode>-<rep>.csv, mode off,
@@ -14,7 +14,7 @@ from collections import defaultdict
 
 MODES = ["off", "on", "fifo"]
 METHODS = ["cdtypes", "c-transport", "raw"]
-SIZES = [1 << 20, 8 << 20]
+MIB = 1 << 20
 
 
 def main():
@@ -28,12 +28,13 @@ def main():
         mode = m.group(1)
         with open(path) as f:
             for r in csv.DictReader(f):
-                if r["metric"] == "bandwidth_mbs" and int(r["size_bytes"]) in SIZES:
+                if r["metric"] == "bandwidth_mbs" and int(r["size_bytes"]) >= MIB:
                     bw[(r["case"], r["method"], int(r["size_bytes"]), mode)].append(float(r["value"]))
         txt = path[:-4] + ".txt"
         if os.path.exists(txt):
             lane_lines[mode] += [l.strip() for l in open(txt) if l.startswith("# lane:")]
     cases = sorted({k[0] for k in bw})
+    sizes = sorted({k[2] for k in bw})  # the plan's bandwidth sizes from 1 MiB
     with open(out_csv, "w") as f:
         f.write("case,method,size_bytes,mode,runs,min_mbs,median_mbs\n")
         for k, v in sorted(bw.items()):
@@ -42,7 +43,7 @@ def main():
         f.write("| case | method | size | lane off MB/s (min / median) | lane on | FIFO mode "
                 "| lane / off (medians) | lane / raw (lane runs) |\n|---|---|---:|---:|---:|---:|---:|---:|\n")
         for case in cases:
-            for size in SIZES:
+            for size in sizes:
                 raw = bw.get((case, "raw", size, "on"))
                 for method in METHODS:
                     cells = []
