@@ -10,8 +10,14 @@ Methods:
                  plus one message of the larger buffers on a duplicated communicator
   cdtypes-ucx    cdtypes.ucx over libcdt's UCX transport (MPI only starts the processes and
                  passes the port); buffers >= 64 KiB zero-copy on both ends
+                 with libcdt's lane off (CDT_UCX_LANE=off when its worker is made)
+  cdtypes-ucx-lane  the same on a second worker and endpoint made with CDT_UCX_LANE=on: the
+                 object's stream and its buffers through libcdt's lane (docs/TRANSPORT.md §10),
+                 measured in the same run, interleaved with cdtypes-ucx per size; its metric
+                 lane_share is the part of its objects that went through the lane (the worker's
+                 lane_sent counter: 0 where an object fits one head message)
   raw-ucx        ucp_tag_send_nbx / ucp_tag_recv_nbx of a preallocated buffer on the same UCX
-                 endpoint and worker: the UCX roofline
+                 endpoint and worker as cdtypes-ucx: the UCX roofline
 Latency is half the median round trip (the receiver sends the object it rebuilt back);
 bandwidth is size / latency in MB/s (10^6 bytes). At the largest size, the receiving rank's
 peak RSS above its resident size before the method ran (VmHWM reset through clear_refs) is
@@ -19,6 +25,7 @@ recorded as metric peak_rss_bytes.
 """
 import argparse
 import ctypes
+import os
 import pickle
 import sys
 import time
@@ -81,8 +88,21 @@ METHODS = {
 }
 
 
-def ucx_endpoint():
-    """Rank 0 listens on loopback, rank 1 connects; the port travels over MPI."""
+def ucx_endpoint(lane):
+    """Rank 0 listens on loopback, rank 1 connects; the port travels over MPI. `lane`: the
+    value of CDT_UCX_LANE while the endpoint's worker is made (read there)."""
+    before = os.environ.get("CDT_UCX_LANE")
+    os.environ["CDT_UCX_LANE"] = lane
+    try:
+        return _ucx_endpoint()
+    finally:
+        if before is None:
+            del os.environ["CDT_UCX_LANE"]
+        else:
+            os.environ["CDT_UCX_LANE"] = before
+
+
+def _ucx_endpoint():
     if rank == 0:
         listener = ucx.listen(host="127.0.0.1")
         comm.bcast(listener.port, root=0)
@@ -146,9 +166,12 @@ class RawUcx:
 
 
 if ucx is not None:
-    _ep, _listener = ucx_endpoint()
+    _ep, _listener = ucx_endpoint("off")
+    _lane_ep, _lane_listener = ucx_endpoint("on")
     _raw_ucx = RawUcx(_ep)
     METHODS["cdtypes-ucx"] = (lambda o, d, t: _ep.send(o, t), lambda s, t: _ep.recv(t))
+    METHODS["cdtypes-ucx-lane"] = (lambda o, d, t: _lane_ep.send(o, t),
+                                   lambda s, t: _lane_ep.recv(t))
     METHODS["raw-ucx"] = None
 
 
@@ -165,6 +188,22 @@ def rss(field):
             if line.startswith(field + ":"):
                 return int(line.split()[1]) * 1024
     return 0
+
+
+def lane_sent():
+    """Objects the lane endpoint's worker packed into its lane so far (0 without UCX)."""
+    if ucx is None:
+        return 0
+    _lane_ep.worker.progress()  # a send's end is counted by the progress after it
+    return _lane_ep.worker.stats()["lane_sent"]
+
+
+def lane_ratio(line):
+    """The lane's gain of a table line: cdtypes-ucx-lane's MB/s over cdtypes-ucx's."""
+    if "cdtypes-ucx-lane" not in line or "cdtypes-ucx" not in line:
+        return ""
+    return "   lane x%.2f (%.0f%%)" % (line["cdtypes-ucx-lane"][1] / line["cdtypes-ucx"][1],
+                                     100 * line.get("lane_share", 0))
 
 
 def pingpong(send, recv, obj, iters):
@@ -226,7 +265,10 @@ def main():
             print("\n# case %s (%s)" % (case, "one NumPy array" if case == "array"
                                         else "128 KiB NumPy arrays adding up to the size"))
             print("%-12s" % "# Size" + "".join("%16s" % (m + args.suffix) for m in METHODS)
-                  + "   (latency us | MB/s)")
+                  + "   (latency us | MB/s%s)" % (
+                      "; lane: cdtypes-ucx-lane / cdtypes-ucx in MB/s, share of its objects in"
+                      " the lane" if "cdtypes-ucx-lane" in METHODS and "cdtypes-ucx" in METHODS
+                      else ""))
         for size in sizes:
             line = {}
             for method, fns in METHODS.items():
@@ -237,6 +279,7 @@ def main():
                     send, recv = fns
                 obj = make(case, size) if fns is not None else None
                 base = rss_reset() if size == sizes[-1] else 0
+                lane0 = lane_sent()
                 rounds = 1 if args.smoke else 2
                 pingpong(send, recv, obj, rounds)  # warm up (allocations, connections)
                 t = pingpong(send, recv, obj, rounds)
@@ -249,6 +292,10 @@ def main():
                 label = method + args.suffix
                 rows.append((case, label, nbytes, "latency_us", lat * 1e6, "us"))
                 rows.append((case, label, nbytes, "bandwidth_mbs", nbytes / lat / 1e6, "MB/s"))
+                if method == "cdtypes-ucx-lane":
+                    share = (lane_sent() - lane0) / (2 * rounds + iters)
+                    rows.append((case, label, nbytes, "lane_share", share, "objects"))
+                    line["lane_share"] = share
                 if size == sizes[-1]:
                     peak = comm.bcast(rss("VmHWM") - base if rank == 1 else None, root=1)
                     rows.append((case, label, nbytes, "peak_rss_bytes", peak, "B"))
@@ -259,7 +306,8 @@ def main():
                 out.flush()
                 rows = []
                 print("%-12d" % obj_bytes(case, size)
-                      + "".join("%9.1f|%6.0f" % line[m][:2] for m in METHODS))
+                      + "".join("%9.1f|%6.0f" % line[m][:2] for m in METHODS)
+                      + lane_ratio(line))
                 if size == sizes[-1]:
                     print("%-12s" % "# peak RSS"
                           + "".join("%13.1f MiB" % (line[m][2] / 2**20) for m in METHODS)
@@ -270,6 +318,7 @@ def main():
     comm.Barrier()
     if ucx is not None:  # the worker closes its listener and endpoint
         _ep.worker.close()
+        _lane_ep.worker.close()
 
 
 if __name__ == "__main__":

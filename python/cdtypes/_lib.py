@@ -217,6 +217,20 @@ class cdt_ucx_worker_params(ctypes.Structure):
     ]
 
 
+class cdt_ucx_worker_stats(ctypes.Structure):
+    _fields_ = [
+        ("field_mask", ctypes.c_uint64),
+        ("quarantined", ctypes.c_uint64),
+        ("quarantine_released", ctypes.c_uint64),
+        ("quarantine_dropped", ctypes.c_uint64),
+        ("lane_sent", ctypes.c_uint64),
+        ("lane_received", ctypes.c_uint64),
+    ]
+
+
+CDT_UCX_WORKER_STATS_ALL = 0x1F
+
+
 class cdt_ucx_listener_params(ctypes.Structure):
     _fields_ = [
         ("field_mask", ctypes.c_uint64),
@@ -265,6 +279,7 @@ UCX_DECLARED = {
     "cdt_ucx_worker_address": (_int, [c_void_p, P(c_void_p), P(ctypes.c_size_t)]),
     "cdt_ucx_worker_address_free": (None, [c_void_p, c_void_p]),
     "cdt_ucx_worker_sender_id": (ctypes.c_uint32, [c_void_p]),
+    "cdt_ucx_worker_stats_get": (_int, [c_void_p, P(cdt_ucx_worker_stats)]),
     "cdt_ucx_listener_create": (_int, [c_void_p, P(cdt_ucx_listener_params), P(c_void_p)]),
     "cdt_ucx_listener_port": (_int, [c_void_p, P(ctypes.c_uint16)]),
     "cdt_ucx_listener_accept": (_int, [c_void_p, _i64, P(c_void_p)]),

@@ -163,6 +163,17 @@ class Worker:
         """The id this worker's messages carry (the sender_id given, else a random one)."""
         return lib.cdt_ucx_worker_sender_id(self._handle())
 
+    def stats(self):
+        """The worker's counters (cdt_ucx_worker_stats_get) as a dict: lane_sent and
+        lane_received, the objects whose stream this worker packed into / unpacked from an
+        endpoint's lane whole (docs/TRANSPORT.md §10: they say whether objects go through it);
+        quarantined, quarantine_released and quarantine_dropped, the head buffers of sends
+        over cross-memory attach kept while a peer may still read them."""
+        s = _lib.cdt_ucx_worker_stats(field_mask=_lib.CDT_UCX_WORKER_STATS_ALL)
+        check(lib.cdt_ucx_worker_stats_get(self._handle(), ctypes.byref(s)),
+              "cdt_ucx_worker_stats_get")
+        return {name: int(getattr(s, name)) for name, _ in s._fields_ if name != "field_mask"}
+
     def progress(self):
         """Run completions once; returns the number of UCX events."""
         return lib.cdt_ucx_worker_progress(self._handle())

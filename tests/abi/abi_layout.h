@@ -7,11 +7,11 @@
     X(cdt_iov, 16, 0) \
     X(cdt_custom_params, 88, 1) \
     X(cdt_frame_params, 40, 1) \
-    X(cdt_frame_info, 56, 1) \
+    X(cdt_frame_info, 64, 1) \
     X(cdt_decoder_params, 24, 1) \
     X(cdt_ucx_context_params, 24, 1) \
-    X(cdt_ucx_worker_params, 48, 1) \
-    X(cdt_ucx_worker_stats, 32, 1) \
+    X(cdt_ucx_worker_params, 56, 1) \
+    X(cdt_ucx_worker_stats, 48, 1) \
     X(cdt_ucx_listener_params, 24, 1) \
     X(cdt_ucx_connect_params, 24, 1) \
     X(cdt_ucx_recv_info, 72, 1) \
@@ -51,6 +51,7 @@
     X(cdt_frame_info, region_count, 32, 8) \
     X(cdt_frame_info, region_bytes, 40, 8) \
     X(cdt_frame_info, frame_size, 48, 8) \
+    X(cdt_frame_info, object_count, 56, 8) \
     X(cdt_decoder_params, field_mask, 0, 8) \
     X(cdt_decoder_params, max_frame_bytes, 8, 8) \
     X(cdt_decoder_params, max_regions, 16, 8) \
@@ -64,10 +65,13 @@
     X(cdt_ucx_worker_params, buffer_cache_bytes, 24, 8) \
     X(cdt_ucx_worker_params, protocol, 32, 4) \
     X(cdt_ucx_worker_params, fifo_stall_timeout_ms, 40, 8) \
+    X(cdt_ucx_worker_params, lane, 48, 4) \
     X(cdt_ucx_worker_stats, field_mask, 0, 8) \
     X(cdt_ucx_worker_stats, quarantined, 8, 8) \
     X(cdt_ucx_worker_stats, quarantine_released, 16, 8) \
     X(cdt_ucx_worker_stats, quarantine_dropped, 24, 8) \
+    X(cdt_ucx_worker_stats, lane_sent, 32, 8) \
+    X(cdt_ucx_worker_stats, lane_received, 40, 8) \
     X(cdt_ucx_listener_params, field_mask, 0, 8) \
     X(cdt_ucx_listener_params, host, 8, 8) \
     X(cdt_ucx_listener_params, port, 16, 2) \
@@ -165,6 +169,7 @@
     X(CDT_FRAME_INFO_REGION_COUNT, 16) \
     X(CDT_FRAME_INFO_REGION_BYTES, 32) \
     X(CDT_FRAME_INFO_FRAME_SIZE, 64) \
+    X(CDT_FRAME_INFO_OBJECT_COUNT, 128) \
     X(CDT_DECODER_PARAM_MAX_FRAME_BYTES, 1) \
     X(CDT_DECODER_PARAM_MAX_REGIONS, 2) \
     X(CDT_UCX_CONTEXT_PARAM_ESTIMATED_NUM_EPS, 1) \
@@ -179,6 +184,7 @@
     X(CDT_UCX_WORKER_PARAM_BUFFER_CACHE, 4) \
     X(CDT_UCX_WORKER_PARAM_PROTOCOL, 8) \
     X(CDT_UCX_WORKER_PARAM_FIFO_STALL_TIMEOUT, 16) \
+    X(CDT_UCX_WORKER_PARAM_LANE, 32) \
     X(CDT_UCX_PROTOCOL_AUTO, 0) \
     X(CDT_UCX_PROTOCOL_SPLIT, 1) \
     X(CDT_UCX_PROTOCOL_SINGLE, 2) \
@@ -186,6 +192,8 @@
     X(CDT_UCX_WORKER_STATS_QUARANTINED, 1) \
     X(CDT_UCX_WORKER_STATS_QUARANTINE_RELEASED, 2) \
     X(CDT_UCX_WORKER_STATS_QUARANTINE_DROPPED, 4) \
+    X(CDT_UCX_WORKER_STATS_LANE_SENT, 8) \
+    X(CDT_UCX_WORKER_STATS_LANE_RECEIVED, 16) \
     X(CDT_UCX_LISTENER_PARAM_HOST, 1) \
     X(CDT_UCX_LISTENER_PARAM_PORT, 2) \
     X(CDT_UCX_CONNECT_PARAM_TIMEOUT, 1) \

@@ -148,6 +148,16 @@ fn main() {
         }
     };
     raw_wait(&worker, req);
+    if !o.server {
+        // whether the objects went through libcdt's lane (CDT_UCX_LANE=on): bench/rust/run
+        // --lane reads this line
+        worker.progress();
+        let st = worker.stats().expect("worker stats");
+        println!(
+            "# lane: lane_sent {} lane_received {}",
+            st.lane_sent, st.lane_received
+        );
+    }
     drop(out);
     ep.close(Some(Duration::from_secs(2))).ok();
     if let Some(mut c) = child {

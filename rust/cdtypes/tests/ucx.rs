@@ -30,18 +30,26 @@ fn snapshot(n: usize) -> Snapshot {
 }
 
 fn spawn_child(role: &str, port: u16) -> Child {
-    Command::new(std::env::current_exe().unwrap())
-        .args([
-            "--exact",
-            "child_main",
-            "--ignored",
-            "--nocapture",
-            "--test-threads=1",
-        ])
-        .env("CDT_RUST_TEST_ROLE", role)
-        .env("CDT_RUST_TEST_PORT", port.to_string())
-        .spawn()
-        .expect("spawn child")
+    spawn_child_env(role, port, None)
+}
+
+/// `lane`: the child's CDT_UCX_LANE (its worker reads it when made); `None` inherits ours.
+fn spawn_child_env(role: &str, port: u16, lane: Option<&str>) -> Child {
+    let mut cmd = Command::new(std::env::current_exe().unwrap());
+    if let Some(lane) = lane {
+        cmd.env("CDT_UCX_LANE", lane);
+    }
+    cmd.args([
+        "--exact",
+        "child_main",
+        "--ignored",
+        "--nocapture",
+        "--test-threads=1",
+    ])
+    .env("CDT_RUST_TEST_ROLE", role)
+    .env("CDT_RUST_TEST_PORT", port.to_string())
+    .spawn()
+    .expect("spawn child")
 }
 
 /// The child side of the two-process tests (run only by them).
@@ -69,6 +77,17 @@ fn child_main() {
             assert_eq!(bye, "bye");
             // the last message goes to the parent, which receives it before it lets go
             ep.send(&true, 10, LONG).unwrap();
+        }
+        "lane_echo" => {
+            // echo snapshots (tag + 1) until the tag 0 object
+            loop {
+                let (s, info): (Snapshot, _) = worker.recv_matching(0, TAG_MASK_ANY, LONG).unwrap();
+                if info.tag == 0 {
+                    break;
+                }
+                ep.send(&s, info.tag + 1, LONG).unwrap();
+            }
+            ep.send(&true, 1, LONG).unwrap();
         }
         "vanish" => {
             // tell the parent we are up and wait for its answer (a send completes once its
@@ -126,6 +145,52 @@ fn two_processes_round_trip() {
     assert!(last);
     assert!(wait_progressing(&worker, &mut child).success());
     drop(ep);
+}
+
+/// Large struct-of-vectors objects (as the Rust benchmark's) go through libcdt's lane
+/// (docs/TRANSPORT.md §10) between two processes that both have it on: one object each way per
+/// round trip in the worker's counters; none with it off.
+#[test]
+fn large_objects_through_the_lane() {
+    for lane in [true, false] {
+        let worker = Worker::with_options(&cdtypes::ucx::WorkerOptions {
+            lane: Some(lane),
+            ..Default::default()
+        })
+        .unwrap();
+        let listener = worker.listen("127.0.0.1", 0).unwrap();
+        let port = listener.port().unwrap();
+        let mut child = spawn_child_env("lane_echo", port, Some(if lane { "on" } else { "off" }));
+        let ep = listener.accept(LONG).unwrap();
+        // a round trip first: the lane is offered and mapped while the endpoint wires up
+        ep.send(&snapshot(1), 8, LONG).unwrap();
+        let _: Snapshot = worker.recv(9, LONG).unwrap();
+        // 1 MiB and 8 MiB of f64 beside the small vectors
+        for (i, n) in [1usize << 17, 1 << 20].into_iter().enumerate() {
+            let sent = snapshot(n);
+            let before = worker.stats().unwrap();
+            let tag = 10 + 2 * i as u64;
+            ep.send(&sent, tag, LONG).unwrap();
+            let back: Snapshot = worker.recv(tag + 1, LONG).unwrap();
+            assert_eq!(back, sent);
+            worker.progress();
+            let after = worker.stats().unwrap();
+            let moved = (
+                after.lane_sent - before.lane_sent,
+                after.lane_received - before.lane_received,
+            );
+            assert_eq!(
+                moved,
+                if lane { (1, 1) } else { (0, 0) },
+                "lane {lane}, {n} f64"
+            );
+        }
+        ep.send(&snapshot(1), 0, LONG).unwrap();
+        let done: bool = worker.recv(1, LONG).unwrap();
+        assert!(done);
+        assert!(wait_progressing(&worker, &mut child).success());
+        drop(ep);
+    }
 }
 
 /// Wait for the child while progressing the worker: the child's endpoint closes as it exits,

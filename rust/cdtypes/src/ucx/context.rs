@@ -77,6 +77,10 @@ impl Context {
             p.field_mask |= sys::CDT_UCX_WORKER_PARAM_PROTOCOL as u64;
             p.protocol = proto.raw();
         }
+        if let Some(on) = options.lane {
+            p.field_mask |= sys::CDT_UCX_WORKER_PARAM_LANE as u64;
+            p.lane = on as i32;
+        }
         let mut raw = ptr::null_mut();
         // SAFETY: valid context and params
         check(unsafe { sys::cdt_ucx_worker_create(self.inner.0, &p, &mut raw) })?;
@@ -127,6 +131,11 @@ impl Protocol {
 pub struct WorkerOptions {
     /// This worker's sender id (unique among the workers sending to one receiver).
     pub sender_id: Option<u32>,
+    /// libcdt's lane between local processes (`cdt_ucx_worker_params.lane`, docs/TRANSPORT.md
+    /// §10): `Some(true)` on, `Some(false)` off; `None`: the environment variable
+    /// `CDT_UCX_LANE` ("on"/"off") when set, else off. [`Worker::stats`] says whether objects
+    /// went through it.
+    pub lane: Option<bool>,
     /// Regions of at least this many bytes move as their own zero-copy message.
     pub zcopy_threshold: Option<u64>,
     /// Bytes of staging memory kept for reuse between messages.

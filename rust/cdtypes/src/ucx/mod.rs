@@ -53,7 +53,7 @@ use cdtypes_sys as sys;
 pub use context::{Context, Protocol, WorkerOptions};
 pub use endpoint::{Endpoint, Listener};
 pub use requests::{RecvRequest, SendRequest};
-pub use worker::{RecvInfo, Worker};
+pub use worker::{RecvInfo, Worker, WorkerStats};
 
 /// A message tag: 63 bits (`0..=TAG_MAX`).
 pub type Tag = u64;

@@ -79,6 +79,23 @@ impl From<sys::cdt_ucx_recv_info> for RecvInfo {
     }
 }
 
+/// Counters of a worker (`cdt_ucx_worker_stats_get`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct WorkerStats {
+    /// Objects whose stream this worker packed into an endpoint's lane whole (docs/TRANSPORT.md
+    /// §10): with the lane on, whether objects go through it.
+    pub lane_sent: u64,
+    /// Objects whose stream this worker unpacked from an endpoint's lane whole.
+    pub lane_received: u64,
+    /// Head buffers of sends over cross-memory attach held now for a peer that may still read
+    /// them.
+    pub quarantined: u64,
+    /// Such buffers freed since the worker was made, no reader left.
+    pub quarantine_released: u64,
+    /// Such buffers freed at the bound (the oldest), a reader maybe left.
+    pub quarantine_dropped: u64,
+}
+
 /// A UCX worker (progress engine) with its context. Cloning gives another handle to the same
 /// worker; it is destroyed with its last handle, endpoint, listener and request.
 #[derive(Clone)]
@@ -134,6 +151,24 @@ impl Worker {
     /// apply to what is done with it.
     pub fn as_raw(&self) -> sys::cdt_ucx_worker {
         self.inner.raw
+    }
+
+    /// The worker's counters (`cdt_ucx_worker_stats_get`). A send's end is counted by the
+    /// progress after it.
+    pub fn stats(&self) -> Result<WorkerStats> {
+        let mut s = sys::cdt_ucx_worker_stats {
+            field_mask: sys::CDT_UCX_WORKER_STATS_ALL as u64,
+            ..Default::default()
+        };
+        // SAFETY: valid worker, a stats struct of this header's size
+        check(unsafe { sys::cdt_ucx_worker_stats_get(self.inner.raw, &mut s) })?;
+        Ok(WorkerStats {
+            lane_sent: s.lane_sent,
+            lane_received: s.lane_received,
+            quarantined: s.quarantined,
+            quarantine_released: s.quarantine_released,
+            quarantine_dropped: s.quarantine_dropped,
+        })
     }
 
     /// The sender id in use.
