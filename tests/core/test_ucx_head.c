@@ -97,8 +97,13 @@ int main(void)
     cdt__ucx_put_prefix(msg, 9, 65536, 0, CDT__UCX_FLAG_COMMIT | CDT__UCX_FLAG_LANE, 0x5e);
     CHECK_RC(cdt__ucx_parse_head(msg, lh - 1, NULL, &h), CDT_ERR_FRAME_MALFORMED);
     CHECK_RC(cdt__ucx_parse_head(msg, CDT__UCX_PREFIX_SIZE + 8, NULL, &h), CDT_ERR_FRAME_TRUNCATED);
-    /* a flag of a later version */
-    msg[6] |= 0x08;
+    /* a flag of a later version (0x08 is HEADER since headers go through the lane: its heads
+     * are checked by fuzz_ucx_head's seeds and transport.lane_headers) */
+    msg[6] |= 0x10;
     CHECK_RC(cdt__ucx_parse_head(msg, lh, NULL, &h), CDT_ERR_FRAME_VERSION);
+    msg[6] = (uint8_t)(msg[6] & ~0x10);
+    /* HEADER without LANE is refused */
+    cdt__ucx_put_prefix(msg, 9, 65536, 0, CDT__UCX_FLAG_COMMIT | CDT__UCX_FLAG_HEADER, 0x5e);
+    CHECK(cdt__ucx_parse_head(msg, lh, NULL, &h) != CDT_SUCCESS);
     return check_report("test_ucx_head");
 }
