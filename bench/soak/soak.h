@@ -152,6 +152,9 @@ typedef struct stats {
     uint64_t final_sent[MAX_PEERS], final_recv[MAX_PEERS], final_send_err, final_done;
     uint64_t largest;
     uint64_t quarantined_bytes; /* gauge: dvec arrays held by timed-out receives */
+    /* gauges from the worker (cdt_ucx_worker_stats_get): objects whose stream went through an
+     * endpoint's lane (docs/TRANSPORT.md §10), so that the report shows the lane ran */
+    uint64_t lane_sent, lane_received;
 } stats;
 
 enum { M_HELLO, M_STATS, M_FAIL, M_NOTE, M_INFO, M_UP, M_DOWN, M_QUIESCE, M_FINAL, M_STOP, M_BYE };

@@ -193,6 +193,12 @@ static void send_stats(int type)
     m->peer = g_me;
     m->gen = g_gen;
     memcpy(&m->st, &g_st, sizeof(g_st));
+    cdt_ucx_worker_stats ws = {.field_mask = CDT_UCX_WORKER_STATS_LANE_SENT |
+                                             CDT_UCX_WORKER_STATS_LANE_RECEIVED};
+    if (g_w != NULL && cdt_ucx_worker_stats_get(g_w, &ws) == CDT_SUCCESS) {
+        m->st.lane_sent = ws.lane_sent;
+        m->st.lane_received = ws.lane_received;
+    }
     send_msg(m);
     free(m);
 }

@@ -14,8 +14,25 @@ static int cmp_long(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-/* median RSS of an incarnation's samples in [from, to) of its life (fractions) */
-static long median_rss(size_t inc, double from, double to, int minus_quarantine)
+enum { RSS_ALL, RSS_MINUS_QUARANTINE, RSS_ANON, RSS_SHMEM };
+
+static long sample_kib(const sample *s, int which)
+{
+    switch (which) {
+    case RSS_MINUS_QUARANTINE:
+        return s->rss_kib - s->quarantined_kib;
+    case RSS_ANON:
+        return s->anon_kib;
+    case RSS_SHMEM:
+        return s->shmem_kib;
+    default:
+        return s->rss_kib;
+    }
+}
+
+/* median of an incarnation's samples (RSS, or the part `which` names) in [from, to) of its
+ * life (fractions) */
+static long median_rss(size_t inc, double from, double to, int which)
 {
     const incarnation *in = &incs[inc];
     double life = in->t1 - in->t0;
@@ -24,7 +41,7 @@ static long median_rss(size_t inc, double from, double to, int minus_quarantine)
     for (size_t k = 0; k < nsamples; k++)
         if (samples[k].inc == inc && samples[k].t >= in->t0 + from * life &&
             samples[k].t < in->t0 + to * life + 1e-9)
-            v[n++] = samples[k].rss_kib - (minus_quarantine ? samples[k].quarantined_kib : 0);
+            v[n++] = sample_kib(&samples[k], which);
     long m = 0;
     if (n > 0) {
         qsort(v, n, sizeof(long), cmp_long);
@@ -104,6 +121,10 @@ void write_report(FILE *f, int pass, double secs, const char *cmdline)
         "| of them, killed inside a send (the victim's own SIGKILL, its object in flight) | %d |\n",
         deaths_in_send);
     fprintf(f, "| incarnations | %zu |\n", ninc);
+    fprintf(f,
+            "| objects whose stream went through an endpoint's lane, sent / received "
+            "(docs/TRANSPORT.md §10) | %" PRIu64 " / %" PRIu64 " |\n",
+            t.lane_sent, t.lane_received);
     fprintf(
         f, "| connections (reconnections) / accepted | %" PRIu64 " (%" PRIu64 ") / %" PRIu64 " |\n",
         t.connects, t.reconnects, t.accepts);
@@ -169,25 +190,33 @@ void write_report(FILE *f, int pass, double secs, const char *cmdline)
             csv_name);
     fprintf(f, "A timed-out dvec receive's object is watched for late writes for 3 s before it "
                "is freed: those bytes are the soak's own quarantine, shown apart, and growth is "
-               "judged on RSS minus them.\n\n");
+               "judged on RSS minus them. The anonymous and shared-memory parts (RssAnon, "
+               "RssShmem: an endpoint's lanes are shared memory) show where RSS went.\n\n");
     fprintf(f, "| process | life (s) | first MiB | 2nd-quarter median | last-quarter median | "
                "last MiB | max MiB | quarantined MiB at end | 2nd / last quarter, minus "
-               "quarantine | grew |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---|\n");
+               "quarantine | anonymous, 2nd / last quarter | shared memory, 2nd / last quarter "
+               "| grew |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n");
     int grew_any = 0;
     for (size_t k = 0; k < ninc; k++) {
         incarnation *in = &incs[k];
         if (in->t1 - in->t0 < total / 2)
             continue;
-        long early = median_rss(k, 0.25, 0.5, 0), late = median_rss(k, 0.75, 1.0, 0);
-        long early_q = median_rss(k, 0.25, 0.5, 1), late_q = median_rss(k, 0.75, 1.0, 1);
+        long early = median_rss(k, 0.25, 0.5, RSS_ALL), late = median_rss(k, 0.75, 1.0, RSS_ALL);
+        long early_q = median_rss(k, 0.25, 0.5, RSS_MINUS_QUARANTINE),
+             late_q = median_rss(k, 0.75, 1.0, RSS_MINUS_QUARANTINE);
+        long early_a = median_rss(k, 0.25, 0.5, RSS_ANON),
+             late_a = median_rss(k, 0.75, 1.0, RSS_ANON);
+        long early_s = median_rss(k, 0.25, 0.5, RSS_SHMEM),
+             late_s = median_rss(k, 0.75, 1.0, RSS_SHMEM);
         int grew = late_q - early_q > 32 * 1024 && late_q > early_q + early_q / 10;
         grew_any |= grew;
         fprintf(f,
-                "| peer %d.%d | %.0f | %.1f | %.1f | %.1f | %.1f | %.1f | %.1f | %.1f / %.1f | %s "
-                "|\n",
+                "| peer %d.%d | %.0f | %.1f | %.1f | %.1f | %.1f | %.1f | %.1f | %.1f / %.1f | "
+                "%.1f / %.1f | %.1f / %.1f | %s |\n",
                 in->peer, in->gen, in->t1 - in->t0, in->rss_first / 1024.0, early / 1024.0,
                 late / 1024.0, in->rss_last / 1024.0, in->rss_max / 1024.0,
                 (double)in->st.quarantined_bytes / (double)MiB, early_q / 1024.0, late_q / 1024.0,
+                early_a / 1024.0, late_a / 1024.0, early_s / 1024.0, late_s / 1024.0,
                 grew ? "**yes**" : "no");
     }
     long mortal_max = 0;

@@ -96,7 +96,8 @@ static const void *fam_send_buf(const send_obj *o)
 typedef struct conn {
     cdt_ucx_ep ep;
     int gen;
-    int had; /* connected before: the next connect is a reconnection */
+    int had;  /* connected before: the next connect is a reconnection */
+    int sent; /* objects sent on this endpoint */
 } conn;
 
 static void print_transports(cdt_ucx_ep ep)
@@ -106,6 +107,9 @@ static void print_transports(cdt_ucx_ep ep)
     FILE *f = open_memstream(&text, &len);
     if (f == NULL)
         return;
+    char lanes[256];
+    if (cdt_ucx_ep_transports(ep, lanes, sizeof(lanes)) == CDT_SUCCESS)
+        fprintf(f, "cdt_ucx_ep_transports: %s\n", lanes);
     ucp_ep_print_info((ucp_ep_h)cdt_ucx_ep_handle(ep), f);
     fclose(f);
     msg *m = calloc(1, sizeof(*m));
@@ -148,9 +152,11 @@ static int send_one(int th, conn *c, int target, int final, uint64_t *seq, rng *
         if (c->had)
             ADD(g_st.reconnects, 1);
         c->had = 1;
-        if (g_me == 0 && g_gen == 0 && !atomic_exchange(&g_info_sent, 1))
-            print_transports(c->ep);
+        c->sent = 0;
     }
+    /* after a few objects, when the lane's offer has come (docs/TRANSPORT.md §10.2) */
+    if (++c->sent == 16 && g_me == 0 && g_gen == 0 && !atomic_exchange(&g_info_sent, 1))
+        print_transports(c->ep);
     int fam = (int)(rnd(r) % NFAM);
     cdt_ucx_tag tag = tag_make(fam, final, g_me, g_gen, th, ++*seq);
     uint64_t key = tag_key(tag);

@@ -163,7 +163,8 @@ static void reap(void)
     }
 }
 
-static long read_rss(pid_t pid)
+/* VmRSS, and its anonymous and shared-memory parts (RssAnon, RssShmem) */
+static long read_rss(pid_t pid, long *anon, long *shmem)
 {
     char path[64], line[256];
     snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
@@ -171,9 +172,10 @@ static long read_rss(pid_t pid)
     long kib = -1;
     if (f == NULL)
         return -1;
+    *anon = *shmem = 0;
     while (fgets(line, sizeof(line), f))
-        if (sscanf(line, "VmRSS: %ld", &kib) == 1)
-            break;
+        if (sscanf(line, "VmRSS: %ld", &kib) != 1 && sscanf(line, "RssAnon: %ld", anon) != 1)
+            sscanf(line, "RssShmem: %ld", shmem);
     fclose(f);
     return kib;
 }
@@ -185,7 +187,8 @@ static void sample_rss(void)
         if (!slots[i].alive)
             continue;
         incarnation *in = &incs[slots[i].inc];
-        long kib = read_rss(slots[i].pid);
+        long anon, shmem;
+        long kib = read_rss(slots[i].pid, &anon, &shmem);
         if (kib < 0)
             continue;
         if (in->rss_first == 0)
@@ -198,14 +201,16 @@ static void sample_rss(void)
             samples = realloc(samples, capsamples * sizeof(*samples));
         }
         long qk = (long)(in->st.quarantined_bytes / 1024);
-        samples[nsamples++] = (sample){t, slots[i].inc, kib, qk};
+        samples[nsamples++] = (sample){t, slots[i].inc, kib, qk, anon, shmem};
         uint64_t sent = 0, recvd = 0;
         for (int f = 0; f < NFAM; f++)
             sent += in->st.sent[f], recvd += in->st.recv[f];
         if (csv)
-            fprintf(csv, "%.1f,%d,%d,%d,%ld,%ld,%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 "\n",
+            fprintf(csv,
+                    "%.1f,%d,%d,%d,%ld,%ld,%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64
+                    ",%ld,%ld\n",
                     t, i, in->gen, (int)in->pid, kib, qk, sent, recvd, in->st.verified,
-                    in->st.verified_bytes);
+                    in->st.verified_bytes, anon, shmem);
     }
 }
 

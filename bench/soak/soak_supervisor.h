@@ -27,6 +27,7 @@ typedef struct sample {
     double t;
     size_t inc;
     long rss_kib, quarantined_kib;
+    long anon_kib, shmem_kib; /* RssAnon, RssShmem (an endpoint's lanes are shared memory) */
 } sample;
 
 extern incarnation *incs;
