@@ -950,11 +950,15 @@ static void case_processes(void)
  * its objects, or CDT_ERR_PEER when a position it read was out of bounds), and its bytes may be
  * wrong only because the scribbler wrote them. Run with the consumer and then the producer as
  * the side under test (the other side is the same honest loop in a child). */
-static void scribble(const cdt__lane_offer *o, unsigned seed, int data_only)
+/* A process that writes random bytes into the segment while the honest peer and the side
+ * under test use it. It is forked by the side under test after its lane is mapped and
+ * scribbles through that inherited mapping: the segment cannot be opened again once the
+ * consumer mapped it (the producer closes its memfd then, docs/TRANSPORT.md §10.2), so a
+ * scribbler that attached by itself would find nothing to open and the test would scribble
+ * nothing. */
+static void scribble(const cdt__lane *mapped, unsigned seed, int data_only)
 {
-    cdt__lane s;
-    if (cdt__lane_attach(o, &s) != CDT_SUCCESS)
-        _exit(5);
+    cdt__lane s = *mapped;
     srand(seed);
     for (;;) {
         size_t off = (size_t)rand() % s.map_bytes;
@@ -1004,7 +1008,7 @@ static void case_hostile(void)
             CHECK_RC(cdt__lane_attach(&o, &c), CDT_SUCCESS);
             scr = fork();
             if (scr == 0)
-                scribble(&o, (unsigned)round, data_only);
+                scribble(&c, (unsigned)round, data_only);
             rc = consume(&c, 400, 16, now_s() + limit, -1, &bad);
             cdt__lane_close(&c);
         } else {
@@ -1022,7 +1026,7 @@ static void case_hostile(void)
                 ;
             scr = fork();
             if (scr == 0)
-                scribble(&o, (unsigned)round, data_only);
+                scribble(&p, (unsigned)round, data_only);
             rc = rc < 0 ? rc : produce(&p, 400, now_s() + limit, -1);
             /* every span the producer got lay in the ring (write_span computes it from its own
              * position, so only the length could be wrong): checked in produce's writes, which
