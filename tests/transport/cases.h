@@ -73,6 +73,11 @@ int lane_wakeup_case(void);  /* a wait with wakeup does not sleep on a moving la
  * endpoint p->ep reports its lane (10 s at most), or for ms; the worker's lane_sent or
  * lane_received; lines of /proc/self/maps, and descriptors, that are a lane's (or a pidfd) */
 int64_t now_ms(void);
+/* cases_lane.c: a 4-byte acknowledgement under LANE_ACK_TAG, the step between the objects of
+ * the lane's region and header cases */
+enum { LANE_ACK_TAG = 99 };
+void lane_ack_send(peer *p);
+void lane_ack_recv(peer *p);
 void wait_lane(peer *p);
 void progress_for(peer *p, int64_t ms);
 uint64_t lane_stat(peer *p, uint64_t field);

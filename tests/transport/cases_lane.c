@@ -20,6 +20,19 @@
 /* both sides of every case here have the lane on (whatever CDT_UCX_LANE says) */
 static const cdt_ucx_worker_params lane_wp = {.field_mask = CDT_UCX_WORKER_PARAM_LANE, .lane = 1};
 
+void lane_ack_send(peer *p)
+{
+    int32_t a = 1;
+    CHECK_RC(cdt_ucx_send(p->ep, &a, 1, CDT_INT32, LANE_ACK_TAG, T_TIMEOUT_MS));
+}
+
+void lane_ack_recv(peer *p)
+{
+    int32_t a = 0;
+    CHECK_RC(cdt_ucx_recv(p->w, &a, 1, CDT_INT32, LANE_ACK_TAG, CDT_UCX_TAG_MASK_FULL, NULL, NULL,
+                          T_TIMEOUT_MS));
+}
+
 int64_t now_ms(void)
 {
     struct timespec ts;

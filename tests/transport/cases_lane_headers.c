@@ -14,20 +14,7 @@ static const cdt_count shapes[][2] = {
     {20000, 8},   /* 20,000 regions of 32 bytes */
     {3000, 1000}, /* the header crosses the ring's end more than once */
 };
-enum { NSHAPES = sizeof(shapes) / sizeof(shapes[0]), ACK = 99, LIMITED = 50, AFTER = 51 };
-
-static void ack_send(peer *p)
-{
-    int32_t a = 1;
-    CHECK_RC(cdt_ucx_send(p->ep, &a, 1, CDT_INT32, ACK, T_TIMEOUT_MS));
-}
-
-static void ack_recv(peer *p)
-{
-    int32_t a = 0;
-    CHECK_RC(
-        cdt_ucx_recv(p->w, &a, 1, CDT_INT32, ACK, CDT_UCX_TAG_MASK_FULL, NULL, NULL, T_TIMEOUT_MS));
-}
+enum { NSHAPES = sizeof(shapes) / sizeof(shapes[0]), LIMITED = 50, AFTER = 51 };
 
 static void headers_client(peer *p)
 {
@@ -39,7 +26,7 @@ static void headers_client(peer *p)
         CHECK_RC(double_vec_init(&v, shapes[k][0], shapes[k][1], 30 + k));
         uint64_t before = lane_stat(p, CDT_UCX_WORKER_STATS_LANE_SENT);
         CHECK_RC(cdt_ucx_send(p->ep, &v, 1, double_vec_type(), 10 + k, T_TIMEOUT_MS));
-        ack_recv(p); /* the receiver checked it */
+        lane_ack_recv(p); /* the receiver checked it */
         CHECK(lane_stat(p, CDT_UCX_WORKER_STATS_LANE_SENT) - before == 1);
         double_vec_clear(&v);
     }
@@ -51,7 +38,7 @@ static void headers_client(peer *p)
     CHECK_RC(double_vec_init(&v, 4000, 64, 41));
     CHECK_RC(cdt_ucx_send(p->ep, &v, 1, double_vec_type(), AFTER, T_TIMEOUT_MS));
     double_vec_clear(&v);
-    ack_recv(p);
+    lane_ack_recv(p);
 }
 
 static void headers_server(peer *p)
@@ -71,7 +58,7 @@ static void headers_server(peer *p)
                 (long long)shapes[k][0], (long long)shapes[k][1] * 4);
         double_vec_clear(&v);
         double_vec_clear(&want);
-        ack_send(p);
+        lane_ack_send(p);
     }
     cdt_ucx_recv_params rp = {.field_mask = CDT_UCX_RECV_PARAM_MAX_REGIONS, .max_regions = 4999};
     double_vec v = {0}, want;
@@ -86,7 +73,7 @@ static void headers_server(peer *p)
     CHECK(double_vec_equal(&v, &want));
     double_vec_clear(&v);
     double_vec_clear(&want);
-    ack_send(p);
+    lane_ack_send(p);
 }
 
 int lane_headers_case(void)

@@ -18,20 +18,7 @@ static const cdt_count shapes[][2] = {
     {8, 262144},  /* 1 MiB */
     {3, 2097152}, /* 8 MiB */
 };
-enum { NSHAPES = sizeof(shapes) / sizeof(shapes[0]), ACK = 99 };
-
-static void ack_send(peer *p)
-{
-    int32_t a = 1;
-    CHECK_RC(cdt_ucx_send(p->ep, &a, 1, CDT_INT32, ACK, T_TIMEOUT_MS));
-}
-
-static void ack_recv(peer *p)
-{
-    int32_t a = 0;
-    CHECK_RC(
-        cdt_ucx_recv(p->w, &a, 1, CDT_INT32, ACK, CDT_UCX_TAG_MASK_FULL, NULL, NULL, T_TIMEOUT_MS));
-}
+enum { NSHAPES = sizeof(shapes) / sizeof(shapes[0]) };
 
 static void regions_client(peer *p)
 {
@@ -52,7 +39,7 @@ static void regions_client(peer *p)
                                         k < NSHAPES ? NULL : &sp, &r));
         CHECK_RC(cdt_ucx_request_wait(r, T_TIMEOUT_MS));
         cdt_ucx_request_free(r);
-        ack_recv(p); /* the receiver checked it */
+        lane_ack_recv(p); /* the receiver checked it */
         uint64_t d = lane_stat(p, CDT_UCX_WORKER_STATS_LANE_SENT) - before;
         fprintf(stderr, "%lld regions of %lld bytes: %s\n", (long long)sh[0], (long long)sh[1] * 4,
                 d ? "through the lane" : "zero-copy");
@@ -78,7 +65,7 @@ static void regions_server(peer *p)
               (uint64_t)(k < NSHAPES ? expect_stream : 0));
         double_vec_clear(&v);
         double_vec_clear(&want);
-        ack_send(p);
+        lane_ack_send(p);
     }
 }
 
