@@ -12,6 +12,7 @@
 #include <linux/capability.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <ucp/api/ucp.h>
 
@@ -91,9 +92,14 @@ int lane_late_offer_case(void)
 /* ---------------------------------------------------------------- close ----------------- */
 
 /* a custom type of CP_LEN bytes whose pack callback says when the stream passed CP_AT: the
- * send is then half way through the lane (its ring holds 1 MiB) */
+ * send is then half way through the lane (its ring holds 1 MiB). The receiver's unpack waits
+ * at CP_AT until the sender has closed its endpoint (a flag in memory both processes share):
+ * without that hold a fast receiver can drain the ring so quickly that the sender finishes the
+ * object in the progress call that passed CP_AT, or in its close's flush (which moves granted
+ * lane sends on: docs/TRANSPORT.md §10.5), and the case would test a delivery. */
 enum { CP_LEN = 16 << 20, CP_AT = 4 << 20 };
 static volatile int cp_packed_past;
+static volatile int *cp_sender_closed; /* MAP_SHARED, made before the fork */
 
 static int cp_pack(void *state, const void *buf, cdt_count count, cdt_count offset, void *dst,
                    cdt_count dst_size, cdt_count *used)
@@ -105,24 +111,39 @@ static int cp_pack(void *state, const void *buf, cdt_count count, cdt_count offs
     return CDT_SUCCESS;
 }
 
+static int cp_unpack(void *state, void *buf, cdt_count count, cdt_count offset, const void *src,
+                     cdt_count src_size)
+{
+    if (offset + src_size > CP_AT)
+        for (int64_t end = now_ms() + T_TIMEOUT_MS; !*cp_sender_closed && now_ms() < end;)
+            usleep(1000);
+    return bytes_unpack(state, buf, count, offset, src, src_size);
+}
+
 static cdt_type cp_type(void)
 {
     cdt_type t;
-    CHECK_RC(cdt_type_create_custom(NULL, NULL, bytes_query, cp_pack, bytes_unpack, NULL, NULL,
-                                    NULL, 0, &t));
+    CHECK_RC(cdt_type_create_custom(NULL, NULL, bytes_query, cp_pack, cp_unpack, NULL, NULL, NULL,
+                                    0, &t));
     return t;
 }
 
-/* close p->ep with the lane send q pending: q ends with CDT_ERR_CANCELED, and nothing of the
+/* close p->ep with the lane send q pending, which the close's flush cannot finish (its
+ * receiver has not posted it, or holds it): q ends with CDT_ERR_CANCELED, and nothing of the
  * lane is left mapped or open */
 static void close_with(peer *p, cdt_ucx_request q, const char *what)
 {
     CHECK(cdt_ucx_request_test(q) == CDT_INPROGRESS);
-    cdt_ucx_ep_close(p->ep, 2000);
+    int64_t t0 = now_ms();
+    int close_rc = cdt_ucx_ep_close(p->ep, 300);
     p->ep = NULL;
+    int64_t t1 = now_ms();
     int rc = cdt_ucx_request_wait(q, 5000);
-    fprintf(stderr, "a send %s, its endpoint closed: %s; %d lane mappings, %d descriptors\n", what,
-            cdt_err_name(rc), lane_maps(), lane_fds());
+    fprintf(
+        stderr,
+        "a send %s, its endpoint closed (%s in %lld ms): %s; %d lane mappings, %d descriptors\n",
+        what, cdt_err_name(close_rc), (long long)(t1 - t0), cdt_err_name(rc), lane_maps(),
+        lane_fds());
     CHECK(rc == CDT_ERR_CANCELED);
     cdt_ucx_request_free(q);
     CHECK(lane_maps() == 0 && lane_fds() == 0);
@@ -152,6 +173,7 @@ static void close_pending_client(peer *p)
         CHECK(cdt_ucx_request_test(q) == CDT_INPROGRESS);
     CHECK(cp_packed_past);
     close_with(p, q, "half packed into the lane");
+    *cp_sender_closed = 1;
     CHECK(lane_stat(p, CDT_UCX_WORKER_STATS_LANE_SENT) == 0);
     cdt_type_free(&t);
     free(buf);
@@ -197,7 +219,14 @@ static void close_pending_server(peer *p)
 int lane_close_pending_case(void)
 {
     static const cdt_ucx_worker_params wp = {.field_mask = CDT_UCX_WORKER_PARAM_LANE, .lane = 1};
-    return run_pair(close_pending_server, close_pending_client, &wp, &wp, 0);
+    void *flag = mmap(NULL, sizeof(int), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    CHECK(flag != MAP_FAILED);
+    cp_sender_closed = flag;
+    *cp_sender_closed = 0;
+    int rc = run_pair(close_pending_server, close_pending_client, &wp, &wp, 0);
+    munmap(flag, sizeof(int));
+    cp_sender_closed = NULL;
+    return rc;
 }
 
 /* ---------------------------------------------------------------- fallbacks ------------- */
