@@ -99,7 +99,13 @@ int lane_late_offer_case(void)
  * lane sends on: docs/TRANSPORT.md §10.5), and the case would test a delivery. */
 enum { CP_LEN = 16 << 20, CP_AT = 4 << 20 };
 static volatile int cp_packed_past;
-static volatile int *cp_sender_closed; /* MAP_SHARED, made before the fork */
+/* what the two processes share (MAP_SHARED, made before the fork) */
+struct cp_shared {
+    int sender_closed; /* the second case's close is done */
+    int third_rc;      /* the third case's send ended with this */
+    int third_done;
+};
+static volatile struct cp_shared *cp_shared;
 
 static int cp_pack(void *state, const void *buf, cdt_count count, cdt_count offset, void *dst,
                    cdt_count dst_size, cdt_count *used)
@@ -115,7 +121,7 @@ static int cp_unpack(void *state, void *buf, cdt_count count, cdt_count offset, 
                      cdt_count src_size)
 {
     if (offset + src_size > CP_AT)
-        for (int64_t end = now_ms() + T_TIMEOUT_MS; !*cp_sender_closed && now_ms() < end;)
+        for (int64_t end = now_ms() + T_TIMEOUT_MS; !cp_shared->sender_closed && now_ms() < end;)
             usleep(1000);
     return bytes_unpack(state, buf, count, offset, src, src_size);
 }
@@ -149,9 +155,11 @@ static void close_with(peer *p, cdt_ucx_request q, const char *what)
     CHECK(lane_maps() == 0 && lane_fds() == 0);
 }
 
-/* The client closes its endpoint twice with a lane send pending: once while the send waits for
- * its grant (the server has not posted its receive), once while it is half packed into the
- * lane (the server receives it), each time on a new endpoint. */
+/* The client closes its endpoint three times with a lane send pending, each time on a new
+ * endpoint: while the send waits for its grant (the server has not posted its receive); while
+ * it is half packed into the lane and the server holds it (both must fail); while it is half
+ * packed and the server takes it at full speed (the close's flush may finish it: then the
+ * server has it whole, else both fail). */
 static void close_pending_client(peer *p)
 {
     int64_t one = 1;
@@ -173,8 +181,27 @@ static void close_pending_client(peer *p)
         CHECK(cdt_ucx_request_test(q) == CDT_INPROGRESS);
     CHECK(cp_packed_past);
     close_with(p, q, "half packed into the lane");
-    *cp_sender_closed = 1;
+    cp_shared->sender_closed = 1;
     CHECK(lane_stat(p, CDT_UCX_WORKER_STATS_LANE_SENT) == 0);
+    /* third: half packed while the receiver takes it at full speed, closed with time to
+     * flush: the close may finish it or cancel it, and the receiver must agree either way */
+    CHECK_RC(cdt_ucx_ep_connect(p->w, "127.0.0.1", p->port, T_TIMEOUT_MS, &p->ep));
+    CHECK_RC(cdt_ucx_send(p->ep, &one, 1, CDT_INT64, 5, T_TIMEOUT_MS));
+    wait_lane(p);
+    cp_packed_past = 0;
+    CHECK_RC(cdt_ucx_isend(p->ep, buf, CP_LEN, t, 6, &q));
+    for (int64_t end = now_ms() + T_TIMEOUT_MS; !cp_packed_past && now_ms() < end;)
+        if (cdt_ucx_request_test(q) != CDT_INPROGRESS)
+            break;
+    int close_rc = cdt_ucx_ep_close(p->ep, 5000);
+    p->ep = NULL;
+    int rc = cdt_ucx_request_wait(q, 5000);
+    cdt_ucx_request_free(q);
+    fprintf(stderr, "a send half packed, its endpoint closed with time to flush (%s): %s\n",
+            cdt_err_name(close_rc), cdt_err_name(rc));
+    CHECK(rc == CDT_SUCCESS || rc == CDT_ERR_CANCELED);
+    cp_shared->third_rc = rc;
+    __atomic_store_n(&cp_shared->third_done, 1, __ATOMIC_RELEASE);
     cdt_type_free(&t);
     free(buf);
 }
@@ -212,6 +239,25 @@ static void close_pending_server(peer *p)
     cdt_ucx_ep_close(p->ep, 2000);
     p->ep = NULL;
     CHECK(lane_fds() == 0);
+    /* third: a send ends either way, never both (docs/TRANSPORT.md §10.5) */
+    CHECK_RC(cdt_ucx_listener_accept(p->l, T_TIMEOUT_MS, &p->ep));
+    CHECK_RC(
+        cdt_ucx_recv(p->w, &one, 1, CDT_INT64, 5, CDT_UCX_TAG_MASK_FULL, NULL, NULL, T_TIMEOUT_MS));
+    memset(buf, 0, CP_LEN);
+    int rc = cdt_ucx_recv(p->w, buf, CP_LEN, t, 6, CDT_UCX_TAG_MASK_FULL, NULL, NULL, T_TIMEOUT_MS);
+    for (int64_t end = now_ms() + T_TIMEOUT_MS;
+         !__atomic_load_n(&cp_shared->third_done, __ATOMIC_ACQUIRE) && now_ms() < end;)
+        cdt_ucx_worker_progress(p->w); /* the client's close flushes: it needs this side */
+    CHECK(cp_shared->third_done);
+    bool whole = true;
+    for (size_t i = 0; i < CP_LEN && whole; i++)
+        whole = (unsigned char)buf[i] == 0x5A;
+    fprintf(stderr, "the receive of object 6: %s (%s), its send: %s\n", cdt_err_name(rc),
+            whole ? "whole" : "not whole", cdt_err_name(cp_shared->third_rc));
+    CHECK((cp_shared->third_rc == CDT_SUCCESS && rc == CDT_SUCCESS && whole) ||
+          (cp_shared->third_rc == CDT_ERR_CANCELED && rc == CDT_ERR_PEER));
+    cdt_ucx_ep_close(p->ep, 2000);
+    p->ep = NULL;
     cdt_type_free(&t);
     free(buf);
 }
@@ -219,13 +265,14 @@ static void close_pending_server(peer *p)
 int lane_close_pending_case(void)
 {
     static const cdt_ucx_worker_params wp = {.field_mask = CDT_UCX_WORKER_PARAM_LANE, .lane = 1};
-    void *flag = mmap(NULL, sizeof(int), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-    CHECK(flag != MAP_FAILED);
-    cp_sender_closed = flag;
-    *cp_sender_closed = 0;
+    void *shared = mmap(NULL, sizeof(struct cp_shared), PROT_READ | PROT_WRITE,
+                        MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    CHECK(shared != MAP_FAILED);
+    cp_shared = shared;
+    memset(shared, 0, sizeof(struct cp_shared));
     int rc = run_pair(close_pending_server, close_pending_client, &wp, &wp, 0);
-    munmap(flag, sizeof(int));
-    cp_sender_closed = NULL;
+    munmap(shared, sizeof(struct cp_shared));
+    cp_shared = NULL;
     return rc;
 }
 
