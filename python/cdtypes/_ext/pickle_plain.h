@@ -81,6 +81,14 @@ static int pp_utf8(const unsigned char *s, uint64_t n)
 {
     uint64_t i = 0;
     while (i < n) {
+        if (n - i >= 8) { /* eight ASCII bytes at a time: the common case */
+            uint64_t word;
+            memcpy(&word, s + i, 8);
+            if ((word & 0x8080808080808080u) == 0) {
+                i += 8;
+                continue;
+            }
+        }
         unsigned char c = s[i];
         if (c < 0x80) {
             i++;
