@@ -5,7 +5,10 @@ sample) so that a loaded machine's changes fall on every method alike:
   pkl5             mpi4py.util.pkl5.Intracomm.bcast (no agreement: its root sends eagerly and
                    runs ahead of the receiver)
   cdtypes          cdtypes.mpi's bcast: at two processes the agreement is an exchange of the
-                   five ints (point to point)
+                   five ints (point to point), which the receiver of a plain object (this
+                   one) posts before unpickling it (the early answer)
+  cdtypes-late     the same with the receiver's answer after its unpickling (as before the
+                   early answer, and as for an object that runs code)
   cdtypes-allreduce  the same with the agreement forced to MPI_Allreduce (as at three processes
                    and more, and at two before the exchange)
   cdtypes-none     the same with no agreement at all: NOT a protocol (a failing receiver would
@@ -50,12 +53,16 @@ def _none(self, failed, op=0, root=C._OK, have_theirs=False):
     return None, None
 
 
-AGREEMENTS = {"cdtypes": _agreement, "cdtypes-allreduce": _allreduce, "cdtypes-none": _none}
+AGREEMENTS = {"cdtypes": _agreement, "cdtypes-late": _agreement,
+              "cdtypes-allreduce": _allreduce, "cdtypes-none": _none}
+_early = C.Call.rebuild_early
 
 
 def sample(comm, method, iters):
     if method in AGREEMENTS:
         C._Collectives.agreement = AGREEMENTS[method]
+    # every method but cdtypes answers after unpickling (rebuild: no early answer)
+    C.Call.rebuild_early = _early if method == "cdtypes" else C.Call.rebuild
     try:
         world.Barrier()
         t0 = time.perf_counter()
@@ -64,14 +71,15 @@ def sample(comm, method, iters):
         dt = (time.perf_counter() - t0) / iters
     finally:
         C._Collectives.agreement = _agreement
+        C.Call.rebuild_early = _early
     return world.allreduce(dt, op=MPI.MAX)
 
 
 def chain(comm, n):
     """(segment, [ns per call]) of n calls of cdtypes' bcast, at rank 0 (None elsewhere)"""
     stamp, log = time.perf_counter_ns, []
-    saved = C.Call.__init__, C.Call.send, C.Call.receive, C.Call.rebuild, \
-        C._Collectives._exchange
+    saved = C.Call.__init__, C.Call.send, C.Call.receive, C.Call.rebuild_early, \
+        C._Collectives._exchange, C._Collectives.answer_early
 
     def wrap(fn, before=None, after=None):
         def w(*a, **kw):
@@ -86,16 +94,17 @@ def chain(comm, n):
     C.Call.__init__ = wrap(saved[0], before="start")
     C.Call.send = wrap(saved[1], before="send")
     C.Call.receive = wrap(saved[2], after="got")
-    C.Call.rebuild = wrap(saved[3], after="loaded")
+    C.Call.rebuild_early = wrap(saved[3], after="loaded")
     C._Collectives._exchange = wrap(saved[4], before="ack", after="agreed")
+    C._Collectives.answer_early = wrap(saved[5], before="early")
     try:
         world.Barrier()
         for _ in range(n):
             comm.bcast(OBJ if rank == 0 else None, 0)
             log.append(("ret", stamp()))
     finally:
-        C.Call.__init__, C.Call.send, C.Call.receive, C.Call.rebuild, \
-            C._Collectives._exchange = saved
+        C.Call.__init__, C.Call.send, C.Call.receive, C.Call.rebuild_early, \
+            C._Collectives._exchange, C._Collectives.answer_early = saved
     logs = world.gather(log, 0)
     if rank != 0:
         return None
@@ -113,10 +122,11 @@ def chain(comm, n):
     segs = {
         "root: Call and pack": lambda a, b, n: a["send"] - a["start"],
         "head to receiver (transit, probe, receive, parse)": lambda a, b, n: b["got"] - a["send"],
-        "receiver: unpickle": lambda a, b, n: b["loaded"] - b["got"],
-        "receiver: to its exchange send": lambda a, b, n: b["ack"] - b["loaded"],
-        "receiver's exchange message to root's agreement end": lambda a, b, n:
-            a["agreed"] - b["ack"],
+        "receiver: to its answer (early: before unpickling)": lambda a, b, n:
+            b.get("early", b["ack"]) - b["got"],
+        "receiver: unpickle (and its answer when early)": lambda a, b, n: b["loaded"] - b["got"],
+        "receiver's answer to root's agreement end": lambda a, b, n:
+            a["agreed"] - b.get("early", b["ack"]),
         "root: after the agreement to return": lambda a, b, n: a["ret"] - a["agreed"],
         "root: return to next call": lambda a, b, n: n["start"] - a["ret"],
         "root: own copy (send to its exchange)": lambda a, b, n: a["ack"] - a["send"],
@@ -135,7 +145,7 @@ def main():
     if world.Get_size() != 2:
         sys.exit("run with mpiexec -n 2")
     samples, iters, nchain = (1, 3, 4) if a.smoke else (a.samples, 20, 3000)
-    methods = ["pkl5", "cdtypes", "cdtypes-allreduce", "cdtypes-none"]
+    methods = ["pkl5", "cdtypes", "cdtypes-late", "cdtypes-allreduce", "cdtypes-none"]
     comms = {"pkl5": pkl5.Intracomm(world)}
     mine = cmpi.Intracomm(world).Dup()
     for m in methods[1:]:

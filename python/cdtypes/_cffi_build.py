@@ -154,6 +154,7 @@ void cdtpy_free(void *p);
 int cdtpy_alloc_default(void *user, cdt_count index, cdt_count len, cdt_kind kind, void **base);
 void cdtpy_cache_limit(int64_t bytes);
 int cdtpy_stream_needs_check(const unsigned char *s, size_t n);
+int cdtpy_pickle_plain(const unsigned char *s, size_t n, size_t nbuf);
 int cdtpy_decode_inplace(cdt_decoder dec, const char *p, cdt_count header_and_stream,
                          cdt_count region_count);
 int64_t cdtpy_mpi_pack_inband(const char *stream, cdt_count len, uint32_t oid,
@@ -187,6 +188,7 @@ def source():
 #include "cdt_receive_memory.h"
 #include "cdt_sobj.h"
 #include "cdt_ucx.h"
+#include "pickle_plain.h" /* cdtpy_pickle_plain: shared with the C extension (_ext/) */
 
 static struct {
 %(decl)s} cdtpy_C;

@@ -16,8 +16,9 @@ Every receive takes max_bytes / max_regions / allowed as a point-to-point receiv
 that fails (its object does not pickle, a receive over a limit, a malformed frame, a scatter
 list of the wrong length) sends failure markers in place of the objects it owes, and every call
 ends with an agreement (one MPI_Allreduce of five ints: who failed, the operation and the root
-each as lowest and highest): every rank raises, none waits for ever, and ranks that disagree on
-the operation or the root fail instead of shifting later calls.
+each as lowest and highest; at two processes an exchange of them, which bcast's receiver posts
+before unpickling a plain object): every rank raises, none waits for ever, and ranks that
+disagree on the operation or the root fail instead of shifting later calls.
 _mpi_coll_call.py holds the per-call machinery."""
 
 from mpi4py import MPI
@@ -118,7 +119,10 @@ def bcast(comm, obj, root, max_bytes=None, max_regions=None, allowed=None):
             for dest in range(coll.peers):
                 call.send(out, dest)
         elif role == "leaf":
-            result = call.receive_object(root)
+            if coll.pair is not None:  # one receiver, one root: it may answer early (§14.5)
+                result = call.rebuild_early(call.receive(root)[0])
+            else:
+                result = call.receive_object(root)
     else:
         parent, children = _tree(coll, root)
         if parent is None:
@@ -131,7 +135,8 @@ def bcast(comm, obj, root, max_bytes=None, max_regions=None, allowed=None):
             inc, out = call.receive(parent, forward=bool(children))
             for child in children:
                 call.send(out, child)
-            result = call.rebuild(inc)
+            # two processes: the receiver receives nothing more and may answer early (§14.5)
+            result = call.rebuild_early(inc) if coll.pair is not None else call.rebuild(inc)
     call.finish("bcast")
     return result
 

@@ -12,7 +12,7 @@ import time
 
 from mpi4py import MPI
 
-from . import _lib
+from . import _core, _lib, _stream
 from ._backend import impl as _b
 from . import _mpi_parts
 from . import mpi as _m
@@ -32,6 +32,7 @@ _OPS = {1: "bcast", 2: "gather", 3: "scatter", 4: "allgather", 5: "alltoall"}
 _ID = struct.Struct("<I")  # the prefix's id field, at offset 4 (docs/MPI.md §4.1)
 _COLL_KEYVAL = MPI.Comm.Create_keyval()  # on a user's communicator: its _Collectives
 _yield = getattr(os, "sched_yield", lambda: time.sleep(0))
+_pickle_loads = pickle.loads
 
 
 def _cores():
@@ -61,7 +62,7 @@ class _Collectives:
     intercommunicator, cc's two groups merged)."""
 
     __slots__ = ("cc", "pc", "agree", "agree_rank", "inter", "peers", "me", "trees", "yielding",
-                 "pair", "sent", "_mine", "_all", "_theirs")
+                 "pair", "sent", "answered", "early_answers", "_mine", "_all", "_theirs")
 
     def __init__(self, comm):
         self.cc = MPI.Comm.Dup(comm)  # not comm.Dup(): the pkl5 API's Dup attaches
@@ -88,11 +89,26 @@ class _Collectives:
         self._mine, self._all = array.array("i", [0] * 5), array.array("i", [0] * 5)
         self._theirs = array.array("i", [0] * 5)
         self.sent = None  # the exchange's send, not yet waited for
+        # this call's exchange send was posted early (answer_early, §14.5), with the values in
+        # _mine; early_answers counts the calls that answered early (observed by the tests)
+        self.answered = False
+        self.early_answers = 0
 
     def take_theirs(self, msg):
         """A head's receive matched the other process's exchange message (§14.5): receive
         it as its contribution to this call's agreement, which then receives nothing more."""
         msg.Recv([self._theirs, _INT])
+
+    def answer_early(self, op, root):
+        """The early answer of a two-process bcast's receiver (§14.5): post this process's
+        part of the exchange, as a process that did not fail, before it unpickles. The caller
+        knows that nothing but running out of memory can fail after it."""
+        mine = self._mine
+        lo, hi = (root, -root) if root != _OK else (_OK, _OK)
+        mine[0], mine[1], mine[2], mine[3], mine[4] = _OK, op, -op, lo, hi
+        self.sent = self.agree.Isend([mine, _INT], self.pair, AGREE_TAG)
+        self.answered = True
+        self.early_answers += 1
 
     def agreement(self, failed, op=0, root=_OK, have_theirs=False):
         """MPI_Allreduce(MIN) of (this rank's number in the agreement communicator if it
@@ -103,9 +119,12 @@ class _Collectives:
         (Measured: MPI_Iallreduce started earlier, to overlap the root's own copy, cost more
         than it hid.)"""
         mine, out = self._mine, self._all
-        fail = self.agree_rank if failed else _OK
-        lo, hi = (root, -root) if root != _OK else (_OK, _OK)
-        mine[0], mine[1], mine[2], mine[3], mine[4] = fail, op, -op, lo, hi
+        if self.answered:  # what this process sent early is its part, whatever came after
+            fail, op, _, lo, hi = mine
+        else:
+            fail = self.agree_rank if failed else _OK
+            lo, hi = (root, -root) if root != _OK else (_OK, _OK)
+            mine[0], mine[1], mine[2], mine[3], mine[4] = fail, op, -op, lo, hi
         if self.pair is not None:
             # the minimum of the two, slot by slot (Python ints: an element-wise loop over
             # the arrays cost 3 us, a tenth of a small bcast)
@@ -130,7 +149,10 @@ class _Collectives:
     def _exchange(self, have_theirs):
         """The agreement of two processes (§14.5): send ours, receive theirs -> theirs."""
         theirs = self._theirs
-        send = self.agree.Isend([self._mine, _INT], self.pair, AGREE_TAG)
+        if self.answered:  # posted early (answer_early)
+            send, self.sent, self.answered = self.sent, None, False
+        else:
+            send = self.agree.Isend([self._mine, _INT], self.pair, AGREE_TAG)
         if self.yielding:
             reqs = [send] if have_theirs else [
                 send, self.agree.Irecv([theirs, _INT], self.pair, AGREE_TAG)]
@@ -354,6 +376,41 @@ class Call:
 
     def receive_object(self, source):
         return self.rebuild(self.receive(source)[0])
+
+    def rebuild_early(self, inc):
+        """rebuild() for the receiver of a two-process bcast, which receives nothing more in
+        the call: when every check passed and the stream is plain (its loading runs no code
+        and cannot raise but MemoryError), its part of the agreement goes before the unpickling
+        (docs/MPI.md §14.5, the early answer), so that the root's wait does not include it."""
+        if inc is None:
+            return FAILED
+        strict = self.limits is not None
+        try:
+            stream, buffers = inc.finish()
+        except BaseException as e:
+            self.fail(e)
+            return FAILED
+        try:
+            plain = (self.error is None and not self.peer_failed
+                     and _b.stream_plain(stream, len(buffers)))
+            if plain:  # the checks _core._unpickle makes, first: after the answer, none fails
+                if strict:
+                    _stream.check_stream(stream, True)
+                elif _core._needs_check(stream):
+                    _stream.check_stream(stream, False)
+        except BaseException:
+            plain = False  # _unpickle below raises it, after the unpickling as without a scan
+        try:
+            if not plain:
+                return _core._unpickle(stream, buffers, self.policy if strict else None, strict,
+                                       True)
+            self.coll.answer_early(self.tag, self.root)
+            if self.policy is None or not strict:
+                return _pickle_loads(stream, buffers=buffers)
+            return self.policy.loads(stream, buffers)
+        except BaseException as e:  # after an early answer: MemoryError alone (§14.5)
+            self.fail(e)
+            return FAILED
 
     def finish(self, name):
         """The agreement, then wait for this rank's sends (§14.5): raises InvalidArgumentError

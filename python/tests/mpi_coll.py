@@ -6,6 +6,7 @@ collective on the same communicator works (nothing of the failed one is left beh
 bcast's tree from every root and allgather's ring, with objects that have parts messages, on
 intra- and intercommunicators."""
 import faulthandler
+import pickle
 import sys
 
 import numpy as np
@@ -231,6 +232,48 @@ def leaf_fails(comm):
     still_works(comm)
 
 
+def early_answer(comm):
+    """docs/MPI.md §14.5, the early answer: at two processes bcast's receiver of a plain
+    object (builtin scalars and containers, out-of-band buffers included) posts its part of
+    the exchange before unpickling; of an object whose unpickling runs code (Refuses) it does
+    not, and the root still raises PeerError, the receiver the original error. At three
+    processes and more (the allreduce) no process answers early."""
+    me, n = comm.Get_rank(), comm.Get_size()
+    coll = _mpi_coll_call.collectives(comm)
+    pair = n == 2
+    def plain():  # a PickleBuffer is released once sent: a new one each time
+        return {"k": list(range(50)), "t": (1, "x", 2.5), "s": {1, 2}, "b": bytearray(b"ab"),
+                "oob": pickle.PickleBuffer(bytearray(b"z" * (T + 10)))}
+
+    mode = coll.yielding
+    for yielding in (False, True):
+        coll.yielding = yielding  # every rank alike: the polled exchange too
+        try:
+            for root in range(n):
+                before = coll.early_answers
+                got = comm.bcast(plain() if me == root else None, root)
+                assert got["k"] == list(range(50)) and got["s"] == {1, 2}, got
+                if me != root:
+                    assert bytes(got["oob"]) == b"z" * (T + 10)
+                early = pair and me != root
+                assert coll.early_answers == before + early, (me, root, coll.early_answers)
+                assert not coll.answered
+                before = coll.early_answers
+                expect(comm.bcast, None if me == root else ZeroDivisionError,
+                       {"plain": 1, "refuses": Refuses(root)} if me == root else None, root)
+                assert coll.early_answers == before, "an object that runs code answered early"
+                # refused by a limit: no early answer, the root raises PeerError (at two
+                # processes: from four, a forwarder's refusal reaches its children as markers)
+                if pair:
+                    expect(comm.bcast, None if me == root else LimitError,
+                           plain() if me == root else None, root,
+                           max_bytes=None if me == root else 100)
+                    assert coll.early_answers == before
+        finally:
+            coll.yielding = mode
+    still_works(comm)
+
+
 def disagree_unsent(comm):
     """two processes that disagree on the operation where one waits for an object the other
     does not send: rank 0 in allgather (sends to 1, waits for 1's object), rank 1 in gather
@@ -273,6 +316,13 @@ def intercomm():
            max_bytes=1000 if bad else None)
     for source, obj in enumerate(inter.alltoall([big(me * 10 + d) for d in range(remote)])):
         check(obj, source * 10 + me)
+    if size == 2:  # one process and one: bcast's receiver answers early (§14.5)
+        coll = _mpi_coll_call.collectives(inter)
+        before = coll.early_answers
+        got = inter.bcast({"plain": [1, 2]} if group == 0 else None,
+                          MPI.ROOT if group == 0 else 0)
+        assert got == (None if group == 0 else {"plain": [1, 2]}), got
+        assert coll.early_answers == before + (group == 1)
     still_works(inter, True)
     inter.Free()
 
@@ -284,6 +334,7 @@ bad_frame(world)
 long_heads(world)
 disagree(world)
 leaf_fails(world)
+early_answer(world)
 disagree_unsent(world)
 dup = world.Dup()
 trees(dup)

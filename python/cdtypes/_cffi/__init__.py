@@ -26,9 +26,10 @@ from .buffer import Buffer
 from .frame import Frame, dumps
 from .module import CALLS, ERR_PY_EXCEPTION, MPI_PREFIX, _init, _init_ucx  # noqa: F401
 from .mpi import mpi_pack, mpi_parts, mpi_unpack
-from .receive import decode, stream_needs_check
+from .receive import decode, stream_needs_check, stream_plain
 from .ucx import ucx_irecv, ucx_isend
 
-__all__ = ["Frame", "Buffer", "dumps", "decode", "stream_needs_check", "ucx_isend", "ucx_irecv",
+__all__ = ["Frame", "Buffer", "dumps", "decode", "stream_needs_check", "stream_plain",
+           "ucx_isend", "ucx_irecv",
            "mpi_pack", "mpi_unpack", "mpi_parts", "CALLS", "UCX_CALLS", "ERR_PY_EXCEPTION",
            "MPI_PREFIX"]

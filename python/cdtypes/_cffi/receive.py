@@ -253,3 +253,15 @@ def stream_needs_check(stream):
         return bool(lib.cdtpy_stream_needs_check(c, len(c)))
     finally:
         ffi.release(c)
+
+
+def stream_plain(stream, nbuf):
+    """Whether pickle loads the stream, given nbuf out-of-band buffers, without running code
+    and without raising (docs/MPI.md §14.5; the C walk of _ext/pickle_plain.h)."""
+    if nbuf < 0:
+        return False
+    c = ffi.from_buffer(stream)
+    try:
+        return bool(lib.cdtpy_pickle_plain(c, len(c), nbuf))
+    finally:
+        ffi.release(c)

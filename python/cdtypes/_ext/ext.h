@@ -184,6 +184,9 @@ int write_nogil(cdt_decoder dec, cdt_count off, const void *src, cdt_count len);
 PyObject *ext_decode(PyObject *self, PyObject *args);
 PyObject *ext_stream_needs_check(PyObject *self, PyObject *arg);
 
+/* plain.c: whether a pickle stream loads without running code (pickle_plain.h) */
+PyObject *ext_stream_plain(PyObject *self, PyObject *args);
+
 /* ucx.c: UCX requests */
 extern PyTypeObject RequestType;
 

@@ -19,7 +19,7 @@
  *
  * Backend interface (cdtypes._core is the only Python layer; a second backend such as cffi
  * provides the same names): _init, _init_ucx, Frame, Buffer, dumps, decode, stream_needs_check,
- * ucx_isend, ucx_irecv, mpi_pack, mpi_unpack, mpi_parts, CALLS, UCX.
+ * stream_plain, ucx_isend, ucx_irecv, mpi_pack, mpi_unpack, mpi_parts, CALLS, UCX.
  *
  * The GIL is released around every transport call (a prepare callback takes it back) and
  * around copies larger than COPY_NOGIL bytes.
@@ -150,6 +150,9 @@ static PyMethodDef ext_methods[] = {
      "buffers)"},
     {"stream_needs_check", ext_stream_needs_check, METH_O,
      "Whether the stream could hold an over-long BYTEARRAY8 (then check it before loading)."},
+    {"stream_plain", ext_stream_plain, METH_VARARGS,
+     "stream_plain(stream, nbuf): whether pickle loads the stream, given nbuf out-of-band "
+     "buffers, without running code and without raising (docs/MPI.md §14.5)."},
     {"ucx_isend", ext_ucx_isend, METH_VARARGS, "ucx_isend(ep, obj, tag) -> request"},
     {"ucx_irecv", ext_ucx_irecv, METH_VARARGS,
      "ucx_irecv(worker, tag, mask, alloc, max_bytes, max_regions) -> request"},
