@@ -60,16 +60,12 @@ class _Out:
         self.inband = self.stream = None
 
     def release(self):
-        """Release the exports, then the PickleBuffers (the objects may be resized again)."""
+        """Release this frame's exports and drop the PickleBuffers, never releasing them: one
+        the object holds is the caller's (as _ext/send.c says)."""
         self.drop_stream()
         for c in self.views:
             ffi.release(c)
         for m in self.raws:
             m.release()
-        for pb in self.pbufs:
-            try:
-                pb.release()
-            except Exception:
-                pass
         self.views, self.raws, self.pbufs = [], [], []
         self.so = self.sbufs = None

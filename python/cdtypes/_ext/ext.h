@@ -79,7 +79,7 @@ extern int have_ucx;
 extern cdt_type sobj_type;
 extern PyObject *hook_alloc_error; /* alloc_error(exc) -> exception instance */
 extern PyObject *pickle_dumps, *kw_buffer_callback;
-extern PyObject *str_numpy, *str_dtype, *str_F, *str_dump, *str_clear_memo, *str_release;
+extern PyObject *str_numpy, *str_dtype, *str_F, *str_dump, *str_clear_memo;
 
 PyObject *not_ready(void);
 PyObject *raise_code(int code, PyObject *detail);

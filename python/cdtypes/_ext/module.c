@@ -34,7 +34,7 @@ cdt_type sobj_type;
 static PyObject *hook_error; /* error(code, detail) -> exception instance */
 PyObject *hook_alloc_error;  /* alloc_error(exc) -> exception instance */
 PyObject *pickle_dumps, *kw_buffer_callback;
-PyObject *str_numpy, *str_dtype, *str_F, *str_dump, *str_clear_memo, *str_release;
+PyObject *str_numpy, *str_dtype, *str_F, *str_dump, *str_clear_memo;
 
 PyObject *not_ready(void)
 {
@@ -204,7 +204,6 @@ PyMODINIT_FUNC PyInit__ext(void)
         (str_F = PyUnicode_InternFromString("F")) == NULL ||
         (str_dump = PyUnicode_InternFromString("dump")) == NULL ||
         (str_clear_memo = PyUnicode_InternFromString("clear_memo")) == NULL ||
-        (str_release = PyUnicode_InternFromString("release")) == NULL ||
         (dtype_cache = PyDict_New()) == NULL)
         return NULL;
     /* named in pickle streams as cdtypes._arrays.rebuild (that module publishes them) */

@@ -11,19 +11,10 @@ void out_release(outgoing *o)
     PyMem_Free(o->sbufs);
     o->views = NULL;
     o->sbufs = NULL;
-    if (o->pbufs != NULL) { /* PickleBuffer.release(): the objects may be resized again */
-        for (Py_ssize_t i = 0; i < PyList_GET_SIZE(o->pbufs); i++) {
-            PyObject *pb = PyList_GET_ITEM(o->pbufs, i);
-            /* one the list alone holds (the reducers' own) is released by the list's end; the
-             * call is for those the object itself holds */
-            if (Py_REFCNT(pb) == 1)
-                continue;
-            PyObject *r = PyObject_CallMethodNoArgs(pb, str_release);
-            if (r == NULL)
-                PyErr_Clear();
-            Py_XDECREF(r);
-        }
-    }
+    /* The PickleBuffers are dropped, never released: one the object holds is the caller's (a
+     * released one would fail the object's next use, a second send or the root's own result
+     * of a collective, as it never does with pickle or mpi4py.util.pkl5); the reducers' own
+     * go with the list, and their exports with them */
     Py_CLEAR(o->pbufs);
     Py_CLEAR(o->stream);
     memset(&o->so, 0, sizeof o->so);
