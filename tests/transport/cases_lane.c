@@ -392,6 +392,16 @@ static void hub(uint16_t *port_out, int port_fd, int go_fd)
     fprintf(stderr, "the %s to the killed peer ended with %s after %lld ms\n",
             kill_in != 2 ? "receive" : "send", cdt_err_name(vrc), (long long)(failed_at - start));
     CHECK(vrc == CDT_ERR_PEER);
+    if (kill_in != 2) {
+        /* named by the endpoint to the killed peer, not left without a cause: a caller (the
+         * soak) tells it from another peer's doing by this */
+        cdt_ucx_recv_info vi = {.field_mask = CDT_UCX_RECV_INFO_FAILURE | CDT_UCX_RECV_INFO_SENDER};
+        CHECK(cdt_ucx_request_recv_info(vr, &vi) == CDT_ERR_PEER);
+        fprintf(stderr, "its failure: %d by %016llx (the killed peer: %016llx)\n", vi.failure,
+                (unsigned long long)vi.failed_by, (unsigned long long)cdt_ucx_ep_peer_id(victim));
+        CHECK(vi.failure == CDT_UCX_RECV_FAILURE_ENDPOINT);
+        CHECK(vi.failed_by == cdt_ucx_ep_peer_id(victim));
+    }
     double_vec_clear(&dv);           /* what the receive allocated before it failed */
     CHECK(failed_at - start < 5000); /* the keepalive bound (1 s) and then some */
     cdt_ucx_request_free(vr);

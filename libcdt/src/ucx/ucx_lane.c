@@ -218,9 +218,13 @@ void cdt__ucx_lane_ep_end(struct cdt_ucx_ep_s *ep, int status)
         cdt__ucx_send_part_end(q, status);
         q = next;
     }
-    /* receives: their stream will never come */
+    /* receives: their stream will never come; named by this endpoint (its failure or close),
+     * as cdt__ucx_fail_body_recvs names the receives it fails, so that a caller can tell them
+     * from another peer's doing (cdt_ucx_recv_info's failure, failed_by) */
     for (cdt__ucx_lane_in *e = l->in_head, *next; e != NULL; e = next) {
         next = e->next;
+        if (e->r != NULL && e->r->status == CDT_SUCCESS)
+            cdt__ucx_recv_failed_by(e->r, CDT_UCX_RECV_FAILURE_ENDPOINT, ep->peer_id);
         if (e->r != NULL)
             cdt__ucx_recv_fail(e->r, CDT_ERR_PEER); /* detaches it: e->r = NULL */
         free(e);

@@ -160,7 +160,10 @@ void cdt__ucx_lane_head(cdt_ucx_request r, const cdt__ucx_head *h)
      * endpoint's lane is not that sender's */
     if (ep == NULL || ep->peer_id != h->sender) {
         cdt__ucx_recv_drain_regions(r, h->part, h->part_len, 0);
-        cdt__ucx_recv_fail(r, lane_missing(r->w, h->sender));
+        int rc = lane_missing(r->w, h->sender);
+        if (rc == CDT_ERR_PEER) /* the sender's endpoint here failed or was closed */
+            cdt__ucx_recv_failed_by(r, CDT_UCX_RECV_FAILURE_ENDPOINT, h->sender);
+        cdt__ucx_recv_fail(r, rc);
         return;
     }
     const uint64_t lane_len = (uint64_t)(h->stream_len - h->part_len);
