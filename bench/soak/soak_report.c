@@ -29,7 +29,7 @@ static long sample_kib(const sample *s, int which)
         return s->heap_inuse_kib;
     case HEAP_FREE:
         return s->heap_free_kib;
-    case RSS_HELD: /* what neither the soak's quarantine nor the heap's free bins explain */
+    case RSS_HELD: /* what neither the soak's quarantine nor the heap's free bytes explain */
         return s->rss_kib - s->quarantined_kib - s->heap_free_kib;
     default:
         return s->rss_kib;
@@ -250,7 +250,7 @@ void write_report(FILE *f, int pass, double secs, const char *cmdline)
             "\nReceiver RSS (VmRSS, sampled every second; %s) of the processes that lived "
             "through more than half of the run, beside the allocator's own view (glibc "
             "mallinfo2: bytes the program holds from malloc, in the arenas and in chunks mmapped "
-            "one each; bytes free in the arenas' bins).\n\n",
+            "one each; bytes free in the arenas, in their bins and tops).\n\n",
             csv_name);
     fprintf(f, "A timed-out dvec receive's object is watched for late writes for 3 s before it "
                "is freed: those bytes are the soak's own quarantine, shown apart, and growth is "
@@ -260,7 +260,7 @@ void write_report(FILE *f, int pass, double secs, const char *cmdline)
                "\"Soak\"): the rise of a figure across a window is the median of the slopes "
                "between its samples (Theil-Sen) times the window's length. Two figures are "
                "judged: RSS held (RSS minus the quarantine minus the bytes free in the heap's "
-               "bins: what the allocator's retention does not explain) and the heap's bytes in "
+               "arenas: what the allocator's retention does not explain) and the heap's bytes in "
                "use. Either grew when it rose across the last half of the life by more than "
                "32 MiB and 10%% of its median there, and across the last quarter still by more "
                "than 8 MiB. A warm-up that ends before the last quarter, or a step the heap "
