@@ -136,7 +136,8 @@ int main(int argc, char **argv)
             return 2;
         }
         fprintf(csv, "t_s,peer,gen,pid,rss_kib,quarantined_kib,sent,received,verified,"
-                     "verified_bytes,rss_anon_kib,rss_shmem_kib\n");
+                     "verified_bytes,rss_anon_kib,rss_shmem_kib,heap_arena_kib,heap_inuse_kib,"
+                     "heap_free_kib,heap_mmap_kib,heap_arenas,worker_quarantined_heads\n");
     }
     sup_rng.s = mix64(opt.seed ^ 0x50a4);
     t_start = now_s();

@@ -155,6 +155,14 @@ typedef struct stats {
     /* gauges from the worker (cdt_ucx_worker_stats_get): objects whose stream went through an
      * endpoint's lane (docs/TRANSPORT.md §10), so that the report shows the lane ran */
     uint64_t lane_sent, lane_received;
+    /* gauges of the allocator's own view (glibc mallinfo2, every second): bytes the heap's
+     * arenas hold (arena), of them in use by the program and free in its bins (uordblks,
+     * fordblks), bytes in chunks mmapped one each (hblkhd, in use), the arenas (malloc_info,
+     * every 10 s); head buffers the worker holds in quarantine (about 33 KiB each); and at
+     * the peer's clean stop its RssAnon before and after malloc_trim(0), which returns the
+     * free pages of every arena: what falls is the allocator's, not the program's */
+    uint64_t heap_arena, heap_inuse, heap_free, heap_mmap, heap_arenas, worker_quarantined;
+    uint64_t trim_before_kib, trim_after_kib;
 } stats;
 
 enum { M_HELLO, M_STATS, M_FAIL, M_NOTE, M_INFO, M_UP, M_DOWN, M_QUIESCE, M_FINAL, M_STOP, M_BYE };

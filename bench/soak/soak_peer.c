@@ -5,6 +5,8 @@
  */
 #include "soak.h"
 
+#include <malloc.h>
+
 /* ------------------------------------------------------------------------------------------
  * peer process
  * ---------------------------------------------------------------------------------------- */
@@ -186,6 +188,52 @@ static void dump_stacks(void)
     }
 }
 
+/* RssAnon of this process in KiB (-1 when unreadable) */
+static long self_anon_kib(void)
+{
+    char line[256];
+    long kib = -1;
+    FILE *f = fopen("/proc/self/status", "r");
+    while (f != NULL && fgets(line, sizeof(line), f))
+        if (sscanf(line, "RssAnon: %ld", &kib) == 1)
+            break;
+    if (f != NULL)
+        fclose(f);
+    return kib;
+}
+
+/* the arenas malloc_info lists (one <heap> element each) */
+static uint64_t heap_arenas(void)
+{
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    if (f == NULL)
+        return 0;
+    malloc_info(0, f);
+    fclose(f);
+    uint64_t n = 0;
+    for (const char *p = text; p != NULL && (p = strstr(p, "<heap nr=")) != NULL; p++)
+        n++;
+    free(text);
+    return n;
+}
+
+/* the allocator's view beside RssAnon (soak.h, stats): what the heap holds, uses, keeps free */
+static void heap_gauges(stats *st)
+{
+    static uint64_t arenas;
+    static int tick;
+    struct mallinfo2 mi = mallinfo2();
+    st->heap_arena = mi.arena;
+    st->heap_inuse = mi.uordblks;
+    st->heap_free = mi.fordblks;
+    st->heap_mmap = mi.hblkhd;
+    if (tick++ % 10 == 0)
+        arenas = heap_arenas();
+    st->heap_arenas = arenas;
+}
+
 static void send_stats(int type)
 {
     msg *m = calloc(1, sizeof(*m));
@@ -194,11 +242,14 @@ static void send_stats(int type)
     m->gen = g_gen;
     memcpy(&m->st, &g_st, sizeof(g_st));
     cdt_ucx_worker_stats ws = {.field_mask = CDT_UCX_WORKER_STATS_LANE_SENT |
-                                             CDT_UCX_WORKER_STATS_LANE_RECEIVED};
+                                             CDT_UCX_WORKER_STATS_LANE_RECEIVED |
+                                             CDT_UCX_WORKER_STATS_QUARANTINED};
     if (g_w != NULL && cdt_ucx_worker_stats_get(g_w, &ws) == CDT_SUCCESS) {
         m->st.lane_sent = ws.lane_sent;
         m->st.lane_received = ws.lane_received;
+        m->st.worker_quarantined = ws.quarantined;
     }
+    heap_gauges(&m->st);
     send_msg(m);
     free(m);
 }
@@ -306,6 +357,13 @@ int peer_main(int me, int gen, int sock)
         pthread_join(tids[t], NULL);
     if (now_s() - t0 > 30)
         report("threads took %.0f s to stop", now_s() - t0);
+    /* with every object freed and the worker still up: how much of RssAnon is free memory
+     * the heap keeps (returned by malloc_trim) rather than memory the program holds */
+    long before = self_anon_kib();
+    malloc_trim(0);
+    long after = self_anon_kib();
+    g_st.trim_before_kib = before > 0 ? (uint64_t)before : 0;
+    g_st.trim_after_kib = after > 0 ? (uint64_t)after : 0;
     cdt_ucx_listener_destroy(g_l);
     cdt_ucx_worker_destroy(g_w);
     cdt_ucx_context_destroy(g_ctx);

@@ -14,7 +14,7 @@ static int cmp_long(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-enum { RSS_ALL, RSS_MINUS_QUARANTINE, RSS_ANON, RSS_SHMEM };
+enum { RSS_ALL, RSS_MINUS_QUARANTINE, RSS_ANON, RSS_SHMEM, HEAP_INUSE, HEAP_FREE, RSS_HELD };
 
 static long sample_kib(const sample *s, int which)
 {
@@ -25,6 +25,12 @@ static long sample_kib(const sample *s, int which)
         return s->anon_kib;
     case RSS_SHMEM:
         return s->shmem_kib;
+    case HEAP_INUSE:
+        return s->heap_inuse_kib;
+    case HEAP_FREE:
+        return s->heap_free_kib;
+    case RSS_HELD: /* what neither the soak's quarantine nor the heap's free bytes explain */
+        return s->rss_kib - s->quarantined_kib - s->heap_free_kib;
     default:
         return s->rss_kib;
     }
@@ -49,6 +55,65 @@ static long median_rss(size_t inc, double from, double to, int which)
     }
     free(v);
     return m;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* the rise (KiB) across [from, to) of an incarnation's life of the part `which`: the
+ * Theil-Sen slope (the median of the slopes between every two samples, at most 512 of them
+ * taken evenly) times the window's length. A median of slopes is not moved by the spikes of
+ * objects in flight (a 64 MiB object is 15% of a peer's RSS for a second), which move a
+ * least-squares line, nor by one step, which moves a comparison of two medians. */
+static double rise_kib(size_t inc, double from, double to, int which)
+{
+    const incarnation *in = &incs[inc];
+    double life = in->t1 - in->t0, t0 = in->t0 + from * life, t1 = in->t0 + to * life + 1e-9;
+    size_t n = 0;
+    for (size_t k = 0; k < nsamples; k++)
+        if (samples[k].inc == inc && samples[k].t >= t0 && samples[k].t < t1)
+            n++;
+    if (n < 8)
+        return 0;
+    size_t stride = (n + 511) / 512, m = 0, seen = 0;
+    double *t = malloc(512 * sizeof(double)), *v = malloc(512 * sizeof(double));
+    for (size_t k = 0; k < nsamples && m < 512; k++)
+        if (samples[k].inc == inc && samples[k].t >= t0 && samples[k].t < t1 &&
+            seen++ % stride == 0) {
+            t[m] = samples[k].t;
+            v[m++] = (double)sample_kib(&samples[k], which);
+        }
+    double *slope = malloc(m * (m - 1) / 2 * sizeof(double) + 1);
+    size_t ns = 0;
+    for (size_t i = 0; i < m; i++)
+        for (size_t j = i + 1; j < m; j++)
+            if (t[j] > t[i])
+                slope[ns++] = (v[j] - v[i]) / (t[j] - t[i]);
+    double r = 0;
+    if (ns > 0) {
+        qsort(slope, ns, sizeof(double), cmp_double);
+        r = slope[ns / 2] * (t1 - t0);
+    }
+    free(t);
+    free(v);
+    free(slope);
+    return r;
+}
+
+/* growth that continues (docs/TESTING.md, "Soak"): across the last half of the life the part
+ * rose by more than 32 MiB and 10% of its median there, and across the last quarter it still
+ * rose by more than 8 MiB (a quarter of the half's bound: a steady leak rises half as much in
+ * a quarter). A warm-up that ends before the last quarter, or a step the heap takes once when
+ * more objects than ever are in flight together, is not growth by this rule. */
+static int grows(size_t inc, int which, double *half, double *quarter)
+{
+    *half = rise_kib(inc, 0.5, 1.0, which);
+    *quarter = rise_kib(inc, 0.75, 1.0, which);
+    long med = median_rss(inc, 0.5, 1.0, which);
+    return *half > 32 * 1024 && *half > 0.1 * (double)med && *quarter > 8 * 1024;
 }
 
 static void machine(FILE *f)
@@ -182,42 +247,76 @@ void write_report(FILE *f, int pass, double secs, const char *cmdline)
     const char *csv_name = opt.csv ? strrchr(opt.csv, '/') : NULL;
     csv_name = csv_name ? csv_name + 1 : opt.csv ? opt.csv : "no CSV";
     fprintf(f,
-            "\nReceiver RSS (VmRSS, sampled every second; %s) of the "
-            "processes that lived through more than half of the run. Growth: median of the "
-            "last quarter of its life against the median of its second quarter (the first "
-            "quarter warms the buffer caches); it grew when that rose by more than 10%% and "
-            "32 MiB.\n\n",
+            "\nReceiver RSS (VmRSS, sampled every second; %s) of the processes that lived "
+            "through more than half of the run, beside the allocator's own view (glibc "
+            "mallinfo2: bytes the program holds from malloc, in the arenas and in chunks mmapped "
+            "one each; bytes free in the arenas, in their bins and tops).\n\n",
             csv_name);
     fprintf(f, "A timed-out dvec receive's object is watched for late writes for 3 s before it "
                "is freed: those bytes are the soak's own quarantine, shown apart, and growth is "
                "judged on RSS minus them. The anonymous and shared-memory parts (RssAnon, "
                "RssShmem: an endpoint's lanes are shared memory) show where RSS went.\n\n");
+    fprintf(f, "Growth is growth that continues, of what the program holds (docs/TESTING.md, "
+               "\"Soak\"): the rise of a figure across a window is the median of the slopes "
+               "between its samples (Theil-Sen) times the window's length. Two figures are "
+               "judged: RSS held (RSS minus the quarantine minus the bytes free in the heap's "
+               "arenas: what the allocator's retention does not explain) and the heap's bytes in "
+               "use. Either grew when it rose across the last half of the life by more than "
+               "32 MiB and 10%% of its median there, and across the last quarter still by more "
+               "than 8 MiB. A warm-up that ends before the last quarter, or a step the heap "
+               "takes when more objects than before are in flight together and keeps as free "
+               "memory, does not count; RSS's own rise is shown beside. RssAnon at the clean "
+               "stop, before and after malloc_trim(0) (which gives the arenas' free pages "
+               "back), shows how much of it the allocator kept, not the program.\n\n");
     fprintf(f, "| process | life (s) | first MiB | 2nd-quarter median | last-quarter median | "
-               "last MiB | max MiB | quarantined MiB at end | 2nd / last quarter, minus "
-               "quarantine | anonymous, 2nd / last quarter | shared memory, 2nd / last quarter "
-               "| grew |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n");
+               "last MiB | max MiB | quarantined MiB at end | anonymous, 2nd / last quarter | "
+               "shared memory, 2nd / last quarter | heap in use, 2nd / last quarter | heap "
+               "free, 2nd / last quarter | RSS minus quarantine: rise across last half / last "
+               "quarter | RSS held: 2nd / last quarter; rise across last half / last quarter | "
+               "heap in use: rise across last half / last quarter | RssAnon at stop, before / "
+               "after malloc_trim | grew |\n"
+               "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+               "---|\n");
     int grew_any = 0;
     for (size_t k = 0; k < ninc; k++) {
         incarnation *in = &incs[k];
         if (in->t1 - in->t0 < total / 2)
             continue;
         long early = median_rss(k, 0.25, 0.5, RSS_ALL), late = median_rss(k, 0.75, 1.0, RSS_ALL);
-        long early_q = median_rss(k, 0.25, 0.5, RSS_MINUS_QUARANTINE),
-             late_q = median_rss(k, 0.75, 1.0, RSS_MINUS_QUARANTINE);
         long early_a = median_rss(k, 0.25, 0.5, RSS_ANON),
              late_a = median_rss(k, 0.75, 1.0, RSS_ANON);
         long early_s = median_rss(k, 0.25, 0.5, RSS_SHMEM),
              late_s = median_rss(k, 0.75, 1.0, RSS_SHMEM);
-        int grew = late_q - early_q > 32 * 1024 && late_q > early_q + early_q / 10;
-        grew_any |= grew;
+        long early_u = median_rss(k, 0.25, 0.5, HEAP_INUSE),
+             late_u = median_rss(k, 0.75, 1.0, HEAP_INUSE);
+        long early_f = median_rss(k, 0.25, 0.5, HEAP_FREE),
+             late_f = median_rss(k, 0.75, 1.0, HEAP_FREE);
+        long early_h = median_rss(k, 0.25, 0.5, RSS_HELD),
+             late_h = median_rss(k, 0.75, 1.0, RSS_HELD);
+        double half_q, quarter_q, half_h, quarter_h, half_u, quarter_u;
+        (void)grows(k, RSS_MINUS_QUARANTINE, &half_q, &quarter_q);
+        int grew_held = grows(k, RSS_HELD, &half_h, &quarter_h);
+        int grew_heap = grows(k, HEAP_INUSE, &half_u, &quarter_u);
+        grew_any |= grew_held | grew_heap;
+        char trim[64] = "(no clean stop)";
+        if (in->bye && in->st.trim_before_kib > 0)
+            snprintf(trim, sizeof(trim), "%.1f / %.1f", in->st.trim_before_kib / 1024.0,
+                     in->st.trim_after_kib / 1024.0);
         fprintf(f,
                 "| peer %d.%d | %.0f | %.1f | %.1f | %.1f | %.1f | %.1f | %.1f | %.1f / %.1f | "
-                "%.1f / %.1f | %.1f / %.1f | %s |\n",
+                "%.1f / %.1f | %.1f / %.1f | %.1f / %.1f | %+.1f / %+.1f | %.1f / %.1f; "
+                "%+.1f / %+.1f | %+.1f / %+.1f | %s | %s |\n",
                 in->peer, in->gen, in->t1 - in->t0, in->rss_first / 1024.0, early / 1024.0,
                 late / 1024.0, in->rss_last / 1024.0, in->rss_max / 1024.0,
-                (double)in->st.quarantined_bytes / (double)MiB, early_q / 1024.0, late_q / 1024.0,
-                early_a / 1024.0, late_a / 1024.0, early_s / 1024.0, late_s / 1024.0,
-                grew ? "**yes**" : "no");
+                (double)in->st.quarantined_bytes / (double)MiB, early_a / 1024.0, late_a / 1024.0,
+                early_s / 1024.0, late_s / 1024.0, early_u / 1024.0, late_u / 1024.0,
+                early_f / 1024.0, late_f / 1024.0, half_q / 1024.0, quarter_q / 1024.0,
+                early_h / 1024.0, late_h / 1024.0, half_h / 1024.0, quarter_h / 1024.0,
+                half_u / 1024.0, quarter_u / 1024.0, trim,
+                grew_held && grew_heap ? "**yes** (RSS held and heap in use)"
+                : grew_held            ? "**yes** (RSS held)"
+                : grew_heap            ? "**yes** (heap in use)"
+                                       : "no");
     }
     long mortal_max = 0;
     double life_sum = 0;
@@ -233,7 +332,7 @@ void write_report(FILE *f, int pass, double secs, const char *cmdline)
             grew_any ? "GREW in a long-lived process" : "did not grow in any long-lived process",
             nm, nm ? life_sum / nm : 0.0, mortal_max / 1024.0);
     /* RSS over time of the long-lived processes, about 12 rows */
-    fprintf(f, "RSS over time (MiB):\n\n| t (s) |");
+    fprintf(f, "RSS over time (MiB; in brackets the heap's bytes in use / free):\n\n| t (s) |");
     size_t ll[MAX_PEERS * 4];
     int nll = 0;
     for (size_t k = 0; k < ninc && nll < MAX_PEERS * 4; k++)
@@ -249,18 +348,20 @@ void write_report(FILE *f, int pass, double secs, const char *cmdline)
         double at = total * row / 12.0;
         fprintf(f, "| %.0f |", at);
         for (int j = 0; j < nll; j++) {
-            long best = -1, bq = 0;
+            long best = -1, bq = 0, bu = 0, bf = 0;
             double bd = 1e30;
             for (size_t k = 0; k < nsamples; k++)
                 if (samples[k].inc == ll[j] && fabs(samples[k].t - at) < bd) {
                     bd = fabs(samples[k].t - at);
                     best = samples[k].rss_kib;
                     bq = samples[k].quarantined_kib;
+                    bu = samples[k].heap_inuse_kib;
+                    bf = samples[k].heap_free_kib;
                 }
+            fprintf(f, " %.1f [%.1f / %.1f]", best / 1024.0, bu / 1024.0, bf / 1024.0);
             if (bq > 0)
-                fprintf(f, " %.1f (%.1f quarantined) |", best / 1024.0, bq / 1024.0);
-            else
-                fprintf(f, " %.1f |", best / 1024.0);
+                fprintf(f, " (%.1f quarantined)", bq / 1024.0);
+            fprintf(f, " |");
         }
         fprintf(f, "\n");
     }

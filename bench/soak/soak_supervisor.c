@@ -201,16 +201,22 @@ static void sample_rss(void)
             samples = realloc(samples, capsamples * sizeof(*samples));
         }
         long qk = (long)(in->st.quarantined_bytes / 1024);
-        samples[nsamples++] = (sample){t, slots[i].inc, kib, qk, anon, shmem};
+        const stats *st = &in->st;
+        long inuse = (long)((st->heap_inuse + st->heap_mmap) / 1024);
+        samples[nsamples++] =
+            (sample){t, slots[i].inc, kib, qk, anon, shmem, inuse, (long)(st->heap_free / 1024)};
         uint64_t sent = 0, recvd = 0;
         for (int f = 0; f < NFAM; f++)
             sent += in->st.sent[f], recvd += in->st.recv[f];
         if (csv)
             fprintf(csv,
                     "%.1f,%d,%d,%d,%ld,%ld,%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64
-                    ",%ld,%ld\n",
+                    ",%ld,%ld,%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64
+                    "\n",
                     t, i, in->gen, (int)in->pid, kib, qk, sent, recvd, in->st.verified,
-                    in->st.verified_bytes, anon, shmem);
+                    in->st.verified_bytes, anon, shmem, st->heap_arena / 1024,
+                    st->heap_inuse / 1024, st->heap_free / 1024, st->heap_mmap / 1024,
+                    st->heap_arenas, st->worker_quarantined);
     }
 }
 

@@ -28,6 +28,9 @@ typedef struct sample {
     size_t inc;
     long rss_kib, quarantined_kib;
     long anon_kib, shmem_kib; /* RssAnon, RssShmem (an endpoint's lanes are shared memory) */
+    /* the allocator's view from the peer's last statistics (soak.h, stats): bytes the heap
+     * holds in use (in its arenas plus mmapped chunks) and free in its arenas */
+    long heap_inuse_kib, heap_free_kib;
 } sample;
 
 extern incarnation *incs;

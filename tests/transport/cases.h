@@ -97,5 +97,8 @@ int lane_producer_limit_case(void);
 
 /* cases_churn.c: clients that connect and leave while sends to them are in flight */
 int quarantine_churn_case(void);
+/* cases_churn.c: clients that send through their lane and die (SIGKILL), 24 rounds of 4:
+ * the heap's bytes in use, the lanes' mappings and descriptors do not grow with them */
+int dead_peer_churn_case(void);
 
 #endif
