@@ -43,6 +43,7 @@ typedef struct kase_desc {
     const char *name;
     enum kase k;
     cdt_count sub; /* double_vec sub-vector bytes */
+    int reuse;     /* double_vec: received into the arrays of the message before (obj.reuse) */
 } kase_desc;
 
 int main(int argc, char **argv)
@@ -167,27 +168,32 @@ int main(int argc, char **argv)
             fprintf(csv, "case,method,size_bytes,metric,value,unit\n");
     }
     const kase_desc kases[] = {
-        {"bytes", K_BYTES, 0},
-        {"struct_simple", K_SIMPLE, 0},
-        {"struct_simple_no_gap", K_NOGAP, 0},
-        {"struct_vec", K_STRUCTVEC, 0},
-        {"double_vec_64", K_DOUBLEVEC, 64},
-        {"double_vec_1k", K_DOUBLEVEC, 1024},
-        {"double_vec_4k", K_DOUBLEVEC, 4096},
-        {"double_vec_128k", K_DOUBLEVEC, 131072},
+        {"bytes", K_BYTES, 0, 0},
+        {"struct_simple", K_SIMPLE, 0, 0},
+        {"struct_simple_no_gap", K_NOGAP, 0, 0},
+        {"struct_vec", K_STRUCTVEC, 0, 0},
+        {"double_vec_64", K_DOUBLEVEC, 64, 0},
+        {"double_vec_1k", K_DOUBLEVEC, 1024, 0},
+        {"double_vec_4k", K_DOUBLEVEC, 4096, 0},
+        {"double_vec_128k", K_DOUBLEVEC, 131072, 0},
         /* region sizes around the zero-copy threshold and the lane's (docs/TRANSPORT.md §10.3,
          * Regions): bandwidth only, run when named with --cases */
-        {"double_vec_64k", K_DOUBLEVEC, 65536},
-        {"double_vec_512k", K_DOUBLEVEC, 524288},
-        {"double_vec_2m", K_DOUBLEVEC, 2097152},
-        {"double_vec_8m", K_DOUBLEVEC, 8388608},
+        {"double_vec_64k", K_DOUBLEVEC, 65536, 0},
+        {"double_vec_512k", K_DOUBLEVEC, 524288, 0},
+        {"double_vec_2m", K_DOUBLEVEC, 2097152, 0},
+        {"double_vec_8m", K_DOUBLEVEC, 8388608, 0},
+        /* double_vec_1k with the receiver's memory reused: the allocation of double_vec_1k's
+         * 1,024 arrays an object is the type's contract; this row shows the move without it
+         * (the demo's "memory reused" row). Run when named with --cases */
+        {"double_vec_1k_reused", K_DOUBLEVEC, 1024, 1},
     };
     const cdt_count lat_max = quick ? 65536 : 1 << 20;
     const cdt_count bw_min = 1024, bw_max = quick ? (cdt_count)64 << 20 : (cdt_count)256 << 20;
     for (size_t ki = 0; ki < sizeof(kases) / sizeof(kases[0]); ki++) {
         const kase_desc *kd = &kases[ki];
-        if (!listed(only, kd->name) || (only == NULL && kd->k == K_DOUBLEVEC && kd->sub != 1024 &&
-                                        kd->sub != 131072 && kd->sub != 64 && kd->sub != 4096))
+        if (!listed(only, kd->name) || (only == NULL && kd->reuse) ||
+            (only == NULL && kd->k == K_DOUBLEVEC && kd->sub != 1024 && kd->sub != 131072 &&
+             kd->sub != 64 && kd->sub != 4096))
             continue;
         /* how many of the case's objects went through the lane (none with the lane off) */
         cdt_ucx_worker_stats st0 = {.field_mask = CDT_UCX_WORKER_STATS_LANE_SENT};
@@ -236,6 +242,7 @@ int main(int argc, char **argv)
                                                        : ((cdt_count)64 << 20) / size);
                     obj o;
                     obj_make(&o, kd->k, size, kd->sub, window);
+                    o.reuse = kd->reuse;
                     double v;
                     if (pass == 0) {
                         int iters = size <= 4096 ? (quick ? 300 : 3000) : quick ? 30 : 300;

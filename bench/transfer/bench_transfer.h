@@ -54,6 +54,9 @@ typedef struct obj {
     void *mem;         /* struct arrays / bytes */
     double_vec dv;     /* send object, or shape of the expected object */
     double_vec *dv_in; /* receive targets (one per message of a window) */
+    /* double_vec: each message is received into the arrays its slot's message before was
+     * received into (the first allocates them), not into an empty double_vec */
+    int reuse;
     int window;
     unsigned char *pack; /* raw's bytes (double_vec) */
     /* manual_pack's buffers, one per message of a window: a hand-written sender cannot reuse

@@ -105,7 +105,7 @@ handle do_recv(env *e, obj *o, enum method m, uint64_t tag, int slot)
     case M_GENERIC:
         h.gr = calloc(1, sizeof(*h.gr));
         h.gr->is_recv = 1;
-        if (o->k == K_DOUBLEVEC)
+        if (o->k == K_DOUBLEVEC && !o->reuse)
             double_vec_clear(&o->dv_in[slot]);
         h.gr->buf = obj_buf(o, slot);
         h.gr->count = o->k == K_DOUBLEVEC ? 1 : o->count;
@@ -116,7 +116,8 @@ handle do_recv(env *e, obj *o, enum method m, uint64_t tag, int slot)
         break;
     case M_LIBCDT:
         if (o->k == K_DOUBLEVEC) {
-            double_vec_clear(&o->dv_in[slot]);
+            if (!o->reuse)
+                double_vec_clear(&o->dv_in[slot]);
             OK(cdt_ucx_irecv(e->w, &o->dv_in[slot], 1, double_vec_type(), tag,
                              CDT_UCX_TAG_MASK_FULL, NULL, &h.req));
         } else {

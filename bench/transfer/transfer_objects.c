@@ -174,8 +174,17 @@ void manual_unpack(obj *o, int slot)
     }
     case K_DOUBLEVEC: {
         double_vec *t = &o->dv_in[slot];
-        double_vec_clear(t);
         cdt_count n = o->dv.n;
+        if (o->reuse && t->data != NULL) { /* the arrays of the message before: same shape */
+            memcpy(t->lens, buf, (size_t)n * 8);
+            const unsigned char *s = buf + n * 8;
+            for (cdt_count i = 0; i < n; i++) {
+                memcpy(t->data[i], s, (size_t)t->lens[i] * 4);
+                s += t->lens[i] * 4;
+            }
+            break;
+        }
+        double_vec_clear(t);
         t->n = n;
         t->lens = malloc((size_t)n * 8);
         t->data = malloc((size_t)n * sizeof(int32_t *));

@@ -317,12 +317,14 @@ int cdt_decoder_write(cdt_decoder d, cdt_count offset, const void *src, cdt_coun
         rc = write_area(d, offset, p, len, &used);
         if (rc != CDT_SUCCESS)
             break;
-        /* adjacent to what the check reserved room for: cannot fail */
-        cdt__ranges_add(&d->arrived, offset, offset + used);
         offset += used;
         p += used;
         len -= used;
     }
+    /* the areas written, recorded once (a write of many small regions is one range): inside
+     * what the check found free and reserved room for, so it cannot fail */
+    if (offset > first)
+        cdt__ranges_add(&d->arrived, first, offset);
     /* the packed stream may just have completed: region bytes that came early go in now */
     if (rc == CDT_SUCCESS && d->early != NULL && stream_complete(d))
         rc = flush_early(d);

@@ -310,12 +310,16 @@ struct cdt_ucx_request_s {
     struct cdt_ucx_request_s *next, *prev; /* w->body_recvs, w->orphans */
     /* the lane (ucx_lane_*.c). send: queued on its endpoint's lane (lane_next), the bytes it
      * puts there; recv: its place on the consumer lane. Both: the cursor that maps the lane's
-     * stream onto the frame (lane_seg: -1 the packed stream, else the region; lane_seg_start:
-     * the inline-stream offset where it starts) */
+     * stream onto the frame: a run of frame bytes [lane_run_off, +lane_run_len) that starts at
+     * inline-stream offset lane_seg_start (the packed stream and the small regions that follow
+     * it without a gap, or a small region and those after it); lane_seg: its last region (-1:
+     * none yet); lane_run_grown: the regions after it were looked at (ucx_lane_send.c) */
     struct cdt_ucx_request_s *lane_next;
     struct cdt__ucx_lane_in *lane_in;
     uint64_t lane_len, lane_off;
     cdt_count lane_seg, lane_seg_start, lane_header, lane_packed;
+    cdt_count lane_run_off, lane_run_len;
+    bool lane_run_grown;
     /* the inline-stream byte where the lane's stream starts: lane_header, or the fixed header's
      * end when the header continues in the lane (docs/TRANSPORT.md §10.3, Headers through the
      * lane); recv: that header's private copy while it arrives (lane_hdr_got bytes of

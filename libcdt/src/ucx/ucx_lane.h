@@ -99,8 +99,13 @@ CDT__LANE_HIDDEN int cdt__ucx_lane_pump_send(cdt__ucx_lane_ep *l);
 /* ucx_lane_send.c: where inline-stream byte s of r's object is in its frame: *frame_off, and
  * how many bytes follow it there in one piece (*avail). The inline stream is the header
  * (r->lane_header bytes), the packed stream (r->lane_packed), then the regions below the
- * threshold in their order; r's cursor (lane_seg, lane_seg_start) only moves forward.
- * `frame` (a frame) or `dec` (a decoder) gives the regions. */
+ * threshold in their order; r's cursor (lane_seg, lane_seg_start, the run) only moves forward.
+ * *avail runs on over the small regions that follow without a gap in the frame, so a caller
+ * copies many in one call. `frame` (a frame) or `dec` (a decoder) gives the regions. */
+/* ucx_lane_send.c: r's cursor at the packed stream (`packed` bytes from frame offset `header`) */
+CDT__LANE_HIDDEN void cdt__ucx_lane_cursor_init(struct cdt_ucx_request_s *r, cdt_count header,
+                                                cdt_count packed);
+
 CDT__LANE_HIDDEN int cdt__ucx_lane_seek(struct cdt_ucx_request_s *r, cdt_frame frame,
                                         cdt_decoder dec, cdt_count s, cdt_count *frame_off,
                                         cdt_count *avail);

@@ -109,6 +109,7 @@ static int header_ready(cdt_ucx_request r, uint64_t lane_len)
                                  lane_len)
         rc = CDT_ERR_FRAME_MALFORMED;
     r->lane_packed = in.packed_size;
+    cdt__ucx_lane_cursor_init(r, r->lane_header, in.packed_size);
     return rc;
 }
 
@@ -140,8 +141,8 @@ static void header_head(cdt_ucx_request r, cdt__ucx_lane_ep *l, const cdt__ucx_h
     r->lane_base = h->part_len;
     r->lane_header = h->header_size;
     r->lane_regions = true; /* none is large */
-    r->lane_seg = -1;
-    r->lane_seg_start = h->header_size;
+    /* the packed stream's size is known once the header is in (header_ready) */
+    cdt__ucx_lane_cursor_init(r, h->header_size, 0);
     r->lane_hdr_cap = h->part_len * 64 < h->header_size ? h->part_len * 64 : h->header_size;
     r->lane_hdr = malloc((size_t)r->lane_hdr_cap);
     if (r->lane_hdr == NULL) {
@@ -214,8 +215,7 @@ void cdt__ucx_lane_head(cdt_ucx_request r, const cdt__ucx_head *h)
     r->lane_base = in.header_size;
     r->lane_hdr_got = in.header_size;
     r->lane_packed = in.packed_size;
-    r->lane_seg = -1;
-    r->lane_seg_start = in.header_size;
+    cdt__ucx_lane_cursor_init(r, in.header_size, in.packed_size);
     r->lane_regions = nsep == 0;
     cdt__ucx_lane_pump_recv(ep->lane); /* the grant goes now; a broken lane shows in progress */
 }

@@ -14,6 +14,76 @@
 #include <stdlib.h>
 #include <string.h>
 
+void cdt__ucx_lane_cursor_init(cdt_ucx_request r, cdt_count header, cdt_count packed)
+{
+    r->lane_seg = -1;
+    r->lane_seg_start = header;
+    r->lane_run_off = header;
+    r->lane_run_len = packed;
+    r->lane_run_grown = false;
+}
+
+static int region_at(cdt_frame frame, cdt_decoder dec, cdt_count i, cdt_count *len, cdt_count *off)
+{
+    return frame != NULL ? cdt_frame_region_info(frame, i, len, NULL, off)
+                         : cdt_decoder_region_info(dec, i, len, NULL, off);
+}
+
+static int region_count(cdt_frame frame, cdt_decoder dec, cdt_count *n)
+{
+    if (frame != NULL)
+        return cdt_frame_region_count(frame, n);
+    cdt_frame_info in = {.field_mask = CDT_FRAME_INFO_REGION_COUNT};
+    int rc = cdt_decoder_info(dec, &in);
+    *n = in.region_count;
+    return rc;
+}
+
+/* the run grows by the inline regions that follow it in the frame without a gap (no padding,
+ * no large region between): their lane bytes are consecutive frame bytes too, so one gather
+ * (one decoder write) takes many small regions. Each region joins one run once: the cursor
+ * costs O(1) a region, not a lookup a region. */
+static int grow_run(cdt_ucx_request r, cdt_frame frame, cdt_decoder dec)
+{
+    cdt_count n;
+    int rc = region_count(frame, dec, &n);
+    for (cdt_count i = r->lane_seg + 1; rc == CDT_SUCCESS && i < n; i++) {
+        cdt_count len, off;
+        if ((rc = region_at(frame, dec, i, &len, &off)) != CDT_SUCCESS)
+            break;
+        if (len == 0)
+            continue;
+        if (cdt__ucx_separate(len, r->threshold, i) || off != r->lane_run_off + r->lane_run_len)
+            break;
+        r->lane_run_len += len;
+        r->lane_seg = i;
+    }
+    r->lane_run_grown = true;
+    return rc;
+}
+
+/* the run after the current one: the next region that travels inline, grown */
+static int next_run(cdt_ucx_request r, cdt_frame frame, cdt_decoder dec)
+{
+    cdt_count n;
+    int rc = region_count(frame, dec, &n);
+    if (rc != CDT_SUCCESS)
+        return rc;
+    for (cdt_count i = r->lane_seg + 1; i < n; i++) {
+        cdt_count len, off;
+        if ((rc = region_at(frame, dec, i, &len, &off)) != CDT_SUCCESS)
+            return rc;
+        if (len == 0 || cdt__ucx_separate(len, r->threshold, i))
+            continue;
+        r->lane_seg_start += r->lane_run_len;
+        r->lane_run_off = off;
+        r->lane_run_len = len;
+        r->lane_seg = i;
+        return grow_run(r, frame, dec);
+    }
+    return CDT_ERR_FRAME_MALFORMED; /* past the inline stream's end */
+}
+
 int cdt__ucx_lane_seek(cdt_ucx_request r, cdt_frame frame, cdt_decoder dec, cdt_count s,
                        cdt_count *frame_off, cdt_count *avail)
 {
@@ -22,49 +92,22 @@ int cdt__ucx_lane_seek(cdt_ucx_request r, cdt_frame frame, cdt_decoder dec, cdt_
         *avail = r->lane_header - s;
         return CDT_SUCCESS;
     }
-    for (;;) {
-        cdt_count len, off;
-        if (r->lane_seg < 0) {
-            len = r->lane_packed;
-            off = r->lane_header;
-        } else {
-            int rc = frame != NULL ? cdt_frame_region_info(frame, r->lane_seg, &len, NULL, &off)
-                                   : cdt_decoder_region_info(dec, r->lane_seg, &len, NULL, &off);
-            if (rc != CDT_SUCCESS)
-                return rc;
-        }
-        if (s < r->lane_seg_start)
-            return CDT_ERR_FRAME_MALFORMED; /* the cursor only moves forward */
-        if (s - r->lane_seg_start < len) {
-            *frame_off = off + (s - r->lane_seg_start);
-            *avail = len - (s - r->lane_seg_start);
-            return CDT_SUCCESS;
-        }
-        /* on to the next region that travels inline */
-        cdt_count n;
-        int rc = frame != NULL ? cdt_frame_region_count(frame, &n) : CDT_SUCCESS;
-        if (frame == NULL) {
-            cdt_frame_info in = {.field_mask = CDT_FRAME_INFO_REGION_COUNT};
-            rc = cdt_decoder_info(dec, &in);
-            n = in.region_count;
-        }
+    if (s < r->lane_seg_start)
+        return CDT_ERR_FRAME_MALFORMED; /* the cursor only moves forward */
+    /* the first run is the packed stream's: the regions right after it join it */
+    if (!r->lane_run_grown) {
+        int rc = grow_run(r, frame, dec);
         if (rc != CDT_SUCCESS)
             return rc;
-        r->lane_seg_start += len;
-        cdt_count i = r->lane_seg + 1;
-        for (; i < n; i++) {
-            cdt_count rl;
-            rc = frame != NULL ? cdt_frame_region_info(frame, i, &rl, NULL, NULL)
-                               : cdt_decoder_region_info(dec, i, &rl, NULL, NULL);
-            if (rc != CDT_SUCCESS)
-                return rc;
-            if (rl > 0 && !cdt__ucx_separate(rl, r->threshold, i))
-                break;
-        }
-        if (i >= n)
-            return CDT_ERR_FRAME_MALFORMED; /* past the inline stream's end */
-        r->lane_seg = i;
     }
+    while (s - r->lane_seg_start >= r->lane_run_len) {
+        int rc = next_run(r, frame, dec);
+        if (rc != CDT_SUCCESS)
+            return rc;
+    }
+    *frame_off = r->lane_run_off + (s - r->lane_seg_start);
+    *avail = r->lane_run_len - (s - r->lane_seg_start);
+    return CDT_SUCCESS;
 }
 
 /* the lane's pack callback: lane bytes [offset, offset + n) are inline-stream bytes from
@@ -177,9 +220,8 @@ static bool lane_plan(cdt_ucx_request r, cdt_count threshold, cdt_count *nsep, i
     r->lane_base = in_lane ? CDT_FRAME_FIXED_HEADER_SIZE : header;
     r->lane_len = (uint64_t)(inline_len - r->lane_base);
     r->lane_off = 0;
-    r->lane_seg = -1;
-    r->lane_seg_start = header;
     r->threshold = threshold;
+    cdt__ucx_lane_cursor_init(r, header, r->lane_packed);
     return true;
 }
 
