@@ -4,7 +4,8 @@
 # ordinary (uninstrumented) interpreter with the compiler's ASan runtime preloaded. A view that
 # reads freed memory (a Frame's memory after close(), a receive buffer given back) is then a
 # heap-use-after-free report and a failed run, not a silent wrong byte.
-# Usage: python/asan.sh [pytest arguments]   (default: the buffer-lifetime tests)
+# Usage: python/asan.sh [pytest arguments]   (default: the buffer-lifetime tests and the
+#          plain-stream scan's, whose C walk reads bytes a peer sent)
 #        python/asan.sh --mpi                  the Python MPI scripts (python/tests/mpi_*.py)
 #          at 2 ranks under MPICH on both backends, and those whose paths change with the rank
 #          count or the MPI library at 3 ranks and under Open MPI (with its own mpi4py, as
@@ -153,7 +154,7 @@ print('canary: made a type, not freeing it')"
   exit 0
 fi
 
-[ $# -gt 0 ] || set -- python/tests/test_buffer_lifetime.py
+[ $# -gt 0 ] || set -- python/tests/test_buffer_lifetime.py python/tests/test_stream_plain.py
 # detect_leaks=0: the interpreter keeps memory to its exit on purpose; PYTHONMALLOC=malloc:
 # Python's own objects come from malloc too, so that ASan sees them; UCX_MEM_EVENTS=no: UCX's
 # memory hooks and ASan's interceptors do not share malloc; CDTYPES_EXPECT_ASAN: the tests

@@ -5,8 +5,12 @@ The first byte of an input picks how the rest is received:
   1: safe_loads(bytearray(frame), inplace=True)   - in-place path (MPI's)
   2: loads(frame, max_bytes=..., max_regions=..., allowed=True, alloc=bytearray)
   3: the rest is a pickle STREAM, framed with two out-of-band buffers, then safe_loads
-Every input must give an object or a cdtypes.CdtError; anything else (another exception, a
-crash, a leak that trips libFuzzer's RSS limit) is a finding. Plain loads (no allow-list) is
+  4: the rest is a pickle STREAM given to the plain-stream scan (stream_plain, docs/MPI.md
+     §14.5's early answer) with two out-of-band buffers: a stream it calls plain must load
+     under CPython's C unpickler and pickle.py's (PyPy's) without raising
+Every input must give an object or a cdtypes.CdtError (mode 4: a scan's answer, and a load that
+does not raise where it said plain); anything else (another exception, a crash, a leak that
+trips libFuzzer's RSS limit) is a finding. Plain loads (no allow-list) is
 never fuzzed: it runs whatever code the stream names, which is what docs/SECURITY.md says.
 
     python3 -m pip install atheris
@@ -17,7 +21,9 @@ never fuzzed: it runs whatever code the stream names, which is what docs/SECURIT
 libFuzzer writes new inputs into the FIRST corpus directory: give it a scratch directory.
 python/tests/test_fuzz_corpus.py replays the seeds and past findings without atheris.
 """
+import io
 import os
+import pickle
 import sys
 
 try:
@@ -29,9 +35,11 @@ if atheris is not None and __name__ == "__main__":
     with atheris.instrument_imports(include=["cdtypes"]):
         import cdtypes
         from cdtypes import _core, _lib
+        from cdtypes._backend import impl as _impl
 else:
     import cdtypes
     from cdtypes import _core, _lib
+    from cdtypes._backend import impl as _impl
 
 MAX_BYTES = 1 << 20
 _BUFFERS = (b"\x00" * 16, bytes(range(256)))
@@ -60,7 +68,12 @@ def frame_of_stream(stream):
 def TestOneInput(data):
     if not data:
         return
-    mode, body = data[0] % 4, data[1:]
+    mode, body = data[0] % 5, data[1:]
+    if mode == 4:
+        if _impl.stream_plain(body, len(_BUFFERS)):
+            pickle.loads(body, buffers=_BUFFERS)
+            pickle._Unpickler(io.BytesIO(body), buffers=_BUFFERS).load()
+        return
     try:
         if mode == 0:
             cdtypes.safe_loads(body, max_bytes=MAX_BYTES)
@@ -109,6 +122,16 @@ def make_corpus(directory):
                 out.write(bytes([mode]) + frame)
         with open(os.path.join(directory, "stream%d" % i), "wb") as out:
             out.write(b"\x03" + pickle.dumps(obj, protocol=5))
+    # the plain-stream scan (mode 4): plain objects, and one that runs code
+    plain_objects = [{"k": [1, 2.5, "s", b"b", None, True], "t": (1, (2,)), "s": {1, frozenset([2])}},
+                     [bytearray(b"ab"), {"n": {"m": list(range(40))}}], "x" * 300,
+                     decimal.Decimal("1.5")]
+    for i, obj in enumerate(plain_objects):
+        with open(os.path.join(directory, "plain%d" % i), "wb") as out:
+            out.write(b"\x04" + pickle.dumps(obj, protocol=5))
+    with open(os.path.join(directory, "plain_oob"), "wb") as out:
+        out.write(b"\x04" + pickle.dumps([pickle.PickleBuffer(b) for b in _BUFFERS], protocol=5,
+                                         buffer_callback=[].append))
     # a stream that takes the two out-of-band buffers mode 3 frames it with
     oob = [np.frombuffer(b, dtype=np.uint8) for b in _BUFFERS]
     with open(os.path.join(directory, "stream_oob"), "wb") as out:
