@@ -7,6 +7,8 @@ sample) so that a loaded machine's changes fall on every method alike:
   cdtypes          cdtypes.mpi's bcast: at two processes the agreement is an exchange of the
                    five ints (point to point), which the receiver of a plain object (this
                    one) posts before unpickling it (the early answer)
+  cdtypes-general  the same with the root on the general path (a Call object, as at three
+                   processes), not _mpi_coll_call.lean_root
   cdtypes-late     the same with the receiver's answer after its unpickling (as before the
                    early answer, and as for an object that runs code)
   cdtypes-allreduce  the same with the agreement forced to MPI_Allreduce (as at three processes
@@ -33,7 +35,8 @@ from mpi4py import MPI
 from mpi4py.util import pkl5
 
 from cdtypes import mpi as cmpi  # first: _mpi_coll_call imports it
-from cdtypes import _mpi_coll_call as C  # noqa: I100
+from cdtypes import _mpi_coll as CO  # noqa: I100
+from cdtypes import _mpi_coll_call as C
 
 world = MPI.COMM_WORLD
 rank = world.Get_rank()
@@ -53,7 +56,7 @@ def _none(self, failed, op=0, root=C._OK, have_theirs=False):
     return None, None
 
 
-AGREEMENTS = {"cdtypes": _agreement, "cdtypes-late": _agreement,
+AGREEMENTS = {"cdtypes": _agreement, "cdtypes-general": _agreement, "cdtypes-late": _agreement,
               "cdtypes-allreduce": _allreduce, "cdtypes-none": _none}
 _early = C.Call.rebuild_early
 
@@ -62,7 +65,11 @@ def sample(comm, method, iters):
     if method in AGREEMENTS:
         C._Collectives.agreement = AGREEMENTS[method]
     # every method but cdtypes answers after unpickling (rebuild: no early answer)
-    C.Call.rebuild_early = _early if method == "cdtypes" else C.Call.rebuild
+    C.Call.rebuild_early = _early if method in ("cdtypes", "cdtypes-general") else C.Call.rebuild
+    coll = C.collectives(comm) if method != "pkl5" else None
+    lean = coll and coll.lean_root
+    if method == "cdtypes-general":
+        coll.lean_root = None
     try:
         world.Barrier()
         t0 = time.perf_counter()
@@ -72,6 +79,8 @@ def sample(comm, method, iters):
     finally:
         C._Collectives.agreement = _agreement
         C.Call.rebuild_early = _early
+        if coll is not None:
+            coll.lean_root = lean
     return world.allreduce(dt, op=MPI.MAX)
 
 
@@ -79,7 +88,7 @@ def chain(comm, n):
     """(segment, [ns per call]) of n calls of cdtypes' bcast, at rank 0 (None elsewhere)"""
     stamp, log = time.perf_counter_ns, []
     saved = C.Call.__init__, C.Call.send, C.Call.receive, C.Call.rebuild_early, \
-        C._Collectives._exchange, C._Collectives.answer_early
+        C._Collectives._exchange, C._Collectives.answer_early, CO.lean_root, C._b.mpi_pack
 
     def wrap(fn, before=None, after=None):
         def w(*a, **kw):
@@ -97,6 +106,9 @@ def chain(comm, n):
     C.Call.rebuild_early = wrap(saved[3], after="loaded")
     C._Collectives._exchange = wrap(saved[4], before="ack", after="agreed")
     C._Collectives.answer_early = wrap(saved[5], before="early")
+    # the root's lean path (_mpi_coll_call.lean_root): "send" once its head is packed
+    CO.lean_root = wrap(saved[6], before="start")
+    C._b.mpi_pack = wrap(saved[7], after="send")
     try:
         world.Barrier()
         for _ in range(n):
@@ -104,7 +116,8 @@ def chain(comm, n):
             log.append(("ret", stamp()))
     finally:
         C.Call.__init__, C.Call.send, C.Call.receive, C.Call.rebuild_early, \
-            C._Collectives._exchange, C._Collectives.answer_early = saved
+            C._Collectives._exchange, C._Collectives.answer_early, CO.lean_root, \
+            C._b.mpi_pack = saved
     logs = world.gather(log, 0)
     if rank != 0:
         return None
@@ -145,7 +158,8 @@ def main():
     if world.Get_size() != 2:
         sys.exit("run with mpiexec -n 2")
     samples, iters, nchain = (1, 3, 4) if a.smoke else (a.samples, 20, 3000)
-    methods = ["pkl5", "cdtypes", "cdtypes-late", "cdtypes-allreduce", "cdtypes-none"]
+    methods = ["pkl5", "cdtypes", "cdtypes-general", "cdtypes-late", "cdtypes-allreduce",
+               "cdtypes-none"]
     comms = {"pkl5": pkl5.Intracomm(world)}
     mine = cmpi.Intracomm(world).Dup()
     for m in methods[1:]:

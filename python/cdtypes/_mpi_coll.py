@@ -23,10 +23,13 @@ _mpi_coll_call.py holds the per-call machinery."""
 
 from mpi4py import MPI
 
-from ._mpi_coll_call import Call, local_copy, own_copy, release  # noqa: F401 (release: _mpi_pkl5)
+from . import mpi as _m
+from ._mpi_coll_call import _COLL_KEYVAL, Call, lean_root, local_copy, own_copy
+from ._mpi_coll_call import TAG_BCAST, release  # noqa: F401 (release: _mpi_pkl5)
 
 # docs/MPI.md §14.2: the tags of the collectives' messages on the collective communicator
-TAG_BCAST, TAG_GATHER, TAG_SCATTER, TAG_ALLGATHER, TAG_ALLTOALL = 1, 2, 3, 4, 5
+# (bcast's, 1, in _mpi_coll_call, whose lean_root sends it)
+TAG_GATHER, TAG_SCATTER, TAG_ALLGATHER, TAG_ALLTOALL = 2, 3, 4, 5
 # allgather on an intracommunicator of at least this many ranks runs as a ring (§14.3); below,
 # as a direct exchange: one round of concurrent sends instead of p - 1 dependent steps, each
 # waiting for the whole object to arrive before it is forwarded. Measured (bench/run pycoll,
@@ -109,6 +112,15 @@ def _tree(coll, root):
 
 
 def bcast(comm, obj, root, max_bytes=None, max_regions=None, allowed=None):
+    pre = None
+    if type(root) is int and max_bytes is None and max_regions is None and allowed is None:
+        coll = comm.Get_attr(_COLL_KEYVAL)
+        # two processes, this one the root
+        if coll is not None and root == coll.lean_root and not coll.yielding:
+            _m._thread_check()
+            done, pre = lean_root(coll, obj)
+            if done:
+                return pre
     call = Call(comm, TAG_BCAST, max_bytes, max_regions, allowed)
     role = _role(comm, call, root)
     coll = call.coll
@@ -126,7 +138,7 @@ def bcast(comm, obj, root, max_bytes=None, max_regions=None, allowed=None):
     else:
         parent, children = _tree(coll, root)
         if parent is None:
-            out = call.pack(obj)
+            out = call.pack(obj) if pre is None else call.adopt(pre)
             for child in children:
                 call.send(out, child)
             if out is not None:

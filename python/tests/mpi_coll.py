@@ -276,6 +276,51 @@ def early_answer(comm):
     still_works(comm)
 
 
+def lean_root(comm):
+    """docs/MPI.md §14.5, the cost: at two processes bcast's root of an object that goes whole
+    in its head, called without limits, takes _mpi_coll_call.lean_root (counted in
+    lean_calls): the same result and the same errors as the general path, which an object with
+    parts, a call with limits, a yielding process and three processes take."""
+    me, n = comm.Get_rank(), comm.Get_size()
+    coll = _mpi_coll_call.collectives(comm)
+    small = {"k": list(range(50)), "t": (1, "x", 2.5), "s": {1, 2}}
+    mode = coll.yielding
+    # both modes at two processes, where the path is; from three, the process's own mode
+    # (blocking waits with more processes than cores: a scheduler slice per hand-off)
+    for yielding in (False, True) if n == 2 else (mode,):
+        coll.yielding = yielding
+        try:
+            for root in range(n):
+                lean = n == 2 and me == root and not yielding
+                before = coll.lean_calls
+                got = comm.bcast(small if me == root else None, root)
+                assert got == small and (me != root or got is not small), got
+                assert coll.lean_calls == before + lean, (me, root, coll.lean_calls)
+                before = coll.lean_calls  # parts: the general path after the packing
+                check(comm.bcast(big(root) if me == root else None, root), root)
+                got = comm.bcast(small if me == root else None, root, max_bytes=1 << 20)
+                assert got == small and coll.lean_calls == before, (me, coll.lean_calls)
+                # the root's pickling fails: its own error there, PeerError elsewhere
+                expect(comm.bcast, Exception if me == root else None,
+                       (lambda: 0) if me == root else None, root)
+                # the receiver refuses the object: the root raises PeerError (at two
+                # processes: from four, a forwarder's refusal reaches its children as markers)
+                if n == 2:
+                    expect(comm.bcast, None if me == root else LimitError,
+                           small if me == root else None, root,
+                           max_bytes=None if me == root else 10)
+                assert coll.lean_calls == before
+        finally:
+            coll.yielding = mode
+    if n == 2:  # both pass themselves as root: both take the lean path and both raise
+        try:
+            comm.bcast(small, me)
+            raise AssertionError("rank %d: bcast with disagreeing roots returned" % me)
+        except InvalidArgumentError as e:
+            assert "disagree on the root" in str(e), e
+    still_works(comm)
+
+
 def disagree_unsent(comm):
     """two processes that disagree on the operation where one waits for an object the other
     does not send: rank 0 in allgather (sends to 1, waits for 1's object), rank 1 in gather
@@ -337,6 +382,7 @@ long_heads(world)
 disagree(world)
 leaf_fails(world)
 early_answer(world)
+lean_root(world)
 disagree_unsent(world)
 dup = world.Dup()
 trees(dup)
