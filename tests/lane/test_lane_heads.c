@@ -162,15 +162,18 @@ static void case_heads_hostile(void)
     set_u64(mem, CDT__LANE_OFF_HEADS_POS, 8);
     CHECK_RC(cdt__lane_head_take(&c, &tag, out, sizeof out, &n), CDT_ERR_PEER);
     /* consumer: a record's len out of 40..HEAD_MAX, past what was published, past the ring's end;
-     * a nonzero reserved word; a private tag; a pad at the ring's start */
+     * a nonzero reserved word; a private tag; a pad whose bytes to the ring's end were not
+     * published */
     static const struct {
         size_t off;
         uint32_t v32;
         int wide;
         uint64_t v64;
     } bad[] = {
-        {0, 39, 0, 0}, {0, CDT__LANE_HEAD_MAX + 1, 0, 0}, {0, 201, 0, 0}, /* 201: past published */
-        {4, 1, 0, 0},  {8, 0, 1, UINT64_C(1) << 63},      {0, 0, 0, 0},   /* pad at 0 */
+        {0, 39, 0, 0},  {0, CDT__LANE_HEAD_MAX + 1, 0, 0},
+        {0, 201, 0, 0}, /* 201: past published */
+        {4, 1, 0, 0},   {8, 0, 1, UINT64_C(1) << 63},
+        {0, 0, 0, 0}, /* a pad, not published to the end */
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         CHECK(fresh(mem, &p, &c));
@@ -183,6 +186,11 @@ static void case_heads_hostile(void)
         CHECK_RC(cdt__lane_head_take(&c, &tag, out, sizeof out, &n), CDT_ERR_PEER);
         CHECK(out[0] == 0xEE); /* nothing copied out */
     }
+    /* consumer: a pad at the ring's start (a producer never writes one: every record fits
+     * there), even with the whole ring published */
+    CHECK(fresh(mem, &p, &c));
+    set_u64(mem, CDT__LANE_OFF_HEADS_POS, HEADS);
+    CHECK_RC(cdt__lane_head_take(&c, &tag, out, sizeof out, &n), CDT_ERR_PEER);
     /* consumer: the pad scribbled into a record. One that fits before the ring's end is at
      * worst another head of that peer (then the pad's last bytes, then the honest record); one
      * that would cross the end breaks the lane */
