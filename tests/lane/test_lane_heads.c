@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <signal.h>
 #include <sched.h>
 #include <string.h>
 #include <sys/eventfd.h>
@@ -449,6 +450,92 @@ static void case_heads_processes(void)
     close(pfd[1]);
 }
 
+/* A scribbler (a child that inherits the segment's mapping) writes random bytes into the head
+ * ring (even rounds), and into its positions and the asleep word as well (odd rounds), while
+ * records move between an honest producer and
+ * an honest consumer (both here). Each side must go on or break (CDT_ERR_PEER, sticky), never
+ * hand out a record whose length or tag is out of range, never crash; the round ends when a side
+ * broke or every record moved. Across the rounds the scribbler must have broken the lane at
+ * least once (else it scribbled nothing). */
+static void case_heads_scribbler(void)
+{
+    int broke = 0, whole = 0, changed = 0;
+    for (int round = 0; round < 12; round++) {
+        cdt__lane_params prm = {.head_ring_bytes = 1};
+        cdt__lane p, c;
+        cdt__lane_offer o;
+        CHECK_RC(cdt__lane_create(&prm, &p, &o), CDT_SUCCESS);
+        CHECK_RC(cdt__lane_attach(&o, &c), CDT_SUCCESS);
+        CHECK_RC(cdt__lane_attached(&p), 1);
+        pid_t scr = fork();
+        if (scr == 0) {
+            srand((unsigned)round * 7919u + 1);
+            for (;;) {
+                size_t off;
+                /* odd rounds: the positions and the asleep word too, now and then */
+                int where = round % 2 == 1 && rand() % 16 == 0 ? rand() % 3 : 3;
+                if (where == 0)
+                    off = CDT__LANE_OFF_HEADS_POS + (size_t)(rand() % 8);
+                else if (where == 1)
+                    off = CDT__LANE_OFF_HEADS_CONS + (size_t)(rand() % 8);
+                else if (where == 2)
+                    off = CDT__LANE_OFF_ASLEEP;
+                else if (rand() % 2 == 0) /* anywhere in the ring */
+                    off = p.heads_off + (size_t)rand() % p.head_ring_bytes;
+                else { /* aimed: the record the consumer reads next, its length and tag */
+                    uint64_t next;
+                    memcpy(&next, p.base + CDT__LANE_OFF_HEADS_CONS, 8);
+                    off = p.heads_off +
+                          (size_t)((next + (uint64_t)(rand() % 16)) & (p.head_ring_bytes - 1));
+                }
+                p.base[off] = (unsigned char)rand();
+                usleep((useconds_t)(rand() % 300));
+            }
+        }
+        double t0 = now_s();
+        uint64_t put = 0, took = 0;
+        int pr = 1, cr = 1;
+        while (took < 20000 && now_s() - t0 < 10) {
+            if (pr >= 0 && put - took < 16) {
+                size_t len = head_len(put);
+                fill(head, put, len);
+                pr = cdt__lane_head_put(&p, put, head, len);
+                CHECK(pr == 0 || pr == 1 || pr == CDT_ERR_PEER);
+                put += pr == 1;
+            }
+            uint64_t tag;
+            size_t n;
+            cr = cdt__lane_head_take(&c, &tag, out, sizeof out, &n);
+            CHECK(cr == 0 || cr == 1 || cr == CDT_ERR_PEER);
+            if (cr == 1) {
+                CHECK(n >= CDT__LANE_HEAD_MIN && n <= CDT__LANE_HEAD_MAX && (tag >> 63) == 0);
+                changed += tag != took || n != head_len(took) || !same(out, took, n);
+                took++;
+            }
+            if (cr < 0 || (pr < 0 && cr == 0))
+                break;
+        }
+        kill(scr, SIGKILL);
+        waitpid(scr, NULL, 0);
+        if (cr < 0 || pr < 0) {
+            broke++;
+            /* sticky: the broken side keeps its error */
+            if (cr < 0)
+                CHECK_RC(cdt__lane_heads_pending(&c), CDT_ERR_PEER);
+            if (pr < 0)
+                CHECK_RC(cdt__lane_head_put(&p, 1, head, 40), CDT_ERR_PEER);
+        } else {
+            whole += took == 20000;
+        }
+        cdt__lane_close(&c);
+        cdt__lane_close(&p);
+    }
+    printf("heads_scribbler: 12 rounds, %d broke the lane, %d moved every record, %d records "
+           "changed by the scribbler\n",
+           broke, whole, changed);
+    CHECK(broke > 0); /* the odd rounds' positions break it; `changed` is the ring bytes' mark */
+}
+
 int main(int argc, char **argv)
 {
     static const struct {
@@ -460,6 +547,7 @@ int main(int argc, char **argv)
         {"heads_version", case_heads_version},
         {"heads_doorbell", case_heads_doorbell},
         {"heads_processes", case_heads_processes},
+        {"heads_scribbler", case_heads_scribbler},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
         if (argc < 2 || strcmp(argv[1], cases[i].name) == 0)
