@@ -155,6 +155,11 @@ static int open_doorbell(int32_t pid, cdt__lane *lane)
     int fd = open(path, O_RDONLY | O_NOCTTY | O_NONBLOCK | O_CLOEXEC);
     if (fd < 0)
         return CDT_ERR_UNSUPPORTED;
+    struct stat st; /* the descriptor may have changed between the check and the open */
+    if (fstat(fd, &st) != 0 || !S_ISFIFO(st.st_mode)) {
+        close(fd);
+        return CDT_ERR_FRAME_MALFORMED;
+    }
     lane->doorbell = fd;
     return CDT_SUCCESS;
 }
