@@ -50,8 +50,8 @@
  * LANE heads whose frame header continues in the lane (docs/TRANSPORT.md §10.3, Headers through
  * the lane). A consumer of an earlier release leaves the word zero (the memfd starts zeroed). */
 #define CDT__LANE_FEATURE_HEADERS 1u
-/* HEADS: the consumer takes heads through the head ring of a version 2 segment (§10.6). Not in
- * CDT__LANE_FEATURES until the transport hands ring heads to its worker. */
+/* HEADS: the consumer takes heads through the head ring of a version 2 segment (§10.6); asked
+ * for by the transport at attach (cdt__lane_attach_features) where CDT_UCX_LANE_HEADS is on */
 #define CDT__LANE_FEATURE_HEADS 2u
 #define CDT__LANE_FEATURES CDT__LANE_FEATURE_HEADERS
 
@@ -278,6 +278,10 @@ CDT__LANE_HIDDEN int cdt__lane_create(const cdt__lane_params *params, cdt__lane 
  * (consumer_pid, attached). CDT_ERR_UNSUPPORTED where it cannot be opened here,
  * CDT_ERR_FRAME_MALFORMED where the file is not that segment. */
 CDT__LANE_HIDDEN int cdt__lane_attach(const cdt__lane_offer *offer, cdt__lane *lane);
+/* cdt__lane_attach, announcing consumer_features CDT__LANE_FEATURES | extra (extra only on a
+ * version 2 segment: CDT__LANE_FEATURE_HEADS, the transport takes heads from its ring) */
+CDT__LANE_HIDDEN int cdt__lane_attach_features(const cdt__lane_offer *offer, cdt__lane *lane,
+                                               uint32_t extra);
 /* Producer: 1 once the consumer attached (its pidfd is then open, its consumer_features copied
  * into peer_features), 0 not yet. A consumer pid that names no process breaks the lane. */
 CDT__LANE_HIDDEN int cdt__lane_attached(cdt__lane *lane);

@@ -164,7 +164,7 @@ static int open_doorbell(int32_t pid, cdt__lane *lane)
     return CDT_SUCCESS;
 }
 
-int cdt__lane_attach(const cdt__lane_offer *offer, cdt__lane *lane)
+int cdt__lane_attach_features(const cdt__lane_offer *offer, cdt__lane *lane, uint32_t extra)
 {
     if (offer == NULL || lane == NULL || offer->pid <= 0 || offer->fd < 0)
         return CDT_ERR_INVALID_ARG;
@@ -236,7 +236,8 @@ int cdt__lane_attach(const cdt__lane_offer *offer, cdt__lane *lane)
     __atomic_store_n((uint32_t *)(void *)(lane->base + CDT__LANE_OFF_CONSUMER_PID),
                      (uint32_t)getpid(), __ATOMIC_RELAXED);
     __atomic_store_n((uint32_t *)(void *)(lane->base + CDT__LANE_OFF_CONSUMER_FEATURES),
-                     CDT__LANE_FEATURES, __ATOMIC_RELAXED);
+                     CDT__LANE_FEATURES | (lane->head_ring_bytes != 0 ? extra : 0u),
+                     __ATOMIC_RELAXED);
     __atomic_store_n((uint32_t *)(void *)(lane->base + CDT__LANE_OFF_ATTACHED), 1u,
                      __ATOMIC_RELEASE);
     return CDT_SUCCESS;
@@ -245,6 +246,11 @@ err_fd:
 err_pidfd:
     close(pidfd);
     return rc;
+}
+
+int cdt__lane_attach(const cdt__lane_offer *offer, cdt__lane *lane)
+{
+    return cdt__lane_attach_features(offer, lane, 0);
 }
 
 int cdt__lane_attached(cdt__lane *lane)

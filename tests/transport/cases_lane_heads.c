@@ -1,0 +1,360 @@
+/*
+ * cases_lane_heads.c - small objects through the lane's head ring (docs/TRANSPORT.md §10.6),
+ * run with CDT_UCX_LANE_HEADS=on: objects of 8 B to 4 KiB interleaved with large ones on one
+ * endpoint, sent while the endpoint switches its heads to the ring, received in order by
+ * wildcard receives that name their source; a ring filled while the receiver does not
+ * progress; a sleeper on the worker's fd woken by the doorbell; a sender killed with heads in
+ * the ring; and a receiver whose heads stay off (its lane takes no heads, objects go as before).
+ */
+#include "cases.h"
+
+#include <poll.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* both sides have the lane on (whatever CDT_UCX_LANE says) */
+static const cdt_ucx_worker_params heads_wp = {.field_mask = CDT_UCX_WORKER_PARAM_LANE, .lane = 1};
+
+enum {
+    LH_N = 3000,
+    LH_EARLY = 1500,
+    LH_LARGE = 1 << 17,
+    LH_FULL_N = 4000,
+    LH_PINGS = 100,
+    LH_KILL_N = 40
+};
+
+/* object i: int64 values i * 1000003 + k; small (1 to 512 values: 8 B - 4 KiB) except every
+ * 100th, which is large (1 MiB: its stream goes through the lane's data ring) */
+static cdt_count lh_count(int i)
+{
+    return i % 100 == 50 ? LH_LARGE : 1 + (cdt_count)((i * 37) % 512);
+}
+
+static void lh_fill(int64_t *v, int i, cdt_count n)
+{
+    for (cdt_count k = 0; k < n; k++)
+        v[k] = (int64_t)i * 1000003 + k;
+}
+
+static int lh_check(const int64_t *v, int i, cdt_count n)
+{
+    for (cdt_count k = 0; k < n; k++)
+        if (v[k] != (int64_t)i * 1000003 + k)
+            return 0;
+    return 1;
+}
+
+static bool has_heads(peer *p)
+{
+    char t[512];
+    CHECK_RC(cdt_ucx_ep_transports(p->ep, t, sizeof(t)));
+    fprintf(stderr, "[%d] transports: %s\n", (int)getpid(), t);
+    return strstr(t, "lane=memfd+heads") != NULL;
+}
+
+/* progress until the endpoint says its heads go through the ring (10 s at most) */
+static void wait_heads(peer *p)
+{
+    char t[512];
+    for (int64_t end = now_ms() + 10000;;) {
+        CHECK_RC(cdt_ucx_ep_transports(p->ep, t, sizeof(t)));
+        if (strstr(t, "+heads") != NULL)
+            return;
+        CHECK(now_ms() < end);
+        cdt_ucx_worker_progress(p->w);
+    }
+}
+
+/* sends objects [from, to) with up to 64 in flight */
+static void lh_send_range(peer *p, int from, int to, cdt_ucx_tag base)
+{
+    enum { WIN = 64 };
+    cdt_ucx_request q[WIN] = {0};
+    int64_t *buf[WIN] = {0};
+    for (int i = from; i < to + WIN; i++) {
+        int slot = i % WIN;
+        if (q[slot] != NULL) {
+            CHECK_RC(cdt_ucx_request_wait(q[slot], T_TIMEOUT_MS));
+            CHECK_RC(cdt_ucx_request_free(q[slot]));
+            q[slot] = NULL;
+            free(buf[slot]);
+            buf[slot] = NULL;
+        }
+        if (i >= to)
+            continue;
+        cdt_count n = lh_count(i);
+        buf[slot] = malloc((size_t)n * sizeof(int64_t));
+        CHECK(buf[slot] != NULL);
+        lh_fill(buf[slot], i, n);
+        CHECK_RC(cdt_ucx_isend(p->ep, buf[slot], n, CDT_INT64, base + (cdt_ucx_tag)i, &q[slot]));
+    }
+}
+
+/* receives objects [from, to) by wildcard receives: each in order, byte for byte, from the
+ * endpoint's peer */
+static void lh_recv_range(peer *p, int from, int to, cdt_ucx_tag base)
+{
+    int64_t *v = malloc(LH_LARGE * sizeof(int64_t));
+    CHECK(v != NULL);
+    uint64_t peer_id = cdt_ucx_ep_peer_id(p->ep);
+    for (int i = from; i < to; i++) {
+        cdt_count n = lh_count(i);
+        cdt_ucx_recv_info info = {.field_mask = CDT_UCX_RECV_INFO_TAG | CDT_UCX_RECV_INFO_SENDER};
+        CHECK_RC(cdt_ucx_recv(p->w, v, n, CDT_INT64, 0, 0, NULL, &info, T_TIMEOUT_MS));
+        if (info.tag != base + (cdt_ucx_tag)i)
+            fprintf(stderr, "object %d came with tag %llu\n", i,
+                    (unsigned long long)(info.tag - base));
+        CHECK(info.tag == base + (cdt_ucx_tag)i); /* in send order */
+        CHECK(lh_check(v, i, n));
+        if (peer_id == 0)
+            peer_id = cdt_ucx_ep_peer_id(p->ep);
+        CHECK(info.sender == peer_id); /* the endpoint it came through */
+    }
+    free(v);
+}
+
+/* ---- order: the switch happens while objects are in flight ---- */
+
+static void order_client(peer *p)
+{
+    /* the first objects go over UCX: object 0 (the lane is offered and mapped by the server
+     * meanwhile), then LH_EARLY posted without progress (the switch happens in progress only),
+     * which wait in the TCP socket while the server pauses; then the switch (the first progress)
+     * and the rest through the ring, written while those still wait. None may overtake
+     * another. */
+    lh_send_range(p, 0, 1, 1000);
+    usleep(100 * 1000);
+    cdt_ucx_request early[LH_EARLY];
+    int64_t *ebuf[LH_EARLY];
+    for (int i = 1; i < LH_EARLY; i++) {
+        cdt_count n = lh_count(i);
+        ebuf[i] = malloc((size_t)n * sizeof(int64_t));
+        CHECK(ebuf[i] != NULL);
+        lh_fill(ebuf[i], i, n);
+        CHECK_RC(cdt_ucx_isend(p->ep, ebuf[i], n, CDT_INT64, 1000 + (cdt_ucx_tag)i, &early[i]));
+    }
+    wait_heads(p); /* progress: the switch goes behind them */
+    lh_send_range(p, LH_EARLY, LH_N, 1000);
+    for (int i = 1; i < LH_EARLY; i++) {
+        CHECK_RC(cdt_ucx_request_wait(early[i], T_TIMEOUT_MS));
+        CHECK_RC(cdt_ucx_request_free(early[i]));
+        free(ebuf[i]);
+    }
+    CHECK(has_heads(p));
+}
+
+static void order_server(peer *p)
+{
+    /* the lane attaches with the first objects; then a pause without progress, in which the
+     * client switches and TCP heads sent before the switch wait in the socket behind ring
+     * heads sent after it: read before the switch matched, the ring would overtake them */
+    lh_recv_range(p, 0, 1, 1000);
+    usleep(300 * 1000);
+    lh_recv_range(p, 1, LH_N, 1000);
+    CHECK(has_heads(p));
+}
+
+/* ---- a full ring: the receiver does not progress while 16 MB of small heads are sent ---- */
+
+static int full_count(int i)
+{
+    (void)i;
+    return 512; /* 4 KiB */
+}
+
+static void full_client(peer *p)
+{
+    int64_t one = 1;
+    CHECK_RC(cdt_ucx_send(p->ep, &one, 1, CDT_INT64, 1, T_TIMEOUT_MS)); /* offers the lane */
+    wait_heads(p);
+    enum { WIN = 1024 };
+    static int64_t vals[512];
+    cdt_ucx_request *q = calloc(LH_FULL_N, sizeof(*q));
+    CHECK(q != NULL);
+    for (int i = 0; i < LH_FULL_N; i++) {
+        lh_fill(vals, 0, full_count(i));
+        vals[0] = i;
+        /* the object is copied into the ring or held with its head: the buffer may change */
+        CHECK_RC(
+            cdt_ucx_isend(p->ep, vals, full_count(i), CDT_INT64, 5000 + (cdt_ucx_tag)i, &q[i]));
+        if (i >= WIN) {
+            CHECK_RC(cdt_ucx_request_wait(q[i - WIN], T_TIMEOUT_MS));
+            CHECK_RC(cdt_ucx_request_free(q[i - WIN]));
+        }
+    }
+    for (int i = LH_FULL_N - WIN; i < LH_FULL_N; i++) {
+        CHECK_RC(cdt_ucx_request_wait(q[i], T_TIMEOUT_MS));
+        CHECK_RC(cdt_ucx_request_free(q[i]));
+    }
+    free(q);
+    CHECK(has_heads(p));
+}
+
+static void full_server(peer *p)
+{
+    int64_t one = 0;
+    CHECK_RC(
+        cdt_ucx_recv(p->w, &one, 1, CDT_INT64, 1, CDT_UCX_TAG_MASK_FULL, NULL, NULL, T_TIMEOUT_MS));
+    wait_heads(p);
+    usleep(500 * 1000); /* no progress: the sender's ring fills, its heads wait in order */
+    static int64_t v[512];
+    for (int i = 0; i < LH_FULL_N; i++) {
+        cdt_ucx_recv_info info = {.field_mask = CDT_UCX_RECV_INFO_TAG};
+        CHECK_RC(cdt_ucx_recv(p->w, v, full_count(i), CDT_INT64, 0, 0, NULL, &info, T_TIMEOUT_MS));
+        CHECK(info.tag == 5000 + (cdt_ucx_tag)i && v[0] == i);
+        for (int k = 1; k < full_count(i); k++)
+            CHECK(v[k] == k);
+    }
+}
+
+/* ---- a sleeper on the worker's fd, woken by the doorbell ---- */
+
+/* a receive completed by an application that sleeps on the worker's fd with no bound of its
+ * own but 5 s: a head through the ring signals no UCX event, only the doorbell wakes it */
+static void sleepy_recv(peer *p, int64_t *v, cdt_ucx_tag tag)
+{
+    int fd = -1;
+    CHECK_RC(cdt_ucx_worker_fd(p->w, &fd));
+    cdt_ucx_request r;
+    CHECK_RC(cdt_ucx_irecv(p->w, v, 1, CDT_INT64, tag, CDT_UCX_TAG_MASK_FULL, NULL, &r));
+    for (;;) {
+        cdt_ucx_worker_progress(p->w);
+        if (cdt_ucx_request_test(r) == CDT_SUCCESS)
+            break;
+        int rc = cdt_ucx_worker_arm(p->w);
+        if (rc == CDT_ERR_BUSY)
+            continue;
+        CHECK_RC(rc);
+        struct pollfd pfd = {.fd = fd, .events = POLLIN};
+        int got = poll(&pfd, 1, 5000);
+        if (got == 0)
+            fprintf(stderr, "[%d] asleep 5 s with tag %llu due\n", (int)getpid(),
+                    (unsigned long long)tag);
+        CHECK(got == 1);
+    }
+    CHECK_RC(cdt_ucx_request_wait(r, T_TIMEOUT_MS));
+    CHECK_RC(cdt_ucx_request_free(r));
+}
+
+static void wake_client(peer *p)
+{
+    int64_t v = 1;
+    CHECK_RC(cdt_ucx_send(p->ep, &v, 1, CDT_INT64, 1, T_TIMEOUT_MS)); /* offers the lane */
+    wait_heads(p);
+    sleepy_recv(p, &v, 2); /* the server's lane switched too */
+    for (int i = 0; i < LH_PINGS; i++) {
+        v = i;
+        CHECK_RC(cdt_ucx_send(p->ep, &v, 1, CDT_INT64, 100 + (cdt_ucx_tag)i, T_TIMEOUT_MS));
+        sleepy_recv(p, &v, 100 + (cdt_ucx_tag)i);
+        CHECK(v == i + 1);
+    }
+    CHECK(has_heads(p));
+}
+
+static void wake_server(peer *p)
+{
+    int64_t v = 0;
+    CHECK_RC(
+        cdt_ucx_recv(p->w, &v, 1, CDT_INT64, 1, CDT_UCX_TAG_MASK_FULL, NULL, NULL, T_TIMEOUT_MS));
+    wait_heads(p);
+    CHECK_RC(cdt_ucx_send(p->ep, &v, 1, CDT_INT64, 2, T_TIMEOUT_MS));
+    for (int i = 0; i < LH_PINGS; i++) {
+        usleep(2000); /* the client is asleep by now */
+        sleepy_recv(p, &v, 100 + (cdt_ucx_tag)i);
+        CHECK(v == i);
+        v = i + 1;
+        usleep(2000);
+        CHECK_RC(cdt_ucx_send(p->ep, &v, 1, CDT_INT64, 100 + (cdt_ucx_tag)i, T_TIMEOUT_MS));
+    }
+    CHECK(has_heads(p));
+}
+
+/* ---- a sender killed with heads in the ring ---- */
+
+static void kill_client(peer *p)
+{
+    int64_t one = 1;
+    CHECK_RC(cdt_ucx_send(p->ep, &one, 1, CDT_INT64, 1, T_TIMEOUT_MS)); /* offers the lane */
+    wait_heads(p);
+    int64_t v[512];
+    CHECK_RC(cdt_ucx_recv(p->w, v, 1, CDT_INT64, 2, CDT_UCX_TAG_MASK_FULL, NULL, NULL,
+                          T_TIMEOUT_MS)); /* the server reads heads from the ring now */
+    for (int i = 0; i < LH_KILL_N; i++) {
+        cdt_count n = lh_count(i % 100 == 50 ? i + 1 : i);
+        lh_fill(v, i, n);
+        CHECK_RC(cdt_ucx_send(p->ep, v, n, CDT_INT64, 7000 + (cdt_ucx_tag)i, T_TIMEOUT_MS));
+    }
+    raise(SIGKILL); /* the heads wait in the ring, unread */
+}
+
+static void kill_server(peer *p)
+{
+    int64_t one = 0;
+    CHECK_RC(
+        cdt_ucx_recv(p->w, &one, 1, CDT_INT64, 1, CDT_UCX_TAG_MASK_FULL, NULL, NULL, T_TIMEOUT_MS));
+    wait_heads(p);
+    CHECK_RC(cdt_ucx_send(p->ep, &one, 1, CDT_INT64, 2, T_TIMEOUT_MS));
+    usleep(300 * 1000); /* the client has written its heads and died meanwhile */
+    int64_t v[512];
+    for (int i = 0; i < LH_KILL_N; i++) { /* whole records are whole objects */
+        cdt_count n = lh_count(i % 100 == 50 ? i + 1 : i);
+        CHECK_RC(cdt_ucx_recv(p->w, v, n, CDT_INT64, 7000 + (cdt_ucx_tag)i, CDT_UCX_TAG_MASK_FULL,
+                              NULL, NULL, T_TIMEOUT_MS));
+        CHECK(lh_check(v, i, n));
+    }
+    /* then the endpoint fails, and the worker goes on */
+    char t[512];
+    int rc = CDT_SUCCESS;
+    for (int64_t end = now_ms() + 10000; rc == CDT_SUCCESS && now_ms() < end;) {
+        cdt_ucx_worker_progress(p->w);
+        rc = cdt_ucx_ep_transports(p->ep, t, sizeof(t));
+    }
+    CHECK(rc == CDT_ERR_PEER);
+    CHECK(cdt_ucx_recv(p->w, v, 1, CDT_INT64, 9999, CDT_UCX_TAG_MASK_FULL, NULL, NULL, 100) ==
+          CDT_ERR_TIMEOUT);
+    _exit(0); /* the finish handshake needs the dead peer */
+}
+
+/* ---- a receiver whose heads stay off ---- */
+
+static void client_heads_on(void)
+{
+    setenv("CDT_UCX_LANE_HEADS", "on", 1);
+}
+
+static void fallback_client(peer *p)
+{
+    lh_send_range(p, 0, 400, 1000);
+    CHECK(!has_heads(p));
+}
+
+static void fallback_server(peer *p)
+{
+    lh_recv_range(p, 0, 400, 1000);
+    char t[512];
+    CHECK_RC(cdt_ucx_ep_transports(p->ep, t, sizeof(t)));
+    CHECK(strstr(t, "lane=memfd") != NULL && strstr(t, "+heads") == NULL);
+}
+
+int lane_heads_case(const char *which)
+{
+    if (strcmp(which, "order") == 0)
+        return run_pair(order_server, order_client, &heads_wp, &heads_wp, 0);
+    if (strcmp(which, "full") == 0)
+        return run_pair(full_server, full_client, &heads_wp, &heads_wp, 0);
+    if (strcmp(which, "wakeup") == 0)
+        return run_pair(wake_server, wake_client, &heads_wp, &heads_wp, 0);
+    if (strcmp(which, "kill") == 0)
+        /* the client dies by its own SIGKILL: not an exit status run_pair expects */
+        return run_pair_ex(kill_server, kill_client, &heads_wp, &heads_wp, -SIGKILL, 0);
+    if (strcmp(which, "fallback") == 0) {
+        /* the server's worker takes no heads; the client's offers a version 2 segment */
+        setenv("CDT_UCX_LANE_HEADS", "off", 1);
+        harness_before_client = client_heads_on;
+        return run_pair(fallback_server, fallback_client, &heads_wp, &heads_wp, 0);
+    }
+    fprintf(stderr, "unknown lane_heads case %s\n", which);
+    return 2;
+}
