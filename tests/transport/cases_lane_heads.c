@@ -271,7 +271,39 @@ static void wake_server(peer *p)
     CHECK(has_heads(p));
 }
 
-/* ---- a sender killed with heads in the ring ---- */
+/* ---- a sender killed with heads in the ring, a bystander beside it ---- */
+
+enum { LH_BY_N = 200 };
+static int by_go[2] = {-1, -1}, by_pid = -1;
+
+/* a third process: connects once the server has the victim's endpoint, sends LH_BY_N small
+ * objects through its own ring, and waits for the server's answer after the victim died */
+static void bystander(uint16_t port)
+{
+    fflush(stderr);
+    pid_t pid = fork();
+    CHECK(pid >= 0);
+    if (pid > 0) {
+        by_pid = pid;
+        close(by_go[0]);
+        return;
+    }
+    alarm(harness_alarm_s);
+    close(by_go[1]);
+    char go;
+    CHECK(read(by_go[0], &go, 1) == 1);
+    peer p = {.is_server = 0, .port = port};
+    peer_open(&p, &heads_wp);
+    CHECK_RC(cdt_ucx_ep_connect(p.w, "127.0.0.1", port, T_TIMEOUT_MS, &p.ep));
+    int64_t one = 1;
+    CHECK_RC(cdt_ucx_send(p.ep, &one, 1, CDT_INT64, 1, T_TIMEOUT_MS)); /* offers the lane */
+    wait_heads(&p);
+    lh_send_range(&p, 0, LH_BY_N, 8000);
+    CHECK_RC(cdt_ucx_recv(p.w, &one, 1, CDT_INT64, 3, CDT_UCX_TAG_MASK_FULL, NULL, NULL,
+                          T_TIMEOUT_MS)); /* the server's answer, after the victim died */
+    CHECK(has_heads(&p));
+    _exit(0);
+}
 
 static void kill_client(peer *p)
 {
@@ -295,6 +327,12 @@ static void kill_server(peer *p)
     CHECK_RC(
         cdt_ucx_recv(p->w, &one, 1, CDT_INT64, 1, CDT_UCX_TAG_MASK_FULL, NULL, NULL, T_TIMEOUT_MS));
     wait_heads(p);
+    /* the bystander connects, and its first objects switch its endpoint's heads too */
+    CHECK(write(by_go[1], "g", 1) == 1);
+    cdt_ucx_ep by;
+    CHECK_RC(cdt_ucx_listener_accept(p->l, T_TIMEOUT_MS, &by));
+    CHECK_RC(
+        cdt_ucx_recv(p->w, &one, 1, CDT_INT64, 1, CDT_UCX_TAG_MASK_FULL, NULL, NULL, T_TIMEOUT_MS));
     CHECK_RC(cdt_ucx_send(p->ep, &one, 1, CDT_INT64, 2, T_TIMEOUT_MS));
     usleep(300 * 1000); /* the client has written its heads and died meanwhile */
     int64_t v[512];
@@ -314,13 +352,20 @@ static void kill_server(peer *p)
     CHECK(rc == CDT_ERR_PEER);
     CHECK(cdt_ucx_recv(p->w, v, 1, CDT_INT64, 9999, CDT_UCX_TAG_MASK_FULL, NULL, NULL, 100) ==
           CDT_ERR_TIMEOUT);
+    /* the bystander's endpoint is untouched: its objects, in order, through its ring */
+    peer bp = {.w = p->w, .ep = by};
+    lh_recv_range(&bp, 0, LH_BY_N, 8000);
+    CHECK(has_heads(&bp));
+    CHECK_RC(cdt_ucx_send(by, &one, 1, CDT_INT64, 3, T_TIMEOUT_MS));
+    progress_for(p, 200);
     _exit(0); /* the finish handshake needs the dead peer */
 }
 
 /* ---- a receiver whose heads stay off ---- */
 
-static void client_heads_on(void)
+static void client_heads_on(uint16_t port)
 {
+    (void)port;
     setenv("CDT_UCX_LANE_HEADS", "on", 1);
 }
 
@@ -346,9 +391,19 @@ int lane_heads_case(const char *which)
         return run_pair(full_server, full_client, &heads_wp, &heads_wp, 0);
     if (strcmp(which, "wakeup") == 0)
         return run_pair(wake_server, wake_client, &heads_wp, &heads_wp, 0);
-    if (strcmp(which, "kill") == 0)
-        /* the client dies by its own SIGKILL: not an exit status run_pair expects */
-        return run_pair_ex(kill_server, kill_client, &heads_wp, &heads_wp, -SIGKILL, 0);
+    if (strcmp(which, "kill") == 0) {
+        /* the client dies by its own SIGKILL; a third process beside it must not notice */
+        CHECK(pipe(by_go) == 0);
+        harness_before_client = bystander;
+        int rc = run_pair_ex(kill_server, kill_client, &heads_wp, &heads_wp, -SIGKILL, 0);
+        int bs = 0;
+        CHECK(by_pid > 0 && waitpid(by_pid, &bs, 0) == by_pid);
+        if (!WIFEXITED(bs) || WEXITSTATUS(bs) != 0) {
+            fprintf(stderr, "bystander status 0x%x\n", bs);
+            rc = 1;
+        }
+        return rc;
+    }
     if (strcmp(which, "fallback") == 0) {
         /* the server's worker takes no heads; the client's offers a version 2 segment */
         setenv("CDT_UCX_LANE_HEADS", "off", 1);

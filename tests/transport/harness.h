@@ -100,9 +100,10 @@ static inline void peer_finish(peer *p, int out_fd, int in_fd)
     }
 }
 
-/* runs in this process between the server's fork and the client's (NULL: nothing): a case may
- * change the environment the client's worker reads (the server's worker exists by then) */
-static __attribute__((unused)) void (*harness_before_client)(void);
+/* runs in this process between the server's fork and the client's (NULL: nothing), with the
+ * server's port: a case may change the environment the client's worker reads (the server's
+ * worker exists by then) or start a third process */
+static __attribute__((unused)) void (*harness_before_client)(uint16_t port);
 
 /* Run server(p) in a child that listens and client(p) in this process that connects.
  * Returns 0 when both sides passed. */
@@ -145,7 +146,7 @@ static inline int run_pair_ex(side_fn *server, side_fn *client, const cdt_ucx_wo
         return 1;
     }
     if (harness_before_client != NULL)
-        harness_before_client();
+        harness_before_client(port);
     pid_t cpid = fork(); /* the client runs in its own process too, so _exit on failure works */
     if (cpid == 0) {
         close(sc[1]);
