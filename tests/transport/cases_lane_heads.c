@@ -4,11 +4,14 @@
  * endpoint, sent while the endpoint switches its heads to the ring, received in order by
  * wildcard receives that name their source; a ring filled while the receiver does not
  * progress; a sleeper on the worker's fd woken by the doorbell; a sender killed with heads in
- * the ring; and a receiver whose heads stay off (its lane takes no heads, objects go as before).
+ * the ring, a third process beside it; a sender scribbling over its own head ring; and a
+ * receiver whose heads stay off (its lane takes no heads, objects go as before).
  */
 #include "cases.h"
 
+#include <fcntl.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -361,6 +364,107 @@ static void kill_server(peer *p)
     _exit(0); /* the finish handshake needs the dead peer */
 }
 
+/* ---- a sender that scribbles over its own head ring while small objects move ---- */
+
+enum { LH_HOSTILE_N = 600 };
+static volatile int hh_stop;
+
+/* the start of this process's first lane mapping (0: none) */
+static uintptr_t hh_segment(void)
+{
+    FILE *f = fopen("/proc/self/maps", "r");
+    CHECK(f != NULL);
+    char line[512];
+    uintptr_t at = 0;
+    while (at == 0 && fgets(line, sizeof(line), f) != NULL)
+        if (strstr(line, "cdt-lane") != NULL)
+            at = (uintptr_t)strtoull(line, NULL, 16);
+    fclose(f);
+    return at;
+}
+
+/* random bytes, through /proc/self/mem while the segment is mapped (the library unmaps it when
+ * the lane breaks): into the head ring of a default segment (after 4 KiB of header and grants
+ * and the 1 MiB data ring), the head ring's positions and the asleep word */
+static void *hh_scribble(void *arg)
+{
+    (void)arg;
+    int mem = open("/proc/self/mem", O_RDWR);
+    CHECK(mem >= 0);
+    unsigned seed = (unsigned)getpid();
+    const size_t heads = 4096 + ((size_t)1 << 20);
+    while (!hh_stop) {
+        uintptr_t seg = hh_segment();
+        if (seg == 0)
+            break;
+        unsigned r = (unsigned)rand_r(&seed);
+        size_t at = r % 8 == 0   ? 80 + r / 8 % 8
+                    : r % 8 == 1 ? 160 + r / 8 % 12
+                                 : heads + r / 8 % ((size_t)1 << 18);
+        unsigned char b = (unsigned char)rand_r(&seed);
+        (void)!pwrite(mem, &b, 1, (off_t)(seg + at));
+        usleep(500);
+    }
+    close(mem);
+    return NULL;
+}
+
+static void hostile_client(peer *p)
+{
+    int64_t one = 1;
+    CHECK_RC(cdt_ucx_send(p->ep, &one, 1, CDT_INT64, 1, T_TIMEOUT_MS)); /* offers the lane */
+    wait_heads(p);
+    CHECK_RC(cdt_ucx_recv(p->w, &one, 1, CDT_INT64, 2, CDT_UCX_TAG_MASK_FULL, NULL, NULL,
+                          T_TIMEOUT_MS)); /* the server reads heads from the ring now */
+    pthread_t th;
+    CHECK(pthread_create(&th, NULL, hh_scribble, NULL) == 0);
+    int64_t v[512];
+    int ok = 0, failed = 0;
+    for (int i = 0; i < LH_HOSTILE_N && failed < 3; i++) {
+        cdt_count n = 1 + (cdt_count)((i * 37) % 512);
+        lh_fill(v, i, n);
+        int rc = cdt_ucx_send(p->ep, v, n, CDT_INT64, 1000 + (cdt_ucx_tag)i, 3000);
+        if (rc == CDT_SUCCESS)
+            ok++;
+        else
+            failed++;
+        CHECK(rc == CDT_SUCCESS || rc == CDT_ERR_PEER || rc == CDT_ERR_TIMEOUT);
+    }
+    hh_stop = 1;
+    pthread_join(th, NULL);
+    fprintf(stderr, "hostile sender: %d sends completed, %d failed\n", ok, failed);
+    _exit(0); /* the finish handshake may need a lane this side broke */
+}
+
+/* every receive completes (its bytes are the peer's to choose) or fails with an error code,
+ * within its timeout; once the lane broke the endpoint fails with CDT_ERR_PEER */
+static void hostile_server(peer *p)
+{
+    int64_t v[512];
+    CHECK_RC(
+        cdt_ucx_recv(p->w, v, 1, CDT_INT64, 1, CDT_UCX_TAG_MASK_FULL, NULL, NULL, T_TIMEOUT_MS));
+    wait_heads(p);
+    CHECK_RC(cdt_ucx_send(p->ep, v, 1, CDT_INT64, 2, T_TIMEOUT_MS));
+    int ok = 0, failed = 0, intact = 0;
+    for (int i = 0; i < LH_HOSTILE_N && failed < 3; i++) {
+        cdt_count n = 1 + (cdt_count)((i * 37) % 512);
+        int rc = cdt_ucx_recv(p->w, v, n, CDT_INT64, 0, 0, NULL, NULL, 3000);
+        if (rc == CDT_SUCCESS) {
+            ok++;
+            intact += lh_check(v, i, n);
+        } else {
+            failed++;
+            CHECK(rc < 0);
+        }
+    }
+    char t[512];
+    int rc = cdt_ucx_ep_transports(p->ep, t, sizeof(t));
+    fprintf(stderr, "hostile receiver: %d received (%d intact), %d failed; endpoint %d\n", ok,
+            intact, failed, rc);
+    CHECK(failed == 0 || rc == CDT_ERR_PEER || rc == CDT_SUCCESS);
+    _exit(0);
+}
+
 /* ---- a receiver whose heads stay off ---- */
 
 static void client_heads_on(uint16_t port)
@@ -404,6 +508,8 @@ int lane_heads_case(const char *which)
         }
         return rc;
     }
+    if (strcmp(which, "hostile") == 0)
+        return run_pair(hostile_server, hostile_client, &heads_wp, &heads_wp, 0);
     if (strcmp(which, "fallback") == 0) {
         /* the server's worker takes no heads; the client's offers a version 2 segment */
         setenv("CDT_UCX_LANE_HEADS", "off", 1);
