@@ -367,7 +367,7 @@ static void kill_server(peer *p)
 /* ---- a sender that scribbles over its own head ring while small objects move ---- */
 
 enum { LH_HOSTILE_N = 600 };
-static volatile int hh_stop;
+static atomic_int hh_stop; /* the scribbler's end (read by its thread) */
 
 /* the start of this process's first lane mapping (0: none) */
 static uintptr_t hh_segment(void)
@@ -393,7 +393,7 @@ static void *hh_scribble(void *arg)
     CHECK(mem >= 0);
     unsigned seed = (unsigned)getpid();
     const size_t heads = 4096 + ((size_t)1 << 20);
-    while (!hh_stop) {
+    while (!atomic_load(&hh_stop)) {
         uintptr_t seg = hh_segment();
         if (seg == 0)
             break;
@@ -430,7 +430,7 @@ static void hostile_client(peer *p)
             failed++;
         CHECK(rc == CDT_SUCCESS || rc == CDT_ERR_PEER || rc == CDT_ERR_TIMEOUT);
     }
-    hh_stop = 1;
+    atomic_store(&hh_stop, 1);
     pthread_join(th, NULL);
     fprintf(stderr, "hostile sender: %d sends completed, %d failed\n", ok, failed);
     _exit(0); /* the finish handshake may need a lane this side broke */
