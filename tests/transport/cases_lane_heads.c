@@ -5,7 +5,8 @@
  * wildcard receives that name their source; a ring filled while the receiver does not
  * progress; a sleeper on the worker's fd woken by the doorbell; a sender killed with heads in
  * the ring, a third process beside it; a sender scribbling over its own head ring; and a
- * receiver whose heads stay off (its lane takes no heads, objects go as before).
+ * receiver whose heads stay off, or whose UCX_TLS leaves `self` out (its lane takes no heads,
+ * objects go as before).
  */
 #include "cases.h"
 
@@ -510,6 +511,8 @@ int lane_heads_case(const char *which)
     }
     if (strcmp(which, "hostile") == 0)
         return run_pair(hostile_server, hostile_client, &heads_wp, &heads_wp, 0);
+    if (strcmp(which, "noself") == 0) /* UCX_TLS without self: both sides on, no ring */
+        return run_pair(fallback_server, fallback_client, &heads_wp, &heads_wp, 0);
     if (strcmp(which, "fallback") == 0) {
         /* the server's worker takes no heads; the client's offers a version 2 segment */
         setenv("CDT_UCX_LANE_HEADS", "off", 1);

@@ -342,6 +342,9 @@ struct cdt_ucx_request_s {
 
 /* ucx_context.c */
 CDT__UCX_HIDDEN int cdt__ucx_status(ucs_status_t st);
+/* whether UCX_TLS (unset: "all") leaves UCX's `self` transport available (a worker's endpoint
+ * to itself: ucx_lane_heads.c) */
+CDT__UCX_HIDDEN bool cdt__ucx_tls_has_self(void);
 CDT__UCX_HIDDEN int64_t cdt__ucx_now_ms(void);
 CDT__UCX_HIDDEN uint64_t cdt__ucx_next_key(cdt_ucx_worker w);
 /* lock held: a new endpoint's id (random to other processes, never 0; ucx_hello.c) */

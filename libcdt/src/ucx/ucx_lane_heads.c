@@ -87,7 +87,7 @@ uint32_t cdt__ucx_lane_heads_features(cdt_ucx_worker w)
 {
     /* without an endpoint to itself the worker cannot hand ring heads to its matching: heads
      * keep coming over UCX (§10.6, Hand-off) */
-    return w->lane_heads && self_ep(w) ? CDT__LANE_FEATURE_HEADS : 0u;
+    return w->lane_heads && cdt__ucx_tls_has_self() && self_ep(w) ? CDT__LANE_FEATURE_HEADS : 0u;
 }
 
 static void switch_recv_cb(void *req, ucs_status_t st, const ucp_tag_recv_info_t *info,
