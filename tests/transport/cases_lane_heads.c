@@ -4,7 +4,8 @@
  * endpoint, sent while the endpoint switches its heads to the ring, received in order by
  * wildcard receives that name their source; a ring filled while the receiver does not
  * progress; a sleeper on the worker's fd woken by the doorbell; a sender killed with heads in
- * the ring, a third process beside it; a sender scribbling over its own head ring; and a
+ * the ring, a third process beside it; a receiver that dies while small objects go into its
+ * ring; a sender scribbling over its own head ring; and a
  * receiver whose heads stay off, or whose UCX_TLS leaves `self` out (its lane takes no heads,
  * objects go as before).
  */
@@ -466,6 +467,40 @@ static void hostile_server(peer *p)
     _exit(0);
 }
 
+/* ---- a consumer that dies while its producer sends small objects now and then ---- */
+
+/* each send completes when its head is written into the ring, touching no socket: the
+ * producer learns of the death from the consumer's pidfd (before the fix, only once the ring
+ * was full, 256 KiB of heads later: about 13 s at this pace) */
+static void dead_client(peer *p)
+{
+    int64_t one = 1;
+    CHECK_RC(cdt_ucx_send(p->ep, &one, 1, CDT_INT64, 1, T_TIMEOUT_MS)); /* offers the lane */
+    wait_heads(p);
+    CHECK_RC(cdt_ucx_recv(p->w, &one, 1, CDT_INT64, 2, CDT_UCX_TAG_MASK_FULL, NULL, NULL,
+                          T_TIMEOUT_MS)); /* the server switched too, and exits soon */
+    int64_t v[16] = {0};
+    int rc = CDT_SUCCESS, sent = 0;
+    for (int64_t end = now_ms() + 3000; rc == CDT_SUCCESS && now_ms() < end; sent++) {
+        rc = cdt_ucx_send(p->ep, v, 16, CDT_INT64, 3, 1000);
+        usleep(10 * 1000);
+    }
+    fprintf(stderr, "dead consumer: %d sends, then %d\n", sent, rc);
+    CHECK(rc == CDT_ERR_PEER);
+    _exit(0); /* no finish handshake with a dead peer */
+}
+
+static void dead_server(peer *p)
+{
+    int64_t one = 0;
+    CHECK_RC(
+        cdt_ucx_recv(p->w, &one, 1, CDT_INT64, 1, CDT_UCX_TAG_MASK_FULL, NULL, NULL, T_TIMEOUT_MS));
+    wait_heads(p);
+    CHECK_RC(cdt_ucx_send(p->ep, &one, 1, CDT_INT64, 2, T_TIMEOUT_MS));
+    progress_for(p, 200); /* the client sends meanwhile, its heads taken */
+    _exit(0);             /* gone without a close: its lanes and endpoint with it */
+}
+
 /* ---- a receiver whose heads stay off ---- */
 
 static void client_heads_on(uint16_t port)
@@ -509,6 +544,8 @@ int lane_heads_case(const char *which)
         }
         return rc;
     }
+    if (strcmp(which, "dead_consumer") == 0)
+        return run_pair(dead_server, dead_client, &heads_wp, &heads_wp, 0);
     if (strcmp(which, "hostile") == 0)
         return run_pair(hostile_server, hostile_client, &heads_wp, &heads_wp, 0);
     if (strcmp(which, "noself") == 0) /* UCX_TLS without self: both sides on, no ring */

@@ -243,7 +243,7 @@ void cdt__ucx_lane_ep_end(struct cdt_ucx_ep_s *ep, int status)
 }
 
 /* lock held: the lane broke or its peer died: the endpoint fails as on UCX's report of it */
-static void ep_fail(struct cdt_ucx_ep_s *ep)
+void cdt__ucx_lane_ep_fail(struct cdt_ucx_ep_s *ep)
 {
     if (ep->status != CDT_SUCCESS)
         return;
@@ -335,7 +335,7 @@ void cdt__ucx_lane_progress(cdt_ucx_worker w)
             continue;
         bool moved = false;
         if (ep_progress(ep, l, &moved) != CDT_SUCCESS) {
-            ep_fail(ep); /* frees the lanes */
+            cdt__ucx_lane_ep_fail(ep); /* frees the lanes */
             continue;
         }
         any_moved |= moved;

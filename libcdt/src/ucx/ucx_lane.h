@@ -75,6 +75,7 @@ typedef struct cdt__ucx_lane_ep {
      * full ring, in send order. Consumer: the switch's receive, the switch came (heads_rx:
      * records are read), asleep on the doorbell, a record's private copy */
     bool heads_tx;
+    int64_t heads_alive_at; /* ms: when a head written into the ring last polled the peer */
     cdt__ucx_held_head *held_head, *held_tail;
     cdt__ucx_switch_recv *sw;
     bool heads_rx, rx_asleep;
@@ -134,6 +135,9 @@ CDT__LANE_HIDDEN void cdt__ucx_lane_heads_end(struct cdt_ucx_ep_s *ep, int statu
 CDT__LANE_HIDDEN bool cdt__ucx_lane_heads_sleep(cdt_ucx_worker w);
 /* worker destroy, lock held: the endpoint to itself closed */
 CDT__LANE_HIDDEN void cdt__ucx_lane_heads_close_self(cdt_ucx_worker w);
+
+/* ucx_lane.c: the lane broke or its peer died: the endpoint fails as on UCX's report of it */
+CDT__LANE_HIDDEN void cdt__ucx_lane_ep_fail(struct cdt_ucx_ep_s *ep);
 
 /* ucx_lane_region.c: the environment's CDT_UCX_LANE_REGION_THRESHOLD (bytes, >= 1), else the
  * default; CDT_ERR_INVALID_ARG for a value that is not one */

@@ -163,6 +163,17 @@ int cdt__ucx_lane_heads_post(struct cdt_ucx_ep_s *ep, struct cdt_ucx_request_s *
         return 0;
     if (len < CDT__LANE_HEAD_MIN || len > CDT__LANE_HEAD_MAX)
         return CDT_ERR_INVALID_ARG; /* no head of this library */
+    /* a head written into the ring touches no socket, so UCX learns nothing of a consumer
+     * that died, and a send that completes at its post never progresses: its pidfd is polled
+     * here instead, at most once every CDT__UCX_LANE_POLL_MS */
+    int64_t now = cdt__ucx_now_ms();
+    if (now - l->heads_alive_at >= CDT__UCX_LANE_POLL_MS) {
+        l->heads_alive_at = now;
+        if (!cdt__lane_peer_alive(&l->tx)) {
+            cdt__ucx_lane_ep_fail(ep); /* frees the lanes */
+            return CDT_ERR_PEER;
+        }
+    }
     s->req = r;
     s->fired = false;
     s->ucx = NULL;
