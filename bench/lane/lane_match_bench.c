@@ -10,12 +10,18 @@
  *         its own worker as a tagged message on an endpoint to itself (UCX's `self` transport),
  *         where UCX's tag matching (tag, mask, order) matches it with a receive posted ahead:
  *         the lane carrying heads while UCX still matches them.
+ *   heads+self: the built head ring of a version 2 lane (libcdt/src/lane/lane_heads.c, §10.6):
+ *         a 48-byte head (a 40-byte prefix and the 8 bytes) written as a record without a
+ *         grant, copied out and checked by the consumer, then handed to its own worker as
+ *         above; `spin` looks at the ring between yields, `doorbell` sleeps in poll() on the
+ *         doorbell whenever the ring is empty (a receiver asleep on its worker's fd).
  *
  *   lane_match_bench [--rounds R] [--pings N]   prints min / median / max of the rounds, in us
  */
 #define _GNU_SOURCE
 #include "lane/lane.h"
 
+#include <poll.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -277,6 +283,96 @@ static double lat_lane(int with_self)
     return t / PINGS / 2 * 1e6;
 }
 
+/* ---- the head ring (lane version 2) + a tagged message to the consumer's own worker ---- */
+
+enum { HEAD_LEN = 48 };
+
+static int head_send8(cdt__lane *p, uint64_t v)
+{
+    unsigned char h[HEAD_LEN] = {0};
+    memcpy(h + 40, &v, 8);
+    int rc;
+    while ((rc = cdt__lane_head_put(p, TAG, h, sizeof h)) == 0)
+        sched_yield();
+    if (rc != 1)
+        return -1;
+    cdt__lane_heads_ring(p);
+    return 0;
+}
+
+static int head_recv8(cdt__lane *c, uint64_t *v, ux *u, ucp_ep_h self, int sleep)
+{
+    static unsigned char out[CDT__LANE_HEAD_MAX];
+    uint64_t in[HEAD_LEN / 8], tag;
+    size_t n;
+    ucp_request_param_t p = {0};
+    void *r = ucp_tag_recv_nbx(u->w, in, sizeof in, TAG, ~(ucp_tag_t)0, &p);
+    int rc;
+    while ((rc = cdt__lane_head_take(c, &tag, out, sizeof out, &n)) == 0) {
+        if (sleep && cdt__lane_heads_sleep(c) == 0) {
+            struct pollfd pf = {.fd = c->doorbell, .events = POLLIN};
+            poll(&pf, 1, 1000);
+        } else {
+            sched_yield();
+        }
+        cdt__lane_heads_awake(c);
+    }
+    if (rc != 1 || n != HEAD_LEN)
+        return -1;
+    ucp_request_param_t sp = {0};
+    ux_wait(u, ucp_tag_send_nbx(self, out, n, tag, &sp));
+    ux_wait(u, r);
+    *v = in[5];
+    return 0;
+}
+
+static double lat_heads(int sleep)
+{
+    cdt__lane a2b, b2a;
+    cdt__lane_offer oa, ob;
+    cdt__lane_params prm = {.head_ring_bytes = 1};
+    if (cdt__lane_create(&prm, &a2b, &oa) != CDT_SUCCESS ||
+        cdt__lane_create(&prm, &b2a, &ob) != CDT_SUCCESS)
+        DIE("lane");
+    pid_t kid = fork();
+    int b = kid == 0;
+    ux u;
+    ux_open(&u, "self");
+    ucp_address_t *a;
+    size_t alen;
+    if (ucp_worker_get_address(u.w, &a, &alen) != UCS_OK)
+        DIE("address");
+    ucp_ep_h self = ux_ep(&u, a);
+    ucp_worker_release_address(u.w, a);
+    cdt__lane in, *out = b ? &b2a : &a2b;
+    uint64_t v = 0;
+    if (cdt__lane_attach(b ? &oa : &ob, &in) != CDT_SUCCESS)
+        DIE("attach");
+    while (cdt__lane_attached(out) == 0)
+        ;
+    double t0 = now_s();
+    for (uint64_t k = 0; k < (uint64_t)PINGS; k++) {
+        if (b) {
+            if (head_recv8(&in, &v, &u, self, sleep) != 0 || head_send8(out, v + 1) != 0)
+                DIE("heads ping");
+        } else if (head_send8(out, v) != 0 || head_recv8(&in, &v, &u, self, sleep) != 0) {
+            DIE("heads pong");
+        }
+    }
+    double t = now_s() - t0;
+    ux_close(&u, self);
+    cdt__lane_close(&in);
+    cdt__lane_close(&a2b);
+    cdt__lane_close(&b2a);
+    if (b)
+        _exit(0);
+    int st;
+    waitpid(kid, &st, 0);
+    if (v != (uint64_t)PINGS)
+        DIE("heads: %llu", (unsigned long long)v);
+    return t / PINGS / 2 * 1e6;
+}
+
 static int cmp_d(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;
@@ -300,17 +396,22 @@ int main(int argc, char **argv)
         PINGS = 1;
     static const char *names[] = {"UCX tagged message over TCP on loopback (today's small objects)",
                                   "lane hand-over (grant posted ahead)",
-                                  "lane + tagged message to the own worker (UCX self, matched)"};
-    double *t = calloc(3 * (size_t)rounds, sizeof *t);
+                                  "lane + tagged message to the own worker (UCX self, matched)",
+                                  "head ring + own worker (built component), spin",
+                                  "head ring + own worker, asleep on the doorbell"};
+    enum { MODES = 5 };
+    double *t = calloc(MODES * (size_t)rounds, sizeof *t);
     for (int r = 0; r < rounds; r++) {
         t[0 * rounds + r] = lat_tcp();
         t[1 * rounds + r] = lat_lane(0);
         t[2 * rounds + r] = lat_lane(1);
+        t[3 * rounds + r] = lat_heads(0);
+        t[4 * rounds + r] = lat_heads(1);
     }
     printf("# 8-byte ping-pong, %d round trips per measurement, %d rounds alternated; half round "
            "trip in us\n| path | min us | median us | max us |\n|---|---:|---:|---:|\n",
            PINGS, rounds);
-    for (int c = 0; c < 3; c++) {
+    for (int c = 0; c < MODES; c++) {
         qsort(t + c * rounds, (size_t)rounds, sizeof *t, cmp_d);
         printf("| %s | %.2f | %.2f | %.2f |\n", names[c], t[c * rounds], t[c * rounds + rounds / 2],
                t[c * rounds + rounds - 1]);

@@ -16,6 +16,7 @@
  * Every buffer is written before it is first sent (no untouched zero pages).
  * Usage: bench_transfer [--quick] [--csv FILE] [--transports FILE] [--cases A,B] [--methods A,B]
  *        [--size BYTES] [--bandwidth-only] [--total-mib M]   (one point, e.g. for a profile)
+ *        [--latency-only]   (the ping-pong pass alone: small objects)
  *        (forks the peer itself; --cases / --methods run only the named ones)
  * MB = 10^6 bytes.
  * The files: bench_transfer.c (the options, the bootstrap, the cases and the report: main),
@@ -52,7 +53,7 @@ int main(int argc, char **argv)
     const char *csv_path = NULL, *transports_path = NULL, *only = NULL, *only_methods = NULL;
     /* one point for a profile: --size N (bytes), --bandwidth-only, --total-mib M */
     long long only_size = 0, total_mib = 0;
-    int bandwidth_only = 0;
+    int bandwidth_only = 0, latency_only = 0;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--quick") == 0)
             quick = 1;
@@ -68,11 +69,13 @@ int main(int argc, char **argv)
             only_size = atoll(argv[++i]);
         else if (strcmp(argv[i], "--total-mib") == 0 && i + 1 < argc)
             total_mib = atoll(argv[++i]);
+        else if (strcmp(argv[i], "--latency-only") == 0)
+            latency_only = 1;
         else if (strcmp(argv[i], "--bandwidth-only") == 0)
             bandwidth_only = 1;
         else
             DIE("usage: %s [--quick] [--csv FILE] [--transports FILE] [--cases A,B] [--methods "
-                "A,B] [--size BYTES] [--bandwidth-only] [--total-mib M]",
+                "A,B] [--size BYTES] [--bandwidth-only] [--latency-only] [--total-mib M]",
                 argv[0]);
     }
     /* endpoints from exchanged worker addresses (as MPI or a file would bootstrap): UCX then
@@ -203,7 +206,7 @@ int main(int argc, char **argv)
                 continue; /* the region sizes: bandwidth only */
             if (quick && pass == 0 && kd->k == K_DOUBLEVEC && kd->sub != 1024)
                 continue;
-            if (bandwidth_only && pass == 0)
+            if ((bandwidth_only && pass == 0) || (latency_only && pass == 1))
                 continue;
             if (pass == 1 && kd->k == K_DOUBLEVEC && kd->sub != 1024 && kd->sub < 65536)
                 continue; /* bandwidth at 1 KiB sub-vectors (the seed) and from 64 KiB */

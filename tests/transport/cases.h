@@ -83,6 +83,9 @@ void progress_for(peer *p, int64_t ms);
 uint64_t lane_stat(peer *p, uint64_t field);
 int lane_maps(void);
 int lane_fds(void);
+/* cases_lane_heads.c: small objects through the head ring (CDT_UCX_LANE_HEADS=on): "order",
+ * "full", "wakeup", "kill", "dead_consumer", "hostile", "fallback", "noself" */
+int lane_heads_case(const char *which);
 /* cases_lane_setup.c: a no-lane record that comes in a later stream chunk than its id */
 int lane_late_offer_case(void);
 /* cases_lane_setup.c: an endpoint closed with a lane send waiting for its grant, and with one

@@ -100,6 +100,11 @@ static inline void peer_finish(peer *p, int out_fd, int in_fd)
     }
 }
 
+/* runs in this process between the server's fork and the client's (NULL: nothing), with the
+ * server's port: a case may change the environment the client's worker reads (the server's
+ * worker exists by then) or start a third process */
+static __attribute__((unused)) void (*harness_before_client)(uint16_t port);
+
 /* Run server(p) in a child that listens and client(p) in this process that connects.
  * Returns 0 when both sides passed. */
 static inline int run_pair_ex(side_fn *server, side_fn *client, const cdt_ucx_worker_params *swp,
@@ -140,6 +145,8 @@ static inline int run_pair_ex(side_fn *server, side_fn *client, const cdt_ucx_wo
         fprintf(stderr, "server did not start\n");
         return 1;
     }
+    if (harness_before_client != NULL)
+        harness_before_client(port);
     pid_t cpid = fork(); /* the client runs in its own process too, so _exit on failure works */
     if (cpid == 0) {
         close(sc[1]);
@@ -160,8 +167,11 @@ static inline int run_pair_ex(side_fn *server, side_fn *client, const cdt_ucx_wo
     int cstatus = 0;
     waitpid(cpid, &cstatus, 0);
     waitpid(pid, &status, 0);
-    int ok = WIFEXITED(cstatus) && WEXITSTATUS(cstatus) == expect_child_status &&
-             WIFEXITED(status) && WEXITSTATUS(status) == expect_server_status;
+    /* a negative expect_child_status: the client dies by that signal */
+    int client_ok = expect_child_status < 0
+                        ? WIFSIGNALED(cstatus) && WTERMSIG(cstatus) == -expect_child_status
+                        : WIFEXITED(cstatus) && WEXITSTATUS(cstatus) == expect_child_status;
+    int ok = client_ok && WIFEXITED(status) && WEXITSTATUS(status) == expect_server_status;
     if (!ok)
         fprintf(stderr, "client status 0x%x, server status 0x%x\n", cstatus, status);
     return ok ? 0 : 1;

@@ -39,10 +39,20 @@
 #define CDT__LANE_OFF_CONSUMER_FEATURES 152
 #define CDT__LANE_OFF_GRANTS 192
 #define CDT__LANE_GRANT_SIZE 16
+/* lane version 2 (docs/TRANSPORT.md §10.6): the head ring after the data ring */
+#define CDT__LANE_VERSION_HEADS 2
+#define CDT__LANE_OFF_HEAD_RING_BYTES 40
+#define CDT__LANE_OFF_DOORBELL_FD 44
+#define CDT__LANE_OFF_HEADS_POS 80
+#define CDT__LANE_OFF_HEADS_CONS 160
+#define CDT__LANE_OFF_ASLEEP 168
 /* consumer_features: what the consumer takes beyond lane version 1's first release. HEADERS:
  * LANE heads whose frame header continues in the lane (docs/TRANSPORT.md §10.3, Headers through
  * the lane). A consumer of an earlier release leaves the word zero (the memfd starts zeroed). */
 #define CDT__LANE_FEATURE_HEADERS 1u
+/* HEADS: the consumer takes heads through the head ring of a version 2 segment (§10.6); asked
+ * for by the transport at attach (cdt__lane_attach_features) where CDT_UCX_LANE_HEADS is on */
+#define CDT__LANE_FEATURE_HEADS 2u
 #define CDT__LANE_FEATURES CDT__LANE_FEATURE_HEADERS
 
 /* ---- sizes a segment may have: anything else in an offer or a header is refused ---- */
@@ -51,6 +61,14 @@
 #define CDT__LANE_GRANTS_MIN 16u
 #define CDT__LANE_GRANTS_MAX 1024u
 #define CDT__LANE_FRAG_MIN 4096u
+/* the head ring holds at least two records of the largest head (one written while one is read) */
+#define CDT__LANE_HEAD_RING_MIN (UINT32_C(1) << 17)
+#define CDT__LANE_HEAD_RING_MAX (UINT32_C(1) << 24)
+#define CDT__LANE_DEFAULT_HEAD_RING (UINT32_C(1) << 18)
+/* a record: len (4), zero (4), tag (8), then the head message, padded to 8; len 0 is a pad */
+#define CDT__LANE_HEAD_RECORD 16u
+#define CDT__LANE_HEAD_MIN 40u    /* a head's prefix (CDT__UCX_PREFIX_SIZE) */
+#define CDT__LANE_HEAD_MAX 32768u /* a head message (CDT__UCX_HEAD_MAX) */
 /* defaults (measured: bench/lane, docs/TRANSPORT.md §10.3) */
 #define CDT__LANE_DEFAULT_RING (UINT64_C(1) << 20)
 #define CDT__LANE_DEFAULT_GRANTS 64u
@@ -96,12 +114,26 @@ typedef struct cdt__lane {
     uint64_t cons_pos, granted_end, grants_posted, grants_taken_seen;
     /* producer: the consumer's consumer_features, read once at attach */
     uint32_t peer_features;
+    /* version 2 (head ring; 0 bytes on a version 1 segment), validated once at setup */
+    uint32_t version;
+    uint32_t head_ring_bytes;
+    size_t heads_off;
+    int doorbell;         /* the doorbell pipe: the producer's write end, the consumer's read end */
+    int doorbell_rd;      /* producer: the read end, open until the consumer attached; else -1 */
+    int32_t doorbell_num; /* doorbell_fd as the header said it (the producer's number) */
+    /* producer's copies: heads written, heads_cons last accepted */
+    uint64_t heads_pos, heads_cons_seen;
+    /* consumer's copy: heads read and released */
+    uint64_t heads_read;
 } cdt__lane;
 
 typedef struct cdt__lane_params {
     uint64_t ring_bytes;  /* 0: default */
     uint32_t grant_slots; /* 0: default */
     uint32_t frag_bytes;  /* 0: default */
+    /* 0: a version 1 segment (no head ring); else a version 2 one with a head ring this size
+     * (CDT__LANE_DEFAULT_HEAD_RING where it is 1) and a doorbell */
+    uint32_t head_ring_bytes;
 } cdt__lane_params;
 
 /* ---- pure: no system call, no allocation (lane_format.c; fuzzed) ---- */
@@ -147,6 +179,13 @@ CDT__LANE_HIDDEN void cdt__lane_format(unsigned char *mem, const cdt__lane_offer
 CDT__LANE_HIDDEN int cdt__lane_view(unsigned char *mem, size_t bytes, cdt__lane_role role,
                                     const cdt__lane_offer *o, cdt__lane *lane);
 
+/* Checks a head ring size (CDT_ERR_FRAME_MALFORMED otherwise). */
+CDT__LANE_HIDDEN int cdt__lane_check_head_ring(uint64_t head_ring_bytes);
+/* Version 2: a fresh header as cdt__lane_format writes it, then version 2, head_ring_bytes and
+ * doorbell_fd. mem holds at least cdt__lane_data_offset(o->grant_slots) bytes. */
+CDT__LANE_HIDDEN void cdt__lane_format_heads(unsigned char *mem, const cdt__lane_offer *o,
+                                             uint32_t head_ring_bytes, int32_t doorbell_fd);
+
 /* ---- the rings (lane_ring.c); every function returns the lane's sticky error once set ---- */
 
 /* Producer: the next grant, if the consumer posted one: 1 and *g, 0 none. A grants_posted out
@@ -170,6 +209,35 @@ CDT__LANE_HIDDEN int cdt__lane_read_span(cdt__lane *lane, const unsigned char **
 CDT__LANE_HIDDEN int cdt__lane_release(cdt__lane *lane, size_t len);
 /* Consumer's position (the next byte it reads) and producer's (the next byte it writes). */
 CDT__LANE_HIDDEN uint64_t cdt__lane_position(const cdt__lane *lane);
+
+/* ---- the head ring of a version 2 segment (lane_heads.c, docs/TRANSPORT.md §10.6) ---- */
+
+/* Producer: write one record {tag, head[len]} (40 <= len <= CDT__LANE_HEAD_MAX, tag's top bit
+ * 0, else CDT_ERR_INVALID_ARG) and publish it. 1: written; 0: no room (the consumer has not
+ * released enough: try again later, and write no later head before this one); else the lane's
+ * error (a heads_cons out of its bounds breaks the lane). CDT_ERR_UNSUPPORTED on a version 1
+ * segment. */
+CDT__LANE_HIDDEN int cdt__lane_head_put(cdt__lane *lane, uint64_t tag, const void *head,
+                                        size_t len);
+/* Producer, after cdt__lane_head_put wrote: 1 when the consumer said it may sleep (ring the
+ * doorbell), else 0. A sequentially consistent read, after the publishing store. */
+CDT__LANE_HIDDEN int cdt__lane_heads_asleep(cdt__lane *lane);
+/* Producer: cdt__lane_heads_asleep, and when it is 1 a write of 1 to the doorbell (if any). */
+CDT__LANE_HIDDEN int cdt__lane_heads_ring(cdt__lane *lane);
+/* Consumer: the next record, copied into private memory: its tag, its head into out (cap >=
+ * CDT__LANE_HEAD_MAX bytes) and *len; the record is then released. 1: one taken; 0: none
+ * published; else the lane's error (a record or a position out of its bounds breaks it:
+ * CDT_ERR_PEER; nothing outside the ring is read). */
+CDT__LANE_HIDDEN int cdt__lane_head_take(cdt__lane *lane, uint64_t *tag, unsigned char *out,
+                                         size_t cap, size_t *len);
+/* Consumer: 1 when records are published and not yet taken, 0 none (or the lane's error). */
+CDT__LANE_HIDDEN int cdt__lane_heads_pending(cdt__lane *lane);
+/* Consumer, before it sleeps: stores asleep = 1, then looks again; 0: asleep (nothing pending,
+ * the producer rings after its next record); 1: records were published meanwhile (asleep is
+ * cleared again: do not sleep); else the lane's error. */
+CDT__LANE_HIDDEN int cdt__lane_heads_sleep(cdt__lane *lane);
+/* Consumer, awake: asleep = 0, and the doorbell's count drained (if any). */
+CDT__LANE_HIDDEN void cdt__lane_heads_awake(cdt__lane *lane);
 
 /* ---- one object's stream through the rings (lane_pump.c) ---- */
 
@@ -210,6 +278,10 @@ CDT__LANE_HIDDEN int cdt__lane_create(const cdt__lane_params *params, cdt__lane 
  * (consumer_pid, attached). CDT_ERR_UNSUPPORTED where it cannot be opened here,
  * CDT_ERR_FRAME_MALFORMED where the file is not that segment. */
 CDT__LANE_HIDDEN int cdt__lane_attach(const cdt__lane_offer *offer, cdt__lane *lane);
+/* cdt__lane_attach, announcing consumer_features CDT__LANE_FEATURES | extra (extra only on a
+ * version 2 segment: CDT__LANE_FEATURE_HEADS, the transport takes heads from its ring) */
+CDT__LANE_HIDDEN int cdt__lane_attach_features(const cdt__lane_offer *offer, cdt__lane *lane,
+                                               uint32_t extra);
 /* Producer: 1 once the consumer attached (its pidfd is then open, its consumer_features copied
  * into peer_features), 0 not yet. A consumer pid that names no process breaks the lane. */
 CDT__LANE_HIDDEN int cdt__lane_attached(cdt__lane *lane);

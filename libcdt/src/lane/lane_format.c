@@ -36,6 +36,14 @@ int cdt__lane_check_sizes(uint64_t ring_bytes, uint32_t grant_slots, uint32_t fr
     return CDT_SUCCESS;
 }
 
+int cdt__lane_check_head_ring(uint64_t head_ring_bytes)
+{
+    if (!is_pow2_64(head_ring_bytes) || head_ring_bytes < CDT__LANE_HEAD_RING_MIN ||
+        head_ring_bytes > CDT__LANE_HEAD_RING_MAX)
+        return CDT_ERR_FRAME_MALFORMED;
+    return CDT_SUCCESS;
+}
+
 /* offer: nonce (16), pid (4), fd (4), ring_bytes (8), grant_slots (4), frag_bytes (4) */
 void cdt__lane_offer_encode(const cdt__lane_offer *o, unsigned char out[CDT__LANE_OFFER_SIZE])
 {
@@ -78,6 +86,15 @@ void cdt__lane_format(unsigned char *mem, const cdt__lane_offer *o)
     cdt__put_u32(mem + CDT__LANE_OFF_FRAG_BYTES, o->frag_bytes);
 }
 
+void cdt__lane_format_heads(unsigned char *mem, const cdt__lane_offer *o, uint32_t head_ring_bytes,
+                            int32_t doorbell_fd)
+{
+    cdt__lane_format(mem, o);
+    cdt__put_u32(mem + CDT__LANE_OFF_VERSION, CDT__LANE_VERSION_HEADS);
+    cdt__put_u32(mem + CDT__LANE_OFF_HEAD_RING_BYTES, head_ring_bytes);
+    cdt__put_u32(mem + CDT__LANE_OFF_DOORBELL_FD, (uint32_t)doorbell_fd);
+}
+
 int cdt__lane_view(unsigned char *mem, size_t bytes, cdt__lane_role role, const cdt__lane_offer *o,
                    cdt__lane *lane)
 {
@@ -88,14 +105,25 @@ int cdt__lane_view(unsigned char *mem, size_t bytes, cdt__lane_role role, const 
     if (rc != CDT_SUCCESS)
         return rc;
     size_t data_off = cdt__lane_data_offset(o->grant_slots);
-    if (bytes < data_off || bytes - data_off != o->ring_bytes)
+    if (bytes < data_off || bytes - data_off < o->ring_bytes)
         return CDT_ERR_FRAME_MALFORMED;
+    /* bytes past the data ring: none in version 1, the head ring in version 2 (§10.6) */
+    uint64_t extra = (uint64_t)(bytes - data_off) - o->ring_bytes;
     /* the header is read once, into private memory: a peer that changes it later changes
      * nothing here */
     unsigned char h[CDT__LANE_OFF_PROD_POS];
     memcpy(h, mem, sizeof h);
+    uint32_t version = cdt__get_u32(h + CDT__LANE_OFF_VERSION);
+    uint32_t head_ring = cdt__get_u32(h + CDT__LANE_OFF_HEAD_RING_BYTES);
+    if (version == CDT__LANE_VERSION) {
+        if (extra != 0)
+            return CDT_ERR_FRAME_MALFORMED;
+        head_ring = 0;
+    } else if (version != CDT__LANE_VERSION_HEADS || extra != head_ring ||
+               cdt__lane_check_head_ring(head_ring) != CDT_SUCCESS) {
+        return CDT_ERR_FRAME_MALFORMED;
+    }
     if (cdt__get_u32(h + CDT__LANE_OFF_MAGIC) != CDT__LANE_MAGIC ||
-        cdt__get_u32(h + CDT__LANE_OFF_VERSION) != CDT__LANE_VERSION ||
         memcmp(h + CDT__LANE_OFF_NONCE, o->nonce, CDT__LANE_NONCE_SIZE) != 0 ||
         cdt__get_u64(h + CDT__LANE_OFF_RING_BYTES) != o->ring_bytes ||
         cdt__get_u32(h + CDT__LANE_OFF_GRANT_SLOTS) != o->grant_slots ||
@@ -112,6 +140,12 @@ int cdt__lane_view(unsigned char *mem, size_t bytes, cdt__lane_role role, const 
     lane->role = role;
     lane->memfd = -1;
     lane->pidfd = -1;
+    lane->version = version;
+    lane->head_ring_bytes = head_ring;
+    lane->heads_off = data_off + (size_t)o->ring_bytes;
+    lane->doorbell = -1;
+    lane->doorbell_rd = -1;
+    lane->doorbell_num = head_ring != 0 ? (int32_t)cdt__get_u32(h + CDT__LANE_OFF_DOORBELL_FD) : -1;
     return CDT_SUCCESS;
 }
 

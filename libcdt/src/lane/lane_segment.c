@@ -27,6 +27,8 @@
 #define CDT__LANE_MEMFD_NAME "cdt-lane"
 /* what /proc/<pid>/fd/<fd> reads as for such a memfd */
 #define CDT__LANE_MEMFD_LINK "/memfd:" CDT__LANE_MEMFD_NAME " (deleted)"
+/* and for a pipe (a version 2 segment's doorbell, docs/TRANSPORT.md §10.6): "pipe:[inode]" */
+#define CDT__LANE_PIPE_LINK "pipe:["
 
 static int pidfd_open_(pid_t pid)
 {
@@ -71,12 +73,28 @@ int cdt__lane_create(const cdt__lane_params *params, cdt__lane *lane, cdt__lane_
     o.frag_bytes = params && params->frag_bytes ? params->frag_bytes : CDT__LANE_DEFAULT_FRAG;
     if (cdt__lane_check_sizes(o.ring_bytes, o.grant_slots, o.frag_bytes) != CDT_SUCCESS)
         return CDT_ERR_INVALID_ARG;
+    uint32_t heads = params ? params->head_ring_bytes : 0;
+    if (heads == 1)
+        heads = CDT__LANE_DEFAULT_HEAD_RING;
+    if (heads != 0 && cdt__lane_check_head_ring(heads) != CDT_SUCCESS)
+        return CDT_ERR_INVALID_ARG;
     if (random_bytes(o.nonce, sizeof o.nonce) != 0)
         return CDT_ERR_UNSUPPORTED;
-    size_t total = cdt__lane_data_offset(o.grant_slots) + (size_t)o.ring_bytes;
-    int fd = memfd_create(CDT__LANE_MEMFD_NAME, MFD_CLOEXEC | MFD_ALLOW_SEALING);
-    if (fd < 0)
+    size_t total = cdt__lane_data_offset(o.grant_slots) + (size_t)o.ring_bytes + heads;
+    /* version 2: the doorbell, a pipe whose read end is handed over as the memfd is (an
+     * eventfd cannot be opened again through /proc: it is an anonymous inode) */
+    int bell[2] = {-1, -1};
+    if (heads != 0 && pipe2(bell, O_NONBLOCK | O_CLOEXEC) != 0)
         return errno_status(errno);
+    int fd = memfd_create(CDT__LANE_MEMFD_NAME, MFD_CLOEXEC | MFD_ALLOW_SEALING);
+    if (fd < 0) {
+        int e = errno;
+        if (bell[0] >= 0) {
+            close(bell[0]);
+            close(bell[1]);
+        }
+        return errno_status(e);
+    }
     int rc;
     if (ftruncate(fd, (off_t)total) != 0) {
         rc = errno_status(errno);
@@ -94,7 +112,10 @@ int cdt__lane_create(const cdt__lane_params *params, cdt__lane *lane, cdt__lane_
     }
     o.pid = (int32_t)getpid();
     o.fd = fd;
-    cdt__lane_format(mem, &o);
+    if (heads != 0)
+        cdt__lane_format_heads(mem, &o, heads, (int32_t)bell[0]);
+    else
+        cdt__lane_format(mem, &o);
     rc = cdt__lane_view(mem, total, CDT__LANE_PRODUCER, &o, lane);
     if (rc != CDT_SUCCESS) {
         munmap(mem, total);
@@ -102,20 +123,55 @@ int cdt__lane_create(const cdt__lane_params *params, cdt__lane *lane, cdt__lane_
     }
     lane->owns_mapping = 1;
     lane->memfd = fd;
+    lane->doorbell = bell[1];
+    lane->doorbell_rd = bell[0];
     *offer = o;
     return CDT_SUCCESS;
 err_fd:
     close(fd);
+    if (bell[0] >= 0) {
+        close(bell[0]);
+        close(bell[1]);
+    }
     return rc;
 }
 
-int cdt__lane_attach(const cdt__lane_offer *offer, cdt__lane *lane)
+/* Consumer of a version 2 segment: open the read end of the producer's doorbell, whose number
+ * the header gave (read once, into the lane, by cdt__lane_view). Like the memfd, checked before
+ * it is opened: only a pipe, whose nonblocking open for reading blocks nothing and has no
+ * effect of its own. */
+static int open_doorbell(int32_t pid, cdt__lane *lane)
+{
+    if (lane->doorbell_num < 0)
+        return CDT_ERR_FRAME_MALFORMED;
+    char path[64], target[64];
+    snprintf(path, sizeof path, "/proc/%d/fd/%d", (int)pid, (int)lane->doorbell_num);
+    ssize_t tn = readlink(path, target, sizeof target - 1);
+    if (tn < 0)
+        return CDT_ERR_UNSUPPORTED;
+    target[tn] = '\0';
+    if (strncmp(target, CDT__LANE_PIPE_LINK, strlen(CDT__LANE_PIPE_LINK)) != 0)
+        return CDT_ERR_FRAME_MALFORMED;
+    int fd = open(path, O_RDONLY | O_NOCTTY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0)
+        return CDT_ERR_UNSUPPORTED;
+    struct stat st; /* the descriptor may have changed between the check and the open */
+    if (fstat(fd, &st) != 0 || !S_ISFIFO(st.st_mode)) {
+        close(fd);
+        return CDT_ERR_FRAME_MALFORMED;
+    }
+    lane->doorbell = fd;
+    return CDT_SUCCESS;
+}
+
+int cdt__lane_attach_features(const cdt__lane_offer *offer, cdt__lane *lane, uint32_t extra)
 {
     if (offer == NULL || lane == NULL || offer->pid <= 0 || offer->fd < 0)
         return CDT_ERR_INVALID_ARG;
     if (cdt__lane_check_sizes(offer->ring_bytes, offer->grant_slots, offer->frag_bytes) !=
         CDT_SUCCESS)
         return CDT_ERR_FRAME_MALFORMED;
+    /* version 1's size; a version 2 segment has its head ring more (checked below) */
     size_t total = cdt__lane_data_offset(offer->grant_slots) + (size_t)offer->ring_bytes;
     /* the pidfd first: if the pid is reused before the open below, the file is the new
      * process's, which cannot hold the nonce */
@@ -147,7 +203,11 @@ int cdt__lane_attach(const cdt__lane_offer *offer, cdt__lane *lane)
     }
     struct stat st;
     int seals = fcntl(fd, F_GET_SEALS);
-    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || (uint64_t)st.st_size != total || seals < 0 ||
+    int stat_ok = fstat(fd, &st) == 0 && S_ISREG(st.st_mode);
+    if (stat_ok && (uint64_t)st.st_size > total &&
+        cdt__lane_check_head_ring((uint64_t)st.st_size - total) == CDT_SUCCESS)
+        total = (size_t)st.st_size; /* the header must then say version 2 (cdt__lane_view) */
+    if (!stat_ok || (uint64_t)st.st_size != total || seals < 0 ||
         (seals & (F_SEAL_SHRINK | F_SEAL_SEAL)) != (F_SEAL_SHRINK | F_SEAL_SEAL)) {
         rc = CDT_ERR_FRAME_MALFORMED;
         goto err_fd;
@@ -166,10 +226,18 @@ int cdt__lane_attach(const cdt__lane_offer *offer, cdt__lane *lane)
     }
     lane->owns_mapping = 1;
     lane->pidfd = pidfd;
+    if (lane->head_ring_bytes != 0) {
+        rc = open_doorbell(offer->pid, lane);
+        if (rc != CDT_SUCCESS) {
+            cdt__lane_close(lane);
+            return rc;
+        }
+    }
     __atomic_store_n((uint32_t *)(void *)(lane->base + CDT__LANE_OFF_CONSUMER_PID),
                      (uint32_t)getpid(), __ATOMIC_RELAXED);
     __atomic_store_n((uint32_t *)(void *)(lane->base + CDT__LANE_OFF_CONSUMER_FEATURES),
-                     CDT__LANE_FEATURES, __ATOMIC_RELAXED);
+                     CDT__LANE_FEATURES | (lane->head_ring_bytes != 0 ? extra : 0u),
+                     __ATOMIC_RELAXED);
     __atomic_store_n((uint32_t *)(void *)(lane->base + CDT__LANE_OFF_ATTACHED), 1u,
                      __ATOMIC_RELEASE);
     return CDT_SUCCESS;
@@ -178,6 +246,11 @@ err_fd:
 err_pidfd:
     close(pidfd);
     return rc;
+}
+
+int cdt__lane_attach(const cdt__lane_offer *offer, cdt__lane *lane)
+{
+    return cdt__lane_attach_features(offer, lane, 0);
 }
 
 int cdt__lane_attached(cdt__lane *lane)
@@ -206,6 +279,10 @@ int cdt__lane_attached(cdt__lane *lane)
      * other process can open the segment through /proc, nor does it cost a descriptor */
     close(lane->memfd);
     lane->memfd = -1;
+    if (lane->doorbell_rd >= 0) { /* the consumer opened its own read end */
+        close(lane->doorbell_rd);
+        lane->doorbell_rd = -1;
+    }
     return 1;
 }
 
@@ -237,8 +314,14 @@ void cdt__lane_close(cdt__lane *lane)
             close(lane->memfd);
         if (lane->pidfd >= 0)
             close(lane->pidfd);
+        if (lane->doorbell >= 0)
+            close(lane->doorbell);
+        if (lane->doorbell_rd >= 0)
+            close(lane->doorbell_rd);
     }
     memset(lane, 0, sizeof *lane);
     lane->memfd = -1;
     lane->pidfd = -1;
+    lane->doorbell = -1;
+    lane->doorbell_rd = -1;
 }

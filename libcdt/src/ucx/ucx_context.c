@@ -77,6 +77,12 @@ static bool tls_selects(const char *const *names, int n)
     return exclude ? !listed : listed;
 }
 
+bool cdt__ucx_tls_has_self(void)
+{
+    const char *names[] = {"self", NULL};
+    return tls_selects(names, 1);
+}
+
 /* Whether ucp_config_modify matches a transport's setting by its prefixed name. Up to UCX 1.16
  * it hands a name no table registers to every transport's configuration, which knows its
  * fields without the transport's prefix ("MEMORY_INVALIDATE" reaches cma; a prefixed

@@ -94,6 +94,13 @@ struct cdt_ucx_worker_s {
     unsigned lane_polls;               /* progress calls (the offer's stream poll) */
     int lane_owed;     /* endpoints whose peer's offer or no-lane record is still to come */
     bool lane_waiting; /* the last progress left lane objects in flight (no sleep then) */
+    /* small objects through the lane (ucx_lane_heads.c, docs/TRANSPORT.md §10.6): producers
+     * make version 2 segments and consumers take heads from their head ring
+     * (CDT_UCX_LANE_HEADS); the endpoint to this worker itself that ring heads are handed to
+     * (NULL until a consumer lane needs it; self_failed: it could not be made) */
+    bool lane_heads;
+    ucp_ep_h self_ep;
+    bool self_failed;
     /* UCX generic datatypes of single-mode messages: the send packs from the frame, every
      * receive unpacks into the head buffer or the decoder (ucx_single.c) */
     ucp_datatype_t dt_send, dt_recv;
@@ -184,6 +191,11 @@ struct cdt_ucx_ep_s {
     bool lane_owed;
     int64_t lane_owed_since;
     char lane_peer_why[24];
+    /* the switch message of the lane's head ring (docs/TRANSPORT.md §10.6), kept here as the
+     * offer record is; heads_on: the switch went, every head of the endpoint goes into the head
+     * ring (set once under the lock, read atomically without it) */
+    unsigned char lane_switch[24];
+    bool lane_heads_on;
     struct cdt_ucx_ep_s *next, *prev;
 };
 
@@ -334,6 +346,9 @@ struct cdt_ucx_request_s {
 
 /* ucx_context.c */
 CDT__UCX_HIDDEN int cdt__ucx_status(ucs_status_t st);
+/* whether UCX_TLS (unset: "all") leaves UCX's `self` transport available (a worker's endpoint
+ * to itself: ucx_lane_heads.c) */
+CDT__UCX_HIDDEN bool cdt__ucx_tls_has_self(void);
 CDT__UCX_HIDDEN int64_t cdt__ucx_now_ms(void);
 CDT__UCX_HIDDEN uint64_t cdt__ucx_next_key(cdt_ucx_worker w);
 /* lock held: a new endpoint's id (random to other processes, never 0; ucx_hello.c) */
@@ -523,6 +538,12 @@ CDT__UCX_HIDDEN void cdt__ucx_recv_matched(cdt_ucx_request r);
  * be posted (lock not held); one part of a send ended with `status` */
 CDT__UCX_HIDDEN int cdt__ucx_send_post_part(cdt_ucx_request r, ucp_ep_h ep, const void *data,
                                             size_t len, uint64_t tag, cdt__ucx_sub *s);
+/* ucx_send.c: post an object's head message on ep (into the lane's head ring once the
+ * endpoint switched, else over UCX; one part); a message of a send completed with `status` */
+CDT__UCX_HIDDEN int cdt__ucx_send_post_head(cdt_ucx_request r, struct cdt_ucx_ep_s *ep,
+                                            const void *data, size_t len, uint64_t tag,
+                                            cdt__ucx_sub *s);
+CDT__UCX_HIDDEN void cdt__ucx_send_sub_end(cdt__ucx_sub *s, int status);
 CDT__UCX_HIDDEN int cdt__ucx_send_posted(struct cdt_ucx_ep_s *ep, cdt_ucx_request r,
                                          cdt_ucx_request *request);
 CDT__UCX_HIDDEN void cdt__ucx_send_unposted(cdt_ucx_request r);

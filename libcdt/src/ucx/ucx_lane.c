@@ -99,7 +99,9 @@ void cdt__ucx_lane_offer_send(struct cdt_ucx_ep_s *ep)
         return;
     }
     cdt__lane_offer offer;
-    int rc = cdt__lane_create(NULL, &l->tx, &offer);
+    /* with small objects through the lane: a version 2 segment, its head ring (§10.6) */
+    cdt__lane_params params = {.head_ring_bytes = ep->w->lane_heads ? 1u : 0u};
+    int rc = cdt__lane_create(&params, &l->tx, &offer);
     if (rc != CDT_SUCCESS) {
         ep->lane_why = rc == CDT_ERR_UNSUPPORTED ? "no-memfd" : "limit";
         none_send(ep, ep->lane_why);
@@ -145,7 +147,9 @@ static void attach(struct cdt_ucx_ep_s *ep, cdt__ucx_lane_ep *l)
         return;
     }
     l->bounce = malloc(offer.frag_bytes);
-    int rc = l->bounce == NULL ? CDT_ERR_NO_MEMORY : cdt__lane_attach(&offer, &l->rx);
+    uint32_t heads = cdt__ucx_lane_heads_features(w);
+    int rc =
+        l->bounce == NULL ? CDT_ERR_NO_MEMORY : cdt__lane_attach_features(&offer, &l->rx, heads);
     if (rc != CDT_SUCCESS) {
         free(l->bounce);
         l->bounce = NULL;
@@ -154,6 +158,10 @@ static void attach(struct cdt_ucx_ep_s *ep, cdt__ucx_lane_ep *l)
     }
     l->rx_attached = true;
     w->lanes_mapped++;
+    /* the producer switches this endpoint's heads to the ring: without the switch's receive
+     * they would never be read, so the lane breaks (the endpoint fails) */
+    if (heads != 0 && l->rx.head_ring_bytes != 0 && cdt__ucx_lane_heads_attached(ep) != 0)
+        l->rx.error = CDT_ERR_PEER;
 }
 
 void cdt__ucx_lane_stream_bytes(struct cdt_ucx_ep_s *ep, const unsigned char *b, size_t n)
@@ -202,6 +210,7 @@ void cdt__ucx_lane_ep_end(struct cdt_ucx_ep_s *ep, int status)
     cdt__ucx_lane_ep *l = ep->lane;
     if (l == NULL)
         return;
+    cdt__ucx_lane_heads_end(ep, status); /* held heads, records left in the ring */
     ep->lane = NULL; /* what ends below may call back here (a send's end, a receive's failure) */
     __atomic_store_n(&ep->lane_ready, false, __ATOMIC_RELEASE);
     ep->lane_why = "ended";
@@ -238,7 +247,7 @@ void cdt__ucx_lane_ep_end(struct cdt_ucx_ep_s *ep, int status)
 }
 
 /* lock held: the lane broke or its peer died: the endpoint fails as on UCX's report of it */
-static void ep_fail(struct cdt_ucx_ep_s *ep)
+void cdt__ucx_lane_ep_fail(struct cdt_ucx_ep_s *ep)
 {
     if (ep->status != CDT_SUCCESS)
         return;
@@ -250,7 +259,7 @@ static void ep_fail(struct cdt_ucx_ep_s *ep)
 /* whether the endpoint's lanes have work they wait for the peer to move */
 static bool waiting(const cdt__ucx_lane_ep *l)
 {
-    return l->cur != NULL || l->q_head != NULL || l->in_head != NULL;
+    return l->cur != NULL || l->q_head != NULL || l->in_head != NULL || l->held_head != NULL;
 }
 
 /* one endpoint's lanes: 0, or CDT_ERR_PEER when the endpoint must fail */
@@ -264,7 +273,17 @@ static int ep_progress(struct cdt_ucx_ep_s *ep, cdt__ucx_lane_ep *l, bool *moved
         } else if (rc == 1) {
             l->tx_attached = true;
             __atomic_store_n(&ep->lane_ready, true, __ATOMIC_RELEASE);
+            cdt__ucx_lane_heads_switch(ep); /* when the consumer takes heads from the ring */
         }
+    }
+    if (l->heads_tx || l->sw != NULL || l->heads_rx) {
+        if (l->rx_attached && l->rx.error != CDT_SUCCESS)
+            return CDT_ERR_PEER;
+        bool heads_moved = false;
+        if (cdt__ucx_lane_heads_progress(ep, &heads_moved) != CDT_SUCCESS)
+            return CDT_ERR_PEER;
+        if (heads_moved)
+            l->idle_since = 0;
     }
     uint64_t tx_before = l->tx.prod_pos, rx_before = l->rx.cons_pos;
     uint64_t grants_before = l->rx.grants_posted;
@@ -320,7 +339,7 @@ void cdt__ucx_lane_progress(cdt_ucx_worker w)
             continue;
         bool moved = false;
         if (ep_progress(ep, l, &moved) != CDT_SUCCESS) {
-            ep_fail(ep); /* frees the lanes */
+            cdt__ucx_lane_ep_fail(ep); /* frees the lanes */
             continue;
         }
         any_moved |= moved;
@@ -347,7 +366,8 @@ void cdt__ucx_lane_describe(struct cdt_ucx_ep_s *ep, char *buf, size_t size)
     }
     const char *why = ep->lane_why != NULL ? ep->lane_why : "not-offered";
     if (l != NULL && (l->tx_attached || l->rx_attached))
-        snprintf(buf + used, size - used, " lane=memfd");
+        snprintf(buf + used, size - used, " lane=memfd%s",
+                 l->heads_tx || l->heads_rx ? "+heads" : "");
     else if (ep->lane_peer_why[0] != '\0' &&
              (ep->lane_why == NULL || strcmp(ep->lane_why, "not-attached") == 0))
         snprintf(buf + used, size - used, " lane=none/peer-%s", ep->lane_peer_why);

@@ -41,6 +41,23 @@ typedef struct cdt__ucx_lane_in {
 
 /* an endpoint's lanes: the one it produces into (its sends) and the one its peer produces
  * into (its receives) */
+/* a head held for a full head ring (its send's sub completes when it is written) */
+typedef struct cdt__ucx_held_head {
+    struct cdt__ucx_held_head *next;
+    struct cdt__ucx_sub *s;
+    const void *data;
+    size_t len;
+    uint64_t tag;
+} cdt__ucx_held_head;
+
+/* the consumer's receive of the switch message (freed by its callback once the lane is gone) */
+typedef struct cdt__ucx_switch_recv {
+    unsigned char buf[32];
+    void *req;
+    size_t len;
+    bool done, ok, gone;
+} cdt__ucx_switch_recv;
+
 typedef struct cdt__ucx_lane_ep {
     cdt__lane tx;
     bool tx_made, tx_attached;
@@ -54,6 +71,15 @@ typedef struct cdt__ucx_lane_ep {
     unsigned char *bounce;           /* frag_bytes of private memory: custom types read a copy */
     int64_t idle_since;              /* ms: pending work and no progress since then (0: moving) */
     uint64_t sends_done, recvs_done; /* objects moved whole, added to the worker's stats */
+    /* the head ring (ucx_lane_heads.c). Producer: the switch went (heads_tx); heads held for a
+     * full ring, in send order. Consumer: the switch's receive, the switch came (heads_rx:
+     * records are read), asleep on the doorbell, a record's private copy */
+    bool heads_tx;
+    int64_t heads_alive_at; /* ms: when a head written into the ring last polled the peer */
+    cdt__ucx_held_head *held_head, *held_tail;
+    cdt__ucx_switch_recv *sw;
+    bool heads_rx, rx_asleep;
+    unsigned char *head_copy;
 } cdt__ucx_lane_ep;
 
 /* ucx_lane.c */
@@ -80,6 +106,38 @@ CDT__LANE_HIDDEN void cdt__ucx_lane_progress(cdt_ucx_worker w);
 CDT__LANE_HIDDEN void cdt__ucx_lane_describe(struct cdt_ucx_ep_s *ep, char *buf, size_t size);
 /* whether sends on ep go through its lane now (read without the lock: set once) */
 CDT__LANE_HIDDEN bool cdt__ucx_lane_ready(struct cdt_ucx_ep_s *ep);
+
+/* ucx_lane_heads.c: small objects through the head ring (docs/TRANSPORT.md §10.6) */
+/* CDT_UCX_LANE_HEADS "on" or "off" (unset or empty: off, the default); CDT_ERR_INVALID_ARG
+ * for another value */
+CDT__LANE_HIDDEN int cdt__ucx_lane_heads_env(bool *on);
+/* the consumer_features a consumer asks for at attach (HEADS when the worker takes heads
+ * through the ring and has its endpoint to itself) */
+CDT__LANE_HIDDEN uint32_t cdt__ucx_lane_heads_features(cdt_ucx_worker w);
+/* the consumer attached a version 2 segment with HEADS: post the switch's receive, put the
+ * doorbell into the worker's wakeup set. 0, or an error (the lane is then dropped). */
+CDT__LANE_HIDDEN int cdt__ucx_lane_heads_attached(struct cdt_ucx_ep_s *ep);
+/* producer, consumer attached: send the switch when the consumer takes heads */
+CDT__LANE_HIDDEN void cdt__ucx_lane_heads_switch(struct cdt_ucx_ep_s *ep);
+/* a head message of r on ep: 1 it went into the head ring or waits there (held), 0 the
+ * endpoint sends heads over UCX, else an error (nothing sent) */
+CDT__LANE_HIDDEN int cdt__ucx_lane_heads_post(struct cdt_ucx_ep_s *ep, struct cdt_ucx_request_s *r,
+                                              const void *data, size_t len, uint64_t tag,
+                                              struct cdt__ucx_sub *s);
+/* progress of ep's head rings: held heads written, records handed to the worker; 0, or
+ * CDT_ERR_PEER (the lane broke); *moved set when something moved */
+CDT__LANE_HIDDEN int cdt__ucx_lane_heads_progress(struct cdt_ucx_ep_s *ep, bool *moved);
+/* ep's lanes end: held heads end with status, whole records still in the ring are handed to
+ * the worker, the switch's receive is canceled */
+CDT__LANE_HIDDEN void cdt__ucx_lane_heads_end(struct cdt_ucx_ep_s *ep, int status);
+/* before a sleep on the worker's fd: every head ring told that its consumer sleeps; false when
+ * records are pending (do not sleep) */
+CDT__LANE_HIDDEN bool cdt__ucx_lane_heads_sleep(cdt_ucx_worker w);
+/* worker destroy, lock held: the endpoint to itself closed */
+CDT__LANE_HIDDEN void cdt__ucx_lane_heads_close_self(cdt_ucx_worker w);
+
+/* ucx_lane.c: the lane broke or its peer died: the endpoint fails as on UCX's report of it */
+CDT__LANE_HIDDEN void cdt__ucx_lane_ep_fail(struct cdt_ucx_ep_s *ep);
 
 /* ucx_lane_region.c: the environment's CDT_UCX_LANE_REGION_THRESHOLD (bytes, >= 1), else the
  * default; CDT_ERR_INVALID_ARG for a value that is not one */

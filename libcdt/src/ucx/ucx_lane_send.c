@@ -284,7 +284,7 @@ int cdt__ucx_lane_isend(struct cdt_ucx_ep_s *ep, cdt_ucx_request r, cdt_count th
     r->q_ep = ep->id;
     r->outstanding = 1;   /* held while posting */
     r->parts_pending = 1; /* held while posting: the commit is sent after the last part */
-    rc = cdt__ucx_send_post_part(r, ep->ucp, r->head, msg_len, tag, &r->head_sub);
+    rc = cdt__ucx_send_post_head(r, ep, r->head, msg_len, tag, &r->head_sub);
     if (rc != CDT_SUCCESS) { /* nothing was sent */
         pthread_mutex_unlock(&w->lock);
         cdt__ucx_send_unposted(r);

@@ -71,7 +71,7 @@ void cdt__ucx_sleep(cdt_ucx_worker w, int64_t deadline)
      * objects are in flight: the peer moves them through shared memory, which wakes nothing
      * (docs/TRANSPORT.md §10.3); the wait spins on, yielding its core when nothing moved */
     bool armed = false;
-    if (cdt__ucx_progress(w) == 0 && !w->lane_waiting) {
+    if (cdt__ucx_progress(w) == 0 && !w->lane_waiting && cdt__ucx_lane_heads_sleep(w)) {
         armed = ucp_worker_arm(w->ucp) == UCS_OK;
         cdt__ucx_armed(w);
     }

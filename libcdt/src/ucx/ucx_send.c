@@ -47,15 +47,15 @@ static void commit_send(cdt_ucx_request r, ucp_ep_h ucp)
         cdt__ucx_request_set_error(r, rc);
 }
 
-static void send_cb(void *ucx_req, ucs_status_t st, void *user_data)
+/* lock held: one message of a send completed with `status` (UCX's callback, or a head that
+ * waited for room in the lane's head ring) */
+static void sub_end(cdt__ucx_sub *s, int status)
 {
-    cdt__ucx_sub *s = user_data;
     cdt_ucx_request r = s->req;
-    ucp_request_free(ucx_req);
     s->ucx = NULL;
     s->fired = true;
-    if (st != UCS_OK)
-        cdt__ucx_request_set_error(r, cdt__ucx_status(st));
+    if (status != CDT_SUCCESS)
+        cdt__ucx_request_set_error(r, status);
     if (r->commit && s != &r->commit_sub && --r->parts_pending == 0)
         commit_send(r, r->ep != NULL ? r->ep->ucp : NULL);
     if (--r->outstanding == 0) {
@@ -63,6 +63,12 @@ static void send_cb(void *ucx_req, ucs_status_t st, void *user_data)
         if (r->orphaned) /* freed by the caller after it was ended early */
             cdt__ucx_orphan_release(r);
     }
+}
+
+static void send_cb(void *ucx_req, ucs_status_t st, void *user_data)
+{
+    ucp_request_free(ucx_req);
+    sub_end(user_data, st == UCS_OK ? CDT_SUCCESS : cdt__ucx_status(st));
 }
 
 /* lock held, released here: every message of the send was posted (the hold taken while
@@ -119,6 +125,22 @@ static int post_part(cdt_ucx_request r, ucp_ep_h ep, const void *data, size_t le
     int before = r->outstanding;
     int rc = post(r, ep, data, len, tag, s);
     if (r->outstanding > before)
+        r->parts_pending++;
+    return rc;
+}
+
+/* lock held: post an object's head message (its user tag): into the lane's head ring once the
+ * endpoint switched (docs/TRANSPORT.md §10.6; a head held for a full ring is one more part),
+ * else over UCX */
+static int post_head(cdt_ucx_request r, struct cdt_ucx_ep_s *ep, const void *data, size_t len,
+                     uint64_t tag, cdt__ucx_sub *s, bool part)
+{
+    int before = r->outstanding;
+    int taken = cdt__ucx_lane_heads_post(ep, r, data, len, tag, s);
+    if (taken < 0)
+        return taken;
+    int rc = taken == 1 ? CDT_SUCCESS : post(r, ep->ucp, data, len, tag, s);
+    if (part && r->outstanding > before)
         r->parts_pending++;
     return rc;
 }
@@ -279,7 +301,11 @@ static int send_single(cdt_ucx_ep ep, cdt_ucx_request r, cdt_ucx_tag tag, cdt_uc
     if (rc == CDT_SUCCESS && contiguous) {
         r->head_exposed = ep->peer_accesses_memory && r->single_len > CDT__UCX_EAGER_SURE;
         r->q_ep = ep->id;
-        rc = post(r, ep->ucp, r->head, r->single_len, tag, &r->head_sub);
+        rc = post_head(r, ep, r->head, r->single_len, tag, &r->head_sub, false);
+    } else if (rc == CDT_SUCCESS && ep->lane_heads_on) {
+        /* a head that cannot go into the head ring must not go over UCX after the switch (it
+         * would match after later ring heads): sent split instead (docs/TRANSPORT.md §10.6) */
+        rc = CDT_ERR_BUSY;
     } else if (rc == CDT_SUCCESS)
         rc = post_dt(r, ep->ucp, r, 1, w->dt_send, tag, &r->head_sub);
     if (rc != CDT_SUCCESS) {
@@ -308,7 +334,7 @@ static int send_plain(cdt_ucx_ep ep, cdt_ucx_request r, cdt_count threshold, cdt
     r->head_exposed = ep->peer_accesses_memory && len > CDT__UCX_EAGER_SURE;
     r->q_ep = ep->id;
     if (rc == CDT_SUCCESS)
-        rc = post(r, ep->ucp, r->head, len, tag, &r->head_sub);
+        rc = post_head(r, ep, r->head, len, tag, &r->head_sub, false);
     if (rc != CDT_SUCCESS) { /* nothing was sent */
         pthread_mutex_unlock(&w->lock);
         send_unposted(r);
@@ -396,7 +422,10 @@ static int isend(cdt_ucx_ep ep, const void *buf, cdt_count count, cdt_type type,
         mode = local ? CDT__UCX_MODE_SINGLE : CDT__UCX_MODE_SPLIT;
     /* an endpoint whose peer mapped its lane sends split heads and a large object's stream
      * through the lane (ucx_lane_send.c; docs/TRANSPORT.md §10.3) */
-    const bool lane = protocol != CDT_UCX_PROTOCOL_SINGLE && cdt__ucx_lane_ready(ep);
+    const bool lane =
+        (protocol != CDT_UCX_PROTOCOL_SINGLE ||
+         __atomic_load_n(&ep->lane_heads_on, __ATOMIC_ACQUIRE)) && /* every head in the ring */
+        cdt__ucx_lane_ready(ep);
     if (lane)
         mode = CDT__UCX_MODE_SPLIT;
     /* encode outside the lock: it runs the type's callbacks. A single-mode message packs its
@@ -516,7 +545,7 @@ static int isend(cdt_ucx_ep ep, const void *buf, cdt_count count, cdt_type type,
     r->outstanding = 1;   /* held while posting */
     r->parts_pending = 1; /* held while posting: the commit is sent after the last part */
     if (rc == CDT_SUCCESS)
-        rc = post_part(r, ep->ucp, msg, msg_len, tag, &r->head_sub);
+        rc = post_head(r, ep, msg, msg_len, tag, &r->head_sub, true);
     if (rc != CDT_SUCCESS) { /* nothing was sent */
         pthread_mutex_unlock(&w->lock);
         send_unposted(r);
@@ -579,6 +608,17 @@ int cdt__ucx_send_posted(struct cdt_ucx_ep_s *ep, cdt_ucx_request r, cdt_ucx_req
 void cdt__ucx_send_unposted(cdt_ucx_request r)
 {
     send_unposted(r);
+}
+
+int cdt__ucx_send_post_head(cdt_ucx_request r, struct cdt_ucx_ep_s *ep, const void *data,
+                            size_t len, uint64_t tag, cdt__ucx_sub *s)
+{
+    return post_head(r, ep, data, len, tag, s, true);
+}
+
+void cdt__ucx_send_sub_end(cdt__ucx_sub *s, int status)
+{
+    sub_end(s, status);
 }
 
 /* as send_cb does for a UCX message: the lane's part of the object ended */

@@ -103,7 +103,9 @@ int cdt_ucx_worker_arm(cdt_ucx_worker worker)
     if (worker->efd < 0)
         return CDT_ERR_UNSUPPORTED;
     pthread_mutex_lock(&worker->lock);
-    if (worker->lane_waiting) { /* the peer moves lane objects in flight; that wakes no fd */
+    /* the peer moves lane objects in flight, which wakes no fd; a head ring's record published
+     * before its consumer said it sleeps rings no doorbell (docs/TRANSPORT.md §10.6) */
+    if (worker->lane_waiting || !cdt__ucx_lane_heads_sleep(worker)) {
         pthread_mutex_unlock(&worker->lock);
         return CDT_ERR_BUSY;
     }

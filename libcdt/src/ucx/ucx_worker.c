@@ -102,6 +102,9 @@ int cdt_ucx_worker_create(cdt_ucx_context context, const cdt_ucx_worker_params *
     } else if (cdt__ucx_lane_env(&lane_on) != CDT_SUCCESS) {
         return CDT_ERR_INVALID_ARG; /* a misspelt setting must not pass unnoticed */
     }
+    bool lane_heads = false; /* small objects through the lane (docs/TRANSPORT.md §10.6) */
+    if (cdt__ucx_lane_heads_env(&lane_heads) != CDT_SUCCESS)
+        return CDT_ERR_INVALID_ARG;       /* a misspelt setting must not pass unnoticed */
     cdt_count lane_threshold = threshold; /* a threshold the caller named holds on lanes too */
     if (!(fm & CDT_UCX_WORKER_PARAM_ZCOPY_THRESHOLD) &&
         cdt__ucx_lane_region_env(&lane_threshold) != CDT_SUCCESS)
@@ -110,6 +113,7 @@ int cdt_ucx_worker_create(cdt_ucx_context context, const cdt_ucx_worker_params *
     if (w == NULL)
         return CDT_ERR_NO_MEMORY;
     w->lane_on = lane_on;
+    w->lane_heads = lane_on && lane_heads;
     w->lane_threshold = lane_threshold;
     w->fifo_stall_ms = stall_ms < 0 ? -1 : stall_ms;
     if (pthread_mutex_init(&w->lock, NULL) != 0) {
@@ -184,6 +188,7 @@ void cdt_ucx_worker_destroy(cdt_ucx_worker worker)
         cdt__ucx_close_parked(worker);
     }
     cdt__ucx_ep_force_close_all(worker);
+    cdt__ucx_lane_heads_close_self(worker); /* after the lanes whose heads it carried */
     /* nobody sleeps on the worker any more: the completions ucp_worker_destroy still calls
      * back must not signal a UCX worker half torn down (cdt__ucx_wake) */
     worker->wake_pending = true;
