@@ -353,18 +353,45 @@ static int dv_regions(void *state, void *buf, cdt_count count, cdt_count n, void
 static cdt_type types[4];
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 
+/* Every unpack callback here reads each byte of its fragment once: the field maps copy bytes
+ * into the objects, and double_vec copies its lengths into its state before it reads them. So
+ * each type says so (CDT_CUSTOM_FLAG_UNPACK_READS_ONCE), and a local lane hands them bytes
+ * straight out of its segment, without a private copy (docs/TRANSPORT.md §10.4). */
+static cdt_type create(cdt_custom_state_func_t *state_fn, cdt_custom_state_free_func_t *free_fn,
+                       cdt_custom_query_func_t *query_fn, cdt_custom_pack_func_t *pack_fn,
+                       cdt_custom_unpack_func_t *unpack_fn,
+                       cdt_custom_region_count_func_t *region_count_fn,
+                       cdt_custom_region_func_t *region_fn, void *context, int inorder)
+{
+    cdt_custom_params p = {
+        .field_mask = CDT_CUSTOM_PARAM_STATE | CDT_CUSTOM_PARAM_STATE_FREE |
+                      CDT_CUSTOM_PARAM_QUERY | CDT_CUSTOM_PARAM_PACK | CDT_CUSTOM_PARAM_UNPACK |
+                      CDT_CUSTOM_PARAM_REGIONS | CDT_CUSTOM_PARAM_CONTEXT |
+                      CDT_CUSTOM_PARAM_INORDER | CDT_CUSTOM_PARAM_FLAGS,
+        .state_fn = state_fn,
+        .state_free_fn = free_fn,
+        .query_fn = query_fn,
+        .pack_fn = pack_fn,
+        .unpack_fn = unpack_fn,
+        .region_count_fn = region_count_fn,
+        .region_fn = region_fn,
+        .context = context,
+        .inorder = inorder,
+        .flags = CDT_CUSTOM_FLAG_UNPACK_READS_ONCE,
+    };
+    cdt_type t;
+    return cdt_type_create_custom_advanced(&p, &t) == CDT_SUCCESS ? t : NULL;
+}
+
 static void create_types(void)
 {
     const field_map *maps[3] = {&vec_map, &simple_map, &no_gap_map};
     for (int i = 0; i < 3; i++)
-        if (cdt_type_create_custom(map_state, NULL, map_query, map_pack, map_unpack,
-                                   maps[i]->region_off >= 0 ? map_region_count : NULL,
-                                   maps[i]->region_off >= 0 ? map_regions : NULL, (void *)maps[i],
-                                   0, &types[i]) != CDT_SUCCESS)
-            types[i] = NULL;
-    if (cdt_type_create_custom(dv_state_new, dv_state_free, dv_query, dv_pack, dv_unpack,
-                               dv_region_count, dv_regions, NULL, 1, &types[3]) != CDT_SUCCESS)
-        types[3] = NULL;
+        types[i] = create(map_state, NULL, map_query, map_pack, map_unpack,
+                          maps[i]->region_off >= 0 ? map_region_count : NULL,
+                          maps[i]->region_off >= 0 ? map_regions : NULL, (void *)maps[i], 0);
+    types[3] = create(dv_state_new, dv_state_free, dv_query, dv_pack, dv_unpack, dv_region_count,
+                      dv_regions, NULL, 1);
 }
 
 cdt_type struct_vec_type(void)

@@ -390,6 +390,23 @@ enum cdt_custom_param_field {
     CDT_CUSTOM_PARAM_CONTEXT = 1u << 6,      /*!< context */
     CDT_CUSTOM_PARAM_CONTEXT_FREE = 1u << 7, /*!< context_free_fn */
     CDT_CUSTOM_PARAM_INORDER = 1u << 8,      /*!< inorder */
+    CDT_CUSTOM_PARAM_FLAGS = 1u << 9,        /*!< flags */
+};
+
+/*! Bits of cdt_custom_params.flags: promises a type makes about its callbacks, which let the
+ * library skip work it otherwise does to be safe (a bit this library does not know is refused
+ * with CDT_ERR_INVALID_ARG). */
+enum cdt_custom_flag {
+    /*! unpack_fn reads each byte of src at most once: a length or offset it checks is kept in
+     *  its own memory (a local, its state) and the value checked is the value used; src is
+     *  never read again for it. The bytes may then change while the callback runs without
+     *  harm beyond the object's own values, and a transport may hand the callback bytes
+     *  straight out of memory the sending process shares (a local lane: docs/TRANSPORT.md
+     *  §10.4) instead of a private copy of each fragment: one pass fewer on the receiver.
+     *  Read such a value with one load into a local (memcpy into a local, or a volatile or
+     *  atomic load where the compiler could otherwise load it twice). Without the flag the
+     *  callback always reads private memory that nobody else writes. */
+    CDT_CUSTOM_FLAG_UNPACK_READS_ONCE = 1u << 0,
 };
 
 /*! Called once with the type's context when the type's last reference goes (the handle freed
@@ -413,6 +430,8 @@ typedef struct cdt_custom_params {
     /*! nonzero: unpack_fn sees fragments in increasing offset order (the engine holds early
      *  ones); zero, the default: in any order */
     int inorder;
+    /*! CDT_CUSTOM_FLAG_* bits; default 0 */
+    uint64_t flags;
 } cdt_custom_params;
 
 /*! cdt_type_create_custom_advanced() : create a custom type (committed on creation) from a
@@ -420,9 +439,9 @@ typedef struct cdt_custom_params {
  *  reference-counted and outlive cdt_type_free() while operations, frames, requests or other
  *  types hold them, so only the library knows when the context may go (a binding that keeps
  *  a language object as the context frees it there).
- *  Errors: CDT_ERR_INVALID_ARG (NULL params or type, a field_mask bit this library does not
- *  know, query_fn or pack_fn missing, region_count_fn without region_fn), CDT_ERR_NO_MEMORY.
- *  When it fails, context_free_fn is not called. */
+ *  Errors: CDT_ERR_INVALID_ARG (NULL params or type, a field_mask bit or a flags bit this
+ *  library does not know, query_fn or pack_fn missing, region_count_fn without region_fn),
+ *  CDT_ERR_NO_MEMORY. When it fails, context_free_fn is not called. */
 CDT_API int cdt_type_create_custom_advanced(const cdt_custom_params *params, cdt_type *type);
 
 /*! cdt_type_create_custom() : create a custom type (committed on creation); the signature of

@@ -5,7 +5,10 @@
  */
 #include "check.h"
 
+#include <stddef.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #define ERR_INJECT (CDT_ERR_USER_BASE - 7)
 
@@ -489,6 +492,45 @@ static void test_create_advanced(void)
     CHECK(c.frees == 0); /* the unmarked state_free_fn (not a function) was never called */
 }
 
+/* the flags field: an unknown bit is refused; and a caller compiled before the field existed
+ * passes a struct that ends where `flags` begins: the library reads no byte past it (the struct
+ * here ends at a page that cannot be read, so a read past its end is a crash) */
+static void test_create_flags(void)
+{
+    tctx c = {.chunk = 1000};
+    cdt_custom_params p = {
+        .field_mask = CDT_CUSTOM_PARAM_STATE | CDT_CUSTOM_PARAM_QUERY | CDT_CUSTOM_PARAM_PACK |
+                      CDT_CUSTOM_PARAM_UNPACK | CDT_CUSTOM_PARAM_CONTEXT | CDT_CUSTOM_PARAM_FLAGS,
+        .state_fn = t_state,
+        .query_fn = t_query,
+        .pack_fn = t_pack,
+        .unpack_fn = t_unpack,
+        .context = &c,
+        .flags = CDT_CUSTOM_FLAG_UNPACK_READS_ONCE,
+    };
+    cdt_type t = NULL;
+    CHECK_OK(cdt_type_create_custom_advanced(&p, &t));
+    CHECK_OK(cdt_type_free(&t));
+    p.flags |= (uint64_t)1 << 63; /* a promise of a later version */
+    CHECK_RC(cdt_type_create_custom_advanced(&p, &t), CDT_ERR_INVALID_ARG);
+    CHECK(t == NULL);
+    p.field_mask &= ~(uint64_t)CDT_CUSTOM_PARAM_FLAGS; /* unmarked: never read */
+    CHECK_OK(cdt_type_create_custom_advanced(&p, &t));
+    CHECK_OK(cdt_type_free(&t));
+
+    long page = sysconf(_SC_PAGESIZE);
+    unsigned char *two =
+        mmap(NULL, (size_t)(2 * page), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    CHECK(two != MAP_FAILED);
+    CHECK(mprotect(two + page, (size_t)page, PROT_NONE) == 0);
+    size_t old_size = offsetof(cdt_custom_params, flags);
+    unsigned char *at = two + page - old_size; /* 8-aligned: old_size is a multiple of 8 */
+    memcpy(at, &p, old_size);
+    CHECK_OK(cdt_type_create_custom_advanced((const cdt_custom_params *)at, &t));
+    CHECK_OK(cdt_type_free(&t));
+    munmap(two, (size_t)(2 * page));
+}
+
 static void test_status_names(void)
 {
     CHECK(strcmp(cdt_strerror(CDT_SUCCESS), "success") == 0);
@@ -563,6 +605,7 @@ int main(void)
     test_contract_violations();
     test_refcount();
     test_create_advanced();
+    test_create_flags();
     test_status_names();
     return check_report("test_custom_ops");
 }

@@ -68,7 +68,10 @@ int lane_headers_case(void); /* headers of more than 2,041 regions through the l
 int lane_case(void);
 int lane_kill_case(int where);
 int lane_hostile_case(void); /* a sender that scribbles over its own segment */
-int lane_wakeup_case(void);  /* a wait with wakeup does not sleep on a moving lane */
+/* cases_lane_reads_once.c: a custom type that reads each byte once reads the segment; one that
+ * does not reads a private copy */
+int lane_reads_once_case(void);
+int lane_wakeup_case(void); /* a wait with wakeup does not sleep on a moving lane */
 /* cases_lane.c, shared with cases_lane_setup.c: ms of a monotonic clock; progress until the
  * endpoint p->ep reports its lane (10 s at most), or for ms; the worker's lane_sent or
  * lane_received; lines of /proc/self/maps, and descriptors, that are a lane's (or a pidfd) */

@@ -71,6 +71,8 @@ int main(int argc, char **argv)
         return lane_kill_case(3);
     if (strcmp(c, "lane_hostile") == 0)
         return lane_hostile_case();
+    if (strcmp(c, "lane_reads_once") == 0)
+        return lane_reads_once_case();
     if (strcmp(c, "lane_late_offer") == 0)
         return lane_late_offer_case();
     if (strcmp(c, "lane_close_pending") == 0)

@@ -18,35 +18,43 @@ static const cdt__type_ops custom_ops = {.destroy = custom_destroy};
 #define KNOWN_FIELDS                                                                               \
     (CDT_CUSTOM_PARAM_STATE | CDT_CUSTOM_PARAM_STATE_FREE | CDT_CUSTOM_PARAM_QUERY |               \
      CDT_CUSTOM_PARAM_PACK | CDT_CUSTOM_PARAM_UNPACK | CDT_CUSTOM_PARAM_REGIONS |                  \
-     CDT_CUSTOM_PARAM_CONTEXT | CDT_CUSTOM_PARAM_CONTEXT_FREE | CDT_CUSTOM_PARAM_INORDER)
+     CDT_CUSTOM_PARAM_CONTEXT | CDT_CUSTOM_PARAM_CONTEXT_FREE | CDT_CUSTOM_PARAM_INORDER |         \
+     CDT_CUSTOM_PARAM_FLAGS)
+#define KNOWN_FLAGS CDT_CUSTOM_FLAG_UNPACK_READS_ONCE
 
 int cdt_type_create_custom_advanced(const cdt_custom_params *params, cdt_type *type)
 {
     if (params == NULL || type == NULL || (params->field_mask & ~(uint64_t)KNOWN_FIELDS) != 0)
         return CDT_ERR_INVALID_ARG;
-    /* the record is the caller's struct with every field whose bit is not set cleared: a
-     * field the caller did not mark is never read again */
+    /* the record takes each field whose bit is set, one by one, and leaves the rest cleared: a
+     * caller compiled against an older header has a smaller struct, whose end is never read
+     * (docs/ABI.md, "How the structs grow") */
     uint64_t m = params->field_mask;
-    cdt_custom_params rec = *params;
-    if (!(m & CDT_CUSTOM_PARAM_STATE))
-        rec.state_fn = NULL;
-    if (!(m & CDT_CUSTOM_PARAM_STATE_FREE))
-        rec.state_free_fn = NULL;
-    if (!(m & CDT_CUSTOM_PARAM_QUERY))
-        rec.query_fn = NULL;
-    if (!(m & CDT_CUSTOM_PARAM_PACK))
-        rec.pack_fn = NULL;
-    if (!(m & CDT_CUSTOM_PARAM_UNPACK))
-        rec.unpack_fn = NULL;
-    if (!(m & CDT_CUSTOM_PARAM_REGIONS)) {
-        rec.region_count_fn = NULL;
-        rec.region_fn = NULL;
+    cdt_custom_params rec = {.field_mask = m};
+    if (m & CDT_CUSTOM_PARAM_STATE)
+        rec.state_fn = params->state_fn;
+    if (m & CDT_CUSTOM_PARAM_STATE_FREE)
+        rec.state_free_fn = params->state_free_fn;
+    if (m & CDT_CUSTOM_PARAM_QUERY)
+        rec.query_fn = params->query_fn;
+    if (m & CDT_CUSTOM_PARAM_PACK)
+        rec.pack_fn = params->pack_fn;
+    if (m & CDT_CUSTOM_PARAM_UNPACK)
+        rec.unpack_fn = params->unpack_fn;
+    if (m & CDT_CUSTOM_PARAM_REGIONS) {
+        rec.region_count_fn = params->region_count_fn;
+        rec.region_fn = params->region_fn;
     }
-    if (!(m & CDT_CUSTOM_PARAM_CONTEXT))
-        rec.context = NULL;
-    if (!(m & CDT_CUSTOM_PARAM_CONTEXT_FREE))
-        rec.context_free_fn = NULL;
+    if (m & CDT_CUSTOM_PARAM_CONTEXT)
+        rec.context = params->context;
+    if (m & CDT_CUSTOM_PARAM_CONTEXT_FREE)
+        rec.context_free_fn = params->context_free_fn;
     rec.inorder = (m & CDT_CUSTOM_PARAM_INORDER) && params->inorder != 0;
+    if (m & CDT_CUSTOM_PARAM_FLAGS) {
+        if ((params->flags & ~(uint64_t)KNOWN_FLAGS) != 0)
+            return CDT_ERR_INVALID_ARG;
+        rec.flags = params->flags;
+    }
     if (rec.query_fn == NULL || rec.pack_fn == NULL)
         return CDT_ERR_INVALID_ARG;
     if (rec.region_count_fn != NULL && rec.region_fn == NULL)

@@ -277,12 +277,15 @@ static void post_regions(cdt_ucx_request r, const cdt__ucx_lane_in *e)
 
 /* a custom type's callbacks (and a prepare callback's decoder, which may bind one) read a
  * private copy of each fragment of the packed stream: bytes they checked cannot change under
- * them (§10.4). Only the packed stream reaches a callback: the small regions after it are
- * copied by the engine into their memory (a region's type is a layout: each byte read once),
- * straight out of the segment. */
+ * them (§10.4). A type whose unpack callback reads each byte once
+ * (CDT_CUSTOM_FLAG_UNPACK_READS_ONCE) reads the segment itself, as the engine does for the
+ * small regions after the stream (a region's type is a layout: each byte read once). */
 static bool needs_copy(cdt_ucx_request r)
 {
-    return r->prepare != NULL || (r->type != NULL && r->type->cls == CDT__CLASS_CUSTOM);
+    if (r->prepare != NULL)
+        return true;
+    return r->type != NULL && r->type->cls == CDT__CLASS_CUSTOM &&
+           !(r->type->custom->flags & CDT_CUSTOM_FLAG_UNPACK_READS_ONCE);
 }
 
 /* the object's published bytes, unpacked: the packed stream through the bounce buffer where
