@@ -640,14 +640,15 @@ static void lay_double_vec(layout *l, int64_t n, int64_t len)
 }
 
 /* seed 001: vector(n, 1, 24, DOUBLE) */
-static void lay_vec24(layout *l, int64_t n)
+/* vector(n, 1, stride, DOUBLE): every stride-th double */
+static void lay_vec(layout *l, int64_t n, int64_t stride)
 {
-    void *m = lay_alloc(l, n * 24 * 8);
-    l->type = B_VECTOR(n, 1, 24, T_DOUBLE);
+    void *m = lay_alloc(l, n * stride * 8);
+    l->type = B_VECTOR(n, 1, stride, T_DOUBLE);
     l->buf = m;
     l->count = 1;
     l->bytes = n * 8;
-    l->p[0] = n, l->p[1] = 8, l->p[2] = 24 * 8, l->p[3] = 0;
+    l->p[0] = n, l->p[1] = 8, l->p[2] = stride * 8, l->p[3] = 0;
     MANUAL(l, man_dstride_pack, man_dstride_unpack);
 }
 
@@ -716,8 +717,11 @@ static int layouts_make(layout *ls, int max)
     ADD("struct_simple_no_gap", lay_struct_simple(l_, 100000, 0));
     ADD("struct_vec", lay_struct_vec(l_, 64));
     ADD("double_vec_1KiB", lay_double_vec(l_, 1024, 1024));
-    ADD("vector_1000", lay_vec24(l_, 1000));
-    ADD("vector_100000", lay_vec24(l_, 100000));
+    ADD("vector_1000", lay_vec(l_, 1000, 24));
+    ADD("vector_100000", lay_vec(l_, 100000, 24));
+    /* the demo's strided row: 8 MiB of every other double of 16 MiB (examples/c/transfer_demo.c;
+     * memcpy of its 8 MiB is raw's one pass, the hand loop the best a pack can do) */
+    ADD("demo_strided_8MiB", lay_vec(l_, 1 << 20, 2));
     ADD("face_200cube", lay_face(l_, 200, 200, 200, 100, 100));
     ADD("rand_hindexed_block", lay_rand_hidx(l_, 100000));
 #undef ADD
