@@ -69,6 +69,21 @@ typedef struct stats {
     long sender_calls, receiver_calls, fragments;
 } stats;
 
+/* a request as the transport fills it for one object through the lane, its cursor at the
+ * stream's start (the sender's and the receiver's alike) */
+static struct cdt_ucx_request_s *lane_request(cdt_count threshold, cdt_count header,
+                                              cdt_count packed, cdt_count base)
+{
+    struct cdt_ucx_request_s *r = calloc(1, sizeof(*r));
+    CHECK(r != NULL);
+    r->threshold = threshold;
+    r->lane_header = header;
+    r->lane_packed = packed;
+    r->lane_base = base;
+    cdt__ucx_lane_cursor_init(r, header, packed);
+    return r;
+}
+
 /* one object through the cursor both ways; header_in_lane: the stream starts after the fixed
  * header (HEADER), else after the whole header */
 static void one_object(const double_vec *v, cdt_count threshold, int header_in_lane, stats *st)
@@ -100,13 +115,7 @@ static void one_object(const double_vec *v, cdt_count threshold, int header_in_l
     /* the sender: a deferred frame, packed as the lane's pack callback does */
     cdt_frame f;
     CHECK_RC(cdt__frame_encode_deferred(v, 1, double_vec_type(), NULL, &f), CDT_SUCCESS);
-    struct cdt_ucx_request_s *r = calloc(1, sizeof(*r));
-    CHECK(r != NULL);
-    r->threshold = threshold;
-    r->lane_header = header;
-    r->lane_packed = packed;
-    r->lane_base = base;
-    cdt__ucx_lane_cursor_init(r, header, packed);
+    struct cdt_ucx_request_s *r = lane_request(threshold, header, packed, base);
     unsigned char *stream = malloc(slen + 1);
     CHECK(stream != NULL);
     int failed = 0;
@@ -141,13 +150,7 @@ static void one_object(const double_vec *v, cdt_count threshold, int header_in_l
     CHECK_RC(cdt_decoder_create(expect, header, &d), CDT_SUCCESS);
     double_vec got = {0};
     CHECK_RC(cdt_decoder_bind(d, &got, 1, double_vec_type()), CDT_SUCCESS);
-    struct cdt_ucx_request_s *q = calloc(1, sizeof(*q));
-    CHECK(q != NULL);
-    q->threshold = threshold;
-    q->lane_header = header;
-    q->lane_packed = packed;
-    q->lane_base = base;
-    cdt__ucx_lane_cursor_init(q, header, packed);
+    struct cdt_ucx_request_s *q = lane_request(threshold, header, packed, base);
     failed = 0;
     for (size_t off = 0; off < slen && !failed;) {
         size_t frag = frag_size();
