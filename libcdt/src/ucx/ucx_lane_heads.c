@@ -207,14 +207,15 @@ static void handed(void *req, ucs_status_t st, void *user_data)
     free(user_data);
 }
 
-/* one record's copy to the worker itself: its sender field names the lane's endpoint */
-static int hand_off(struct cdt_ucx_ep_s *ep, uint64_t tag, const unsigned char *head, size_t len)
+/* one record's copy (l->head_copy) to the worker itself: its sender field names the lane's
+ * endpoint. The copy is handed to UCX as it is, no second copy: a send that UCX completes at
+ * once (self's eager messages, every head up to its segment size) leaves it for the next
+ * record; one that stays in flight takes it along, freed when done, and the next record gets
+ * a new buffer. */
+static int hand_off(struct cdt_ucx_ep_s *ep, cdt__ucx_lane_ep *l, uint64_t tag, size_t len)
 {
     cdt_ucx_worker w = ep->w;
-    unsigned char *copy = malloc(len);
-    if (copy == NULL)
-        return CDT_ERR_NO_MEMORY;
-    memcpy(copy, head, len);
+    unsigned char *copy = l->head_copy;
     /* a split-mode prefix's sender is the endpoint's peer id, whatever the producer wrote:
      * receives so name the endpoint and fail with it alone (§10.6, Hand-off). A single-mode
      * message is whole and keeps its zero bytes. */
@@ -225,10 +226,11 @@ static int hand_off(struct cdt_ucx_ep_s *ep, uint64_t tag, const unsigned char *
                              .cb.send = handed,
                              .user_data = copy};
     void *q = ucp_tag_send_nbx(w->self_ep, copy, len, tag, &p);
-    if (q == NULL || UCS_PTR_IS_ERR(q)) {
-        free(copy);
-        return q == NULL ? CDT_SUCCESS : cdt__ucx_status(UCS_PTR_STATUS(q));
-    }
+    if (q == NULL)
+        return CDT_SUCCESS; /* UCX copied it: the buffer serves the next record */
+    if (UCS_PTR_IS_ERR(q))
+        return cdt__ucx_status(UCS_PTR_STATUS(q));
+    l->head_copy = NULL; /* the send's now (handed frees it) */
     return CDT_SUCCESS;
 }
 
@@ -237,12 +239,14 @@ static int take_records(struct cdt_ucx_ep_s *ep, cdt__ucx_lane_ep *l, int max)
 {
     int n = 0;
     while (n < max) {
+        if (l->head_copy == NULL && (l->head_copy = malloc(CDT__LANE_HEAD_MAX)) == NULL)
+            return CDT_ERR_PEER; /* the endpoint fails rather than lose a head */
         uint64_t tag;
         size_t len;
         int rc = cdt__lane_head_take(&l->rx, &tag, l->head_copy, CDT__LANE_HEAD_MAX, &len);
         if (rc == 0)
             break;
-        if (rc < 0 || hand_off(ep, tag, l->head_copy, len) != CDT_SUCCESS)
+        if (rc < 0 || hand_off(ep, l, tag, len) != CDT_SUCCESS)
             return CDT_ERR_PEER;
         n++;
     }
