@@ -72,6 +72,29 @@ static void wait_heads(peer *p)
     }
 }
 
+/* the two sides of an endpoint's switch. The client's first object (tag 1) offers its lane; each
+ * side then progresses until its heads go through the ring; with `answer` the server sends an
+ * object (tag 2) that tells the client the server reads heads from the ring now. */
+static void client_switch(peer *p, bool answer)
+{
+    int64_t one = 1;
+    CHECK_RC(cdt_ucx_send(p->ep, &one, 1, CDT_INT64, 1, T_TIMEOUT_MS)); /* offers the lane */
+    wait_heads(p);
+    if (answer)
+        CHECK_RC(cdt_ucx_recv(p->w, &one, 1, CDT_INT64, 2, CDT_UCX_TAG_MASK_FULL, NULL, NULL,
+                              T_TIMEOUT_MS));
+}
+
+static void server_switch(peer *p, bool answer)
+{
+    int64_t one = 0;
+    CHECK_RC(
+        cdt_ucx_recv(p->w, &one, 1, CDT_INT64, 1, CDT_UCX_TAG_MASK_FULL, NULL, NULL, T_TIMEOUT_MS));
+    wait_heads(p);
+    if (answer)
+        CHECK_RC(cdt_ucx_send(p->ep, &one, 1, CDT_INT64, 2, T_TIMEOUT_MS));
+}
+
 /* sends objects [from, to) with up to 64 in flight */
 static void lh_send_range(peer *p, int from, int to, cdt_ucx_tag base)
 {
@@ -171,9 +194,7 @@ static int full_count(int i)
 
 static void full_client(peer *p)
 {
-    int64_t one = 1;
-    CHECK_RC(cdt_ucx_send(p->ep, &one, 1, CDT_INT64, 1, T_TIMEOUT_MS)); /* offers the lane */
-    wait_heads(p);
+    client_switch(p, false);
     enum { WIN = 1024 };
     static int64_t vals[512];
     cdt_ucx_request *q = calloc(LH_FULL_N, sizeof(*q));
@@ -199,10 +220,7 @@ static void full_client(peer *p)
 
 static void full_server(peer *p)
 {
-    int64_t one = 0;
-    CHECK_RC(
-        cdt_ucx_recv(p->w, &one, 1, CDT_INT64, 1, CDT_UCX_TAG_MASK_FULL, NULL, NULL, T_TIMEOUT_MS));
-    wait_heads(p);
+    server_switch(p, false);
     usleep(500 * 1000); /* no progress: the sender's ring fills, its heads wait in order */
     static int64_t v[512];
     for (int i = 0; i < LH_FULL_N; i++) {
@@ -245,9 +263,8 @@ static void sleepy_recv(peer *p, int64_t *v, cdt_ucx_tag tag)
 
 static void wake_client(peer *p)
 {
+    client_switch(p, false);
     int64_t v = 1;
-    CHECK_RC(cdt_ucx_send(p->ep, &v, 1, CDT_INT64, 1, T_TIMEOUT_MS)); /* offers the lane */
-    wait_heads(p);
     sleepy_recv(p, &v, 2); /* the server's lane switched too */
     for (int i = 0; i < LH_PINGS; i++) {
         v = i;
@@ -260,11 +277,8 @@ static void wake_client(peer *p)
 
 static void wake_server(peer *p)
 {
+    server_switch(p, true);
     int64_t v = 0;
-    CHECK_RC(
-        cdt_ucx_recv(p->w, &v, 1, CDT_INT64, 1, CDT_UCX_TAG_MASK_FULL, NULL, NULL, T_TIMEOUT_MS));
-    wait_heads(p);
-    CHECK_RC(cdt_ucx_send(p->ep, &v, 1, CDT_INT64, 2, T_TIMEOUT_MS));
     for (int i = 0; i < LH_PINGS; i++) {
         usleep(2000); /* the client is asleep by now */
         sleepy_recv(p, &v, 100 + (cdt_ucx_tag)i);
@@ -300,9 +314,8 @@ static void bystander(uint16_t port)
     peer p = {.is_server = 0, .port = port};
     peer_open(&p, &heads_wp);
     CHECK_RC(cdt_ucx_ep_connect(p.w, "127.0.0.1", port, T_TIMEOUT_MS, &p.ep));
+    client_switch(&p, false);
     int64_t one = 1;
-    CHECK_RC(cdt_ucx_send(p.ep, &one, 1, CDT_INT64, 1, T_TIMEOUT_MS)); /* offers the lane */
-    wait_heads(&p);
     lh_send_range(&p, 0, LH_BY_N, 8000);
     CHECK_RC(cdt_ucx_recv(p.w, &one, 1, CDT_INT64, 3, CDT_UCX_TAG_MASK_FULL, NULL, NULL,
                           T_TIMEOUT_MS)); /* the server's answer, after the victim died */
@@ -312,12 +325,8 @@ static void bystander(uint16_t port)
 
 static void kill_client(peer *p)
 {
-    int64_t one = 1;
-    CHECK_RC(cdt_ucx_send(p->ep, &one, 1, CDT_INT64, 1, T_TIMEOUT_MS)); /* offers the lane */
-    wait_heads(p);
+    client_switch(p, true);
     int64_t v[512];
-    CHECK_RC(cdt_ucx_recv(p->w, v, 1, CDT_INT64, 2, CDT_UCX_TAG_MASK_FULL, NULL, NULL,
-                          T_TIMEOUT_MS)); /* the server reads heads from the ring now */
     for (int i = 0; i < LH_KILL_N; i++) {
         cdt_count n = lh_count(i % 100 == 50 ? i + 1 : i);
         lh_fill(v, i, n);
@@ -328,10 +337,8 @@ static void kill_client(peer *p)
 
 static void kill_server(peer *p)
 {
+    server_switch(p, false);
     int64_t one = 0;
-    CHECK_RC(
-        cdt_ucx_recv(p->w, &one, 1, CDT_INT64, 1, CDT_UCX_TAG_MASK_FULL, NULL, NULL, T_TIMEOUT_MS));
-    wait_heads(p);
     /* the bystander connects, and its first objects switch its endpoint's heads too */
     CHECK(write(by_go[1], "g", 1) == 1);
     cdt_ucx_ep by;
@@ -413,11 +420,7 @@ static void *hh_scribble(void *arg)
 
 static void hostile_client(peer *p)
 {
-    int64_t one = 1;
-    CHECK_RC(cdt_ucx_send(p->ep, &one, 1, CDT_INT64, 1, T_TIMEOUT_MS)); /* offers the lane */
-    wait_heads(p);
-    CHECK_RC(cdt_ucx_recv(p->w, &one, 1, CDT_INT64, 2, CDT_UCX_TAG_MASK_FULL, NULL, NULL,
-                          T_TIMEOUT_MS)); /* the server reads heads from the ring now */
+    client_switch(p, true);
     pthread_t th;
     CHECK(pthread_create(&th, NULL, hh_scribble, NULL) == 0);
     int64_t v[512];
@@ -442,11 +445,8 @@ static void hostile_client(peer *p)
  * within its timeout; once the lane broke the endpoint fails with CDT_ERR_PEER */
 static void hostile_server(peer *p)
 {
+    server_switch(p, true);
     int64_t v[512];
-    CHECK_RC(
-        cdt_ucx_recv(p->w, v, 1, CDT_INT64, 1, CDT_UCX_TAG_MASK_FULL, NULL, NULL, T_TIMEOUT_MS));
-    wait_heads(p);
-    CHECK_RC(cdt_ucx_send(p->ep, v, 1, CDT_INT64, 2, T_TIMEOUT_MS));
     int ok = 0, failed = 0, intact = 0;
     for (int i = 0; i < LH_HOSTILE_N && failed < 3; i++) {
         cdt_count n = 1 + (cdt_count)((i * 37) % 512);
@@ -474,11 +474,7 @@ static void hostile_server(peer *p)
  * was full, 256 KiB of heads later: about 13 s at this pace) */
 static void dead_client(peer *p)
 {
-    int64_t one = 1;
-    CHECK_RC(cdt_ucx_send(p->ep, &one, 1, CDT_INT64, 1, T_TIMEOUT_MS)); /* offers the lane */
-    wait_heads(p);
-    CHECK_RC(cdt_ucx_recv(p->w, &one, 1, CDT_INT64, 2, CDT_UCX_TAG_MASK_FULL, NULL, NULL,
-                          T_TIMEOUT_MS)); /* the server switched too, and exits soon */
+    client_switch(p, true); /* the server switched too, and exits soon */
     int64_t v[16] = {0};
     int rc = CDT_SUCCESS, sent = 0;
     for (int64_t end = now_ms() + 3000; rc == CDT_SUCCESS && now_ms() < end; sent++) {
@@ -492,11 +488,7 @@ static void dead_client(peer *p)
 
 static void dead_server(peer *p)
 {
-    int64_t one = 0;
-    CHECK_RC(
-        cdt_ucx_recv(p->w, &one, 1, CDT_INT64, 1, CDT_UCX_TAG_MASK_FULL, NULL, NULL, T_TIMEOUT_MS));
-    wait_heads(p);
-    CHECK_RC(cdt_ucx_send(p->ep, &one, 1, CDT_INT64, 2, T_TIMEOUT_MS));
+    server_switch(p, true);
     progress_for(p, 200); /* the client sends meanwhile, its heads taken */
     _exit(0);             /* gone without a close: its lanes and endpoint with it */
 }
