@@ -297,20 +297,11 @@ static int by_go[2] = {-1, -1}, by_pid = -1;
 
 /* a third process: connects once the server has the victim's endpoint, sends LH_BY_N small
  * objects through its own ring, and waits for the server's answer after the victim died */
-static void bystander(uint16_t port)
+static void bystander_side(uint16_t port, int go_fd)
 {
-    fflush(stderr);
-    pid_t pid = fork();
-    CHECK(pid >= 0);
-    if (pid > 0) {
-        by_pid = pid;
-        close(by_go[0]);
-        return;
-    }
-    alarm(harness_alarm_s);
     close(by_go[1]);
     char go;
-    CHECK(read(by_go[0], &go, 1) == 1);
+    CHECK(read(go_fd, &go, 1) == 1);
     peer p = {.is_server = 0, .port = port};
     peer_open(&p, &heads_wp);
     CHECK_RC(cdt_ucx_ep_connect(p.w, "127.0.0.1", port, T_TIMEOUT_MS, &p.ep));
@@ -320,7 +311,13 @@ static void bystander(uint16_t port)
     CHECK_RC(cdt_ucx_recv(p.w, &one, 1, CDT_INT64, 3, CDT_UCX_TAG_MASK_FULL, NULL, NULL,
                           T_TIMEOUT_MS)); /* the server's answer, after the victim died */
     CHECK(has_heads(&p));
-    _exit(0);
+}
+
+/* forked between the server and the client (harness_before_client) */
+static void bystander(uint16_t port)
+{
+    by_pid = harness_fork(bystander_side, port, by_go[0]);
+    close(by_go[0]);
 }
 
 static void kill_client(peer *p)
@@ -528,13 +525,7 @@ int lane_heads_case(const char *which)
         CHECK(pipe(by_go) == 0);
         harness_before_client = bystander;
         int rc = run_pair_ex(kill_server, kill_client, &heads_wp, &heads_wp, -SIGKILL, 0);
-        int bs = 0;
-        CHECK(by_pid > 0 && waitpid(by_pid, &bs, 0) == by_pid);
-        if (!WIFEXITED(bs) || WEXITSTATUS(bs) != 0) {
-            fprintf(stderr, "bystander status 0x%x\n", bs);
-            rc = 1;
-        }
-        return rc;
+        return harness_reap(by_pid, "bystander", 0) ? rc : 1;
     }
     if (strcmp(which, "dead_consumer") == 0)
         return run_pair(dead_server, dead_client, &heads_wp, &heads_wp, 0);
