@@ -1,13 +1,13 @@
 /*
  * cases_lane_heads.c - small objects through the lane's head ring (docs/TRANSPORT.md §10.6),
- * run with CDT_UCX_LANE_HEADS=on: objects of 8 B to 4 KiB interleaved with large ones on one
- * endpoint, sent while the endpoint switches its heads to the ring, received in order by
- * wildcard receives that name their source; a ring filled while the receiver does not
- * progress; a sleeper on the worker's fd woken by the doorbell; a sender killed with heads in
- * the ring, a third process beside it; a receiver that dies while small objects go into its
- * ring; a sender scribbling over its own head ring; and a
+ * the default (CDT_UCX_LANE_HEADS unset or on; `off` keeps every head on UCX): objects of
+ * 8 B to 4 KiB interleaved with large ones on one endpoint, sent while the endpoint switches
+ * its heads to the ring, received in order by wildcard receives that name their source; a ring
+ * filled while the receiver does not progress; a sleeper on the worker's fd woken by the
+ * doorbell; a sender killed with heads in the ring, a third process beside it; a receiver that
+ * dies while small objects go into its ring; a sender scribbling over its own head ring; a
  * receiver whose heads stay off, or whose UCX_TLS leaves `self` out (its lane takes no heads,
- * objects go as before).
+ * objects go as before); both sides with the switch unset (the ring), and both with it off.
  */
 #include "cases.h"
 
@@ -512,8 +512,31 @@ static void fallback_server(peer *p)
     CHECK(strstr(t, "lane=memfd") != NULL && strstr(t, "+heads") == NULL);
 }
 
+/* ---- the switch unset: heads through the ring, the default ---- */
+
+static void default_client(peer *p)
+{
+    lh_send_range(p, 0, 400, 1000);
+    wait_heads(p);
+    CHECK(has_heads(p));
+}
+
+static void default_server(peer *p)
+{
+    lh_recv_range(p, 0, 400, 1000);
+    wait_heads(p);
+}
+
 int lane_heads_case(const char *which)
 {
+    if (strcmp(which, "default") == 0) {
+        unsetenv("CDT_UCX_LANE_HEADS"); /* both sides: the switch at its default, on */
+        return run_pair(default_server, default_client, &heads_wp, &heads_wp, 0);
+    }
+    if (strcmp(which, "off") == 0) {
+        setenv("CDT_UCX_LANE_HEADS", "off", 1); /* both sides: every head over UCX */
+        return run_pair(fallback_server, fallback_client, &heads_wp, &heads_wp, 0);
+    }
     if (strcmp(which, "order") == 0)
         return run_pair(order_server, order_client, &heads_wp, &heads_wp, 0);
     if (strcmp(which, "full") == 0)

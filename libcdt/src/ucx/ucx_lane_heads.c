@@ -4,8 +4,8 @@
  * while the ring is full); the consumer's receive of the switch, each record copied out and
  * handed to its own worker through an endpoint to itself (UCX's `self` transport), where UCX's
  * tag matching matches it with the application's receives as a head that came over UCX; the
- * doorbell in the worker's wakeup set. Behind CDT_UCX_LANE_HEADS (off by default). Every
- * function runs with the worker's lock held.
+ * doorbell in the worker's wakeup set. On by default where the lane is; CDT_UCX_LANE_HEADS=off
+ * keeps every head on UCX. Every function runs with the worker's lock held.
  */
 #include "frame/frame_format.h"
 #include "ucx_internal.h"
@@ -23,11 +23,11 @@
 int cdt__ucx_lane_heads_env(bool *on)
 {
     const char *env = getenv("CDT_UCX_LANE_HEADS");
-    *on = false; /* the default (docs/TRANSPORT.md §10.6) */
-    if (env == NULL || *env == '\0' || strcmp(env, "off") == 0)
+    *on = true; /* the default (docs/TRANSPORT.md §10.6) */
+    if (env == NULL || *env == '\0' || strcmp(env, "on") == 0)
         return CDT_SUCCESS;
-    if (strcmp(env, "on") == 0) {
-        *on = true;
+    if (strcmp(env, "off") == 0) { /* every head over UCX, as before lane version 2 */
+        *on = false;
         return CDT_SUCCESS;
     }
     return CDT_ERR_INVALID_ARG;
