@@ -418,7 +418,8 @@ The UCX transports the endpoint's lanes use now (`cdt_ucx_ep_transports`), e.g.
 over loopback TCP, large ones by cross-memory attach), `"am=tcp/eth0"` to another machine,
 `"am=sysv/memory rma=tcp/lo"` over shared segments (`CDT_UCX_SHARED_MEMORY=copy`) or
 `"am=sysv/memory rma=cma/memory"` with cross-memory attach (`full`), each followed by libcdt's
-lane (on by default between local processes): `" lane=memfd"` or `" lane=none/<why>"`. An
+lane (on by default between local processes): `" lane=memfd"` (`" lane=memfd+heads"` once its
+small objects go through the lane's head ring too, the default) or `" lane=none/<why>"`. An
 endpoint made from an address may still be wiring up:
 send one message first for the final lanes.
 """

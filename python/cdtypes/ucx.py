@@ -51,7 +51,7 @@ def version():
 
 
 def _lanes(handle):
-    """The transports an endpoint's lanes use ("am=tcp/lo rma=cma/memory lane=memfd"), for
+    """The transports an endpoint's lanes use ("am=tcp/lo rma=cma/memory lane=memfd+heads"), for
     messages."""
     if handle is None:
         return "none (no connection)"

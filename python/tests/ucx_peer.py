@@ -9,7 +9,9 @@ with ucx.listen(host="127.0.0.1") as listener:
     with listener.accept(timeout=30) as ep:
         while True:
             req = ep.irecv()
-            obj = req.wait(timeout=30)
+            # test_ucx.py's module-wide echo waits here while the module's other tests run
+            # (three take about 10 s each, several times that on a loaded machine or PyPy)
+            obj = req.wait(timeout=600)
             if isinstance(obj, str) and obj == "stop":
                 break
             ep.send(obj, tag=req.tag + 1, timeout=30)

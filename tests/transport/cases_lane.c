@@ -482,6 +482,27 @@ static void spoke(uint16_t port, int victim)
     peer_close(&p);
 }
 
+/* the hub in its own process; its pipes' write ends: the port, then the bystander's go */
+static int kl_hub_fds[2];
+static void hub_side(uint16_t port, int arg)
+{
+    (void)port;
+    (void)arg;
+    hub(NULL, kl_hub_fds[0], kl_hub_fds[1]);
+}
+
+static void victim_side(uint16_t port, int arg)
+{
+    (void)arg;
+    spoke(port, 1); /* never returns: the victim dies in it */
+}
+
+static void bystander_side(uint16_t port, int arg)
+{
+    (void)arg;
+    spoke(port, 0);
+}
+
 int lane_kill_case(int where)
 {
     kill_in = where;
@@ -489,38 +510,20 @@ int lane_kill_case(int where)
     int port_p[2], go_p[2];
     if (pipe(port_p) != 0 || pipe(go_p) != 0)
         return 1;
-    fflush(stderr);
-    pid_t hub_pid = fork();
-    if (hub_pid == 0) {
-        alarm(harness_alarm_s);
-        hub(NULL, port_p[1], go_p[1]);
-        _exit(0);
-    }
+    kl_hub_fds[0] = port_p[1];
+    kl_hub_fds[1] = go_p[1];
+    pid_t hub_pid = harness_fork(hub_side, 0, 0);
     uint16_t port = 0;
     if (read(port_p[0], &port, sizeof(port)) != sizeof(port))
         return 1;
-    pid_t victim = fork();
-    if (victim == 0) {
-        alarm(harness_alarm_s);
-        spoke(port, 1);
-    }
+    pid_t victim = harness_fork(victim_side, port, 0);
     char go;
     if (read(go_p[0], &go, 1) != 1)
         return 1;
-    pid_t by = fork();
-    if (by == 0) {
-        alarm(harness_alarm_s);
-        spoke(port, 0);
-        _exit(0);
-    }
-    int hs = 0, vs = 0, bs = 0;
-    waitpid(hub_pid, &hs, 0);
-    waitpid(by, &bs, 0);
-    waitpid(victim, &vs, 0);
-    int ok = WIFEXITED(hs) && WEXITSTATUS(hs) == 0 && WIFEXITED(bs) && WEXITSTATUS(bs) == 0 &&
-             WIFSIGNALED(vs) && WTERMSIG(vs) == SIGKILL;
-    if (!ok)
-        fprintf(stderr, "hub 0x%x, bystander 0x%x, victim 0x%x\n", hs, bs, vs);
+    pid_t by = harness_fork(bystander_side, port, 0);
+    int ok = harness_reap(hub_pid, "hub", 0);
+    ok &= harness_reap(by, "bystander", 0);
+    ok &= harness_reap(victim, "victim", -SIGKILL);
     return ok ? 0 : 1;
 }
 

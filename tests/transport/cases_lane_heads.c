@@ -1,13 +1,13 @@
 /*
  * cases_lane_heads.c - small objects through the lane's head ring (docs/TRANSPORT.md §10.6),
- * run with CDT_UCX_LANE_HEADS=on: objects of 8 B to 4 KiB interleaved with large ones on one
- * endpoint, sent while the endpoint switches its heads to the ring, received in order by
- * wildcard receives that name their source; a ring filled while the receiver does not
- * progress; a sleeper on the worker's fd woken by the doorbell; a sender killed with heads in
- * the ring, a third process beside it; a receiver that dies while small objects go into its
- * ring; a sender scribbling over its own head ring; and a
+ * the default (CDT_UCX_LANE_HEADS unset or on; `off` keeps every head on UCX): objects of
+ * 8 B to 4 KiB interleaved with large ones on one endpoint, sent while the endpoint switches
+ * its heads to the ring, received in order by wildcard receives that name their source; a ring
+ * filled while the receiver does not progress; a sleeper on the worker's fd woken by the
+ * doorbell; a sender killed with heads in the ring, a third process beside it; a receiver that
+ * dies while small objects go into its ring; a sender scribbling over its own head ring; a
  * receiver whose heads stay off, or whose UCX_TLS leaves `self` out (its lane takes no heads,
- * objects go as before).
+ * objects go as before); both sides with the switch unset (the ring), and both with it off.
  */
 #include "cases.h"
 
@@ -70,6 +70,29 @@ static void wait_heads(peer *p)
         CHECK(now_ms() < end);
         cdt_ucx_worker_progress(p->w);
     }
+}
+
+/* the two sides of an endpoint's switch. The client's first object (tag 1) offers its lane; each
+ * side then progresses until its heads go through the ring; with `answer` the server sends an
+ * object (tag 2) that tells the client the server reads heads from the ring now. */
+static void client_switch(peer *p, bool answer)
+{
+    int64_t one = 1;
+    CHECK_RC(cdt_ucx_send(p->ep, &one, 1, CDT_INT64, 1, T_TIMEOUT_MS)); /* offers the lane */
+    wait_heads(p);
+    if (answer)
+        CHECK_RC(cdt_ucx_recv(p->w, &one, 1, CDT_INT64, 2, CDT_UCX_TAG_MASK_FULL, NULL, NULL,
+                              T_TIMEOUT_MS));
+}
+
+static void server_switch(peer *p, bool answer)
+{
+    int64_t one = 0;
+    CHECK_RC(
+        cdt_ucx_recv(p->w, &one, 1, CDT_INT64, 1, CDT_UCX_TAG_MASK_FULL, NULL, NULL, T_TIMEOUT_MS));
+    wait_heads(p);
+    if (answer)
+        CHECK_RC(cdt_ucx_send(p->ep, &one, 1, CDT_INT64, 2, T_TIMEOUT_MS));
 }
 
 /* sends objects [from, to) with up to 64 in flight */
@@ -171,9 +194,7 @@ static int full_count(int i)
 
 static void full_client(peer *p)
 {
-    int64_t one = 1;
-    CHECK_RC(cdt_ucx_send(p->ep, &one, 1, CDT_INT64, 1, T_TIMEOUT_MS)); /* offers the lane */
-    wait_heads(p);
+    client_switch(p, false);
     enum { WIN = 1024 };
     static int64_t vals[512];
     cdt_ucx_request *q = calloc(LH_FULL_N, sizeof(*q));
@@ -199,10 +220,7 @@ static void full_client(peer *p)
 
 static void full_server(peer *p)
 {
-    int64_t one = 0;
-    CHECK_RC(
-        cdt_ucx_recv(p->w, &one, 1, CDT_INT64, 1, CDT_UCX_TAG_MASK_FULL, NULL, NULL, T_TIMEOUT_MS));
-    wait_heads(p);
+    server_switch(p, false);
     usleep(500 * 1000); /* no progress: the sender's ring fills, its heads wait in order */
     static int64_t v[512];
     for (int i = 0; i < LH_FULL_N; i++) {
@@ -245,9 +263,8 @@ static void sleepy_recv(peer *p, int64_t *v, cdt_ucx_tag tag)
 
 static void wake_client(peer *p)
 {
+    client_switch(p, false);
     int64_t v = 1;
-    CHECK_RC(cdt_ucx_send(p->ep, &v, 1, CDT_INT64, 1, T_TIMEOUT_MS)); /* offers the lane */
-    wait_heads(p);
     sleepy_recv(p, &v, 2); /* the server's lane switched too */
     for (int i = 0; i < LH_PINGS; i++) {
         v = i;
@@ -260,11 +277,8 @@ static void wake_client(peer *p)
 
 static void wake_server(peer *p)
 {
+    server_switch(p, true);
     int64_t v = 0;
-    CHECK_RC(
-        cdt_ucx_recv(p->w, &v, 1, CDT_INT64, 1, CDT_UCX_TAG_MASK_FULL, NULL, NULL, T_TIMEOUT_MS));
-    wait_heads(p);
-    CHECK_RC(cdt_ucx_send(p->ep, &v, 1, CDT_INT64, 2, T_TIMEOUT_MS));
     for (int i = 0; i < LH_PINGS; i++) {
         usleep(2000); /* the client is asleep by now */
         sleepy_recv(p, &v, 100 + (cdt_ucx_tag)i);
@@ -283,41 +297,33 @@ static int by_go[2] = {-1, -1}, by_pid = -1;
 
 /* a third process: connects once the server has the victim's endpoint, sends LH_BY_N small
  * objects through its own ring, and waits for the server's answer after the victim died */
-static void bystander(uint16_t port)
+static void bystander_side(uint16_t port, int go_fd)
 {
-    fflush(stderr);
-    pid_t pid = fork();
-    CHECK(pid >= 0);
-    if (pid > 0) {
-        by_pid = pid;
-        close(by_go[0]);
-        return;
-    }
-    alarm(harness_alarm_s);
     close(by_go[1]);
     char go;
-    CHECK(read(by_go[0], &go, 1) == 1);
+    CHECK(read(go_fd, &go, 1) == 1);
     peer p = {.is_server = 0, .port = port};
     peer_open(&p, &heads_wp);
     CHECK_RC(cdt_ucx_ep_connect(p.w, "127.0.0.1", port, T_TIMEOUT_MS, &p.ep));
+    client_switch(&p, false);
     int64_t one = 1;
-    CHECK_RC(cdt_ucx_send(p.ep, &one, 1, CDT_INT64, 1, T_TIMEOUT_MS)); /* offers the lane */
-    wait_heads(&p);
     lh_send_range(&p, 0, LH_BY_N, 8000);
     CHECK_RC(cdt_ucx_recv(p.w, &one, 1, CDT_INT64, 3, CDT_UCX_TAG_MASK_FULL, NULL, NULL,
                           T_TIMEOUT_MS)); /* the server's answer, after the victim died */
     CHECK(has_heads(&p));
-    _exit(0);
+}
+
+/* forked between the server and the client (harness_before_client) */
+static void bystander(uint16_t port)
+{
+    by_pid = harness_fork(bystander_side, port, by_go[0]);
+    close(by_go[0]);
 }
 
 static void kill_client(peer *p)
 {
-    int64_t one = 1;
-    CHECK_RC(cdt_ucx_send(p->ep, &one, 1, CDT_INT64, 1, T_TIMEOUT_MS)); /* offers the lane */
-    wait_heads(p);
+    client_switch(p, true);
     int64_t v[512];
-    CHECK_RC(cdt_ucx_recv(p->w, v, 1, CDT_INT64, 2, CDT_UCX_TAG_MASK_FULL, NULL, NULL,
-                          T_TIMEOUT_MS)); /* the server reads heads from the ring now */
     for (int i = 0; i < LH_KILL_N; i++) {
         cdt_count n = lh_count(i % 100 == 50 ? i + 1 : i);
         lh_fill(v, i, n);
@@ -328,10 +334,8 @@ static void kill_client(peer *p)
 
 static void kill_server(peer *p)
 {
+    server_switch(p, false);
     int64_t one = 0;
-    CHECK_RC(
-        cdt_ucx_recv(p->w, &one, 1, CDT_INT64, 1, CDT_UCX_TAG_MASK_FULL, NULL, NULL, T_TIMEOUT_MS));
-    wait_heads(p);
     /* the bystander connects, and its first objects switch its endpoint's heads too */
     CHECK(write(by_go[1], "g", 1) == 1);
     cdt_ucx_ep by;
@@ -413,11 +417,7 @@ static void *hh_scribble(void *arg)
 
 static void hostile_client(peer *p)
 {
-    int64_t one = 1;
-    CHECK_RC(cdt_ucx_send(p->ep, &one, 1, CDT_INT64, 1, T_TIMEOUT_MS)); /* offers the lane */
-    wait_heads(p);
-    CHECK_RC(cdt_ucx_recv(p->w, &one, 1, CDT_INT64, 2, CDT_UCX_TAG_MASK_FULL, NULL, NULL,
-                          T_TIMEOUT_MS)); /* the server reads heads from the ring now */
+    client_switch(p, true);
     pthread_t th;
     CHECK(pthread_create(&th, NULL, hh_scribble, NULL) == 0);
     int64_t v[512];
@@ -442,11 +442,8 @@ static void hostile_client(peer *p)
  * within its timeout; once the lane broke the endpoint fails with CDT_ERR_PEER */
 static void hostile_server(peer *p)
 {
+    server_switch(p, true);
     int64_t v[512];
-    CHECK_RC(
-        cdt_ucx_recv(p->w, v, 1, CDT_INT64, 1, CDT_UCX_TAG_MASK_FULL, NULL, NULL, T_TIMEOUT_MS));
-    wait_heads(p);
-    CHECK_RC(cdt_ucx_send(p->ep, v, 1, CDT_INT64, 2, T_TIMEOUT_MS));
     int ok = 0, failed = 0, intact = 0;
     for (int i = 0; i < LH_HOSTILE_N && failed < 3; i++) {
         cdt_count n = 1 + (cdt_count)((i * 37) % 512);
@@ -474,11 +471,7 @@ static void hostile_server(peer *p)
  * was full, 256 KiB of heads later: about 13 s at this pace) */
 static void dead_client(peer *p)
 {
-    int64_t one = 1;
-    CHECK_RC(cdt_ucx_send(p->ep, &one, 1, CDT_INT64, 1, T_TIMEOUT_MS)); /* offers the lane */
-    wait_heads(p);
-    CHECK_RC(cdt_ucx_recv(p->w, &one, 1, CDT_INT64, 2, CDT_UCX_TAG_MASK_FULL, NULL, NULL,
-                          T_TIMEOUT_MS)); /* the server switched too, and exits soon */
+    client_switch(p, true); /* the server switched too, and exits soon */
     int64_t v[16] = {0};
     int rc = CDT_SUCCESS, sent = 0;
     for (int64_t end = now_ms() + 3000; rc == CDT_SUCCESS && now_ms() < end; sent++) {
@@ -492,11 +485,7 @@ static void dead_client(peer *p)
 
 static void dead_server(peer *p)
 {
-    int64_t one = 0;
-    CHECK_RC(
-        cdt_ucx_recv(p->w, &one, 1, CDT_INT64, 1, CDT_UCX_TAG_MASK_FULL, NULL, NULL, T_TIMEOUT_MS));
-    wait_heads(p);
-    CHECK_RC(cdt_ucx_send(p->ep, &one, 1, CDT_INT64, 2, T_TIMEOUT_MS));
+    server_switch(p, true);
     progress_for(p, 200); /* the client sends meanwhile, its heads taken */
     _exit(0);             /* gone without a close: its lanes and endpoint with it */
 }
@@ -523,8 +512,31 @@ static void fallback_server(peer *p)
     CHECK(strstr(t, "lane=memfd") != NULL && strstr(t, "+heads") == NULL);
 }
 
+/* ---- the switch unset: heads through the ring, the default ---- */
+
+static void default_client(peer *p)
+{
+    lh_send_range(p, 0, 400, 1000);
+    wait_heads(p);
+    CHECK(has_heads(p));
+}
+
+static void default_server(peer *p)
+{
+    lh_recv_range(p, 0, 400, 1000);
+    wait_heads(p);
+}
+
 int lane_heads_case(const char *which)
 {
+    if (strcmp(which, "default") == 0) {
+        unsetenv("CDT_UCX_LANE_HEADS"); /* both sides: the switch at its default, on */
+        return run_pair(default_server, default_client, &heads_wp, &heads_wp, 0);
+    }
+    if (strcmp(which, "off") == 0) {
+        setenv("CDT_UCX_LANE_HEADS", "off", 1); /* both sides: every head over UCX */
+        return run_pair(fallback_server, fallback_client, &heads_wp, &heads_wp, 0);
+    }
     if (strcmp(which, "order") == 0)
         return run_pair(order_server, order_client, &heads_wp, &heads_wp, 0);
     if (strcmp(which, "full") == 0)
@@ -536,13 +548,7 @@ int lane_heads_case(const char *which)
         CHECK(pipe(by_go) == 0);
         harness_before_client = bystander;
         int rc = run_pair_ex(kill_server, kill_client, &heads_wp, &heads_wp, -SIGKILL, 0);
-        int bs = 0;
-        CHECK(by_pid > 0 && waitpid(by_pid, &bs, 0) == by_pid);
-        if (!WIFEXITED(bs) || WEXITSTATUS(bs) != 0) {
-            fprintf(stderr, "bystander status 0x%x\n", bs);
-            rc = 1;
-        }
-        return rc;
+        return harness_reap(by_pid, "bystander", 0) ? rc : 1;
     }
     if (strcmp(which, "dead_consumer") == 0)
         return run_pair(dead_server, dead_client, &heads_wp, &heads_wp, 0);

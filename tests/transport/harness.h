@@ -100,6 +100,38 @@ static inline void peer_finish(peer *p, int out_fd, int in_fd)
     }
 }
 
+/* A process beside a pair (a hub, a victim, a bystander of the kill cases): forked with the
+ * harness's alarm, it runs fn(port, arg) and exits 0 when fn returns. The pid, or -1. */
+typedef void harness_side_fn(uint16_t port, int arg);
+static inline pid_t harness_fork(harness_side_fn *fn, uint16_t port, int arg)
+{
+    fflush(stdout);
+    fflush(stderr);
+    pid_t pid = fork();
+    if (pid == 0) {
+        alarm(harness_alarm_s); /* never outlive a broken parent */
+        fn(port, arg);
+        _exit(0);
+    }
+    return pid;
+}
+
+/* waits for a process of harness_fork: 1 when it ended as expected (expect >= 0: exited with
+ * it; < 0: killed by signal -expect), else 0, and says how it ended */
+static inline int harness_reap(pid_t pid, const char *name, int expect)
+{
+    int st = 0;
+    if (pid <= 0 || waitpid(pid, &st, 0) != pid) {
+        fprintf(stderr, "%s: not started or not reaped\n", name);
+        return 0;
+    }
+    int ok = expect < 0 ? WIFSIGNALED(st) && WTERMSIG(st) == -expect
+                        : WIFEXITED(st) && WEXITSTATUS(st) == expect;
+    if (!ok)
+        fprintf(stderr, "%s: status 0x%x\n", name, st);
+    return ok;
+}
+
 /* runs in this process between the server's fork and the client's (NULL: nothing), with the
  * server's port: a case may change the environment the client's worker reads (the server's
  * worker exists by then) or start a third process */

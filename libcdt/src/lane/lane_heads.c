@@ -16,7 +16,7 @@
  * producer, asleep stored and heads_pos loaded so by the consumer, so of two sides that race
  * at least one sees the other (the consumer the record, or the producer the sleeper).
  */
-#include "lane/lane.h"
+#include "lane/lane_internal.h"
 
 #include <errno.h>
 #include <string.h>
@@ -37,18 +37,12 @@ static uint32_t *u32_at(const cdt__lane *lane, size_t off)
     return (uint32_t *)(void *)at_off(lane, off);
 }
 
-static int broken(cdt__lane *lane)
+/* cdt__lane_usable, and the lane has a head ring (a version 2 segment) */
+static int heads_usable(const cdt__lane *lane, cdt__lane_role role)
 {
-    lane->error = CDT_ERR_PEER;
-    return CDT_ERR_PEER;
-}
-
-static int usable(const cdt__lane *lane, cdt__lane_role role)
-{
-    if (lane == NULL || lane->base == NULL || lane->role != role)
-        return CDT_ERR_INVALID_ARG;
-    if (lane->error != CDT_SUCCESS)
-        return lane->error;
+    int rc = cdt__lane_usable(lane, role);
+    if (rc != CDT_SUCCESS)
+        return rc;
     return lane->head_ring_bytes == 0 ? CDT_ERR_UNSUPPORTED : CDT_SUCCESS;
 }
 
@@ -75,7 +69,7 @@ static uint64_t get64(const unsigned char *p)
 
 int cdt__lane_head_put(cdt__lane *lane, uint64_t tag, const void *head, size_t len)
 {
-    int rc = usable(lane, CDT__LANE_PRODUCER);
+    int rc = heads_usable(lane, CDT__LANE_PRODUCER);
     if (rc != CDT_SUCCESS)
         return rc;
     if (head == NULL || len < CDT__LANE_HEAD_MIN || len > CDT__LANE_HEAD_MAX || (tag >> 63) != 0)
@@ -83,7 +77,7 @@ int cdt__lane_head_put(cdt__lane *lane, uint64_t tag, const void *head, size_t l
     uint64_t cons = __atomic_load_n(u64_at(lane, CDT__LANE_OFF_HEADS_CONS), __ATOMIC_ACQUIRE);
     /* the consumer releases only what was published, and never takes a release back */
     if (cons < lane->heads_cons_seen || cons > lane->heads_pos)
-        return broken(lane);
+        return cdt__lane_broken(lane);
     lane->heads_cons_seen = cons;
     const uint64_t size = lane->head_ring_bytes;
     uint64_t need = padded(len);
@@ -112,7 +106,7 @@ int cdt__lane_head_put(cdt__lane *lane, uint64_t tag, const void *head, size_t l
 
 int cdt__lane_heads_asleep(cdt__lane *lane)
 {
-    if (usable(lane, CDT__LANE_PRODUCER) != CDT_SUCCESS)
+    if (heads_usable(lane, CDT__LANE_PRODUCER) != CDT_SUCCESS)
         return 0;
     /* any nonzero value: a peer that scribbles here only costs itself wakeups */
     return __atomic_load_n(u32_at(lane, CDT__LANE_OFF_ASLEEP), __ATOMIC_SEQ_CST) != 0;
@@ -141,14 +135,14 @@ static int published(cdt__lane *lane, uint64_t *prod, int order)
     uint64_t p = __atomic_load_n(u64_at(lane, CDT__LANE_OFF_HEADS_POS), order);
     /* the producer writes only into released room */
     if (p < lane->heads_read || p - lane->heads_read > lane->head_ring_bytes)
-        return broken(lane);
+        return cdt__lane_broken(lane);
     *prod = p;
     return CDT_SUCCESS;
 }
 
 int cdt__lane_head_take(cdt__lane *lane, uint64_t *tag, unsigned char *out, size_t cap, size_t *len)
 {
-    int rc = usable(lane, CDT__LANE_CONSUMER);
+    int rc = heads_usable(lane, CDT__LANE_CONSUMER);
     if (rc != CDT_SUCCESS)
         return rc;
     if (tag == NULL || out == NULL || len == NULL || cap < CDT__LANE_HEAD_MAX)
@@ -169,24 +163,24 @@ int cdt__lane_head_take(cdt__lane *lane, uint64_t *tag, unsigned char *out, size
         uint32_t n = get32(ring + at);
         if (n == 0) { /* a pad: every byte to the ring's end, published with what follows it */
             if (at == 0 || avail < to_end)
-                return broken(lane);
+                return cdt__lane_broken(lane);
             lane->heads_read += to_end;
             __atomic_store_n(u64_at(lane, CDT__LANE_OFF_HEADS_CONS), lane->heads_read,
                              __ATOMIC_RELEASE);
             continue;
         }
         if (to_end < CDT__LANE_HEAD_RECORD)
-            return broken(lane);
+            return cdt__lane_broken(lane);
         unsigned char rec[CDT__LANE_HEAD_RECORD]; /* read once; only the copy is used */
         memcpy(rec, ring + at, sizeof rec);
         uint32_t rlen = get32(rec);
         uint64_t rtag = get64(rec + 8);
         if (rlen < CDT__LANE_HEAD_MIN || rlen > CDT__LANE_HEAD_MAX || get32(rec + 4) != 0 ||
             (rtag >> 63) != 0)
-            return broken(lane);
+            return cdt__lane_broken(lane);
         uint64_t need = padded(rlen);
         if (need > to_end || need > avail)
-            return broken(lane);
+            return cdt__lane_broken(lane);
         memcpy(out, ring + at + CDT__LANE_HEAD_RECORD, rlen);
         lane->heads_read += need;
         __atomic_store_n(u64_at(lane, CDT__LANE_OFF_HEADS_CONS), lane->heads_read,
@@ -195,12 +189,12 @@ int cdt__lane_head_take(cdt__lane *lane, uint64_t *tag, unsigned char *out, size
         *len = rlen;
         return 1;
     }
-    return broken(lane); /* a pad after a pad */
+    return cdt__lane_broken(lane); /* a pad after a pad */
 }
 
 int cdt__lane_heads_pending(cdt__lane *lane)
 {
-    int rc = usable(lane, CDT__LANE_CONSUMER);
+    int rc = heads_usable(lane, CDT__LANE_CONSUMER);
     if (rc != CDT_SUCCESS)
         return rc == CDT_ERR_UNSUPPORTED ? 0 : rc; /* no head ring: never a head */
     uint64_t prod;
@@ -212,7 +206,7 @@ int cdt__lane_heads_pending(cdt__lane *lane)
 
 int cdt__lane_heads_sleep(cdt__lane *lane)
 {
-    int rc = usable(lane, CDT__LANE_CONSUMER);
+    int rc = heads_usable(lane, CDT__LANE_CONSUMER);
     if (rc != CDT_SUCCESS)
         return rc;
     __atomic_store_n(u32_at(lane, CDT__LANE_OFF_ASLEEP), 1u, __ATOMIC_SEQ_CST);
@@ -228,7 +222,7 @@ int cdt__lane_heads_sleep(cdt__lane *lane)
 
 void cdt__lane_heads_awake(cdt__lane *lane)
 {
-    if (usable(lane, CDT__LANE_CONSUMER) != CDT_SUCCESS)
+    if (heads_usable(lane, CDT__LANE_CONSUMER) != CDT_SUCCESS)
         return;
     __atomic_store_n(u32_at(lane, CDT__LANE_OFF_ASLEEP), 0u, __ATOMIC_RELAXED);
     if (lane->doorbell >= 0) {

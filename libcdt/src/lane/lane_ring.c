@@ -10,7 +10,7 @@
  * back what it wrote. The acquire load of a position orders the bytes it covers; the release
  * store of one publishes them.
  */
-#include "lane/lane.h"
+#include "lane/lane_internal.h"
 
 static uint64_t *field(const cdt__lane *lane, size_t off)
 {
@@ -27,19 +27,6 @@ static void store_release(cdt__lane *lane, size_t off, uint64_t v)
     __atomic_store_n(field(lane, off), v, __ATOMIC_RELEASE);
 }
 
-static int broken(cdt__lane *lane)
-{
-    lane->error = CDT_ERR_PEER;
-    return CDT_ERR_PEER;
-}
-
-static int usable(const cdt__lane *lane, cdt__lane_role role)
-{
-    if (lane == NULL || lane->base == NULL || lane->role != role)
-        return CDT_ERR_INVALID_ARG;
-    return lane->error;
-}
-
 static uint64_t min_u64(uint64_t a, uint64_t b)
 {
     return a < b ? a : b;
@@ -49,7 +36,7 @@ static uint64_t min_u64(uint64_t a, uint64_t b)
 
 int cdt__lane_take_grant(cdt__lane *lane, cdt__lane_grant *g)
 {
-    int rc = usable(lane, CDT__LANE_PRODUCER);
+    int rc = cdt__lane_usable(lane, CDT__LANE_PRODUCER);
     if (rc != CDT_SUCCESS)
         return rc;
     if (g == NULL)
@@ -59,7 +46,7 @@ int cdt__lane_take_grant(cdt__lane *lane, cdt__lane_grant *g)
         return 0;
     /* a consumer cannot post more grants than the ring holds, nor take some back */
     if (posted < lane->grants_taken || posted - lane->grants_taken > lane->grant_slots)
-        return broken(lane);
+        return cdt__lane_broken(lane);
     size_t slot = (size_t)(lane->grants_taken & (lane->grant_slots - 1));
     size_t off = CDT__LANE_OFF_GRANTS + slot * CDT__LANE_GRANT_SIZE;
     g->key = __atomic_load_n(field(lane, off), __ATOMIC_RELAXED);
@@ -72,7 +59,7 @@ int cdt__lane_take_grant(cdt__lane *lane, cdt__lane_grant *g)
 
 int cdt__lane_write_span(cdt__lane *lane, unsigned char **dst, size_t *len)
 {
-    int rc = usable(lane, CDT__LANE_PRODUCER);
+    int rc = cdt__lane_usable(lane, CDT__LANE_PRODUCER);
     if (rc != CDT_SUCCESS)
         return rc;
     if (dst == NULL || len == NULL)
@@ -80,7 +67,7 @@ int cdt__lane_write_span(cdt__lane *lane, unsigned char **dst, size_t *len)
     uint64_t cons = load_acquire(lane, CDT__LANE_OFF_CONS_POS);
     /* the consumer releases only what was published, and never takes a release back */
     if (cons < lane->cons_seen || cons > lane->prod_pos)
-        return broken(lane);
+        return cdt__lane_broken(lane);
     lane->cons_seen = cons;
     uint64_t room = cons + lane->ring_bytes - lane->prod_pos; /* prod_pos - cons <= ring_bytes */
     uint64_t at = lane->prod_pos & (lane->ring_bytes - 1);
@@ -93,7 +80,7 @@ int cdt__lane_write_span(cdt__lane *lane, unsigned char **dst, size_t *len)
 
 int cdt__lane_publish(cdt__lane *lane, size_t len)
 {
-    int rc = usable(lane, CDT__LANE_PRODUCER);
+    int rc = cdt__lane_usable(lane, CDT__LANE_PRODUCER);
     if (rc != CDT_SUCCESS)
         return rc;
     if (len > lane->span)
@@ -108,7 +95,7 @@ int cdt__lane_publish(cdt__lane *lane, size_t len)
 
 int cdt__lane_post_grant(cdt__lane *lane, uint64_t key, uint64_t stream_len, uint64_t *start)
 {
-    int rc = usable(lane, CDT__LANE_CONSUMER);
+    int rc = cdt__lane_usable(lane, CDT__LANE_CONSUMER);
     if (rc != CDT_SUCCESS)
         return rc;
     if (start == NULL || stream_len > UINT64_MAX / 2 - lane->granted_end)
@@ -116,7 +103,7 @@ int cdt__lane_post_grant(cdt__lane *lane, uint64_t key, uint64_t stream_len, uin
     uint64_t taken = load_acquire(lane, CDT__LANE_OFF_GRANTS_TAKEN);
     /* the producer takes only grants that were posted, and never gives one back */
     if (taken < lane->grants_taken_seen || taken > lane->grants_posted)
-        return broken(lane);
+        return cdt__lane_broken(lane);
     lane->grants_taken_seen = taken;
     if (lane->grants_posted - taken >= lane->grant_slots)
         return CDT_ERR_BUSY;
@@ -134,7 +121,7 @@ int cdt__lane_post_grant(cdt__lane *lane, uint64_t key, uint64_t stream_len, uin
 
 int cdt__lane_read_span(cdt__lane *lane, const unsigned char **src, size_t *len)
 {
-    int rc = usable(lane, CDT__LANE_CONSUMER);
+    int rc = cdt__lane_usable(lane, CDT__LANE_CONSUMER);
     if (rc != CDT_SUCCESS)
         return rc;
     if (src == NULL || len == NULL)
@@ -143,7 +130,7 @@ int cdt__lane_read_span(cdt__lane *lane, const unsigned char **src, size_t *len)
     /* a producer writes only into released room, and only the streams it was granted */
     if (prod < lane->cons_pos || prod - lane->cons_pos > lane->ring_bytes ||
         prod > lane->granted_end)
-        return broken(lane);
+        return cdt__lane_broken(lane);
     uint64_t at = lane->cons_pos & (lane->ring_bytes - 1);
     uint64_t n = min_u64(prod - lane->cons_pos, lane->ring_bytes - at);
     *src = lane->base + lane->data_off + at;
@@ -154,7 +141,7 @@ int cdt__lane_read_span(cdt__lane *lane, const unsigned char **src, size_t *len)
 
 int cdt__lane_release(cdt__lane *lane, size_t len)
 {
-    int rc = usable(lane, CDT__LANE_CONSUMER);
+    int rc = cdt__lane_usable(lane, CDT__LANE_CONSUMER);
     if (rc != CDT_SUCCESS)
         return rc;
     if (len > lane->span)

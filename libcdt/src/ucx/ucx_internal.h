@@ -92,8 +92,9 @@ struct cdt_ucx_worker_s {
     int lanes_made;                    /* producer lanes this worker's endpoints hold */
     uint64_t lane_sent, lane_received; /* objects whose stream went whole (stats) */
     unsigned lane_polls;               /* progress calls (the offer's stream poll) */
-    int lane_owed;     /* endpoints whose peer's offer or no-lane record is still to come */
-    bool lane_waiting; /* the last progress left lane objects in flight (no sleep then) */
+    int lane_owed;      /* endpoints whose peer's offer or no-lane record is still to come */
+    bool lane_waiting;  /* the last progress left lane objects in flight (no sleep then) */
+    unsigned lane_idle; /* progress calls in a row that waited for the lane and saw nothing move */
     /* small objects through the lane (ucx_lane_heads.c, docs/TRANSPORT.md §10.6): producers
      * make version 2 segments and consumers take heads from their head ring
      * (CDT_UCX_LANE_HEADS); the endpoint to this worker itself that ring heads are handed to

@@ -351,8 +351,12 @@ void cdt__ucx_lane_progress(cdt_ucx_worker w)
     /* a wait does not sleep on the event fd meanwhile: the peer's writes into the lane signal
      * nothing there (cdt__ucx_sleep) */
     w->lane_waiting = any_waiting;
-    /* nothing moved while the peer has to: it may be waiting for this core (§10.3) */
-    if (any_waiting && !any_moved)
+    /* nothing moved while the peer has to: it may be waiting for this core (§10.3). Not at
+     * once: a peer running on another core moves within microseconds, and a yield on a busy
+     * machine hands this core to another program for its whole time slice (milliseconds) */
+    if (!any_waiting || any_moved)
+        w->lane_idle = 0;
+    else if (++w->lane_idle >= CDT__UCX_LANE_IDLE_SPINS)
         sched_yield();
 }
 

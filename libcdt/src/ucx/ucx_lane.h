@@ -29,6 +29,10 @@ struct cdt__ucx_head;
 #define CDT__UCX_LANE_MAX_PEERS 64
 /* how long a side waits for its lane without progress before it polls the peer's pidfd (ms) */
 #define CDT__UCX_LANE_POLL_MS 1
+/* progress calls in a row that find the lane idle, with objects in flight, before each further
+ * one yields the core (a few tens of microseconds of spinning: a peer on another core has moved
+ * by then; one that shares this core gets it) */
+#define CDT__UCX_LANE_IDLE_SPINS 256
 
 /* a receive's place on a consumer lane: kept until its stream was consumed, also after the
  * receive failed (then r is NULL and the bytes are released unread) */

@@ -4,8 +4,8 @@
  * while the ring is full); the consumer's receive of the switch, each record copied out and
  * handed to its own worker through an endpoint to itself (UCX's `self` transport), where UCX's
  * tag matching matches it with the application's receives as a head that came over UCX; the
- * doorbell in the worker's wakeup set. Behind CDT_UCX_LANE_HEADS (off by default). Every
- * function runs with the worker's lock held.
+ * doorbell in the worker's wakeup set. On by default where the lane is; CDT_UCX_LANE_HEADS=off
+ * keeps every head on UCX. Every function runs with the worker's lock held.
  */
 #include "frame/frame_format.h"
 #include "ucx_internal.h"
@@ -23,11 +23,11 @@
 int cdt__ucx_lane_heads_env(bool *on)
 {
     const char *env = getenv("CDT_UCX_LANE_HEADS");
-    *on = false; /* the default (docs/TRANSPORT.md §10.6) */
-    if (env == NULL || *env == '\0' || strcmp(env, "off") == 0)
+    *on = true; /* the default (docs/TRANSPORT.md §10.6) */
+    if (env == NULL || *env == '\0' || strcmp(env, "on") == 0)
         return CDT_SUCCESS;
-    if (strcmp(env, "on") == 0) {
-        *on = true;
+    if (strcmp(env, "off") == 0) { /* every head over UCX, as before lane version 2 */
+        *on = false;
         return CDT_SUCCESS;
     }
     return CDT_ERR_INVALID_ARG;
@@ -207,14 +207,15 @@ static void handed(void *req, ucs_status_t st, void *user_data)
     free(user_data);
 }
 
-/* one record's copy to the worker itself: its sender field names the lane's endpoint */
-static int hand_off(struct cdt_ucx_ep_s *ep, uint64_t tag, const unsigned char *head, size_t len)
+/* one record's copy (l->head_copy) to the worker itself: its sender field names the lane's
+ * endpoint. The copy is handed to UCX as it is, no second copy: a send that UCX completes at
+ * once (self's eager messages, every head up to its segment size) leaves it for the next
+ * record; one that stays in flight takes it along, freed when done, and the next record gets
+ * a new buffer. */
+static int hand_off(struct cdt_ucx_ep_s *ep, cdt__ucx_lane_ep *l, uint64_t tag, size_t len)
 {
     cdt_ucx_worker w = ep->w;
-    unsigned char *copy = malloc(len);
-    if (copy == NULL)
-        return CDT_ERR_NO_MEMORY;
-    memcpy(copy, head, len);
+    unsigned char *copy = l->head_copy;
     /* a split-mode prefix's sender is the endpoint's peer id, whatever the producer wrote:
      * receives so name the endpoint and fail with it alone (§10.6, Hand-off). A single-mode
      * message is whole and keeps its zero bytes. */
@@ -225,10 +226,11 @@ static int hand_off(struct cdt_ucx_ep_s *ep, uint64_t tag, const unsigned char *
                              .cb.send = handed,
                              .user_data = copy};
     void *q = ucp_tag_send_nbx(w->self_ep, copy, len, tag, &p);
-    if (q == NULL || UCS_PTR_IS_ERR(q)) {
-        free(copy);
-        return q == NULL ? CDT_SUCCESS : cdt__ucx_status(UCS_PTR_STATUS(q));
-    }
+    if (q == NULL)
+        return CDT_SUCCESS; /* UCX copied it: the buffer serves the next record */
+    if (UCS_PTR_IS_ERR(q))
+        return cdt__ucx_status(UCS_PTR_STATUS(q));
+    l->head_copy = NULL; /* the send's now (handed frees it) */
     return CDT_SUCCESS;
 }
 
@@ -237,12 +239,14 @@ static int take_records(struct cdt_ucx_ep_s *ep, cdt__ucx_lane_ep *l, int max)
 {
     int n = 0;
     while (n < max) {
+        if (l->head_copy == NULL && (l->head_copy = malloc(CDT__LANE_HEAD_MAX)) == NULL)
+            return CDT_ERR_PEER; /* the endpoint fails rather than lose a head */
         uint64_t tag;
         size_t len;
         int rc = cdt__lane_head_take(&l->rx, &tag, l->head_copy, CDT__LANE_HEAD_MAX, &len);
         if (rc == 0)
             break;
-        if (rc < 0 || hand_off(ep, tag, l->head_copy, len) != CDT_SUCCESS)
+        if (rc < 0 || hand_off(ep, l, tag, len) != CDT_SUCCESS)
             return CDT_ERR_PEER;
         n++;
     }

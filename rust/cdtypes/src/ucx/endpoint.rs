@@ -325,8 +325,9 @@ impl Endpoint {
     /// another machine, `"am=sysv/memory rma=tcp/lo"` through shared segments
     /// (`CDT_UCX_SHARED_MEMORY=copy`), `"am=sysv/memory rma=cma/memory"` with cross-memory
     /// attach (`full`). Each ends with the lane libcdt's own shared memory gives the endpoint
-    /// (on by default between local processes): `" lane=memfd"`, or `" lane=none/<why>"`
-    /// (another host, a peer with the lane off: docs/TRANSPORT.md §10.2).
+    /// (on by default between local processes): `" lane=memfd"` (`" lane=memfd+heads"` once
+    /// its small objects go through the lane's head ring too, the default: docs/TRANSPORT.md
+    /// §10.6), or `" lane=none/<why>"` (another host, a peer with the lane off: §10.2).
     pub fn transports(&self) -> Result<String> {
         let ep = self.inner.raw.read().unwrap_or_else(|e| e.into_inner());
         if ep.0.is_null() {
