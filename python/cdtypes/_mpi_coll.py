@@ -138,7 +138,7 @@ def bcast(comm, obj, root, max_bytes=None, max_regions=None, allowed=None):
     else:
         parent, children = _tree(coll, root)
         if parent is None:
-            out = call.pack(obj) if pre is None else call.adopt(pre)
+            out = call.pack(obj, True) if pre is None else call.adopt(pre)
             for child in children:
                 call.send(out, child)
             if out is not None:
@@ -190,7 +190,7 @@ def _allgather_ring(call, obj, rank, size):
     rank's own object), receive from the left the object of rank - k (§14.3)."""
     right, left = (rank + 1) % size, (rank - 1) % size
     result = [None] * size
-    out = call.pack(obj)
+    out = call.pack(obj, True)
     if out is not None:
         result[rank] = _mine(call, obj, out)
     for k in range(1, size):
@@ -206,7 +206,7 @@ def allgather(comm, obj, max_bytes=None, max_regions=None, allowed=None):
     if me is not None and size >= ALLGATHER_RING:
         result = _allgather_ring(call, obj, me, size)
     else:
-        out = call.pack(obj)
+        out = call.pack(obj, me is not None)
         for dest in range(size):
             if dest != me:
                 call.send(out, dest)

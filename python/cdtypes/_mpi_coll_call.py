@@ -214,8 +214,13 @@ def local_copy(obj):
 
 
 def own_copy(out, obj):
-    """This rank's own item when it packed it to send it too: rebuilt from its own head when
-    that holds the whole object (one unpickling, no second pickling), else local_copy."""
+    """This rank's own item when it packed it to send it too: unpickled from the stream it
+    pickled when pack(own=True) kept it (out.own), else rebuilt from its own head when that
+    holds the whole object (one unpickling, no second pickling), else local_copy."""
+    if out.own is not None:
+        stream, buffers = out.own
+        return _pickle_loads(stream) if buffers is None else _pickle_loads(stream,
+                                                                           buffers=buffers)
     if out.parts[0]:
         return local_copy(obj)
     # this rank's own stream, as pickle wrote it: no check of the stream (mpi._rebuild's)
@@ -234,10 +239,11 @@ class Outgoing:
     windows over the memory they are read from (the sender's Frame keeps its own alive until
     finish() closes it; a received object's windows keep the received memory)."""
 
-    __slots__ = ("head", "parts", "oid")
+    __slots__ = ("head", "parts", "oid", "own")
 
-    def __init__(self, head, parts, oid):
-        self.head, self.parts, self.oid = head, parts, oid
+    def __init__(self, head, parts, oid, own=None):
+        # own: (stream, buffers) of mpi_pack_own, for own_copy (None: not kept)
+        self.head, self.parts, self.oid, self.own = head, parts, oid, own
 
 
 class Call:
@@ -269,17 +275,24 @@ class Call:
         if self.error is None:
             self.error = error
 
-    def pack(self, obj):
-        """``obj`` packed once (an Outgoing), or None when pickling it failed (recorded)."""
+    def pack(self, obj, own=False):
+        """``obj`` packed once (an Outgoing), or None when pickling it failed (recorded).
+        ``own``: this rank keeps a copy too (own_copy), from the stream pickled here when the
+        head holds the whole object (mpi_pack_own)."""
         try:
             # mpi._pack without its attribute lookup: cc is attached (§14.1)
             oid = next(_m._ids) % _m._TAG_SPACE
-            frame, head, parts, layout = _b.mpi_pack(obj, oid, _m.THRESHOLD)
+            if own:
+                frame, head, parts, layout, stream, buffers = _b.mpi_pack_own(
+                    obj, oid, _m.THRESHOLD)
+            else:
+                frame, head, parts, layout = _b.mpi_pack(obj, oid, _m.THRESHOLD)
         except BaseException as e:
             self.fail(e)
             return None
         self._frames.append(frame)
-        return Outgoing(head, (parts, layout), oid)
+        return Outgoing(head, (parts, layout), oid,
+                        (stream, buffers) if own and stream is not None else None)
 
     def send(self, out, dest):
         """Post ``out`` (head on cc, parts on pc; §14.3) to ``dest``, or, for None, the
@@ -525,7 +538,7 @@ def lean_root(coll, obj):
     (frame, Outgoing) with parts, or the error pickling raised) for bcast to go on with."""
     oid = next(_m._ids) % _m._TAG_SPACE
     try:
-        frame, head, parts, layout = _b.mpi_pack(obj, oid, _m.THRESHOLD)
+        frame, head, parts, layout, stream, buffers = _b.mpi_pack_own(obj, oid, _m.THRESHOLD)
     except BaseException as e:
         return False, e
     if parts:
@@ -534,11 +547,11 @@ def lean_root(coll, obj):
     try:
         send = coll.cc.Isend([head, _BYTE], coll.pair, TAG_BCAST)
     except BaseException:  # nothing posted: bcast's send records the error
-        return False, (frame, Outgoing(head, ([], None), oid))
+        return False, (frame, Outgoing(head, ([], None), oid, (stream, buffers)))
     error = result = None
-    try:  # its own copy from its own head (own_copy)
-        stream, buffers = _b.mpi_unpack(head, None, -1, -1)[0].finish()
-        result = _pickle_loads(stream, buffers=buffers)
+    try:  # its own copy from the stream it pickled (own_copy)
+        result = _pickle_loads(stream) if buffers is None else _pickle_loads(stream,
+                                                                             buffers=buffers)
     except BaseException as e:
         error = e
     failed, differ = coll.agreement(error is not None, TAG_BCAST, root)

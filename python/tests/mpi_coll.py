@@ -312,12 +312,58 @@ def lean_root(comm):
                 assert coll.lean_calls == before
         finally:
             coll.yielding = mode
+    own_copy_from_stream(comm)
     if n == 2:  # both pass themselves as root: both take the lean path and both raise
         try:
             comm.bcast(small, me)
             raise AssertionError("rank %d: bcast with disagreeing roots returned" % me)
         except InvalidArgumentError as e:
             assert "disagree on the root" in str(e), e
+    still_works(comm)
+
+
+def own_copy_from_stream(comm):
+    """docs/MPI.md §14.5, the cost: bcast's and allgather's own copy of an object that goes
+    whole in its head is unpickled from the stream pickled to send it (mpi_pack_own), not from
+    its head decoded again (mpi_unpack never called by the rank that packed it, lean root or
+    general path), and it is a copy: its arrays share no memory with the caller's, writing to
+    them leaves the caller's object as it was."""
+    me, n = comm.Get_rank(), comm.Get_size()
+    coll = _mpi_coll_call.collectives(comm)
+    b = _mpi_coll_call._b
+    unpack, calls = b.mpi_unpack, []
+
+    def counted(*a):
+        calls.append(1)
+        return unpack(*a)
+
+    def small():
+        return {"a": np.arange(8.0), "t": ("x", 1)}
+
+    mode = coll.yielding
+    for yielding in (False, True):
+        coll.yielding = yielding
+        try:
+            for root in range(n):
+                obj = small() if me == root else None
+                b.mpi_unpack = counted
+                try:
+                    got = comm.bcast(obj, root)
+                    mine = comm.allgather(small())[me]
+                finally:
+                    b.mpi_unpack = unpack
+                # a receiver decodes one head per object received; the root none of its own
+                assert len(calls) == (n - 1) + (me != root), calls
+                calls.clear()
+                assert (got["a"] == np.arange(8.0)).all() and got["t"] == ("x", 1), got
+                if me == root:
+                    assert not np.shares_memory(got["a"], obj["a"])
+                    got["a"][:] = -1
+                    assert (obj["a"] == np.arange(8.0)).all(), obj
+                mine["a"][:] = -2
+                assert (mine["a"] == -2).all()
+        finally:
+            coll.yielding = mode
     still_works(comm)
 
 

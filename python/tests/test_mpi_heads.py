@@ -107,3 +107,49 @@ def test_backends_refuse_damaged_inband_heads_alike():
     assert len(out["c"]) > 100
     for c_line, cffi_line in zip(out["c"], out["cffi"]):
         assert c_line == cffi_line
+
+
+@pytest.mark.parametrize("k", range(len(OBJECTS)))
+def test_pack_own_gives_the_stream_of_its_head(k):
+    """mpi_pack_own (the root's own copy, docs/MPI.md §14.5): mpi_pack's head and the stream
+    it was made from, which pickle.loads turns into an equal object; nothing to copy."""
+    obj = OBJECTS[k]
+    frame, head, parts, layout, stream, buffers = impl.mpi_pack_own(obj, 7, 64 * 1024)
+    try:
+        assert parts == [] and layout is None and buffers is None
+        assert bytes(head) == bytes(impl.mpi_pack(obj, 7, 64 * 1024)[1])
+        got, bufs = impl.mpi_unpack(head, None, -1, -1)[0].finish()
+        assert type(stream) is bytes and stream == got and not bufs
+        assert pickle.loads(stream) == obj
+    finally:
+        frame.close()
+
+
+def test_pack_own_buffers_are_copies():
+    """an object with out-of-band buffers in its head: mpi_pack_own's buffers are copies of
+    them (as a receive of the head gives them), so that the copy pickle.loads makes shares no
+    memory with the object: writing to one leaves the other as it was. With parts (a buffer
+    over the threshold) it gives no stream: the head does not hold the object."""
+    np = pytest.importorskip("numpy")
+    obj = {"a": np.arange(10.0), "r": np.arange(4), "s": "x"}
+    obj["r"].flags.writeable = False
+    frame, head, parts, layout, stream, buffers = impl.mpi_pack_own(obj, 7, 64 * 1024)
+    try:
+        assert parts == [] and len(buffers) == 2
+        got = pickle.loads(stream, buffers=buffers)
+        assert (got["a"] == obj["a"]).all() and (got["r"] == obj["r"]).all()
+        assert got["a"].flags.writeable and not got["r"].flags.writeable
+        theirs, bufs = impl.mpi_unpack(head, None, -1, -1)[0].finish()
+        assert theirs == stream and [type(b) for b in bufs] == [type(b) for b in buffers]
+        assert [bytes(b) for b in bufs] == [bytes(b) for b in buffers]
+        assert not np.shares_memory(got["a"], obj["a"])
+        got["a"][:] = -1
+        assert (obj["a"] == np.arange(10.0)).all()
+    finally:
+        frame.close()
+    frame, head, parts, layout, stream, buffers = impl.mpi_pack_own(
+        {"big": np.zeros(64 * 1024)}, 7, 64 * 1024)
+    try:
+        assert len(parts) == 1 and stream is None and buffers is None
+    finally:
+        frame.close()

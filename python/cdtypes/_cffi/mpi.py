@@ -1,5 +1,6 @@
 """MPI: a head message plus one message of the large buffers (as _ext/mpi.c)."""
 import struct
+from pickle import PickleBuffer
 
 from .._cffi_ext import ffi, lib
 from .buffer import _PYPY, _window, gc_alloc
@@ -79,6 +80,36 @@ def _own_part(pbufs, i, iov):
 def mpi_pack(obj, oid, threshold):
     """mpi_pack(obj, oid, threshold) -> (frame, head, parts, layout). An object that pickles
     without an out-of-band buffer is packed in one C call, its frame returned closed."""
+    return _pack(obj, oid, threshold)[:4]
+
+
+def mpi_pack_own(obj, oid, threshold):
+    """mpi_pack_own(obj, oid, threshold) -> mpi_pack's four + (stream, buffers) for
+    pickle.loads to make the sender's own copy from (as _ext/mpi.c's): the stream it pickled
+    (no second decoding of its head), the pickle buffers copied into memory of their own as a
+    receive allocates it (None: none); (None, None) when the object has parts."""
+    f, head, parts, layout, stream, pbufs = _pack(obj, oid, threshold)
+    if parts:
+        return f, head, parts, layout, None, None
+    if not pbufs:
+        return f, head, parts, layout, stream, None
+    try:
+        rx = _Rx(gc_alloc())
+        for i, pb in enumerate(pbufs):
+            raw = pb.raw() if isinstance(pb, PickleBuffer) else memoryview(pb).cast("B")
+            n = raw.nbytes
+            dest = rx.part(i, n)
+            if n:
+                ffi.memmove(dest, raw, n)
+        rx.unpin()
+    except BaseException:
+        f.close()
+        raise
+    return f, head, parts, layout, stream, rx.buffers
+
+
+def _pack(obj, oid, threshold):
+    """mpi_pack's four, the stream and the pickle buffers"""
     oid = _int(oid, "oid")
     if not 0 <= oid < 1 << 32:
         raise OverflowError("oid does not fit an unsigned 32-bit integer")
@@ -89,7 +120,7 @@ def mpi_pack(obj, oid, threshold):
     stream = _dumps(obj, 5, pbufs.append)
     if not pbufs and type(stream) is bytes:
         head = _pack_inband(stream, oid, threshold)
-        return _copied_frame(len(head) - MPI_PREFIX), head, [], None
+        return _copied_frame(len(head) - MPI_PREFIX), head, [], None, stream, pbufs
     f = _encode_pickled(stream, pbufs)
     hc = None
     try:
@@ -116,7 +147,7 @@ def mpi_pack(obj, oid, threshold):
         hc = ffi.from_buffer(head, require_writable=True)
         if sep_bytes == 0:
             f._gather(0, hc + MPI_PREFIX, size)
-            return f, head, parts, None
+            return f, head, parts, None, stream, pbufs
         w = MPI_PREFIX
         iovs = []
         pos = 0  # frame offset copied up to
@@ -140,7 +171,7 @@ def mpi_pack(obj, oid, threshold):
                 _raise(rc if rc < 0 else lib.CDT_ERR_UNSUPPORTED, "cdt_frame_region_iov")
             parts.append(_own_part(pbufs, i, iov) or _window(iov.base, iov.len, f._mem))
             iovs.append((iov.base, iov.len))
-        return f, head, parts, _layout(iovs)
+        return f, head, parts, _layout(iovs), stream, pbufs
     except BaseException:
         f.close()
         raise
