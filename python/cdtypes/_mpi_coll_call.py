@@ -63,8 +63,8 @@ class _Collectives:
     intercommunicator, cc's two groups merged)."""
 
     __slots__ = ("cc", "pc", "agree", "agree_rank", "inter", "peers", "me", "trees", "yielding",
-                 "pair", "lean_root", "lean_calls", "sent", "answered", "early_answers", "_mine",
-                 "_all", "_theirs")
+                 "pair", "lean_root", "lean_calls", "lean_mine", "lean_msgs", "sent", "answered",
+                 "early_answers", "_mine", "_all", "_theirs")
 
     def __init__(self, comm):
         self.cc = MPI.Comm.Dup(comm)  # not comm.Dup(): the pkl5 API's Dup attaches
@@ -93,8 +93,13 @@ class _Collectives:
         # lean_calls counts the calls lean_root completed (observed by the tests)
         self.lean_root = self.me if self.pair is not None and not self.inter else None
         self.lean_calls = 0
+        # lean_root's part of the exchange, the same in every call (it did not fail, bcast,
+        # its own rank as root), and the messages of its MPI_Sendrecv, made once
+        self.lean_mine = array.array("i", [_OK, TAG_BCAST, -TAG_BCAST, self.me, -self.me]) \
+            if self.lean_root is not None else None
         self._mine, self._all = array.array("i", [0] * 5), array.array("i", [0] * 5)
         self._theirs = array.array("i", [0] * 5)
+        self.lean_msgs = ([self.lean_mine, _INT], [self._theirs, _INT])
         self.sent = None  # the exchange's send, not yet waited for
         # this call's exchange send was posted early (answer_early, §14.5), with the values in
         # _mine; early_answers counts the calls that answered early (observed by the tests)
@@ -146,12 +151,7 @@ class _Collectives:
             else:
                 self.agree.Allreduce([mine, _INT], [out, _INT], MPI.MIN)
             fail, op, negop, lo, hi = out
-        differ = None
-        if op != -negop:
-            differ = ("operation", _OPS.get(op, op), _OPS.get(-negop, -negop))
-        elif lo != _OK and lo != -hi:
-            differ = ("root", lo, -hi)
-        return (None if fail == _OK else fail), differ
+        return _verdict(fail, op, negop, lo, hi)
 
     def _exchange(self, have_theirs):
         """The agreement of two processes (§14.5): send ours, receive theirs -> theirs."""
@@ -178,6 +178,17 @@ class _Collectives:
         self.cc.Delete_attr(_m._KEYVAL)
         MPI.Comm.Free(pc)
         MPI.Comm.Free(self.cc)
+
+
+def _verdict(fail, op, negop, lo, hi):
+    """The agreement's minimum of the five ints -> (the lowest failed rank or None, None or
+    (what, one value, another) when the ranks disagree on the operation or the root)."""
+    differ = None
+    if op != -negop:
+        differ = ("operation", _OPS.get(op, op), _OPS.get(-negop, -negop))
+    elif lo != _OK and lo != -hi:
+        differ = ("root", lo, -hi)
+    return (None if fail == _OK else fail), differ
 
 
 def collectives(comm):
@@ -554,12 +565,27 @@ def lean_root(coll, obj):
                                                                              buffers=buffers)
     except BaseException as e:
         error = e
-    failed, differ = coll.agreement(error is not None, TAG_BCAST, root)
-    reqs = [send] if coll.sent is None else [send, coll.sent]
-    coll.sent = None
+    if error is None:
+        # the exchange (§14.5) and the wait for both of its messages in one MPI call, the GIL
+        # released while it waits (mpi4py's Sendrecv): this process did not fail, and its five
+        # ints are the same in every call (lean_mine). The other's equal to them: the ranks
+        # agree and none failed; else the minimum of the two, as agreement() takes it.
+        mine, msgs, theirs = coll.lean_mine, coll.lean_msgs, coll._theirs
+        coll.agree.Sendrecv(msgs[0], coll.pair, AGREE_TAG, msgs[1], coll.pair, AGREE_TAG)
+        if theirs == mine:
+            failed = differ = None
+        else:
+            failed, differ = _verdict(min(_OK, theirs[0]), min(TAG_BCAST, theirs[1]),
+                                      min(-TAG_BCAST, theirs[2]), min(root, theirs[3]),
+                                      min(-root, theirs[4]))
+        reqs = [send]
+    else:
+        failed, differ = coll.agreement(True, TAG_BCAST, root)
+        reqs = [send] if coll.sent is None else [send, coll.sent]
+        coll.sent = None
     if error is None and failed is None and differ is None:
         try:
-            MPI.Request.Waitall(reqs)
+            send.Wait()
             frame.close()
             coll.lean_calls += 1
             return True, result

@@ -276,6 +276,17 @@ def early_answer(comm):
     still_works(comm)
 
 
+class Counting:
+    """a communicator's stand-in that records the names of the methods called on it"""
+
+    def __init__(self, comm):
+        self.comm, self.calls = comm, []
+
+    def __getattr__(self, name):
+        self.calls.append(name)
+        return getattr(self.comm, name)
+
+
 def lean_root(comm):
     """docs/MPI.md §14.5, the cost: at two processes bcast's root of an object that goes whole
     in its head, called without limits, takes _mpi_coll_call.lean_root (counted in
@@ -313,6 +324,16 @@ def lean_root(comm):
         finally:
             coll.yielding = mode
     own_copy_from_stream(comm)
+    if n == 2:  # the root's part of the exchange and its wait: one MPI call (MPI_Sendrecv)
+        for root in range(n):
+            agree, counted = coll.agree, Counting(coll.agree)
+            if me == root:
+                coll.agree = counted
+            try:
+                assert comm.bcast(small if me == root else None, root) == small
+            finally:
+                coll.agree = agree
+            assert counted.calls == (["Sendrecv"] if me == root else []), counted.calls
     if n == 2:  # both pass themselves as root: both take the lean path and both raise
         try:
             comm.bcast(small, me)
