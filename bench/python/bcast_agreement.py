@@ -91,7 +91,7 @@ def chain(comm, n):
     stamp, log = time.perf_counter_ns, []
     saved = C.Call.__init__, C.Call.send, C.Call.receive, C.Call.rebuild_early, \
         C._Collectives._exchange, C._Collectives.answer_early, CO.lean_root, C._b.mpi_pack, \
-        C._b.mpi_pack_own
+        C._b.mpi_pack_own, CO.lean_leaf
 
     def wrap(fn, before=None, after=None):
         def w(*a, **kw):
@@ -130,6 +130,7 @@ def chain(comm, n):
     CO.lean_root = wrap(saved[6], before="start")
     C._b.mpi_pack = wrap(saved[7], after="send")
     C._b.mpi_pack_own = wrap(saved[8], after="send")
+    CO.lean_leaf = wrap(saved[9], before="start")  # the receiver's lean path
     try:
         world.Barrier()
         for _ in range(n):
@@ -139,7 +140,7 @@ def chain(comm, n):
         coll.agree = agree
         C.Call.__init__, C.Call.send, C.Call.receive, C.Call.rebuild_early, \
             C._Collectives._exchange, C._Collectives.answer_early, CO.lean_root, \
-            C._b.mpi_pack, C._b.mpi_pack_own = saved
+            C._b.mpi_pack, C._b.mpi_pack_own, CO.lean_leaf = saved
     logs = world.gather(log, 0)
     if rank != 0:
         return None

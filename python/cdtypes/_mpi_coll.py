@@ -24,7 +24,7 @@ _mpi_coll_call.py holds the per-call machinery."""
 from mpi4py import MPI
 
 from . import mpi as _m
-from ._mpi_coll_call import _COLL_KEYVAL, Call, lean_root, local_copy, own_copy
+from ._mpi_coll_call import _COLL_KEYVAL, Call, lean_leaf, lean_root, local_copy, own_copy
 from ._mpi_coll_call import TAG_BCAST, release  # noqa: F401 (release: _mpi_pkl5)
 
 # docs/MPI.md §14.2: the tags of the collectives' messages on the collective communicator
@@ -115,12 +115,17 @@ def bcast(comm, obj, root, max_bytes=None, max_regions=None, allowed=None):
     pre = None
     if type(root) is int and max_bytes is None and max_regions is None and allowed is None:
         coll = comm.Get_attr(_COLL_KEYVAL)
-        # two processes, this one the root
-        if coll is not None and root == coll.lean_root and not coll.yielding:
-            _m._thread_check()
-            done, pre = lean_root(coll, obj)
-            if done:
-                return pre
+        # two processes on an intracommunicator, not yielding: this one the root, or the
+        # other one (lean_root: its rank in comm is its rank in agree, coll.pair)
+        if coll is not None and coll.lean_root is not None and not coll.yielding:
+            if root == coll.lean_root:
+                _m._thread_check()
+                done, pre = lean_root(coll, obj)
+                if done:
+                    return pre
+            elif root == coll.pair:
+                _m._thread_check()
+                return lean_leaf(coll, root)
     call = Call(comm, TAG_BCAST, max_bytes, max_regions, allowed)
     role = _role(comm, call, root)
     coll = call.coll

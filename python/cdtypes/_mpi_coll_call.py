@@ -63,7 +63,7 @@ class _Collectives:
     intercommunicator, cc's two groups merged)."""
 
     __slots__ = ("cc", "pc", "agree", "agree_rank", "inter", "peers", "me", "trees", "yielding",
-                 "pair", "lean_root", "lean_calls", "lean_mine", "lean_msgs", "sent", "answered",
+                 "pair", "lean_root", "lean_calls", "lean_leaves", "lean_mine", "lean_msgs", "sent", "answered",
                  "early_answers", "_mine", "_all", "_theirs")
 
     def __init__(self, comm):
@@ -93,6 +93,7 @@ class _Collectives:
         # lean_calls counts the calls lean_root completed (observed by the tests)
         self.lean_root = self.me if self.pair is not None and not self.inter else None
         self.lean_calls = 0
+        self.lean_leaves = 0  # the calls lean_leaf completed on its short tail (the tests)
         # lean_root's part of the exchange, the same in every call (it did not fail, bcast,
         # its own rank as root), and the messages of its MPI_Sendrecv, made once
         self.lean_mine = array.array("i", [_OK, TAG_BCAST, -TAG_BCAST, self.me, -self.me]) \
@@ -594,11 +595,47 @@ def lean_root(coll, obj):
             _IN_FLIGHT.append(([frame], []))
             frame = None
     # a failure: the general tail, with what this call has
+    call = _bare_call(coll, root)
+    call.error = error
+    if frame is not None:
+        call._reqs, call._frames = reqs, [frame]
+    call.conclude("bcast", failed, differ)
+
+
+def _bare_call(coll, root):
+    """The Call of a bcast of ``coll``'s two processes without limits, rooted at ``root``
+    (checked by the caller), made without Call.__init__'s lookups (lean_root, lean_leaf)."""
     call = Call.__new__(Call)
     call.coll, call.cc, call.tag, call.root = coll, coll.cc, TAG_BCAST, root
-    call.limits = call.policy = None
-    call.error, call.peer_failed, call.have_theirs = error, False, False
-    call._reqs = [] if frame is None else reqs
-    call._frames = [] if frame is None else [frame]
-    call._forwarded = []
+    call.limits = call.policy = call.error = None
+    call.peer_failed = call.have_theirs = False
+    call._reqs, call._frames, call._forwarded = [], [], []
+    return call
+
+
+def lean_leaf(coll, root):
+    """The receiver of a two-process bcast on an intracommunicator, without limits and without
+    yielding (docs/MPI.md §14.5, the cost): the general path's receive and early answer
+    (Call.receive, Call.rebuild_early) with no per-call setup (no Call.__init__, role or
+    tree), and, when it answered early and nothing failed, its part of the agreement in two
+    MPI calls: the root's five ints received and its early answer's send waited for. The root's
+    five ints equal to its own answer (lean_mine): the ranks agree and none failed; else the
+    general tail (Call.finish, or Call.conclude with the minimum of the two). The same messages,
+    agreement and errors as the general path."""
+    call = _bare_call(coll, root)
+    result = call.rebuild_early(call.receive(root)[0])
+    if not coll.answered or call.error is not None or call.have_theirs or call._reqs:
+        call.finish("bcast")
+        return result
+    theirs, mine = coll._theirs, coll._mine
+    coll.agree.Recv(coll.lean_msgs[1], coll.pair, AGREE_TAG)
+    send, coll.sent, coll.answered = coll.sent, None, False
+    if theirs == mine:
+        send.Wait()
+        coll.lean_leaves += 1
+        return result
+    failed, differ = _verdict(min(mine[0], theirs[0]), min(mine[1], theirs[1]),
+                              min(mine[2], theirs[2]), min(mine[3], theirs[3]),
+                              min(mine[4], theirs[4]))
+    call._reqs.append(send)
     call.conclude("bcast", failed, differ)

@@ -290,8 +290,9 @@ class Counting:
 def lean_root(comm):
     """docs/MPI.md §14.5, the cost: at two processes bcast's root of an object that goes whole
     in its head, called without limits, takes _mpi_coll_call.lean_root (counted in
-    lean_calls): the same result and the same errors as the general path, which an object with
-    parts, a call with limits, a yielding process and three processes take."""
+    lean_calls), and its receiver _mpi_coll_call.lean_leaf (its short tail counted in
+    lean_leaves): the same result and the same errors as the general path, which an object
+    with parts, a call with limits, a yielding process and three processes take."""
     me, n = comm.Get_rank(), comm.Get_size()
     coll = _mpi_coll_call.collectives(comm)
     small = {"k": list(range(50)), "t": (1, "x", 2.5), "s": {1, 2}}
@@ -303,10 +304,13 @@ def lean_root(comm):
         try:
             for root in range(n):
                 lean = n == 2 and me == root and not yielding
-                before = coll.lean_calls
+                before, leaves = coll.lean_calls, coll.lean_leaves
                 got = comm.bcast(small if me == root else None, root)
                 assert got == small and (me != root or got is not small), got
                 assert coll.lean_calls == before + lean, (me, root, coll.lean_calls)
+                # its receiver's lean path (lean_leaf) to its short tail
+                assert coll.lean_leaves == leaves + (n == 2 and me != root and not yielding), (
+                    me, root, coll.lean_leaves)
                 before = coll.lean_calls  # parts: the general path after the packing
                 check(comm.bcast(big(root) if me == root else None, root), root)
                 got = comm.bcast(small if me == root else None, root, max_bytes=1 << 20)
