@@ -333,10 +333,11 @@ def lean_root(comm):
             agree, counted = coll.agree, Counting(coll.agree)
             if me == root:
                 coll.agree = counted
-            try:
+            coll.yielding = False  # both processes: the lean paths (Open MPI binds each to
+            try:  # a core of its own, which makes them yield)
                 assert comm.bcast(small if me == root else None, root) == small
             finally:
-                coll.agree = agree
+                coll.agree, coll.yielding = agree, mode
             assert counted.calls == (["Sendrecv"] if me == root else []), counted.calls
     if n == 2:  # both pass themselves as root: both take the lean path and both raise
         try:
