@@ -418,13 +418,12 @@ class Call:
             return FAILED
         strict = self.limits is not None
         try:
-            stream, buffers = inc.finish()
+            stream, buffers, plain = inc.finish_plain()  # the scan in the decoding's call
         except BaseException as e:
             self.fail(e)
             return FAILED
         try:
-            plain = (self.error is None and not self.peer_failed
-                     and _b.stream_plain(stream, len(buffers)))
+            plain = plain and self.error is None and not self.peer_failed
             if plain:  # the checks _core._unpickle makes, first: after the answer, none fails
                 if strict:
                     _stream.check_stream(stream, True)

@@ -153,3 +153,30 @@ def test_pack_own_buffers_are_copies():
         assert len(parts) == 1 and stream is None and buffers is None
     finally:
         frame.close()
+
+
+class _Code:  # a global: its stream is not plain (loading it looks a name up)
+    pass
+
+
+@pytest.mark.parametrize("threshold", [0, 64 * 1024])
+def test_finish_plain_is_finish_and_the_scan(threshold):
+    """finish_plain() (a collective receiver's early answer, docs/MPI.md §14.5): finish()'s
+    stream and buffers and stream_plain()'s verdict on them, in the call that decodes the
+    head: the one C call of a head without buffers (cffi) or the Incoming's (C extension),
+    plain or not, with and without out-of-band buffers; once, as finish()."""
+    np = pytest.importorskip("numpy")
+    for obj in OBJECTS + [_Code(), {"a": np.arange(10.0)}, [{"k": 1.5}] * 3]:
+        frame, head, parts, layout = impl.mpi_pack(obj, 9, threshold)
+        frame.close()
+        assert parts == []
+        want_stream, want_bufs = impl.mpi_unpack(head, None, -1, -1)[0].finish()
+        inc = impl.mpi_unpack(head, None, -1, -1)[0]
+        stream, bufs, plain = inc.finish_plain()
+        assert stream == want_stream and [bytes(b) for b in bufs] == [
+            bytes(b) for b in want_bufs]
+        assert plain is impl.stream_plain(stream, len(bufs)), obj
+        with pytest.raises(ValueError, match="finished already"):
+            inc.finish_plain()
+    assert impl.mpi_unpack(impl.mpi_pack({"k": 1}, 9, 0)[1], None, -1, -1)[0].finish_plain()[2]
+    assert not impl.mpi_unpack(impl.mpi_pack(_Code(), 9, 0)[1], None, -1, -1)[0].finish_plain()[2]

@@ -8,7 +8,7 @@ from . import module
 from .frame import Frame, _encode_pickled
 from .module import _HEADER, _MPI_MAGIC, MPI_PREFIX, _int, _raise
 from .send import _dumps
-from .receive import _Rx, _limit_arg, _open_decoder, _prepare
+from .receive import _Rx, _limit_arg, _open_decoder, _prepare, stream_plain
 
 # ---- MPI: a head message plus one message of the large buffers ------------------------------
 #
@@ -255,21 +255,32 @@ class MpiIncoming:
             _raise(rc, "cdt_decoder_finish")
         return self._rx.result()
 
+    def finish_plain(self):
+        """finish() and stream_plain(stream, len(buffers)) -> (stream, buffers, plain)."""
+        stream, buffers = self.finish()
+        return stream, buffers, stream_plain(stream, len(buffers))
+
 
 class _Whole:
     """An object whose head held it whole (no out-of-band buffer): decoded and checked
-    already; finish() gives its stream, once, as MpiIncoming.finish does."""
+    already; finish() gives its stream, once, as MpiIncoming.finish does; finish_plain() with
+    whether it is plain, scanned in the C call that decoded it."""
 
-    __slots__ = ("_stream",)
+    __slots__ = ("_stream", "_plain")
 
-    def __init__(self, stream):
+    def __init__(self, stream, plain):
         self._stream = stream
+        self._plain = plain
 
     def finish(self):
         stream, self._stream = self._stream, None
         if stream is None:
             raise ValueError("the object was finished already")
         return stream, []
+
+    def finish_plain(self):
+        stream, buffers = self.finish()
+        return stream, buffers, self._plain
 
 
 def mpi_unpack(head, alloc, max_bytes, max_regions):
@@ -282,10 +293,10 @@ def mpi_unpack(head, alloc, max_bytes, max_regions):
     if lib.cdtpy_mpi_unpack_inband(c, len(c), max_bytes, max_regions, out) == 0:
         ffi.release(c)
         try:
-            stream = ffi.unpack(ffi.cast("char *", out.stream), out.stream_len)
+            stream = ffi.buffer(out.stream, out.stream_len)[:]  # bytes: faster than ffi.unpack
         finally:
             lib.cdtpy_free(out.stream)
-        return _Whole(stream), out.oid, [], None
+        return _Whole(stream, bool(out.plain)), out.oid, [], None
     own = gc_alloc() if alloc is None else None  # PyPy: memory freed with its array
     inc = MpiIncoming(own or alloc)
     try:

@@ -187,6 +187,8 @@ PyObject *ext_stream_needs_check(PyObject *self, PyObject *arg);
 
 /* plain.c: whether a pickle stream loads without running code (pickle_plain.h) */
 PyObject *ext_stream_plain(PyObject *self, PyObject *args);
+/* whether `stream` (a buffer) is plain given nbuf out-of-band buffers; 0 when it is no buffer */
+int ext_plain(PyObject *stream, Py_ssize_t nbuf);
 
 /* ucx.c: UCX requests */
 extern PyTypeObject RequestType;

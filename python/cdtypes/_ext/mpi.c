@@ -312,9 +312,26 @@ static PyObject *incoming_finish(PyObject *self, PyObject *unused)
     return rx_result(&in->rx);
 }
 
+/* finish_plain(): finish() and stream_plain(stream, len(buffers)) in one call ->
+ * (stream, buffers, plain): a collective receiver's early answer tests it (docs/MPI.md §14.5) */
+static PyObject *incoming_finish_plain(PyObject *self, PyObject *unused)
+{
+    PyObject *res = incoming_finish(self, unused);
+    if (res == NULL)
+        return NULL;
+    PyObject *stream = PyTuple_GET_ITEM(res, 0), *buffers = PyTuple_GET_ITEM(res, 1);
+    int plain = PyList_Check(buffers) && ext_plain(stream, PyList_GET_SIZE(buffers));
+    PyObject *out = PyTuple_Pack(3, stream, buffers, plain ? Py_True : Py_False);
+    Py_DECREF(res);
+    return out;
+}
+
 static PyMethodDef incoming_methods[] = {
     {"finish", incoming_finish, METH_NOARGS,
      "Every separate part arrived: check the frame and give (stream, buffers)."},
+    {"finish_plain", incoming_finish_plain, METH_NOARGS,
+     "finish() and stream_plain(stream, len(buffers)) in one call -> (stream, buffers, "
+     "plain)."},
     {NULL, NULL, 0, NULL},
 };
 
