@@ -12,10 +12,10 @@ sample) so that a loaded machine's changes fall on every method alike:
   cdtypes-late     the same with the receiver's answer after its unpickling (as before the
                    early answer, and as for an object that runs code)
   cdtypes-allreduce  the same with the agreement forced to MPI_Allreduce (as at three processes
-                   and more, and at two before the exchange)
+                   and more, and at two before the exchange), the root on the general path
   cdtypes-none     the same with no agreement at all: NOT a protocol (a failing receiver would
                    leave the root returning), only the bound that any form of the agreement
-                   adds to
+                   adds to (the root on the general path)
 
 The object is bench/python/collectives.py's dict1k (a dict of about 1 KiB). A sample is 20
 calls between two barriers, the slower rank's time per call. Then `chain`: where one call of
@@ -68,7 +68,9 @@ def sample(comm, method, iters):
     C.Call.rebuild_early = _early if method in ("cdtypes", "cdtypes-general") else C.Call.rebuild
     coll = C.collectives(comm) if method != "pkl5" else None
     lean = coll and coll.lean_root
-    if method == "cdtypes-general":
+    # the lean root's exchange is its own MPI_Sendrecv, not agreement(): the methods that
+    # change the agreement take the general path, whose root calls agreement()
+    if method in ("cdtypes-general", "cdtypes-allreduce", "cdtypes-none"):
         coll.lean_root = None
     try:
         world.Barrier()
@@ -88,7 +90,8 @@ def chain(comm, n):
     """(segment, [ns per call]) of n calls of cdtypes' bcast, at rank 0 (None elsewhere)"""
     stamp, log = time.perf_counter_ns, []
     saved = C.Call.__init__, C.Call.send, C.Call.receive, C.Call.rebuild_early, \
-        C._Collectives._exchange, C._Collectives.answer_early, CO.lean_root, C._b.mpi_pack
+        C._Collectives._exchange, C._Collectives.answer_early, CO.lean_root, C._b.mpi_pack, \
+        C._b.mpi_pack_own, CO.lean_leaf
 
     def wrap(fn, before=None, after=None):
         def w(*a, **kw):
@@ -100,6 +103,23 @@ def chain(comm, n):
             return r
         return w
 
+    class Stamped:  # the lean root's exchange: one MPI_Sendrecv on coll.agree
+        def __init__(self, comm):
+            self.comm = comm
+
+        def __getattr__(self, name):
+            return getattr(self.comm, name)
+
+        def Sendrecv(self, *a):
+            log.append(("ack", stamp()))
+            r = self.comm.Sendrecv(*a)
+            log.append(("agreed", stamp()))
+            return r
+
+    coll = C.collectives(comm)
+    agree = coll.agree
+    if rank == 0:
+        coll.agree = Stamped(agree)
     C.Call.__init__ = wrap(saved[0], before="start")
     C.Call.send = wrap(saved[1], before="send")
     C.Call.receive = wrap(saved[2], after="got")
@@ -109,15 +129,18 @@ def chain(comm, n):
     # the root's lean path (_mpi_coll_call.lean_root): "send" once its head is packed
     CO.lean_root = wrap(saved[6], before="start")
     C._b.mpi_pack = wrap(saved[7], after="send")
+    C._b.mpi_pack_own = wrap(saved[8], after="send")
+    CO.lean_leaf = wrap(saved[9], before="start")  # the receiver's lean path
     try:
         world.Barrier()
         for _ in range(n):
             comm.bcast(OBJ if rank == 0 else None, 0)
             log.append(("ret", stamp()))
     finally:
+        coll.agree = agree
         C.Call.__init__, C.Call.send, C.Call.receive, C.Call.rebuild_early, \
             C._Collectives._exchange, C._Collectives.answer_early, CO.lean_root, \
-            C._b.mpi_pack = saved
+            C._b.mpi_pack, C._b.mpi_pack_own, CO.lean_leaf = saved
     logs = world.gather(log, 0)
     if rank != 0:
         return None
@@ -132,14 +155,21 @@ def chain(comm, n):
         return out
 
     root, leaf = calls(logs[0]), calls(logs[1])
+
+    def _answer(b):  # the receiver's answer: early, else its exchange (the lean leaf: early)
+        return b["early"] if "early" in b else b["ack"]
+
     segs = {
         "root: Call and pack": lambda a, b, n: a["send"] - a["start"],
         "head to receiver (transit, probe, receive, parse)": lambda a, b, n: b["got"] - a["send"],
+        "receiver: its call's start to the head received": lambda a, b, n: b["got"] - b["start"],
+        "receiver: its call's start after the root's send": lambda a, b, n: b["start"] - a["send"],
+        "receiver: its answer to its return": lambda a, b, n: b["ret"] - _answer(b),
         "receiver: to its answer (early: before unpickling)": lambda a, b, n:
-            b.get("early", b["ack"]) - b["got"],
+            _answer(b) - b["got"],
         "receiver: unpickle (and its answer when early)": lambda a, b, n: b["loaded"] - b["got"],
         "receiver's answer to root's agreement end": lambda a, b, n:
-            a["agreed"] - b.get("early", b["ack"]),
+            a["agreed"] - _answer(b),
         "root: after the agreement to return": lambda a, b, n: a["ret"] - a["agreed"],
         "root: return to next call": lambda a, b, n: n["start"] - a["ret"],
         "root: own copy (send to its exchange)": lambda a, b, n: a["ack"] - a["send"],

@@ -2,9 +2,9 @@
 
 cdtypes._core, cdtypes.ucx and cdtypes.mpi are written once; the work per object is done by a
 backend module with a small interface (see the top of _ext/module.c): Frame, Buffer, dumps, decode,
-stream_needs_check, ucx_isend, ucx_irecv, mpi_pack, mpi_unpack, mpi_parts, _init, which
-takes the libcdt core the package loaded (cdtypes._lib) and the functions that build exceptions,
-and _init_ucx, which takes the transport library once cdtypes.ucx has loaded it.
+stream_needs_check, ucx_isend, ucx_irecv, mpi_pack, mpi_pack_own, mpi_unpack, mpi_parts, _init,
+which takes the libcdt core the package loaded (cdtypes._lib) and the functions that build
+exceptions, and _init_ucx, which takes the transport library once cdtypes.ucx has loaded it.
 
 Backends:
   "c"     the CPython C extension cdtypes._ext: the default on CPython

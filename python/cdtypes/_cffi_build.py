@@ -159,7 +159,7 @@ int cdtpy_decode_inplace(cdt_decoder dec, const char *p, cdt_count header_and_st
                          cdt_count region_count);
 int64_t cdtpy_mpi_pack_inband(const char *stream, cdt_count len, uint32_t oid,
                               cdt_count threshold, char *dst, cdt_count cap);
-typedef struct { void *stream; cdt_count stream_len; uint32_t oid; } cdtpy_inband;
+typedef struct { void *stream; cdt_count stream_len; uint32_t oid; int plain; } cdtpy_inband;
 int cdtpy_mpi_unpack_inband(const char *head, cdt_count n, cdt_count max_bytes,
                             cdt_count max_regions, cdtpy_inband *out);
 int cdtpy_mpi_head_regions(const char *head, cdt_count n);
@@ -349,6 +349,7 @@ typedef struct {
     void *stream;
     cdt_count stream_len;
     uint32_t oid;
+    int plain; /* cdtpy_pickle_plain(stream, stream_len, 0): the scan in the same crossing */
 } cdtpy_inband;
 
 static cdt_type cdtpy_sobj_type_(void)
@@ -428,7 +429,8 @@ static int cdtpy_mpi_head_regions(const char *head, cdt_count n)
 /* A received head of n bytes whose frame has no regions, checked as the general path checks it
  * (the prefix's magic, the frame header under max_bytes / max_regions (negative: none), the
  * frame's size against the bytes received, the whole frame by the decoder) and its stream
- * copied into memory from cdtpy_alloc (out->stream, the caller's to cdtpy_free). Returns 0, or
+ * copied into memory from cdtpy_alloc (out->stream, the caller's to cdtpy_free) and scanned
+ * (out->plain: a collective receiver's early answer tests it, docs/MPI.md §14.5). Returns 0, or
  * 1 when the head takes the general path: it has regions, or any check or call failed (the
  * general path then raises the error, with its message). */
 static int cdtpy_mpi_unpack_inband(const char *head, cdt_count n, cdt_count max_bytes,
@@ -488,6 +490,7 @@ static int cdtpy_mpi_unpack_inband(const char *head, cdt_count n, cdt_count max_
     }
     out->stream = slots[0];
     out->oid = oid;
+    out->plain = cdtpy_pickle_plain(slots[0], (size_t)out->stream_len, 0);
     return 0;
 }
 """ % dict(decl=decl, core=core, ucx=ucx, macros=macros)

@@ -24,7 +24,7 @@ _mpi_coll_call.py holds the per-call machinery."""
 from mpi4py import MPI
 
 from . import mpi as _m
-from ._mpi_coll_call import _COLL_KEYVAL, Call, lean_root, local_copy, own_copy
+from ._mpi_coll_call import _COLL_KEYVAL, Call, lean_leaf, lean_root, local_copy, own_copy
 from ._mpi_coll_call import TAG_BCAST, release  # noqa: F401 (release: _mpi_pkl5)
 
 # docs/MPI.md §14.2: the tags of the collectives' messages on the collective communicator
@@ -115,12 +115,17 @@ def bcast(comm, obj, root, max_bytes=None, max_regions=None, allowed=None):
     pre = None
     if type(root) is int and max_bytes is None and max_regions is None and allowed is None:
         coll = comm.Get_attr(_COLL_KEYVAL)
-        # two processes, this one the root
-        if coll is not None and root == coll.lean_root and not coll.yielding:
-            _m._thread_check()
-            done, pre = lean_root(coll, obj)
-            if done:
-                return pre
+        # two processes on an intracommunicator, not yielding: this one the root, or the
+        # other one (lean_root: its rank in comm is its rank in agree, coll.pair)
+        if coll is not None and coll.lean_root is not None and not coll.yielding:
+            if root == coll.lean_root:
+                _m._thread_check()
+                done, pre = lean_root(coll, obj)
+                if done:
+                    return pre
+            elif root == coll.pair:
+                _m._thread_check()
+                return lean_leaf(coll, root)
     call = Call(comm, TAG_BCAST, max_bytes, max_regions, allowed)
     role = _role(comm, call, root)
     coll = call.coll
@@ -138,7 +143,7 @@ def bcast(comm, obj, root, max_bytes=None, max_regions=None, allowed=None):
     else:
         parent, children = _tree(coll, root)
         if parent is None:
-            out = call.pack(obj) if pre is None else call.adopt(pre)
+            out = call.pack(obj, True) if pre is None else call.adopt(pre)
             for child in children:
                 call.send(out, child)
             if out is not None:
@@ -190,7 +195,7 @@ def _allgather_ring(call, obj, rank, size):
     rank's own object), receive from the left the object of rank - k (§14.3)."""
     right, left = (rank + 1) % size, (rank - 1) % size
     result = [None] * size
-    out = call.pack(obj)
+    out = call.pack(obj, True)
     if out is not None:
         result[rank] = _mine(call, obj, out)
     for k in range(1, size):
@@ -206,7 +211,7 @@ def allgather(comm, obj, max_bytes=None, max_regions=None, allowed=None):
     if me is not None and size >= ALLGATHER_RING:
         result = _allgather_ring(call, obj, me, size)
     else:
-        out = call.pack(obj)
+        out = call.pack(obj, me is not None)
         for dest in range(size):
             if dest != me:
                 call.send(out, dest)

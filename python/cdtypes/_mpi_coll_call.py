@@ -63,8 +63,8 @@ class _Collectives:
     intercommunicator, cc's two groups merged)."""
 
     __slots__ = ("cc", "pc", "agree", "agree_rank", "inter", "peers", "me", "trees", "yielding",
-                 "pair", "lean_root", "lean_calls", "sent", "answered", "early_answers", "_mine",
-                 "_all", "_theirs")
+                 "pair", "lean_root", "lean_calls", "lean_leaves", "lean_mine", "lean_msgs", "sent", "answered",
+                 "early_answers", "_mine", "_all", "_theirs")
 
     def __init__(self, comm):
         self.cc = MPI.Comm.Dup(comm)  # not comm.Dup(): the pkl5 API's Dup attaches
@@ -93,8 +93,14 @@ class _Collectives:
         # lean_calls counts the calls lean_root completed (observed by the tests)
         self.lean_root = self.me if self.pair is not None and not self.inter else None
         self.lean_calls = 0
+        self.lean_leaves = 0  # the calls lean_leaf completed on its short tail (the tests)
+        # lean_root's part of the exchange, the same in every call (it did not fail, bcast,
+        # its own rank as root), and the messages of its MPI_Sendrecv, made once
+        self.lean_mine = array.array("i", [_OK, TAG_BCAST, -TAG_BCAST, self.me, -self.me]) \
+            if self.lean_root is not None else None
         self._mine, self._all = array.array("i", [0] * 5), array.array("i", [0] * 5)
         self._theirs = array.array("i", [0] * 5)
+        self.lean_msgs = ([self.lean_mine, _INT], [self._theirs, _INT])
         self.sent = None  # the exchange's send, not yet waited for
         # this call's exchange send was posted early (answer_early, §14.5), with the values in
         # _mine; early_answers counts the calls that answered early (observed by the tests)
@@ -146,12 +152,7 @@ class _Collectives:
             else:
                 self.agree.Allreduce([mine, _INT], [out, _INT], MPI.MIN)
             fail, op, negop, lo, hi = out
-        differ = None
-        if op != -negop:
-            differ = ("operation", _OPS.get(op, op), _OPS.get(-negop, -negop))
-        elif lo != _OK and lo != -hi:
-            differ = ("root", lo, -hi)
-        return (None if fail == _OK else fail), differ
+        return _verdict(fail, op, negop, lo, hi)
 
     def _exchange(self, have_theirs):
         """The agreement of two processes (§14.5): send ours, receive theirs -> theirs."""
@@ -178,6 +179,17 @@ class _Collectives:
         self.cc.Delete_attr(_m._KEYVAL)
         MPI.Comm.Free(pc)
         MPI.Comm.Free(self.cc)
+
+
+def _verdict(fail, op, negop, lo, hi):
+    """The agreement's minimum of the five ints -> (the lowest failed rank or None, None or
+    (what, one value, another) when the ranks disagree on the operation or the root)."""
+    differ = None
+    if op != -negop:
+        differ = ("operation", _OPS.get(op, op), _OPS.get(-negop, -negop))
+    elif lo != _OK and lo != -hi:
+        differ = ("root", lo, -hi)
+    return (None if fail == _OK else fail), differ
 
 
 def collectives(comm):
@@ -214,8 +226,13 @@ def local_copy(obj):
 
 
 def own_copy(out, obj):
-    """This rank's own item when it packed it to send it too: rebuilt from its own head when
-    that holds the whole object (one unpickling, no second pickling), else local_copy."""
+    """This rank's own item when it packed it to send it too: unpickled from the stream it
+    pickled when pack(own=True) kept it (out.own), else rebuilt from its own head when that
+    holds the whole object (one unpickling, no second pickling), else local_copy."""
+    if out.own is not None:
+        stream, buffers = out.own
+        return _pickle_loads(stream) if buffers is None else _pickle_loads(stream,
+                                                                           buffers=buffers)
     if out.parts[0]:
         return local_copy(obj)
     # this rank's own stream, as pickle wrote it: no check of the stream (mpi._rebuild's)
@@ -234,10 +251,11 @@ class Outgoing:
     windows over the memory they are read from (the sender's Frame keeps its own alive until
     finish() closes it; a received object's windows keep the received memory)."""
 
-    __slots__ = ("head", "parts", "oid")
+    __slots__ = ("head", "parts", "oid", "own")
 
-    def __init__(self, head, parts, oid):
-        self.head, self.parts, self.oid = head, parts, oid
+    def __init__(self, head, parts, oid, own=None):
+        # own: (stream, buffers) of mpi_pack_own, for own_copy (None: not kept)
+        self.head, self.parts, self.oid, self.own = head, parts, oid, own
 
 
 class Call:
@@ -269,17 +287,24 @@ class Call:
         if self.error is None:
             self.error = error
 
-    def pack(self, obj):
-        """``obj`` packed once (an Outgoing), or None when pickling it failed (recorded)."""
+    def pack(self, obj, own=False):
+        """``obj`` packed once (an Outgoing), or None when pickling it failed (recorded).
+        ``own``: this rank keeps a copy too (own_copy), from the stream pickled here when the
+        head holds the whole object (mpi_pack_own)."""
         try:
             # mpi._pack without its attribute lookup: cc is attached (§14.1)
             oid = next(_m._ids) % _m._TAG_SPACE
-            frame, head, parts, layout = _b.mpi_pack(obj, oid, _m.THRESHOLD)
+            if own:
+                frame, head, parts, layout, stream, buffers = _b.mpi_pack_own(
+                    obj, oid, _m.THRESHOLD)
+            else:
+                frame, head, parts, layout = _b.mpi_pack(obj, oid, _m.THRESHOLD)
         except BaseException as e:
             self.fail(e)
             return None
         self._frames.append(frame)
-        return Outgoing(head, (parts, layout), oid)
+        return Outgoing(head, (parts, layout), oid,
+                        (stream, buffers) if own and stream is not None else None)
 
     def send(self, out, dest):
         """Post ``out`` (head on cc, parts on pc; §14.3) to ``dest``, or, for None, the
@@ -393,13 +418,12 @@ class Call:
             return FAILED
         strict = self.limits is not None
         try:
-            stream, buffers = inc.finish()
+            stream, buffers, plain = inc.finish_plain()  # the scan in the decoding's call
         except BaseException as e:
             self.fail(e)
             return FAILED
         try:
-            plain = (self.error is None and not self.peer_failed
-                     and _b.stream_plain(stream, len(buffers)))
+            plain = plain and self.error is None and not self.peer_failed
             if plain:  # the checks _core._unpickle makes, first: after the answer, none fails
                 if strict:
                     _stream.check_stream(stream, True)
@@ -525,7 +549,7 @@ def lean_root(coll, obj):
     (frame, Outgoing) with parts, or the error pickling raised) for bcast to go on with."""
     oid = next(_m._ids) % _m._TAG_SPACE
     try:
-        frame, head, parts, layout = _b.mpi_pack(obj, oid, _m.THRESHOLD)
+        frame, head, parts, layout, stream, buffers = _b.mpi_pack_own(obj, oid, _m.THRESHOLD)
     except BaseException as e:
         return False, e
     if parts:
@@ -534,19 +558,34 @@ def lean_root(coll, obj):
     try:
         send = coll.cc.Isend([head, _BYTE], coll.pair, TAG_BCAST)
     except BaseException:  # nothing posted: bcast's send records the error
-        return False, (frame, Outgoing(head, ([], None), oid))
+        return False, (frame, Outgoing(head, ([], None), oid, (stream, buffers)))
     error = result = None
-    try:  # its own copy from its own head (own_copy)
-        stream, buffers = _b.mpi_unpack(head, None, -1, -1)[0].finish()
-        result = _pickle_loads(stream, buffers=buffers)
+    try:  # its own copy from the stream it pickled (own_copy)
+        result = _pickle_loads(stream) if buffers is None else _pickle_loads(stream,
+                                                                             buffers=buffers)
     except BaseException as e:
         error = e
-    failed, differ = coll.agreement(error is not None, TAG_BCAST, root)
-    reqs = [send] if coll.sent is None else [send, coll.sent]
-    coll.sent = None
+    if error is None:
+        # the exchange (§14.5) and the wait for both of its messages in one MPI call, the GIL
+        # released while it waits (mpi4py's Sendrecv): this process did not fail, and its five
+        # ints are the same in every call (lean_mine). The other's equal to them: the ranks
+        # agree and none failed; else the minimum of the two, as agreement() takes it.
+        mine, msgs, theirs = coll.lean_mine, coll.lean_msgs, coll._theirs
+        coll.agree.Sendrecv(msgs[0], coll.pair, AGREE_TAG, msgs[1], coll.pair, AGREE_TAG)
+        if theirs == mine:
+            failed = differ = None
+        else:
+            failed, differ = _verdict(min(_OK, theirs[0]), min(TAG_BCAST, theirs[1]),
+                                      min(-TAG_BCAST, theirs[2]), min(root, theirs[3]),
+                                      min(-root, theirs[4]))
+        reqs = [send]
+    else:
+        failed, differ = coll.agreement(True, TAG_BCAST, root)
+        reqs = [send] if coll.sent is None else [send, coll.sent]
+        coll.sent = None
     if error is None and failed is None and differ is None:
         try:
-            MPI.Request.Waitall(reqs)
+            send.Wait()
             frame.close()
             coll.lean_calls += 1
             return True, result
@@ -555,11 +594,47 @@ def lean_root(coll, obj):
             _IN_FLIGHT.append(([frame], []))
             frame = None
     # a failure: the general tail, with what this call has
+    call = _bare_call(coll, root)
+    call.error = error
+    if frame is not None:
+        call._reqs, call._frames = reqs, [frame]
+    call.conclude("bcast", failed, differ)
+
+
+def _bare_call(coll, root):
+    """The Call of a bcast of ``coll``'s two processes without limits, rooted at ``root``
+    (checked by the caller), made without Call.__init__'s lookups (lean_root, lean_leaf)."""
     call = Call.__new__(Call)
     call.coll, call.cc, call.tag, call.root = coll, coll.cc, TAG_BCAST, root
-    call.limits = call.policy = None
-    call.error, call.peer_failed, call.have_theirs = error, False, False
-    call._reqs = [] if frame is None else reqs
-    call._frames = [] if frame is None else [frame]
-    call._forwarded = []
+    call.limits = call.policy = call.error = None
+    call.peer_failed = call.have_theirs = False
+    call._reqs, call._frames, call._forwarded = [], [], []
+    return call
+
+
+def lean_leaf(coll, root):
+    """The receiver of a two-process bcast on an intracommunicator, without limits and without
+    yielding (docs/MPI.md §14.5, the cost): the general path's receive and early answer
+    (Call.receive, Call.rebuild_early) with no per-call setup (no Call.__init__, role or
+    tree), and, when it answered early and nothing failed, its part of the agreement in two
+    MPI calls: the root's five ints received and its early answer's send waited for. The root's
+    five ints equal to its own answer (lean_mine): the ranks agree and none failed; else the
+    general tail (Call.finish, or Call.conclude with the minimum of the two). The same messages,
+    agreement and errors as the general path."""
+    call = _bare_call(coll, root)
+    result = call.rebuild_early(call.receive(root)[0])
+    if not coll.answered or call.error is not None or call.have_theirs or call._reqs:
+        call.finish("bcast")
+        return result
+    theirs, mine = coll._theirs, coll._mine
+    coll.agree.Recv(coll.lean_msgs[1], coll.pair, AGREE_TAG)
+    send, coll.sent, coll.answered = coll.sent, None, False
+    if theirs == mine:
+        send.Wait()
+        coll.lean_leaves += 1
+        return result
+    failed, differ = _verdict(min(mine[0], theirs[0]), min(mine[1], theirs[1]),
+                              min(mine[2], theirs[2]), min(mine[3], theirs[3]),
+                              min(mine[4], theirs[4]))
+    call._reqs.append(send)
     call.conclude("bcast", failed, differ)

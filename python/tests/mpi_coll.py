@@ -276,11 +276,23 @@ def early_answer(comm):
     still_works(comm)
 
 
+class Counting:
+    """a communicator's stand-in that records the names of the methods called on it"""
+
+    def __init__(self, comm):
+        self.comm, self.calls = comm, []
+
+    def __getattr__(self, name):
+        self.calls.append(name)
+        return getattr(self.comm, name)
+
+
 def lean_root(comm):
     """docs/MPI.md §14.5, the cost: at two processes bcast's root of an object that goes whole
     in its head, called without limits, takes _mpi_coll_call.lean_root (counted in
-    lean_calls): the same result and the same errors as the general path, which an object with
-    parts, a call with limits, a yielding process and three processes take."""
+    lean_calls), and its receiver _mpi_coll_call.lean_leaf (its short tail counted in
+    lean_leaves): the same result and the same errors as the general path, which an object
+    with parts, a call with limits, a yielding process and three processes take."""
     me, n = comm.Get_rank(), comm.Get_size()
     coll = _mpi_coll_call.collectives(comm)
     small = {"k": list(range(50)), "t": (1, "x", 2.5), "s": {1, 2}}
@@ -292,10 +304,13 @@ def lean_root(comm):
         try:
             for root in range(n):
                 lean = n == 2 and me == root and not yielding
-                before = coll.lean_calls
+                before, leaves = coll.lean_calls, coll.lean_leaves
                 got = comm.bcast(small if me == root else None, root)
                 assert got == small and (me != root or got is not small), got
                 assert coll.lean_calls == before + lean, (me, root, coll.lean_calls)
+                # its receiver's lean path (lean_leaf) to its short tail
+                assert coll.lean_leaves == leaves + (n == 2 and me != root and not yielding), (
+                    me, root, coll.lean_leaves)
                 before = coll.lean_calls  # parts: the general path after the packing
                 check(comm.bcast(big(root) if me == root else None, root), root)
                 got = comm.bcast(small if me == root else None, root, max_bytes=1 << 20)
@@ -312,12 +327,69 @@ def lean_root(comm):
                 assert coll.lean_calls == before
         finally:
             coll.yielding = mode
+    own_copy_from_stream(comm)
+    if n == 2:  # the root's part of the exchange and its wait: one MPI call (MPI_Sendrecv)
+        for root in range(n):
+            agree, counted = coll.agree, Counting(coll.agree)
+            if me == root:
+                coll.agree = counted
+            coll.yielding = False  # both processes: the lean paths (Open MPI binds each to
+            try:  # a core of its own, which makes them yield)
+                assert comm.bcast(small if me == root else None, root) == small
+            finally:
+                coll.agree, coll.yielding = agree, mode
+            assert counted.calls == (["Sendrecv"] if me == root else []), counted.calls
     if n == 2:  # both pass themselves as root: both take the lean path and both raise
         try:
             comm.bcast(small, me)
             raise AssertionError("rank %d: bcast with disagreeing roots returned" % me)
         except InvalidArgumentError as e:
             assert "disagree on the root" in str(e), e
+    still_works(comm)
+
+
+def own_copy_from_stream(comm):
+    """docs/MPI.md §14.5, the cost: bcast's and allgather's own copy of an object that goes
+    whole in its head is unpickled from the stream pickled to send it (mpi_pack_own), not from
+    its head decoded again (mpi_unpack never called by the rank that packed it, lean root or
+    general path), and it is a copy: its arrays share no memory with the caller's, writing to
+    them leaves the caller's object as it was."""
+    me, n = comm.Get_rank(), comm.Get_size()
+    coll = _mpi_coll_call.collectives(comm)
+    b = _mpi_coll_call._b
+    unpack, calls = b.mpi_unpack, []
+
+    def counted(*a):
+        calls.append(1)
+        return unpack(*a)
+
+    def small():
+        return {"a": np.arange(8.0), "t": ("x", 1)}
+
+    mode = coll.yielding
+    for yielding in (False, True):
+        coll.yielding = yielding
+        try:
+            for root in range(n):
+                obj = small() if me == root else None
+                b.mpi_unpack = counted
+                try:
+                    got = comm.bcast(obj, root)
+                    mine = comm.allgather(small())[me]
+                finally:
+                    b.mpi_unpack = unpack
+                # a receiver decodes one head per object received; the root none of its own
+                assert len(calls) == (n - 1) + (me != root), calls
+                calls.clear()
+                assert (got["a"] == np.arange(8.0)).all() and got["t"] == ("x", 1), got
+                if me == root:
+                    assert not np.shares_memory(got["a"], obj["a"])
+                    got["a"][:] = -1
+                    assert (obj["a"] == np.arange(8.0)).all(), obj
+                mine["a"][:] = -2
+                assert (mine["a"] == -2).all()
+        finally:
+            coll.yielding = mode
     still_works(comm)
 
 

@@ -107,3 +107,76 @@ def test_backends_refuse_damaged_inband_heads_alike():
     assert len(out["c"]) > 100
     for c_line, cffi_line in zip(out["c"], out["cffi"]):
         assert c_line == cffi_line
+
+
+@pytest.mark.parametrize("k", range(len(OBJECTS)))
+def test_pack_own_gives_the_stream_of_its_head(k):
+    """mpi_pack_own (the root's own copy, docs/MPI.md §14.5): mpi_pack's head and the stream
+    it was made from, which pickle.loads turns into an equal object; nothing to copy."""
+    obj = OBJECTS[k]
+    frame, head, parts, layout, stream, buffers = impl.mpi_pack_own(obj, 7, 64 * 1024)
+    try:
+        assert parts == [] and layout is None and buffers is None
+        assert bytes(head) == bytes(impl.mpi_pack(obj, 7, 64 * 1024)[1])
+        got, bufs = impl.mpi_unpack(head, None, -1, -1)[0].finish()
+        assert type(stream) is bytes and stream == got and not bufs
+        assert pickle.loads(stream) == obj
+    finally:
+        frame.close()
+
+
+def test_pack_own_buffers_are_copies():
+    """an object with out-of-band buffers in its head: mpi_pack_own's buffers are copies of
+    them (as a receive of the head gives them), so that the copy pickle.loads makes shares no
+    memory with the object: writing to one leaves the other as it was. With parts (a buffer
+    over the threshold) it gives no stream: the head does not hold the object."""
+    np = pytest.importorskip("numpy")
+    obj = {"a": np.arange(10.0), "r": np.arange(4), "s": "x"}
+    obj["r"].flags.writeable = False
+    frame, head, parts, layout, stream, buffers = impl.mpi_pack_own(obj, 7, 64 * 1024)
+    try:
+        assert parts == [] and len(buffers) == 2
+        got = pickle.loads(stream, buffers=buffers)
+        assert (got["a"] == obj["a"]).all() and (got["r"] == obj["r"]).all()
+        assert got["a"].flags.writeable and not got["r"].flags.writeable
+        theirs, bufs = impl.mpi_unpack(head, None, -1, -1)[0].finish()
+        assert theirs == stream and [type(b) for b in bufs] == [type(b) for b in buffers]
+        assert [bytes(b) for b in bufs] == [bytes(b) for b in buffers]
+        assert not np.shares_memory(got["a"], obj["a"])
+        got["a"][:] = -1
+        assert (obj["a"] == np.arange(10.0)).all()
+    finally:
+        frame.close()
+    frame, head, parts, layout, stream, buffers = impl.mpi_pack_own(
+        {"big": np.zeros(64 * 1024)}, 7, 64 * 1024)
+    try:
+        assert len(parts) == 1 and stream is None and buffers is None
+    finally:
+        frame.close()
+
+
+class _Code:  # a global: its stream is not plain (loading it looks a name up)
+    pass
+
+
+@pytest.mark.parametrize("threshold", [0, 64 * 1024])
+def test_finish_plain_is_finish_and_the_scan(threshold):
+    """finish_plain() (a collective receiver's early answer, docs/MPI.md §14.5): finish()'s
+    stream and buffers and stream_plain()'s verdict on them, in the call that decodes the
+    head: the one C call of a head without buffers (cffi) or the Incoming's (C extension),
+    plain or not, with and without out-of-band buffers; once, as finish()."""
+    np = pytest.importorskip("numpy")
+    for obj in OBJECTS + [_Code(), {"a": np.arange(10.0)}, [{"k": 1.5}] * 3]:
+        frame, head, parts, layout = impl.mpi_pack(obj, 9, threshold)
+        frame.close()
+        assert parts == []
+        want_stream, want_bufs = impl.mpi_unpack(head, None, -1, -1)[0].finish()
+        inc = impl.mpi_unpack(head, None, -1, -1)[0]
+        stream, bufs, plain = inc.finish_plain()
+        assert stream == want_stream and [bytes(b) for b in bufs] == [
+            bytes(b) for b in want_bufs]
+        assert plain is impl.stream_plain(stream, len(bufs)), obj
+        with pytest.raises(ValueError, match="finished already"):
+            inc.finish_plain()
+    assert impl.mpi_unpack(impl.mpi_pack({"k": 1}, 9, 0)[1], None, -1, -1)[0].finish_plain()[2]
+    assert not impl.mpi_unpack(impl.mpi_pack(_Code(), 9, 0)[1], None, -1, -1)[0].finish_plain()[2]

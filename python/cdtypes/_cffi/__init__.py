@@ -10,6 +10,7 @@ The same calls in the same order as _ext/, with the same checks, messages and ex
   ucx_isend    the same cdt_sobj handed to cdt_ucx_isend
   ucx_irecv    cdt_ucx_irecv whose prepare callback allocates the buffers
   mpi_pack     the frame split into a head message and the large buffers (one more message)
+  mpi_pack_own mpi_pack and the stream and buffer copies the sender's own copy loads from
   mpi_unpack   the head message decoded, the large buffers' destinations given back
 
 Memory: received buffers come from cdtpy_alloc (64-byte aligned, uninitialised, reused by size
@@ -25,11 +26,11 @@ from .._cffi_build import UCX_CALLS
 from .buffer import Buffer
 from .frame import Frame, dumps
 from .module import CALLS, ERR_PY_EXCEPTION, MPI_PREFIX, _init, _init_ucx  # noqa: F401
-from .mpi import mpi_pack, mpi_parts, mpi_unpack
+from .mpi import mpi_pack, mpi_pack_own, mpi_parts, mpi_unpack
 from .receive import decode, stream_needs_check, stream_plain
 from .ucx import ucx_irecv, ucx_isend
 
 __all__ = ["Frame", "Buffer", "dumps", "decode", "stream_needs_check", "stream_plain",
            "ucx_isend", "ucx_irecv",
-           "mpi_pack", "mpi_unpack", "mpi_parts", "CALLS", "UCX_CALLS", "ERR_PY_EXCEPTION",
+           "mpi_pack", "mpi_pack_own", "mpi_unpack", "mpi_parts", "CALLS", "UCX_CALLS", "ERR_PY_EXCEPTION",
            "MPI_PREFIX"]

@@ -1,5 +1,6 @@
 """MPI: a head message plus one message of the large buffers (as _ext/mpi.c)."""
 import struct
+from pickle import PickleBuffer
 
 from .._cffi_ext import ffi, lib
 from .buffer import _PYPY, _window, gc_alloc
@@ -7,7 +8,7 @@ from . import module
 from .frame import Frame, _encode_pickled
 from .module import _HEADER, _MPI_MAGIC, MPI_PREFIX, _int, _raise
 from .send import _dumps
-from .receive import _Rx, _limit_arg, _open_decoder, _prepare
+from .receive import _Rx, _limit_arg, _open_decoder, _prepare, stream_plain
 
 # ---- MPI: a head message plus one message of the large buffers ------------------------------
 #
@@ -41,9 +42,10 @@ def _pack_inband(stream, oid, threshold):
     (cdtpy_mpi_pack_inband says why)."""
     n = len(stream)
     head = bytearray(n + _INBAND_SPARE)
-    with ffi.from_buffer(head) as c:
-        size = lib.cdtpy_mpi_pack_inband(stream, n, oid, threshold, c, len(head))
-    if size > len(head):
+    c = ffi.from_buffer(head)  # released at once (no with: its two calls cost 0.2 us here)
+    size = lib.cdtpy_mpi_pack_inband(stream, n, oid, threshold, c, n + _INBAND_SPARE)
+    ffi.release(c)
+    if size > n + _INBAND_SPARE:
         head = bytearray(size)
         with ffi.from_buffer(head) as c:
             size = lib.cdtpy_mpi_pack_inband(stream, n, oid, threshold, c, size)
@@ -79,17 +81,49 @@ def _own_part(pbufs, i, iov):
 def mpi_pack(obj, oid, threshold):
     """mpi_pack(obj, oid, threshold) -> (frame, head, parts, layout). An object that pickles
     without an out-of-band buffer is packed in one C call, its frame returned closed."""
-    oid = _int(oid, "oid")
+    return _pack(obj, oid, threshold)[:4]
+
+
+def mpi_pack_own(obj, oid, threshold):
+    """mpi_pack_own(obj, oid, threshold) -> mpi_pack's four + (stream, buffers) for
+    pickle.loads to make the sender's own copy from (as _ext/mpi.c's): the stream it pickled
+    (no second decoding of its head), the pickle buffers copied into memory of their own as a
+    receive allocates it (None: none); (None, None) when the object has parts."""
+    f, head, parts, layout, stream, pbufs = _pack(obj, oid, threshold)
+    if parts:
+        return f, head, parts, layout, None, None
+    if not pbufs:
+        return f, head, parts, layout, stream, None
+    try:
+        rx = _Rx(gc_alloc())
+        for i, pb in enumerate(pbufs):
+            raw = pb.raw() if isinstance(pb, PickleBuffer) else memoryview(pb).cast("B")
+            n = raw.nbytes
+            dest = rx.part(i, n)
+            if n:
+                ffi.memmove(dest, raw, n)
+        rx.unpin()
+    except BaseException:
+        f.close()
+        raise
+    return f, head, parts, layout, stream, rx.buffers
+
+
+def _pack(obj, oid, threshold):
+    """mpi_pack's four, the stream and the pickle buffers"""
+    if type(oid) is not int:  # plain ints (every caller's) skip the conversions' calls
+        oid = _int(oid, "oid")
     if not 0 <= oid < 1 << 32:
         raise OverflowError("oid does not fit an unsigned 32-bit integer")
-    threshold = _limit_arg(threshold, "threshold")
+    if type(threshold) is not int or not -(1 << 63) <= threshold < 1 << 63:
+        threshold = _limit_arg(threshold, "threshold")
     if module._sobj_type is None:
         raise RuntimeError("cdtypes' cffi backend was not initialised")
     pbufs = []
     stream = _dumps(obj, 5, pbufs.append)
     if not pbufs and type(stream) is bytes:
         head = _pack_inband(stream, oid, threshold)
-        return _copied_frame(len(head) - MPI_PREFIX), head, [], None
+        return _copied_frame(len(head) - MPI_PREFIX), head, [], None, stream, pbufs
     f = _encode_pickled(stream, pbufs)
     hc = None
     try:
@@ -116,7 +150,7 @@ def mpi_pack(obj, oid, threshold):
         hc = ffi.from_buffer(head, require_writable=True)
         if sep_bytes == 0:
             f._gather(0, hc + MPI_PREFIX, size)
-            return f, head, parts, None
+            return f, head, parts, None, stream, pbufs
         w = MPI_PREFIX
         iovs = []
         pos = 0  # frame offset copied up to
@@ -140,7 +174,7 @@ def mpi_pack(obj, oid, threshold):
                 _raise(rc if rc < 0 else lib.CDT_ERR_UNSUPPORTED, "cdt_frame_region_iov")
             parts.append(_own_part(pbufs, i, iov) or _window(iov.base, iov.len, f._mem))
             iovs.append((iov.base, iov.len))
-        return f, head, parts, _layout(iovs)
+        return f, head, parts, _layout(iovs), stream, pbufs
     except BaseException:
         f.close()
         raise
@@ -224,15 +258,22 @@ class MpiIncoming:
             _raise(rc, "cdt_decoder_finish")
         return self._rx.result()
 
+    def finish_plain(self):
+        """finish() and stream_plain(stream, len(buffers)) -> (stream, buffers, plain)."""
+        stream, buffers = self.finish()
+        return stream, buffers, stream_plain(stream, len(buffers))
+
 
 class _Whole:
     """An object whose head held it whole (no out-of-band buffer): decoded and checked
-    already; finish() gives its stream, once, as MpiIncoming.finish does."""
+    already; finish() gives its stream, once, as MpiIncoming.finish does; finish_plain() with
+    whether it is plain, scanned in the C call that decoded it."""
 
-    __slots__ = ("_stream",)
+    __slots__ = ("_stream", "_plain")
 
-    def __init__(self, stream):
+    def __init__(self, stream, plain):
         self._stream = stream
+        self._plain = plain
 
     def finish(self):
         stream, self._stream = self._stream, None
@@ -240,21 +281,27 @@ class _Whole:
             raise ValueError("the object was finished already")
         return stream, []
 
+    def finish_plain(self):
+        stream, buffers = self.finish()
+        return stream, buffers, self._plain
+
 
 def mpi_unpack(head, alloc, max_bytes, max_regions):
     """mpi_unpack(head, alloc, max_bytes, max_regions) -> (incoming, oid, destinations,
     layout)"""
-    max_bytes = _limit_arg(max_bytes, "max_bytes")
-    max_regions = _limit_arg(max_regions, "max_regions")
+    if type(max_bytes) is not int or not -(1 << 63) <= max_bytes < 1 << 63:
+        max_bytes = _limit_arg(max_bytes, "max_bytes")
+    if type(max_regions) is not int or not -(1 << 63) <= max_regions < 1 << 63:
+        max_regions = _limit_arg(max_regions, "max_regions")
     c = ffi.from_buffer(head)
     out = ffi.new("cdtpy_inband *")
     if lib.cdtpy_mpi_unpack_inband(c, len(c), max_bytes, max_regions, out) == 0:
         ffi.release(c)
         try:
-            stream = ffi.unpack(ffi.cast("char *", out.stream), out.stream_len)
+            stream = ffi.buffer(out.stream, out.stream_len)[:]  # bytes: faster than ffi.unpack
         finally:
             lib.cdtpy_free(out.stream)
-        return _Whole(stream), out.oid, [], None
+        return _Whole(stream, bool(out.plain)), out.oid, [], None
     own = gc_alloc() if alloc is None else None  # PyPy: memory freed with its array
     inc = MpiIncoming(own or alloc)
     try:

@@ -152,6 +152,7 @@ void frame_view_made(PyObject *frame);
 void frame_view_gone(PyObject *frame);
 int frame_gather_(FrameObject *f, cdt_count offset, void *dst, cdt_count len);
 PyObject *encode(PyObject *obj, int protocol);
+PyObject *encode_keep(PyObject *obj, int protocol, PyObject **keep);
 PyObject *ext_dumps(PyObject *self, PyObject *args);
 
 /* receive.c: memory from the header, then the decoder */
@@ -186,6 +187,8 @@ PyObject *ext_stream_needs_check(PyObject *self, PyObject *arg);
 
 /* plain.c: whether a pickle stream loads without running code (pickle_plain.h) */
 PyObject *ext_stream_plain(PyObject *self, PyObject *args);
+/* whether `stream` (a buffer) is plain given nbuf out-of-band buffers; 0 when it is no buffer */
+int ext_plain(PyObject *stream, Py_ssize_t nbuf);
 
 /* ucx.c: UCX requests */
 extern PyTypeObject RequestType;
@@ -197,6 +200,7 @@ PyObject *ext_ucx_irecv(PyObject *self, PyObject *args);
 extern PyTypeObject IncomingType;
 
 PyObject *ext_mpi_pack(PyObject *self, PyObject *args);
+PyObject *ext_mpi_pack_own(PyObject *self, PyObject *args);
 PyObject *ext_mpi_parts(PyObject *self, PyObject *arg);
 PyObject *ext_mpi_unpack(PyObject *self, PyObject *args);
 

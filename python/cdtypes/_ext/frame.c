@@ -357,6 +357,13 @@ PyTypeObject FrameType = {
 
 PyObject *encode(PyObject *obj, int protocol)
 {
+    return encode_keep(obj, protocol, NULL);
+}
+
+/* encode(); with keep, *keep is the pickle stream the frame's head copied (new reference): the
+ * root of a collective unpickles its own copy from it (mpi_pack_own) */
+PyObject *encode_keep(PyObject *obj, int protocol, PyObject **keep)
+{
     outgoing out;
     if (C.cdt_frame_encode == NULL)
         return not_ready();
@@ -374,12 +381,17 @@ PyObject *encode(PyObject *obj, int protocol)
         out_release(&out);
         return raise_what(rc, "cdt_frame_encode");
     }
-    Py_CLEAR(out.stream); /* copied into the frame's head */
+    PyObject *stream = out.stream; /* copied into the frame's head */
+    out.stream = NULL;
     PyObject *f = frame_new_from(h, &out, NULL);
     if (f == NULL) {
         C.cdt_frame_free(h);
         out_release(&out);
     }
+    if (f != NULL && keep != NULL)
+        *keep = stream;
+    else
+        Py_DECREF(stream);
     return f;
 }
 

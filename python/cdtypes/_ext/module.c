@@ -10,6 +10,7 @@
  *   ucx_isend    the same cdt_sobj handed to cdt_ucx_isend
  *   ucx_irecv    cdt_ucx_irecv whose prepare callback allocates the buffers
  *   mpi_pack     the frame split into a head message and the large buffers (one more message)
+ *   mpi_pack_own mpi_pack and the stream and buffer copies the sender's own copy loads from
  *   mpi_unpack   the head message decoded, the large buffers' destinations given back
  *
  * libcdt is not linked: its functions are looked up (dlsym) in the copy of libcdt's core the
@@ -19,7 +20,7 @@
  *
  * Backend interface (cdtypes._core is the only Python layer; a second backend such as cffi
  * provides the same names): _init, _init_ucx, Frame, Buffer, dumps, decode, stream_needs_check,
- * stream_plain, ucx_isend, ucx_irecv, mpi_pack, mpi_unpack, mpi_parts, CALLS, UCX.
+ * stream_plain, ucx_isend, ucx_irecv, mpi_pack, mpi_pack_own, mpi_unpack, mpi_parts, CALLS, UCX.
  *
  * The GIL is released around every transport call (a prepare callback takes it back) and
  * around copies larger than COPY_NOGIL bytes.
@@ -158,6 +159,10 @@ static PyMethodDef ext_methods[] = {
      "ucx_irecv(worker, tag, mask, alloc, max_bytes, max_regions) -> request"},
     {"mpi_pack", ext_mpi_pack, METH_VARARGS,
      "mpi_pack(obj, oid, threshold) -> (frame, head, parts, layout)"},
+    {"mpi_pack_own", ext_mpi_pack_own, METH_VARARGS,
+     "mpi_pack_own(obj, oid, threshold) -> (frame, head, parts, layout, stream, buffers): "
+     "mpi_pack and what pickle.loads makes the sender's own copy from (None, None: the object "
+     "has parts)"},
     {"mpi_unpack", ext_mpi_unpack, METH_VARARGS,
      "mpi_unpack(head, alloc, max_bytes, max_regions) -> (incoming, oid, destinations, "
      "layout)"},
