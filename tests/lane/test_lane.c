@@ -319,6 +319,47 @@ static int fresh(unsigned char *mem, size_t total, const cdt__lane_offer *o, cdt
            cdt__lane_view(mem, total, CDT__LANE_CONSUMER, o, c) == CDT_SUCCESS;
 }
 
+/* The CPU words (docs/TRANSPORT.md §10.3, Waiting): each side's lands where the peer reads it,
+ * is stored only when it changed, and any value a peer writes is a hint (-1 or a CPU), never
+ * an error */
+static void case_cpu(void)
+{
+    cdt__lane_offer o = {
+        .pid = 1, .fd = 0, .ring_bytes = 1 << 16, .grant_slots = 16, .frag_bytes = 4096};
+    size_t total = cdt__lane_data_offset(o.grant_slots) + (size_t)o.ring_bytes;
+    unsigned char *mem = calloc(1, total);
+    cdt__lane p, c;
+    CHECK(fresh(mem, total, &o, &p, &c));
+    CHECK(cdt__lane_peer_cpu(&p) == -1 && cdt__lane_peer_cpu(&c) == -1); /* an earlier peer */
+    cdt__lane_note_cpu(&p, 3);
+    CHECK(cdt__lane_peer_cpu(&c) == 3 && cdt__lane_peer_cpu(&p) == -1);
+    cdt__lane_note_cpu(&c, 0);
+    CHECK(cdt__lane_peer_cpu(&p) == 0 && cdt__lane_peer_cpu(&c) == 3);
+    uint32_t w;
+    memcpy(&w, mem + CDT__LANE_OFF_PROD_CPU, 4);
+    CHECK(w == 4);
+    memcpy(&w, mem + CDT__LANE_OFF_CONS_CPU, 4);
+    CHECK(w == 1);
+    /* the same CPU again: no store (the line the peer polls is written once a migration) */
+    memset(mem + CDT__LANE_OFF_PROD_CPU, 0, 4);
+    cdt__lane_note_cpu(&p, 3);
+    CHECK(cdt__lane_peer_cpu(&c) == -1);
+    cdt__lane_note_cpu(&p, 4);
+    CHECK(cdt__lane_peer_cpu(&c) == 4);
+    cdt__lane_note_cpu(&p, -1); /* not known: nothing written */
+    CHECK(cdt__lane_peer_cpu(&c) == 4);
+    /* positions and the CPU words do not overlap */
+    CHECK(cdt__lane_position(&c) == 0);
+    /* a peer's any value: a hint, never an error */
+    memset(mem + CDT__LANE_OFF_CONS_CPU, 0xff, 4);
+    CHECK(cdt__lane_peer_cpu(&p) == -1);
+    uint32_t big = (uint32_t)INT32_MAX;
+    memcpy(mem + CDT__LANE_OFF_CONS_CPU, &big, 4);
+    CHECK(cdt__lane_peer_cpu(&p) == INT32_MAX - 1);
+    CHECK(p.error == CDT_SUCCESS && c.error == CDT_SUCCESS);
+    free(mem);
+}
+
 /* the record after an endpoint's id: an offer, or a no-lane record and why; anything else is
  * malformed */
 static void case_record(void)
@@ -1161,6 +1202,7 @@ int main(int argc, char **argv)
         {"hostile", case_hostile},
         {"kill_producer", case_kill_producer},
         {"kill_consumer", case_kill_consumer},
+        {"cpu", case_cpu},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
         if (argc < 2 || strcmp(argv[1], cases[i].name) == 0)

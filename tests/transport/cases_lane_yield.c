@@ -1,14 +1,17 @@
 /*
- * cases_lane_yield.c - how a wait for the lane gives up its core (docs/TRANSPORT.md §10.3): a
- * progress call that finds the lane idle while objects are in flight yields only after
- * CDT__UCX_LANE_IDLE_SPINS such calls in a row. A yield at once cost milliseconds an object on a
- * busy machine (the core goes to another program for its time slice while the peer, on the
- * other core, had moved within microseconds).
+ * cases_lane_yield.c - how a wait for the lane gives up its core (docs/TRANSPORT.md §10.3,
+ * Waiting). With the two processes on two CPUs, a progress call that finds the lane idle while
+ * objects are in flight yields only after CDT__UCX_LANE_IDLE_SPINS such calls in a row: a yield
+ * at once cost milliseconds an object on a busy machine (the core goes to another program for
+ * its time slice while the peer, on the other core, had moved within microseconds). With both
+ * on one CPU (lane_yield_shared), every such call yields: the peer waits for that very core,
+ * and spinning out the idle calls first held it from the peer once a hand-over.
  *
  * This program's sched_yield counts its calls and then yields (the library's calls resolve to
  * it: the executable, which exports it, comes first in the symbol lookup), so every other case
  * behaves as before.
  */
+#define _GNU_SOURCE /* sched_setaffinity, CPU_SET */
 #include "cases.h"
 
 #include <sched.h>
@@ -23,6 +26,32 @@ __attribute__((visibility("default"))) int sched_yield(void)
     return (int)syscall(SYS_sched_yield);
 }
 
+/* the CPUs each side runs on (set before the fork); -1: not pinned */
+static int server_cpu = -1, client_cpu = -1;
+
+static void pin(int cpu)
+{
+    if (cpu < 0)
+        return;
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET(cpu, &set);
+    CHECK(sched_setaffinity(0, sizeof(set), &set) == 0);
+}
+
+/* the first `n` CPUs this process may run on into cpus[]; how many there are (at most n) */
+static int allowed_cpus(int *cpus, int n)
+{
+    cpu_set_t set;
+    if (sched_getaffinity(0, sizeof(set), &set) != 0)
+        return 0;
+    int got = 0;
+    for (int c = 0; c < CPU_SETSIZE && got < n; c++)
+        if (CPU_ISSET(c, &set))
+            cpus[got++] = c;
+    return got;
+}
+
 static const cdt_ucx_worker_params yield_wp = {.field_mask = CDT_UCX_WORKER_PARAM_LANE, .lane = 1};
 
 enum { LY_N = 1 << 18 }; /* int64 values: 2 MiB, through the lane's data ring */
@@ -31,6 +60,8 @@ enum { LY_N = 1 << 18 }; /* int64 values: 2 MiB, through the lane's data ring */
  * client's first progress calls finds the lane idle with its object in flight */
 static void yield_client(peer *p)
 {
+    pin(client_cpu);
+    bool shared = client_cpu == server_cpu;
     int64_t one = 1;
     CHECK_RC(cdt_ucx_send(p->ep, &one, 1, CDT_INT64, 1, T_TIMEOUT_MS)); /* offers the lane */
     wait_lane(p);
@@ -48,8 +79,13 @@ static void yield_client(peer *p)
     for (int i = 0; i < 100; i++)
         cdt_ucx_worker_progress(p->w);
     long spun = atomic_load(&yields) - before;
-    fprintf(stderr, "[%d] yields in 100 idle progress calls: %ld\n", (int)getpid(), spun);
-    CHECK(spun == 0); /* a yield at once: 100 */
+    fprintf(stderr, "[%d] yields in 100 idle progress calls (%s): %ld\n", (int)getpid(),
+            shared ? "one CPU" : "two CPUs", spun);
+    if (shared) {
+        CHECK(spun == 100); /* the peer last ran here: each idle call lets it run */
+    } else {
+        CHECK(spun == 0); /* a yield at once: 100 */
+    }
     for (int i = 0; i < 1000; i++)
         cdt_ucx_worker_progress(p->w);
     long later = atomic_load(&yields) - before;
@@ -62,6 +98,7 @@ static void yield_client(peer *p)
 
 static void yield_server(peer *p)
 {
+    pin(server_cpu);
     int64_t one = 0;
     CHECK_RC(
         cdt_ucx_recv(p->w, &one, 1, CDT_INT64, 1, CDT_UCX_TAG_MASK_FULL, NULL, NULL, T_TIMEOUT_MS));
@@ -77,7 +114,24 @@ static void yield_server(peer *p)
     free(v);
 }
 
+/* the two processes on two CPUs (skipped where this process may use only one) */
 int lane_yield_case(void)
 {
+    int cpus[2];
+    if (allowed_cpus(cpus, 2) < 2) {
+        fprintf(stderr, "one CPU allowed: no two CPUs to put the peers on\n");
+        return 77;
+    }
+    server_cpu = cpus[0];
+    client_cpu = cpus[1];
+    return run_pair(yield_server, yield_client, &yield_wp, &yield_wp, 0);
+}
+
+/* both processes on one CPU */
+int lane_yield_shared_case(void)
+{
+    int cpus[1];
+    CHECK(allowed_cpus(cpus, 1) == 1);
+    server_cpu = client_cpu = cpus[0];
     return run_pair(yield_server, yield_client, &yield_wp, &yield_wp, 0);
 }

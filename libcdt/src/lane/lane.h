@@ -37,6 +37,10 @@
 #define CDT__LANE_OFF_CONSUMER_PID 144
 #define CDT__LANE_OFF_ATTACHED 148
 #define CDT__LANE_OFF_CONSUMER_FEATURES 152
+/* 1 + the CPU each side last progressed on, 0 not known: hints for the waits (§10.3, Waiting),
+ * in the lines of each side's positions; both lane versions (an earlier release leaves 0) */
+#define CDT__LANE_OFF_PROD_CPU 88
+#define CDT__LANE_OFF_CONS_CPU 172
 #define CDT__LANE_OFF_GRANTS 192
 #define CDT__LANE_GRANT_SIZE 16
 /* lane version 2 (docs/TRANSPORT.md §10.6): the head ring after the data ring */
@@ -125,6 +129,8 @@ typedef struct cdt__lane {
     uint64_t heads_pos, heads_cons_seen;
     /* consumer's copy: heads read and released */
     uint64_t heads_read;
+    /* this side's CPU word as last written (1 + the CPU; 0 never written) */
+    uint32_t cpu_noted;
 } cdt__lane;
 
 typedef struct cdt__lane_params {
@@ -285,6 +291,14 @@ CDT__LANE_HIDDEN int cdt__lane_attach_features(const cdt__lane_offer *offer, cdt
 /* Producer: 1 once the consumer attached (its pidfd is then open, its consumer_features copied
  * into peer_features), 0 not yet. A consumer pid that names no process breaks the lane. */
 CDT__LANE_HIDDEN int cdt__lane_attached(cdt__lane *lane);
+/* ---- where each side runs (lane_cpu.c; docs/TRANSPORT.md §10.3, Waiting) ---- */
+/* writes 1 + `cpu` into this side's CPU word if it differs from what this side last wrote
+ * there (a store a migration, not a call); a cpu < 0 (not known) writes nothing */
+CDT__LANE_HIDDEN void cdt__lane_note_cpu(cdt__lane *lane, int cpu);
+/* the CPU the peer last progressed on, as its word says now; -1 when not known. A hint only:
+ * any value the peer writes is accepted, and nothing but a yield depends on it */
+CDT__LANE_HIDDEN int cdt__lane_peer_cpu(const cdt__lane *lane);
+
 /* 1 while the peer's process lives (or is not known yet), 0 once it exited; then the lane's
  * error is CDT_ERR_PEER. One poll() of the pidfd. */
 CDT__LANE_HIDDEN int cdt__lane_peer_alive(cdt__lane *lane);

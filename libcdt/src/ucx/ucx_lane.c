@@ -5,6 +5,7 @@
  * the endpoint, and what cdt_ucx_ep_transports says of them. Sends: ucx_lane_send.c; receives:
  * ucx_lane_recv.c. Every function here runs with the worker's lock held.
  */
+#define _GNU_SOURCE /* sched_getcpu */
 #include "frame/frame_format.h"
 #include "ucx_internal.h"
 
@@ -262,6 +263,24 @@ static bool waiting(const cdt__ucx_lane_ep *l)
     return l->cur != NULL || l->q_head != NULL || l->in_head != NULL || l->held_head != NULL;
 }
 
+/* this side's CPU into the segments it shares with the peer (a store only when it changed) */
+static void note_cpu(cdt__ucx_lane_ep *l, int cpu)
+{
+    if (l->tx_attached)
+        cdt__lane_note_cpu(&l->tx, cpu);
+    if (l->rx_attached)
+        cdt__lane_note_cpu(&l->rx, cpu);
+}
+
+/* whether the peer last progressed on the CPU this side runs on (either segment says it) */
+static bool peer_shares(const cdt__ucx_lane_ep *l, int cpu)
+{
+    if (cpu < 0)
+        return false;
+    return (l->rx_attached && cdt__lane_peer_cpu(&l->rx) == cpu) ||
+           (l->tx_attached && cdt__lane_peer_cpu(&l->tx) == cpu);
+}
+
 /* one endpoint's lanes: 0, or CDT_ERR_PEER when the endpoint must fail */
 static int ep_progress(struct cdt_ucx_ep_s *ep, cdt__ucx_lane_ep *l, bool *moved)
 {
@@ -332,11 +351,15 @@ void cdt__ucx_lane_progress(cdt_ucx_worker w)
         if (tick || w->lane_owed > 0)
             cdt__ucx_hello_poll(w);
     }
-    bool any_waiting = false, any_moved = false;
+    bool any_waiting = false, any_moved = false, any_shared = false;
+    int cpu = -2; /* asked for once a call, where a lane is attached */
     for (struct cdt_ucx_ep_s *ep = w->eps; ep != NULL; ep = ep->next) {
         cdt__ucx_lane_ep *l = ep->lane;
         if (l == NULL || ep->status != CDT_SUCCESS)
             continue;
+        if (cpu == -2 && (l->tx_attached || l->rx_attached))
+            cpu = sched_getcpu();
+        note_cpu(l, cpu);
         bool moved = false;
         if (ep_progress(ep, l, &moved) != CDT_SUCCESS) {
             cdt__ucx_lane_ep_fail(ep); /* frees the lanes */
@@ -344,6 +367,7 @@ void cdt__ucx_lane_progress(cdt_ucx_worker w)
         }
         any_moved |= moved;
         any_waiting |= waiting(l);
+        any_shared |= !moved && waiting(l) && peer_shares(l, cpu);
         w->lane_sent += l->sends_done;
         w->lane_received += l->recvs_done;
         l->sends_done = l->recvs_done = 0;
@@ -351,12 +375,14 @@ void cdt__ucx_lane_progress(cdt_ucx_worker w)
     /* a wait does not sleep on the event fd meanwhile: the peer's writes into the lane signal
      * nothing there (cdt__ucx_sleep) */
     w->lane_waiting = any_waiting;
-    /* nothing moved while the peer has to: it may be waiting for this core (§10.3). Not at
-     * once: a peer running on another core moves within microseconds, and a yield on a busy
-     * machine hands this core to another program for its whole time slice (milliseconds) */
+    /* nothing moved while the peer has to: it may be waiting for this core (§10.3, Waiting).
+     * At once where the peer last ran on this core: it waits in this core's run queue and
+     * moves only once this side lets it run. Else not at once: a peer running on another core
+     * moves within microseconds, and a yield on a busy machine hands this core to another
+     * program for its whole time slice (milliseconds) */
     if (!any_waiting || any_moved)
         w->lane_idle = 0;
-    else if (++w->lane_idle >= CDT__UCX_LANE_IDLE_SPINS)
+    else if (any_shared || ++w->lane_idle >= CDT__UCX_LANE_IDLE_SPINS)
         sched_yield();
 }
 
