@@ -357,6 +357,10 @@ static void case_cpu(void)
     memcpy(mem + CDT__LANE_OFF_CONS_CPU, &big, 4);
     CHECK(cdt__lane_peer_cpu(&p) == INT32_MAX - 1);
     CHECK(p.error == CDT_SUCCESS && c.error == CDT_SUCCESS);
+    /* a lane to this very process (two workers of one program): no hint */
+    CHECK(cdt__lane_peer_cpu(&c) == 4);
+    c.same_process = 1;
+    CHECK(cdt__lane_peer_cpu(&c) == -1);
     free(mem);
 }
 

@@ -94,6 +94,27 @@ static void yield_client(peer *p)
     CHECK_RC(cdt_ucx_request_wait(r, T_TIMEOUT_MS));
     CHECK_RC(cdt_ucx_request_free(r));
     free(v);
+    /* a receive waiting for a message the peer has not sent yet (the server sleeps before it
+     * sends): nothing in flight on the lane, nothing moves. With the peer on this CPU every
+     * such call yields (its message comes only once it runs); on another CPU none does */
+    int64_t last = 0;
+    CHECK_RC(cdt_ucx_irecv(p->w, &last, 1, CDT_INT64, 4, CDT_UCX_TAG_MASK_FULL, NULL, &r));
+    for (int i = 0; i < 8; i++)
+        cdt_ucx_worker_progress(p->w);
+    before = atomic_load(&yields);
+    for (int i = 0; i < 100; i++)
+        cdt_ucx_worker_progress(p->w);
+    long idle = atomic_load(&yields) - before;
+    fprintf(stderr, "[%d] yields in 100 progress calls waiting for a message (%s): %ld\n",
+            (int)getpid(), shared ? "one CPU" : "two CPUs", idle);
+    if (shared) {
+        CHECK(idle >= 90); /* a call that handled a UCX event does not yield */
+    } else {
+        CHECK(idle == 0);
+    }
+    CHECK_RC(cdt_ucx_request_wait(r, T_TIMEOUT_MS));
+    CHECK_RC(cdt_ucx_request_free(r));
+    CHECK(last == 4);
 }
 
 static void yield_server(peer *p)
@@ -112,6 +133,9 @@ static void yield_server(peer *p)
     for (int64_t k = 0; k < LY_N; k++)
         CHECK(v[k] == k);
     free(v);
+    usleep(500 * 1000); /* the client waits for this message meanwhile */
+    int64_t last = 4;
+    CHECK_RC(cdt_ucx_send(p->ep, &last, 1, CDT_INT64, 4, T_TIMEOUT_MS));
 }
 
 /* the two processes on two CPUs (skipped where this process may use only one) */

@@ -131,6 +131,8 @@ typedef struct cdt__lane {
     uint64_t heads_read;
     /* this side's CPU word as last written (1 + the CPU; 0 never written) */
     uint32_t cpu_noted;
+    /* the peer is this very process (two workers of one program): its CPU word is no hint */
+    int same_process;
 } cdt__lane;
 
 typedef struct cdt__lane_params {
@@ -295,8 +297,9 @@ CDT__LANE_HIDDEN int cdt__lane_attached(cdt__lane *lane);
 /* writes 1 + `cpu` into this side's CPU word if it differs from what this side last wrote
  * there (a store a migration, not a call); a cpu < 0 (not known) writes nothing */
 CDT__LANE_HIDDEN void cdt__lane_note_cpu(cdt__lane *lane, int cpu);
-/* the CPU the peer last progressed on, as its word says now; -1 when not known. A hint only:
- * any value the peer writes is accepted, and nothing but a yield depends on it */
+/* the CPU the peer last progressed on, as its word says now; -1 when not known or when the
+ * peer is this process (a thread of it, often this very one, that a yield does not let run).
+ * A hint only: any value the peer writes is accepted, and nothing but a yield depends on it */
 CDT__LANE_HIDDEN int cdt__lane_peer_cpu(const cdt__lane *lane);
 
 /* 1 while the peer's process lives (or is not known yet), 0 once it exited; then the lane's

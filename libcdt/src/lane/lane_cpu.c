@@ -26,7 +26,7 @@ void cdt__lane_note_cpu(cdt__lane *lane, int cpu)
 
 int cdt__lane_peer_cpu(const cdt__lane *lane)
 {
-    if (lane == NULL || lane->base == NULL)
+    if (lane == NULL || lane->base == NULL || lane->same_process)
         return -1;
     size_t off = lane->role == CDT__LANE_PRODUCER ? CDT__LANE_OFF_CONS_CPU : CDT__LANE_OFF_PROD_CPU;
     uint32_t v = __atomic_load_n(word(lane, off), __ATOMIC_RELAXED);

@@ -226,6 +226,7 @@ int cdt__lane_attach_features(const cdt__lane_offer *offer, cdt__lane *lane, uin
     }
     lane->owns_mapping = 1;
     lane->pidfd = pidfd;
+    lane->same_process = offer->pid == (int32_t)getpid();
     if (lane->head_ring_bytes != 0) {
         rc = open_doorbell(offer->pid, lane);
         if (rc != CDT_SUCCESS) {
@@ -272,6 +273,7 @@ int cdt__lane_attached(cdt__lane *lane)
         return CDT_ERR_PEER;
     }
     lane->pidfd = pidfd;
+    lane->same_process = pid == (int32_t)getpid();
     /* read once, after attached (acquire above): a later scribble changes nothing here */
     lane->peer_features = __atomic_load_n(
         (uint32_t *)(void *)(lane->base + CDT__LANE_OFF_CONSUMER_FEATURES), __ATOMIC_RELAXED);

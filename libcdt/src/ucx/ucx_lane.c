@@ -281,8 +281,9 @@ static bool peer_shares(const cdt__ucx_lane_ep *l, int cpu)
            (l->tx_attached && cdt__lane_peer_cpu(&l->tx) == cpu);
 }
 
-/* one endpoint's lanes: 0, or CDT_ERR_PEER when the endpoint must fail */
-static int ep_progress(struct cdt_ucx_ep_s *ep, cdt__ucx_lane_ep *l, bool *moved)
+/* one endpoint's lanes: 0, or CDT_ERR_PEER when the endpoint must fail. *moved: a grant, data
+ * or a release moved; *heads: a head went through the head ring */
+static int ep_progress(struct cdt_ucx_ep_s *ep, cdt__ucx_lane_ep *l, bool *moved, bool *heads)
 {
     if (l->tx_made && !l->tx_attached) {
         int rc = cdt__lane_attached(&l->tx);
@@ -303,6 +304,7 @@ static int ep_progress(struct cdt_ucx_ep_s *ep, cdt__ucx_lane_ep *l, bool *moved
             return CDT_ERR_PEER;
         if (heads_moved)
             l->idle_since = 0;
+        *heads = heads_moved;
     }
     uint64_t tx_before = l->tx.prod_pos, rx_before = l->rx.cons_pos;
     uint64_t grants_before = l->rx.grants_posted;
@@ -335,7 +337,7 @@ static int ep_progress(struct cdt_ucx_ep_s *ep, cdt__ucx_lane_ep *l, bool *moved
     return CDT_SUCCESS;
 }
 
-void cdt__ucx_lane_progress(cdt_ucx_worker w)
+void cdt__ucx_lane_progress(cdt_ucx_worker w, unsigned ucx_events)
 {
     /* an offer follows a peer's id on its stream, perhaps in a later chunk than the id: read
      * on every call while some endpoint owes one, else on one call in 64 (a stream poll on
@@ -351,8 +353,9 @@ void cdt__ucx_lane_progress(cdt_ucx_worker w)
         if (tick || w->lane_owed > 0)
             cdt__ucx_hello_poll(w);
     }
-    bool any_waiting = false, any_moved = false, any_shared = false;
-    int cpu = -2; /* asked for once a call, where a lane is attached */
+    bool any_waiting = false, any_moved = false, any_shared = false, any_heads = false;
+    bool peer_here = false; /* some lane's peer last ran on this CPU */
+    int cpu = -2;           /* asked for once a call, where a lane is attached */
     for (struct cdt_ucx_ep_s *ep = w->eps; ep != NULL; ep = ep->next) {
         cdt__ucx_lane_ep *l = ep->lane;
         if (l == NULL || ep->status != CDT_SUCCESS)
@@ -360,14 +363,17 @@ void cdt__ucx_lane_progress(cdt_ucx_worker w)
         if (cpu == -2 && (l->tx_attached || l->rx_attached))
             cpu = sched_getcpu();
         note_cpu(l, cpu);
-        bool moved = false;
-        if (ep_progress(ep, l, &moved) != CDT_SUCCESS) {
+        bool moved = false, heads = false;
+        if (ep_progress(ep, l, &moved, &heads) != CDT_SUCCESS) {
             cdt__ucx_lane_ep_fail(ep); /* frees the lanes */
             continue;
         }
         any_moved |= moved;
         any_waiting |= waiting(l);
-        any_shared |= !moved && waiting(l) && peer_shares(l, cpu);
+        any_heads |= heads;
+        bool here = peer_shares(l, cpu);
+        peer_here |= here;
+        any_shared |= !moved && waiting(l) && here;
         w->lane_sent += l->sends_done;
         w->lane_received += l->recvs_done;
         l->sends_done = l->recvs_done = 0;
@@ -379,10 +385,16 @@ void cdt__ucx_lane_progress(cdt_ucx_worker w)
      * At once where the peer last ran on this core: it waits in this core's run queue and
      * moves only once this side lets it run. Else not at once: a peer running on another core
      * moves within microseconds, and a yield on a busy machine hands this core to another
-     * program for its whole time slice (milliseconds) */
+     * program for its whole time slice (milliseconds). And a call in which nothing at all
+     * happened (no UCX event, no head, nothing in a lane) while a peer sits in this core's run
+     * queue yields too, whatever it waits for: a message that peer is to send (a head, an
+     * acknowledgement) comes only once it runs */
+    bool nothing = !any_moved && !any_heads && ucx_events == 0;
     if (!any_waiting || any_moved)
         w->lane_idle = 0;
-    else if (any_shared || ++w->lane_idle >= CDT__UCX_LANE_IDLE_SPINS)
+    if (any_shared || (peer_here && nothing))
+        sched_yield();
+    else if (any_waiting && !any_moved && ++w->lane_idle >= CDT__UCX_LANE_IDLE_SPINS)
         sched_yield();
 }
 

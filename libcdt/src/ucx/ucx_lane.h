@@ -103,8 +103,9 @@ CDT__LANE_HIDDEN void cdt__ucx_lane_stream_bytes(struct cdt_ucx_ep_s *ep, const 
 /* ep failed or closes: its lane sends end with `status` (their requests' last part), its lane
  * receives fail with CDT_ERR_PEER, both segments are unmapped */
 CDT__LANE_HIDDEN void cdt__ucx_lane_ep_end(struct cdt_ucx_ep_s *ep, int status);
-/* progress every endpoint's lanes (from cdt__ucx_progress) */
-CDT__LANE_HIDDEN void cdt__ucx_lane_progress(cdt_ucx_worker w);
+/* progress every endpoint's lanes (from cdt__ucx_progress, after ucp_worker_progress handled
+ * `ucx_events`), and yield the core by docs/TRANSPORT.md §10.3, Waiting */
+CDT__LANE_HIDDEN void cdt__ucx_lane_progress(cdt_ucx_worker w, unsigned ucx_events);
 /* " lane=memfd" or " lane=none/<why>" appended to buf (" lane=none/off" where the worker has
  * the lane off) */
 CDT__LANE_HIDDEN void cdt__ucx_lane_describe(struct cdt_ucx_ep_s *ep, char *buf, size_t size);

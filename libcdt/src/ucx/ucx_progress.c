@@ -37,7 +37,7 @@ unsigned cdt__ucx_progress(cdt_ucx_worker w)
     if (w->hello_waiting > 0)
         cdt__ucx_hello_poll(w); /* peer ids that came (ucx_hello.c) */
     if (w->lane_on || w->lanes_mapped > 0)
-        cdt__ucx_lane_progress(w); /* offers, grants, fragments (ucx_lane.c) */
+        cdt__ucx_lane_progress(w, n); /* offers, grants, fragments (ucx_lane.c) */
     if (n > 0 && w->efd >= 0)
         cdt__ucx_wake(w); /* another thread asleep may have work in what this call handled */
     if (w->body_recvs != NULL || w->drains != NULL || w->fifo_sends > 0 || w->parked > 0 ||
