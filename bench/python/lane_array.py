@@ -10,7 +10,8 @@ a side that spins shows it). --reuse: the receives go into one buffer per proces
 ``alloc``), so no new memory is faulted in per object; without it each receive allocates its
 array as cdtypes does by default.
 
-  lane_array.py [--size BYTES] [--iters N] [--rounds R] [--reuse]
+  lane_array.py [--size BYTES] [--iters N] [--rounds R] [--reuse] [--lane off|on]
+  (--lane: that mode alone, e.g. under a profiler)
 """
 import argparse
 import os
@@ -26,6 +27,7 @@ def main():
     ap.add_argument("--iters", type=int, default=50)
     ap.add_argument("--rounds", type=int, default=7)
     ap.add_argument("--reuse", action="store_true")
+    ap.add_argument("--lane", choices=["off", "on"], help="that mode alone (default: both)")
     a = ap.parse_args()
     port_r, port_w = os.pipe()
     res_r, res_w = os.pipe()
@@ -34,7 +36,7 @@ def main():
     import numpy as np
     from cdtypes import ucx
 
-    modes = ["off", "on"]
+    modes = [a.lane] if a.lane else ["off", "on"]
     eps = {}
     for m in modes:
         os.environ["CDT_UCX_LANE"] = m
@@ -77,11 +79,13 @@ def main():
             cpu = (time.process_time() - c0) / a.iters / 2  # per object moved (two per trip)
             out[m].append((statistics.median(times) / 2, cpu))
     if rank == 1:
-        os.write(res_w, struct.pack("%dd" % (2 * a.rounds), *[c for m in modes for _, c in out[m]]))
+        n = len(modes) * a.rounds
+        os.write(res_w, struct.pack("%dd" % n, *[c for m in modes for _, c in out[m]]))
         for m in modes:
             eps[m][0].close()
         os._exit(0)
-    peer = struct.unpack("%dd" % (2 * a.rounds), os.read(res_r, 16 * a.rounds))
+    n = len(modes) * a.rounds
+    peer = struct.unpack("%dd" % n, os.read(res_r, 8 * n))
     os.waitpid(kid, 0)
     print("# one %d-byte array, %s receiver memory, %d round trips x %d rounds alternated, "
           "load %s" % (a.size, "reused" if a.reuse else "fresh (cdtypes' default)", a.iters,
