@@ -620,8 +620,7 @@ def lean_root(coll, obj):
         coll.sent = None
     if error is None and failed is None and differ is None:
         try:
-            send.Wait()
-            frame.close()
+            send.Wait()  # the frame: closed by mpi_pack_own (the head is a copy)
             coll.lean_calls += 1
             return True, result
         except BaseException as e:
