@@ -24,7 +24,7 @@ _mpi_coll_call.py holds the per-call machinery."""
 from mpi4py import MPI
 
 from . import mpi as _m
-from ._mpi_coll_call import _COLL_KEYVAL, Call, lean_leaf, lean_root, local_copy, own_copy
+from ._mpi_coll_call import Call, attached, lean_leaf, lean_root, local_copy, own_copy
 from ._mpi_coll_call import TAG_BCAST, release  # noqa: F401 (release: _mpi_pkl5)
 
 # docs/MPI.md §14.2: the tags of the collectives' messages on the collective communicator
@@ -114,7 +114,7 @@ def _tree(coll, root):
 def bcast(comm, obj, root, max_bytes=None, max_regions=None, allowed=None):
     pre = None
     if type(root) is int and max_bytes is None and max_regions is None and allowed is None:
-        coll = comm.Get_attr(_COLL_KEYVAL)
+        coll = attached(comm)  # no MPI call after the first (a cache on comm)
         # two processes on an intracommunicator, not yielding: this one the root, or the
         # other one (lean_root: its rank in comm is its rank in agree, coll.pair)
         if coll is not None and coll.lean_root is not None and not coll.yielding:

@@ -33,6 +33,8 @@ _ID = struct.Struct("<I")  # the prefix's id field, at offset 4 (docs/MPI.md §4
 _COLL_KEYVAL = MPI.Comm.Create_keyval()  # on a user's communicator: its _Collectives
 _yield = getattr(os, "sched_yield", lambda: time.sleep(0))
 _pickle_loads = pickle.loads
+# the lean paths' persistent requests (§14.5, the cost): started and waited for with these
+_startall, _waitall = MPI.Prequest.Startall, MPI.Request.Waitall
 TAG_BCAST = 1  # _mpi_coll's (docs/MPI.md §14.2)
 
 
@@ -63,8 +65,9 @@ class _Collectives:
     intercommunicator, cc's two groups merged)."""
 
     __slots__ = ("cc", "pc", "agree", "agree_rank", "inter", "peers", "me", "trees", "yielding",
-                 "pair", "lean_root", "lean_calls", "lean_leaves", "lean_mine", "lean_msgs", "sent", "answered",
-                 "early_answers", "_mine", "_all", "_theirs")
+                 "pair", "lean_root", "lean_calls", "lean_leaves", "lean_mine", "lean_msgs", "sent",
+                 "answered", "early_answers", "live", "leaf_call", "lean_reqs", "early_send",
+                 "_mine", "_all", "_theirs")
 
     def __init__(self, comm):
         self.cc = MPI.Comm.Dup(comm)  # not comm.Dup(): the pkl5 API's Dup attaches
@@ -95,17 +98,27 @@ class _Collectives:
         self.lean_calls = 0
         self.lean_leaves = 0  # the calls lean_leaf completed on its short tail (the tests)
         # lean_root's part of the exchange, the same in every call (it did not fail, bcast,
-        # its own rank as root), and the messages of its MPI_Sendrecv, made once
+        # its own rank as root), and the messages of its exchange, made once
         self.lean_mine = array.array("i", [_OK, TAG_BCAST, -TAG_BCAST, self.me, -self.me]) \
             if self.lean_root is not None else None
         self._mine, self._all = array.array("i", [0] * 5), array.array("i", [0] * 5)
         self._theirs = array.array("i", [0] * 5)
         self.lean_msgs = ([self.lean_mine, _INT], [self._theirs, _INT])
+        # the exchange's messages as persistent requests on agree, made at their first use and
+        # started in every call (MPI_Start parses no message: 0.5-1 us less per process than
+        # MPI_Isend or MPI_Sendrecv of the same five ints): lean_root's send of lean_mine and
+        # receive into _theirs, and the early answer's send of _mine (answer_early). Dropped
+        # (forget_requests) when a wait for them raised: one may still be active.
+        self.lean_reqs = self.early_send = None
         self.sent = None  # the exchange's send, not yet waited for
         # this call's exchange send was posted early (answer_early, §14.5), with the values in
         # _mine; early_answers counts the calls that answered early (observed by the tests)
         self.answered = False
         self.early_answers = 0
+        self.live = True  # False once free() freed its communicators (attached(): a cache)
+        # lean_leaf's Call, kept between calls while every call leaves it as it found it
+        # (nothing failed, nothing sent): made once, not per call
+        self.leaf_call = None
 
     def take_theirs(self, msg):
         """A head's receive matched the other process's exchange message (§14.5): receive
@@ -119,7 +132,11 @@ class _Collectives:
         mine = self._mine
         lo, hi = (root, -root) if root != _OK else (_OK, _OK)
         mine[0], mine[1], mine[2], mine[3], mine[4] = _OK, op, -op, lo, hi
-        self.sent = self.agree.Isend([mine, _INT], self.pair, AGREE_TAG)
+        send = self.early_send
+        if send is None:
+            send = self.early_send = self.agree.Send_init([mine, _INT], self.pair, AGREE_TAG)
+        send.Start()  # sends what _mine holds now (§14.5: the same five ints as an Isend)
+        self.sent = send
         self.answered = True
         self.early_answers += 1
 
@@ -141,7 +158,11 @@ class _Collectives:
         if self.pair is not None:
             # the minimum of the two, slot by slot (Python ints: an element-wise loop over
             # the arrays cost 3 us, a tenth of a small bcast)
-            t0, t1, t2, t3, t4 = self._exchange(have_theirs)
+            try:
+                t0, t1, t2, t3, t4 = self._exchange(have_theirs)
+            except BaseException:
+                self.forget_requests()  # the early answer's send may be active
+                raise
             fail, lo, hi = min(fail, t0), min(lo, t3), min(hi, t4)
             op, negop = min(op, t1), min(-op, t2)
         else:
@@ -172,7 +193,17 @@ class _Collectives:
             self.sent = send  # waited for with the call's own sends (finish): one wait call
         return theirs
 
+    def forget_requests(self):
+        """A wait that may include the persistent requests raised: make new ones next time
+        (the old ones are left to MPI, as the frames of sends that failed are kept)."""
+        self.lean_reqs = self.early_send = None
+
     def free(self):
+        self.live = False
+        for request in (self.lean_reqs or []) + [self.early_send]:
+            if request is not None:
+                request.Free()
+        self.lean_reqs = self.early_send = None
         if self.agree is not self.cc:
             MPI.Comm.Free(self.agree)
         pc = self.cc.Get_attr(_m._KEYVAL)
@@ -192,14 +223,40 @@ def _verdict(fail, op, negop, lo, hi):
     return (None if fail == _OK else fail), differ
 
 
+def attached(comm):
+    """The _Collectives of ``comm``, or None before its first collective call. Kept on the
+    wrapper object too (``_cdt_coll``: its handle and the _Collectives), so that a call asks
+    MPI_Comm_get_attr once per wrapper, not once per call (0.4 us of a 2-rank bcast of about
+    17): used while the wrapper's handle is the same and the _Collectives was not freed (by
+    Free through this or another wrapper of the same handle), else looked up again."""
+    try:
+        handle, coll = comm._cdt_coll
+        if coll.live and handle == comm.handle:
+            return coll
+    except AttributeError:
+        pass
+    coll = comm.Get_attr(_COLL_KEYVAL)
+    if coll is not None:
+        _remember(comm, coll)
+    return coll
+
+
+def _remember(comm, coll):
+    try:
+        comm._cdt_coll = (comm.handle, coll)
+    except AttributeError:  # a wrapper without a __dict__: looked up in every call
+        pass
+
+
 def collectives(comm):
     """The _Collectives of ``comm``: made at the first collective call, which every process of
     comm (both groups of an intercommunicator) makes, so Dup and Merge are collective as MPI
     requires."""
-    coll = comm.Get_attr(_COLL_KEYVAL)
+    coll = attached(comm)
     if coll is None:
         coll = _Collectives(comm)
         comm.Set_attr(_COLL_KEYVAL, coll)
+        _remember(comm, coll)
     return coll
 
 
@@ -207,6 +264,10 @@ def release(comm):
     """Free what cdtypes.mpi made for ``comm`` (its collectives' communicators and its parts
     communicator); collective, as MPI_Comm_free. Called by Comm.Free."""
     coll = comm.Get_attr(_COLL_KEYVAL)
+    try:
+        del comm._cdt_coll
+    except AttributeError:
+        pass
     if coll is not None:
         comm.Delete_attr(_COLL_KEYVAL)
         coll.free()
@@ -483,6 +544,7 @@ class Call:
         except BaseException as e:  # MPI may still read them: kept for the process's life
             self.fail(e)
             _IN_FLIGHT.append((self._frames, self._forwarded))
+            self.coll.forget_requests()
         self._reqs = self._frames = self._forwarded = None
         if differ is not None:
             raise _lib.error(_INVALID_ARG, (
@@ -566,12 +628,22 @@ def lean_root(coll, obj):
     except BaseException as e:
         error = e
     if error is None:
-        # the exchange (§14.5) and the wait for both of its messages in one MPI call, the GIL
-        # released while it waits (mpi4py's Sendrecv): this process did not fail, and its five
-        # ints are the same in every call (lean_mine). The other's equal to them: the ranks
-        # agree and none failed; else the minimum of the two, as agreement() takes it.
-        mine, msgs, theirs = coll.lean_mine, coll.lean_msgs, coll._theirs
-        coll.agree.Sendrecv(msgs[0], coll.pair, AGREE_TAG, msgs[1], coll.pair, AGREE_TAG)
+        # the exchange (§14.5): this process did not fail, and its five ints are the same in
+        # every call (lean_mine), so its send and its receive of the other's are persistent
+        # requests, started together and waited for together (the GIL released while it
+        # waits). The other's equal to them: the ranks agree and none failed; else the minimum
+        # of the two, as agreement() takes it.
+        mine, theirs, reqs = coll.lean_mine, coll._theirs, coll.lean_reqs
+        if reqs is None:
+            msgs, agree, pair = coll.lean_msgs, coll.agree, coll.pair
+            reqs = coll.lean_reqs = [agree.Send_init(msgs[0], pair, AGREE_TAG),
+                                     agree.Recv_init(msgs[1], pair, AGREE_TAG)]
+        try:
+            _startall(reqs)
+            _waitall(reqs)
+        except BaseException:
+            coll.forget_requests()
+            raise
         if theirs == mine:
             failed = differ = None
         else:
@@ -585,8 +657,7 @@ def lean_root(coll, obj):
         coll.sent = None
     if error is None and failed is None and differ is None:
         try:
-            send.Wait()
-            frame.close()
+            send.Wait()  # the frame: closed by mpi_pack_own (the head is a copy)
             coll.lean_calls += 1
             return True, result
         except BaseException as e:
@@ -621,7 +692,12 @@ def lean_leaf(coll, root):
     five ints equal to its own answer (lean_mine): the ranks agree and none failed; else the
     general tail (Call.finish, or Call.conclude with the minimum of the two). The same messages,
     agreement and errors as the general path."""
-    call = _bare_call(coll, root)
+    # the Call of the previous lean call when it left it as made (no failure, nothing sent or
+    # received that it must wait for): taken off coll while in use, put back after a call that
+    # left it so (an unpickling that calls bcast again gets a Call of its own)
+    call, coll.leaf_call = coll.leaf_call, None
+    if call is None:
+        call = _bare_call(coll, root)
     result = call.rebuild_early(call.receive(root)[0])
     if not coll.answered or call.error is not None or call.have_theirs or call._reqs:
         call.finish("bcast")
@@ -630,8 +706,13 @@ def lean_leaf(coll, root):
     coll.agree.Recv(coll.lean_msgs[1], coll.pair, AGREE_TAG)
     send, coll.sent, coll.answered = coll.sent, None, False
     if theirs == mine:
-        send.Wait()
+        try:
+            send.Wait()
+        except BaseException:
+            coll.forget_requests()
+            raise
         coll.lean_leaves += 1
+        coll.leaf_call = call  # as _bare_call made it: nothing failed, _reqs still empty
         return result
     failed, differ = _verdict(min(mine[0], theirs[0]), min(mine[1], theirs[1]),
                               min(mine[2], theirs[2]), min(mine[3], theirs[3]),

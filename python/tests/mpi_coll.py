@@ -328,17 +328,20 @@ def lean_root(comm):
         finally:
             coll.yielding = mode
     own_copy_from_stream(comm)
-    if n == 2:  # the root's part of the exchange and its wait: one MPI call (MPI_Sendrecv)
-        for root in range(n):
+    if n == 2:  # the exchange's sends (and the root's receive): persistent requests, made
+        for root in range(n):  # once, started in every call; no message parsed per call
             agree, counted = coll.agree, Counting(coll.agree)
-            if me == root:
-                coll.agree = counted
+            coll.agree = counted
             coll.yielding = False  # both processes: the lean paths (Open MPI binds each to
             try:  # a core of its own, which makes them yield)
-                assert comm.bcast(small if me == root else None, root) == small
+                for _ in range(2):
+                    del counted.calls[:]
+                    assert comm.bcast(small if me == root else None, root) == small
             finally:
                 coll.agree, coll.yielding = agree, mode
-            assert counted.calls == (["Sendrecv"] if me == root else []), counted.calls
+            # a later call: the root asks agree for nothing (its send and receive started),
+            # the receiver for the root's five ints alone (its early answer started)
+            assert counted.calls == ([] if me == root else ["Recv"]), counted.calls
     if n == 2:  # both pass themselves as root: both take the lean path and both raise
         try:
             comm.bcast(small, me)
@@ -346,6 +349,68 @@ def lean_root(comm):
         except InvalidArgumentError as e:
             assert "disagree on the root" in str(e), e
     still_works(comm)
+
+
+def per_call_lookups(comm):
+    """docs/MPI.md §14.5, the cost: a collective finds its communicator's _Collectives without
+    MPI_Comm_get_attr after the first call on a wrapper (kept on the wrapper with its handle),
+    and looks it up again once another wrapper of the same handle released it (a released
+    one is never used); the lean receiver of a two-process bcast reuses its Call while every
+    call leaves it as made (no Call made per call), and makes a fresh one after a failure."""
+    me, n = comm.Get_rank(), comm.Get_size()
+    lookups = []
+
+    class Counted(mpi.Intracomm):  # another wrapper of the same handle, its lookups counted
+        def Get_attr(self, keyval):  # noqa: N802 (mpi4py's name)
+            if keyval == _mpi_coll_call._COLL_KEYVAL:
+                lookups.append(keyval)
+            return mpi.Intracomm.Get_attr(self, keyval)
+
+    mine = comm.Dup()
+    counted = Counted(mine)
+    small = {"a": [1, 2.5, "x"], "b": (None, True)}
+    for call in range(4):
+        assert counted.bcast(small if me == 0 else None, 0) == small
+        assert counted.allgather(me) == list(range(n))
+    # the first call's alone: bcast's entry (none yet) and its Call's (makes them)
+    assert len(lookups) == 2, lookups
+    # released through another wrapper (its Free frees what the first one found): the next
+    # call looks the communicator's collectives up again and makes new ones
+    coll = _mpi_coll_call.collectives(counted)
+    _mpi_coll.release(mine)
+    assert not coll.live
+    assert counted.bcast(small if me == 0 else None, 0) == small
+    assert _mpi_coll_call.collectives(counted) is not coll and len(lookups) == 4, lookups
+    if n == 2:
+        coll = _mpi_coll_call.collectives(counted)
+        mode, coll.yielding = coll.yielding, False  # the lean paths (see lean_root)
+        made, bare = [], _mpi_coll_call._bare_call
+
+        def counted_bare(*a):
+            made.append(1)
+            return bare(*a)
+
+        _mpi_coll_call._bare_call = counted_bare
+        try:
+            for root in (0, 1, 0, 1):
+                got = counted.bcast(small if me == root else None, root)
+                assert got == small, got
+            # at most the receiver's first lean call (a Call kept from before: none)
+            assert len(made) <= 1, made
+            # a failure (the receiver refuses the object) drops the kept Call: a fresh one
+            expect(counted.bcast, None if me == 0 else LimitError, small if me == 0 else None,
+                   0, max_bytes=None if me == 0 else 4)
+            expect(counted.bcast, Exception if me == 0 else None,
+                   (lambda: 0) if me == 0 else None, 0)
+            del made[:]
+            for root in (0, 1):
+                assert counted.bcast(small if me == root else None, root) == small
+            assert len(made) == (me == 1), made
+        finally:
+            _mpi_coll_call._bare_call = bare
+            coll.yielding = mode
+    still_works(counted)
+    counted.Free()
 
 
 def own_copy_from_stream(comm):
@@ -455,6 +520,7 @@ disagree(world)
 leaf_fails(world)
 early_answer(world)
 lean_root(world)
+per_call_lookups(world)
 disagree_unsent(world)
 dup = world.Dup()
 trees(dup)

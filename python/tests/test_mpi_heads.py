@@ -121,6 +121,7 @@ def test_pack_own_gives_the_stream_of_its_head(k):
         got, bufs = impl.mpi_unpack(head, None, -1, -1)[0].finish()
         assert type(stream) is bytes and stream == got and not bufs
         assert pickle.loads(stream) == obj
+        assert "closed" in repr(frame)  # nothing reads it: returned closed (lean_root)
     finally:
         frame.close()
 
@@ -145,12 +146,14 @@ def test_pack_own_buffers_are_copies():
         assert not np.shares_memory(got["a"], obj["a"])
         got["a"][:] = -1
         assert (obj["a"] == np.arange(10.0)).all()
+        assert "closed" in repr(frame)  # the buffers copied: returned closed (lean_root)
     finally:
         frame.close()
     frame, head, parts, layout, stream, buffers = impl.mpi_pack_own(
         {"big": np.zeros(64 * 1024)}, 7, 64 * 1024)
     try:
         assert len(parts) == 1 and stream is None and buffers is None
+        assert "closed" not in repr(frame)  # its part is read from the frame's memory
     finally:
         frame.close()
 

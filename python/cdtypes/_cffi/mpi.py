@@ -88,7 +88,9 @@ def mpi_pack_own(obj, oid, threshold):
     """mpi_pack_own(obj, oid, threshold) -> mpi_pack's four + (stream, buffers) for
     pickle.loads to make the sender's own copy from (as _ext/mpi.c's): the stream it pickled
     (no second decoding of its head), the pickle buffers copied into memory of their own as a
-    receive allocates it (None: none); (None, None) when the object has parts."""
+    receive allocates it (None: none); (None, None) when the object has parts. The frame of
+    an object without parts is returned closed (the head, the stream and the buffers are
+    copies; closing it again does nothing)."""
     f, head, parts, layout, stream, pbufs = _pack(obj, oid, threshold)
     if parts:
         return f, head, parts, layout, None, None
@@ -103,9 +105,8 @@ def mpi_pack_own(obj, oid, threshold):
             if n:
                 ffi.memmove(dest, raw, n)
         rx.unpin()
-    except BaseException:
+    finally:
         f.close()
-        raise
     return f, head, parts, layout, stream, rx.buffers
 
 

@@ -172,6 +172,10 @@ static PyObject *mpi_pack_(PyObject *args, int own)
         }
         if (own_bufs != NULL)
             res = PyTuple_Pack(6, fo, head, parts, layout, stream, own_bufs);
+        /* the head, the stream and the buffers are copies: nothing reads the frame any more,
+         * so it goes closed and the caller has no close call to make (as cffi's) */
+        if (res != NULL && nsep == 0)
+            frame_close_(f);
     }
     Py_XDECREF(layout);
 done:
@@ -197,8 +201,9 @@ PyObject *ext_mpi_pack(PyObject *self, PyObject *args)
  * collective that sends its object and keeps a copy (docs/MPI.md §14.5, the cost) unpickles
  * the copy with pickle.loads(stream, buffers=buffers) from the stream it pickled, rather than
  * decoding its own head again (1 us of a 20 us bcast). The stream is the bytes object the
- * frame's head was copied from, the buffers (None: none) fresh copies of the pickle buffers.
- * (None, None) when the object has parts: its head does not hold it whole. */
+ * frame's head was copied from, the buffers (None: none) fresh copies of the pickle buffers,
+ * and the frame is returned closed (closing it again does nothing). (None, None) when the
+ * object has parts: its head does not hold it whole, and the frame is open. */
 PyObject *ext_mpi_pack_own(PyObject *self, PyObject *args)
 {
     (void)self;
