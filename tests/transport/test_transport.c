@@ -81,6 +81,8 @@ int main(int argc, char **argv)
         return lane_producer_limit_case();
     if (strcmp(c, "lane_yield") == 0)
         return lane_yield_case();
+    if (strcmp(c, "lane_handoff") == 0)
+        return lane_handoff_case();
     if (strncmp(c, "lane_heads_", 11) == 0)
         return lane_heads_case(c + 11);
     if (strncmp(c, "lane_fallback_", 14) == 0)
