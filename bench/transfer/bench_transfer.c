@@ -15,7 +15,8 @@
  *                (cdt_decoder_write), so packing happens inside UCX's own copies
  * Every buffer is written before it is first sent (no untouched zero pages).
  * Usage: bench_transfer [--quick] [--csv FILE] [--transports FILE] [--cases A,B] [--methods A,B]
- *        [--size BYTES] [--bandwidth-only] [--total-mib M]   (one point, e.g. for a profile)
+ *        [--size BYTES] [--bandwidth-only] [--total-mib M]   (one point, e.g. for a profile;
+ *        any size, also one between the sweep's powers)
  *        [--latency-only]   (the ping-pong pass alone: small objects)
  *        (forks the peer itself; --cases / --methods run only the named ones)
  * MB = 10^6 bytes.
@@ -219,6 +220,8 @@ int main(int argc, char **argv)
             }
             cdt_count start = pass == 0 ? 1 : bw_min, end = pass == 0 ? lat_max : bw_max;
             cdt_count step = pass == 0 ? 2 : (quick ? 4 : 2);
+            if (only_size > 0) /* that size alone, on the sweep or not (12 KiB, 24 KiB) */
+                start = end = (cdt_count)only_size;
             for (cdt_count size = start; size <= end; size *= step) {
                 if (kd->k != K_BYTES && size < elem_size(kd->k))
                     continue;
