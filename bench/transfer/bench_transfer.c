@@ -18,6 +18,8 @@
  *        [--size BYTES] [--bandwidth-only] [--total-mib M]   (one point, e.g. for a profile;
  *        any size, also one between the sweep's powers)
  *        [--latency-only]   (the ping-pong pass alone: small objects)
+ *        [--lat-median]     (latency: the median round trip's half, not the mean's: a busy
+ *                            machine's preemptions move the mean by milliseconds)
  *        (forks the peer itself; --cases / --methods run only the named ones)
  * MB = 10^6 bytes.
  * The files: bench_transfer.c (the options, the bootstrap, the cases and the report: main),
@@ -25,6 +27,8 @@
  * (bench_transfer.h).
  */
 #include "bench_transfer.h"
+
+int lat_median;
 
 static const char *method_name[] = {"raw",         "raw_nopeer", "libcdt",
                                     "manual_pack", "ucx_iov",    "ucx_generic"};
@@ -72,11 +76,14 @@ int main(int argc, char **argv)
             total_mib = atoll(argv[++i]);
         else if (strcmp(argv[i], "--latency-only") == 0)
             latency_only = 1;
+        else if (strcmp(argv[i], "--lat-median") == 0)
+            lat_median = 1;
         else if (strcmp(argv[i], "--bandwidth-only") == 0)
             bandwidth_only = 1;
         else
             DIE("usage: %s [--quick] [--csv FILE] [--transports FILE] [--cases A,B] [--methods "
-                "A,B] [--size BYTES] [--bandwidth-only] [--latency-only] [--total-mib M]",
+                "A,B] [--size BYTES] [--bandwidth-only] [--latency-only] [--lat-median] "
+                "[--total-mib M]",
                 argv[0]);
     }
     /* endpoints from exchanged worker addresses (as MPI or a file would bootstrap): UCX then
