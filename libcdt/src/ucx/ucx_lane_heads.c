@@ -253,6 +253,12 @@ static int take_records(struct cdt_ucx_ep_s *ep, cdt__ucx_lane_ep *l, int max)
 {
     int n = 0;
     while (n < max) {
+        /* an empty ring (most progress calls) reserves no slot */
+        int pending = cdt__lane_heads_pending(&l->rx);
+        if (pending < 0)
+            return CDT_ERR_PEER;
+        if (pending == 0)
+            break;
         uint32_t slot;
         unsigned char *copy = cdt__ucx_park_buf(ep->w, &slot);
         if (copy == NULL)
