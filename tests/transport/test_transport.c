@@ -82,7 +82,9 @@ int main(int argc, char **argv)
     if (strcmp(c, "lane_yield") == 0)
         return lane_yield_case();
     if (strcmp(c, "lane_handoff") == 0)
-        return lane_handoff_case();
+        return lane_handoff_case("");
+    if (strcmp(c, "lane_handoff_forged") == 0)
+        return lane_handoff_case("forged");
     if (strncmp(c, "lane_heads_", 11) == 0)
         return lane_heads_case(c + 11);
     if (strncmp(c, "lane_fallback_", 14) == 0)
