@@ -15,8 +15,11 @@
  *                (cdt_decoder_write), so packing happens inside UCX's own copies
  * Every buffer is written before it is first sent (no untouched zero pages).
  * Usage: bench_transfer [--quick] [--csv FILE] [--transports FILE] [--cases A,B] [--methods A,B]
- *        [--size BYTES] [--bandwidth-only] [--total-mib M]   (one point, e.g. for a profile)
+ *        [--size BYTES] [--bandwidth-only] [--total-mib M]   (one point, e.g. for a profile;
+ *        any size, also one between the sweep's powers)
  *        [--latency-only]   (the ping-pong pass alone: small objects)
+ *        [--lat-median]     (latency: the median round trip's half, not the mean's: a busy
+ *                            machine's preemptions move the mean by milliseconds)
  *        (forks the peer itself; --cases / --methods run only the named ones)
  * MB = 10^6 bytes.
  * The files: bench_transfer.c (the options, the bootstrap, the cases and the report: main),
@@ -24,6 +27,8 @@
  * (bench_transfer.h).
  */
 #include "bench_transfer.h"
+
+int lat_median;
 
 static const char *method_name[] = {"raw",         "raw_nopeer", "libcdt",
                                     "manual_pack", "ucx_iov",    "ucx_generic"};
@@ -71,11 +76,14 @@ int main(int argc, char **argv)
             total_mib = atoll(argv[++i]);
         else if (strcmp(argv[i], "--latency-only") == 0)
             latency_only = 1;
+        else if (strcmp(argv[i], "--lat-median") == 0)
+            lat_median = 1;
         else if (strcmp(argv[i], "--bandwidth-only") == 0)
             bandwidth_only = 1;
         else
             DIE("usage: %s [--quick] [--csv FILE] [--transports FILE] [--cases A,B] [--methods "
-                "A,B] [--size BYTES] [--bandwidth-only] [--latency-only] [--total-mib M]",
+                "A,B] [--size BYTES] [--bandwidth-only] [--latency-only] [--lat-median] "
+                "[--total-mib M]",
                 argv[0]);
     }
     /* endpoints from exchanged worker addresses (as MPI or a file would bootstrap): UCX then
@@ -219,6 +227,8 @@ int main(int argc, char **argv)
             }
             cdt_count start = pass == 0 ? 1 : bw_min, end = pass == 0 ? lat_max : bw_max;
             cdt_count step = pass == 0 ? 2 : (quick ? 4 : 2);
+            if (only_size > 0) /* that size alone, on the sweep or not (12 KiB, 24 KiB) */
+                start = end = (cdt_count)only_size;
             for (cdt_count size = start; size <= end; size *= step) {
                 if (kd->k != K_BYTES && size < elem_size(kd->k))
                     continue;

@@ -104,6 +104,8 @@ typedef struct handle {
 double now(void);
 void ack(env *e, int send);
 double latency_us(env *e, obj *o, enum method m, int iters);
+/* --lat-median: latency_us gives the median round trip's half, not the mean's */
+extern int lat_median;
 double bandwidth_mbs(env *e, obj *o, enum method m, int windows);
 
 /* transfer_objects.c: the objects of each case, and their hand-written pack and unpack */

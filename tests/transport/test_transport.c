@@ -83,6 +83,10 @@ int main(int argc, char **argv)
         return lane_yield_case();
     if (strcmp(c, "lane_yield_shared") == 0)
         return lane_yield_shared_case();
+    if (strcmp(c, "lane_handoff") == 0)
+        return lane_handoff_case("");
+    if (strcmp(c, "lane_handoff_forged") == 0)
+        return lane_handoff_case("forged");
     if (strncmp(c, "lane_heads_", 11) == 0)
         return lane_heads_case(c + 11);
     if (strncmp(c, "lane_fallback_", 14) == 0)

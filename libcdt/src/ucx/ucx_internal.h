@@ -102,6 +102,12 @@ struct cdt_ucx_worker_s {
     bool lane_heads;
     ucp_ep_h self_ep;
     bool self_failed;
+    /* ring heads parked for the receive their descriptor matches (ucx_lane_park.c): slots,
+     * the free ones' list (UINT32_MAX: none), how many are parked, and the secret every
+     * descriptor carries (random, never sent to a peer) */
+    struct cdt__ucx_park_slot *park;
+    uint32_t park_n, park_cap, park_free, park_used;
+    unsigned char park_secret[16];
     /* UCX generic datatypes of single-mode messages: the send packs from the frame, every
      * receive unpacks into the head buffer or the decoder (ucx_single.c) */
     ucp_datatype_t dt_send, dt_recv;

@@ -77,13 +77,12 @@ typedef struct cdt__ucx_lane_ep {
     uint64_t sends_done, recvs_done; /* objects moved whole, added to the worker's stats */
     /* the head ring (ucx_lane_heads.c). Producer: the switch went (heads_tx); heads held for a
      * full ring, in send order. Consumer: the switch's receive, the switch came (heads_rx:
-     * records are read), asleep on the doorbell, a record's private copy */
+     * records are read), asleep on the doorbell */
     bool heads_tx;
     int64_t heads_alive_at; /* ms: when a head written into the ring last polled the peer */
     cdt__ucx_held_head *held_head, *held_tail;
     cdt__ucx_switch_recv *sw;
     bool heads_rx, rx_asleep;
-    unsigned char *head_copy;
 } cdt__ucx_lane_ep;
 
 /* ucx_lane.c */
@@ -140,6 +139,26 @@ CDT__LANE_HIDDEN void cdt__ucx_lane_heads_end(struct cdt_ucx_ep_s *ep, int statu
 CDT__LANE_HIDDEN bool cdt__ucx_lane_heads_sleep(cdt_ucx_worker w);
 /* worker destroy, lock held: the endpoint to itself closed */
 CDT__LANE_HIDDEN void cdt__ucx_lane_heads_close_self(cdt_ucx_worker w);
+
+/* ucx_lane_park.c: ring heads parked for their receive (docs/TRANSPORT.md §10.6, Hand-off).
+ * The consumer takes a record into cdt__ucx_park_buf's buffer (CDT__UCX_HEAD_MAX bytes; NULL:
+ * no memory), then parks it (commit: the descriptor to hand to the worker) or gives the slot
+ * back (unreserve). A head receive's 32-byte message that is a valid descriptor claims the
+ * parked head (true: *head, *head_len, *slot), read until the slot is released. */
+#define CDT__UCX_PARK_DESC_SIZE 32
+typedef struct cdt__ucx_park_slot cdt__ucx_park_slot;
+CDT__LANE_HIDDEN unsigned char *cdt__ucx_park_buf(cdt_ucx_worker w, uint32_t *slot);
+CDT__LANE_HIDDEN void cdt__ucx_park_unreserve(cdt_ucx_worker w, uint32_t slot);
+CDT__LANE_HIDDEN void cdt__ucx_park_commit(cdt_ucx_worker w, uint32_t slot, size_t len,
+                                           unsigned char desc[CDT__UCX_PARK_DESC_SIZE]);
+CDT__LANE_HIDDEN bool cdt__ucx_park_claim(cdt_ucx_worker w, const unsigned char *msg, size_t len,
+                                          const unsigned char **head, size_t *head_len,
+                                          uint32_t *slot);
+CDT__LANE_HIDDEN void cdt__ucx_park_release(cdt_ucx_worker w, uint32_t slot);
+/* heads parked now (stats) */
+CDT__LANE_HIDDEN size_t cdt__ucx_park_count(cdt_ucx_worker w);
+/* worker destroy, after UCX's worker: every parked head freed */
+CDT__LANE_HIDDEN void cdt__ucx_park_free_all(cdt_ucx_worker w);
 
 /* ucx_lane.c: the lane broke or its peer died: the endpoint fails as on UCX's report of it */
 CDT__LANE_HIDDEN void cdt__ucx_lane_ep_fail(struct cdt_ucx_ep_s *ep);

@@ -1,9 +1,10 @@
 /*
  * ucx_lane_heads.c - small objects through the lane (docs/TRANSPORT.md §10.6): the producer's
  * switch and its heads written into the head ring of a version 2 segment (held in send order
- * while the ring is full); the consumer's receive of the switch, each record copied out and
- * handed to its own worker through an endpoint to itself (UCX's `self` transport), where UCX's
- * tag matching matches it with the application's receives as a head that came over UCX; the
+ * while the ring is full); the consumer's receive of the switch, each record copied out, parked
+ * (ucx_lane_park.c) and its descriptor handed to its own worker through an endpoint to itself
+ * (UCX's `self` transport), where UCX's tag matching matches it with the application's
+ * receives as a head that came over UCX (the receive parses the parked copy); the
  * doorbell in the worker's wakeup set. On by default where the lane is; CDT_UCX_LANE_HEADS=off
  * keeps every head on UCX. Every function runs with the worker's lock held.
  */
@@ -108,9 +109,8 @@ int cdt__ucx_lane_heads_attached(struct cdt_ucx_ep_s *ep)
 {
     cdt_ucx_worker w = ep->w;
     cdt__ucx_lane_ep *l = ep->lane;
-    l->head_copy = malloc(CDT__LANE_HEAD_MAX);
     l->sw = calloc(1, sizeof(*l->sw));
-    if (l->head_copy == NULL || l->sw == NULL)
+    if (l->sw == NULL)
         return CDT_ERR_NO_MEMORY;
     ucp_request_param_t p = {.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK |
                                              UCP_OP_ATTR_FIELD_USER_DATA |
@@ -202,36 +202,50 @@ int cdt__ucx_lane_heads_post(struct cdt_ucx_ep_s *ep, struct cdt_ucx_request_s *
 
 static void handed(void *req, ucs_status_t st, void *user_data)
 {
-    (void)st; /* a head the worker could not take to itself: its receive never matches it */
+    (void)st; /* a descriptor the worker could not take to itself: no receive matches it */
     ucp_request_free(req);
     free(user_data);
 }
 
-/* one record's copy (l->head_copy) to the worker itself: its sender field names the lane's
- * endpoint. The copy is handed to UCX as it is, no second copy: a send that UCX completes at
- * once (self's eager messages, every head up to its segment size) leaves it for the next
- * record; one that stays in flight takes it along, freed when done, and the next record gets
- * a new buffer. */
-static int hand_off(struct cdt_ucx_ep_s *ep, cdt__ucx_lane_ep *l, uint64_t tag, size_t len)
+/* one parked record's descriptor to the worker itself (§10.6, Hand-off): UCX matches the
+ * 32 bytes with the application's receives, and the receive that matches them parses the
+ * parked copy. Its sender field names the lane's endpoint. */
+static int hand_off(struct cdt_ucx_ep_s *ep, uint64_t tag, uint32_t slot, unsigned char *copy,
+                    size_t len)
 {
     cdt_ucx_worker w = ep->w;
-    unsigned char *copy = l->head_copy;
     /* a split-mode prefix's sender is the endpoint's peer id, whatever the producer wrote:
      * receives so name the endpoint and fail with it alone (§10.6, Hand-off). A single-mode
      * message is whole and keeps its zero bytes. */
     if (len >= CDT__UCX_PREFIX_SIZE && copy[5] == CDT__UCX_MODE_SPLIT)
         cdt__put_u64(copy + 32, ep->peer_id);
-    ucp_request_param_t p = {.op_attr_mask =
-                                 UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA,
-                             .cb.send = handed,
-                             .user_data = copy};
-    void *q = ucp_tag_send_nbx(w->self_ep, copy, len, tag, &p);
+    unsigned char desc[CDT__UCX_PARK_DESC_SIZE];
+    cdt__ucx_park_commit(w, slot, len, desc); /* parked first: the match may run in the send */
+    ucp_request_param_t p = {.op_attr_mask = UCP_OP_ATTR_FLAG_FORCE_IMM_CMPL};
+    void *q = ucp_tag_send_nbx(w->self_ep, desc, sizeof desc, tag, &p);
     if (q == NULL)
-        return CDT_SUCCESS; /* UCX copied it: the buffer serves the next record */
-    if (UCS_PTR_IS_ERR(q))
+        return CDT_SUCCESS; /* UCX took the 32 bytes (self's short message: the usual case) */
+    if (UCS_PTR_IS_ERR(q) && UCS_PTR_STATUS(q) != UCS_ERR_NO_RESOURCE)
         return cdt__ucx_status(UCS_PTR_STATUS(q));
-    l->head_copy = NULL; /* the send's now (handed frees it) */
-    return CDT_SUCCESS;
+    /* not at once: the send keeps its own copy of the descriptor until it completes */
+    unsigned char *kept = malloc(sizeof desc);
+    if (kept == NULL)
+        return CDT_ERR_NO_MEMORY;
+    memcpy(kept, desc, sizeof desc);
+    ucp_request_param_t pk = {.op_attr_mask =
+                                  UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA,
+                              .cb.send = handed,
+                              .user_data = kept};
+    q = ucp_tag_send_nbx(w->self_ep, kept, sizeof desc, tag, &pk);
+    if (q == NULL) {
+        free(kept);
+        return CDT_SUCCESS;
+    }
+    if (UCS_PTR_IS_ERR(q)) {
+        free(kept);
+        return cdt__ucx_status(UCS_PTR_STATUS(q));
+    }
+    return CDT_SUCCESS; /* handed frees it */
 }
 
 /* consumer: hand up to `max` records to the worker; the count, or CDT_ERR_PEER */
@@ -239,14 +253,24 @@ static int take_records(struct cdt_ucx_ep_s *ep, cdt__ucx_lane_ep *l, int max)
 {
     int n = 0;
     while (n < max) {
-        if (l->head_copy == NULL && (l->head_copy = malloc(CDT__LANE_HEAD_MAX)) == NULL)
+        /* an empty ring (most progress calls) reserves no slot */
+        int pending = cdt__lane_heads_pending(&l->rx);
+        if (pending < 0)
+            return CDT_ERR_PEER;
+        if (pending == 0)
+            break;
+        uint32_t slot;
+        unsigned char *copy = cdt__ucx_park_buf(ep->w, &slot);
+        if (copy == NULL)
             return CDT_ERR_PEER; /* the endpoint fails rather than lose a head */
         uint64_t tag;
         size_t len;
-        int rc = cdt__lane_head_take(&l->rx, &tag, l->head_copy, CDT__LANE_HEAD_MAX, &len);
+        int rc = cdt__lane_head_take(&l->rx, &tag, copy, CDT__LANE_HEAD_MAX, &len);
+        if (rc <= 0)
+            cdt__ucx_park_unreserve(ep->w, slot);
         if (rc == 0)
             break;
-        if (rc < 0 || hand_off(ep, l, tag, len) != CDT_SUCCESS)
+        if (rc < 0 || hand_off(ep, tag, slot, copy, len) != CDT_SUCCESS)
             return CDT_ERR_PEER;
         n++;
     }
@@ -332,8 +356,6 @@ void cdt__ucx_lane_heads_end(struct cdt_ucx_ep_s *ep, int status)
         }
         l->sw = NULL;
     }
-    free(l->head_copy);
-    l->head_copy = NULL;
 }
 
 bool cdt__ucx_lane_heads_sleep(cdt_ucx_worker w)

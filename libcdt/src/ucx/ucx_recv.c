@@ -287,12 +287,11 @@ static cdt_ucx_request key_in_use(cdt_ucx_request r, uint64_t key)
  * regions, commit) is discarded by one sweep that takes them one after the other (one posted
  * receive at a time, whatever the header lists), so that its sender completes at once and the
  * endpoint stays usable. Never on a key another receive uses (its parts would be taken). */
-static void drain_refused(cdt_ucx_request r, size_t length)
+static void drain_refused(cdt_ucx_request r, const unsigned char *head, size_t length)
 {
     cdt__ucx_limits none = {.max_frame_bytes = -1, .max_regions = -1};
     cdt__ucx_head h;
-    if (cdt__ucx_parse_head(r->head, length, &none, &h) != CDT_SUCCESS ||
-        key_in_use(r, h.key) != NULL)
+    if (cdt__ucx_parse_head(head, length, &none, &h) != CDT_SUCCESS || key_in_use(r, h.key) != NULL)
         return;
     r->key = h.key;
     r->sender = h.sender;
@@ -305,15 +304,15 @@ static void drain_refused(cdt_ucx_request r, size_t length)
 }
 
 /* lock held: a split-mode head that arrived after its receive was abandoned and completed
- * (its bytes were kept in r->head): discard the tail, the regions and the commit, so that the
- * sender completes. */
-static void drain_abandoned_head(cdt_ucx_request r, size_t length)
+ * (its bytes were kept in r->head, or parked: `whole`): discard the tail, the regions and the
+ * commit, so that the sender completes. */
+static void drain_abandoned_head(cdt_ucx_request r, const unsigned char *head, size_t length,
+                                 bool whole)
 {
     cdt__ucx_limits none = {.max_frame_bytes = -1, .max_regions = -1};
     cdt__ucx_head h;
-    if (length > CDT__UCX_HEAD_MAX || r->pre_fill != length ||
-        cdt__ucx_parse_head(r->head, length, &none, &h) != CDT_SUCCESS ||
-        key_in_use(r, h.key) != NULL)
+    if (length > CDT__UCX_HEAD_MAX || !whole ||
+        cdt__ucx_parse_head(head, length, &none, &h) != CDT_SUCCESS || key_in_use(r, h.key) != NULL)
         return;
     r->key = h.key;
     r->sender = h.sender;
@@ -345,17 +344,23 @@ static bool decode_plain(cdt_ucx_request r, const unsigned char *S, cdt_count sl
     return true;
 }
 
-/* lock held: a split-mode head message arrived */
-static void head_arrived(cdt_ucx_request r, size_t length)
+/* lock held: a split-mode head message arrived: in r->head, or parked (a ring head, read
+ * until head_cb releases it) */
+static void head_arrived(cdt_ucx_request r, const unsigned char *head, size_t length)
 {
     cdt__ucx_recv_matched(r);
     cdt__ucx_head h;
-    int rc = cdt__ucx_parse_head(r->head, length, &r->limits, &h);
+    int rc = cdt__ucx_parse_head(head, length, &r->limits, &h);
     if (rc != CDT_SUCCESS) {
         if (rc == CDT_ERR_LIMIT)
-            drain_refused(r, length);
+            drain_refused(r, head, length);
         cdt__ucx_recv_fail(r, rc);
         return;
+    }
+    if (h.lane && head != r->head) {
+        /* a LANE head's receive reads its header again later, from r->head (ucx_lane_recv.c) */
+        memcpy(r->head, head, length);
+        h.part = r->head + (h.part - head);
     }
     r->key = h.key;
     r->sender = h.sender;
@@ -427,11 +432,20 @@ static void head_cb(void *ucx_req, ucs_status_t st, const ucp_tag_recv_info_t *i
     ucp_request_free(ucx_req);
     s->ucx = NULL;
     s->fired = true;
+    /* a ring head's descriptor (docs/TRANSPORT.md §10.6, Hand-off): the head is the parked
+     * copy it names, taken by this receive alone and released below */
+    const unsigned char *head = r->head;
+    size_t head_len = got.length;
+    uint32_t slot = 0;
+    bool parked = st == UCS_OK && !r->single && r->pre_fill == got.length &&
+                  cdt__ucx_park_claim(r->w, r->head, got.length, &head, &head_len, &slot);
     if (r->done) {
         /* a receive that completed before its message did (abandoned, or a failed single-mode
          * message): UCX has let go of it now. A split-mode head's parts are drained. */
         if (st == UCS_OK && r->abandon != CDT_SUCCESS)
-            drain_abandoned_head(r, got.length);
+            drain_abandoned_head(r, head, head_len, parked || r->pre_fill == got.length);
+        if (parked)
+            cdt__ucx_park_release(r->w, slot);
         if (r->orphaned)
             cdt__ucx_orphan_release(r);
         return;
@@ -439,8 +453,18 @@ static void head_cb(void *ucx_req, ucs_status_t st, const ucp_tag_recv_info_t *i
     if (st == UCS_OK) {
         r->info.tag = got.sender_tag;
         r->tag_known = true;
+        if (parked && head_len >= CDT__UCX_PREFIX_SIZE &&
+            cdt__ucx_prefix_mode(head) == CDT__UCX_MODE_SINGLE) {
+            /* a single-mode message in the ring (a send that chose its mode before the
+             * switch): the whole object, through the single-mode path from the parked copy */
+            r->pre_fill = 0; /* what the descriptor's bytes left there */
+            cdt__ucx_single_unpack(r, 0, head, head_len);
+            got.length = head_len;
+        }
         if (!cdt__ucx_single_complete(r, got.length))
-            head_arrived(r, got.length);
+            head_arrived(r, head, head_len);
+        if (parked)
+            cdt__ucx_park_release(r->w, slot);
     } else {
         /* a head receive this library did not cancel (no abandon, worker alive) was aborted by
          * UCX: a rendezvous head whose sender's endpoint failed (seen over shared memory) */

@@ -157,6 +157,8 @@ int cdt_ucx_worker_create(cdt_ucx_context context, const cdt_ucx_worker_params *
     w->protocol = protocol;
     w->sender_id = sender_id;
     random_bytes(w->key_secret, sizeof(w->key_secret));
+    random_bytes(w->park_secret, sizeof(w->park_secret));
+    w->park_free = UINT32_MAX; /* no slot yet */
     w->zcopy_threshold = threshold;
     *worker = w;
     return CDT_SUCCESS;
@@ -198,6 +200,7 @@ void cdt_ucx_worker_destroy(cdt_ucx_worker worker)
     cdt__ucx_single_dt_destroy(worker); /* no request uses them any more */
     cdt__ucx_drains_free_all(worker);   /* UCX calls back no more */
     cdt__ucx_orphans_free_all(worker);
+    cdt__ucx_park_free_all(worker); /* descriptors UCX still held are gone with it */
     cdt__ucx_buf_cache_clear(worker);
     cdt__ucx_request_pool_clear(worker);
     pthread_mutex_destroy(&worker->cache_lock);
