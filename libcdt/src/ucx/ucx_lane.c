@@ -281,8 +281,14 @@ static bool peer_shares(const cdt__ucx_lane_ep *l, int cpu)
            (l->tx_attached && cdt__lane_peer_cpu(&l->tx) == cpu);
 }
 
-/* one endpoint's lanes: 0, or CDT_ERR_PEER when the endpoint must fail. *moved: a grant, data
- * or a release moved; *heads: a head went through the head ring */
+/* ep_progress's answer when the endpoint ended inside it (its lanes are freed, l with them) */
+enum { EP_ENDED = 1 };
+
+/* one endpoint's lanes: 0, CDT_ERR_PEER when the endpoint must fail, or EP_ENDED when it ended
+ * inside this call: a message posted here, a send or a receive completed here can end it (UCX
+ * may call the endpoint's error handler from within ucp_tag_send_nbx), and then l is freed and
+ * must not be read again. *moved: a grant, data or a release moved; *heads: a head went through
+ * the head ring */
 static int ep_progress(struct cdt_ucx_ep_s *ep, cdt__ucx_lane_ep *l, bool *moved, bool *heads)
 {
     if (l->tx_made && !l->tx_attached) {
@@ -294,13 +300,18 @@ static int ep_progress(struct cdt_ucx_ep_s *ep, cdt__ucx_lane_ep *l, bool *moved
             l->tx_attached = true;
             __atomic_store_n(&ep->lane_ready, true, __ATOMIC_RELEASE);
             cdt__ucx_lane_heads_switch(ep); /* when the consumer takes heads from the ring */
+            if (ep->lane != l)
+                return EP_ENDED;
         }
     }
     if (l->heads_tx || l->sw != NULL || l->heads_rx) {
         if (l->rx_attached && l->rx.error != CDT_SUCCESS)
             return CDT_ERR_PEER;
         bool heads_moved = false;
-        if (cdt__ucx_lane_heads_progress(ep, &heads_moved) != CDT_SUCCESS)
+        int rc = cdt__ucx_lane_heads_progress(ep, &heads_moved);
+        if (ep->lane != l)
+            return EP_ENDED;
+        if (rc != CDT_SUCCESS)
             return CDT_ERR_PEER;
         if (heads_moved)
             l->idle_since = 0;
@@ -310,11 +321,15 @@ static int ep_progress(struct cdt_ucx_ep_s *ep, cdt__ucx_lane_ep *l, bool *moved
     uint64_t grants_before = l->rx.grants_posted;
     if (l->tx_attached && (l->cur != NULL || l->q_head != NULL)) {
         int rc = cdt__ucx_lane_pump_send(l);
+        if (ep->lane != l)
+            return EP_ENDED;
         if (rc < 0)
             return CDT_ERR_PEER;
     }
     if (l->rx_attached && l->in_head != NULL) {
         int rc = cdt__ucx_lane_pump_recv(l);
+        if (ep->lane != l)
+            return EP_ENDED;
         if (rc < 0)
             return CDT_ERR_PEER;
     }
@@ -364,7 +379,10 @@ void cdt__ucx_lane_progress(cdt_ucx_worker w, unsigned ucx_events)
             cpu = sched_getcpu();
         note_cpu(l, cpu);
         bool moved = false, heads = false;
-        if (ep_progress(ep, l, &moved, &heads) != CDT_SUCCESS) {
+        int rc = ep_progress(ep, l, &moved, &heads);
+        if (rc == EP_ENDED)
+            continue;
+        if (rc != CDT_SUCCESS) {
             cdt__ucx_lane_ep_fail(ep); /* frees the lanes */
             continue;
         }
