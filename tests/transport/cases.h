@@ -91,6 +91,8 @@ int lane_fds(void);
 int lane_heads_case(const char *which);
 int lane_yield_case(void);
 int lane_yield_shared_case(void);
+/* cases_lane_heads.c: progress until p's endpoint says its heads go through the ring */
+void lane_wait_heads(peer *p);
 /* cases_lane_handoff.c: ring heads reach the receiver's matching as descriptors */
 int lane_handoff_case(const char *which); /* "" or "forged" */
 /* cases_lane_setup.c: a no-lane record that comes in a later stream chunk than its id */

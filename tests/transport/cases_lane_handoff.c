@@ -54,27 +54,36 @@ static cdt_count ho_count(int i)
     return i % 2 == 0 ? 1024 : 2048;
 }
 
-static void ho_wait_heads(peer *p)
+/* both sides, before the objects: the lane offered (tag 1), the ring switched on at both
+ * ends, the server's word to go (tag 2); returns a buffer of 2,048 int64 values */
+static int64_t *ho_client_start(peer *p)
 {
-    char t[512];
-    for (int64_t end = now_ms() + 10000;;) {
-        CHECK_RC(cdt_ucx_ep_transports(p->ep, t, sizeof(t)));
-        if (strstr(t, "+heads") != NULL)
-            return;
-        CHECK(now_ms() < end);
-        cdt_ucx_worker_progress(p->w);
-    }
+    int64_t one = 1;
+    CHECK_RC(cdt_ucx_send(p->ep, &one, 1, CDT_INT64, 1, T_TIMEOUT_MS)); /* offers the lane */
+    lane_wait_heads(p);
+    CHECK_RC(
+        cdt_ucx_recv(p->w, &one, 1, CDT_INT64, 2, CDT_UCX_TAG_MASK_FULL, NULL, NULL, T_TIMEOUT_MS));
+    int64_t *v = malloc(2048 * sizeof(int64_t));
+    CHECK(v != NULL);
+    return v;
+}
+
+static int64_t *ho_server_start(peer *p)
+{
+    int64_t one = 0;
+    CHECK_RC(
+        cdt_ucx_recv(p->w, &one, 1, CDT_INT64, 1, CDT_UCX_TAG_MASK_FULL, NULL, NULL, T_TIMEOUT_MS));
+    lane_wait_heads(p);
+    CHECK_RC(cdt_ucx_send(p->ep, &one, 1, CDT_INT64, 2, T_TIMEOUT_MS));
+    int64_t *v = malloc(2048 * sizeof(int64_t));
+    CHECK(v != NULL);
+    return v;
 }
 
 static void handoff_client(peer *p)
 {
     int64_t one = 1;
-    CHECK_RC(cdt_ucx_send(p->ep, &one, 1, CDT_INT64, 1, T_TIMEOUT_MS)); /* offers the lane */
-    ho_wait_heads(p);
-    CHECK_RC(
-        cdt_ucx_recv(p->w, &one, 1, CDT_INT64, 2, CDT_UCX_TAG_MASK_FULL, NULL, NULL, T_TIMEOUT_MS));
-    int64_t *v = malloc(2048 * sizeof(int64_t));
-    CHECK(v != NULL);
+    int64_t *v = ho_client_start(p);
     for (int i = 0; i < HO_N; i++) {
         for (cdt_count k = 0; k < ho_count(i); k++)
             v[k] = (int64_t)i * 1000003 + k;
@@ -90,12 +99,7 @@ static void handoff_client(peer *p)
 static void handoff_server(peer *p)
 {
     int64_t one = 0;
-    CHECK_RC(
-        cdt_ucx_recv(p->w, &one, 1, CDT_INT64, 1, CDT_UCX_TAG_MASK_FULL, NULL, NULL, T_TIMEOUT_MS));
-    ho_wait_heads(p);
-    CHECK_RC(cdt_ucx_send(p->ep, &one, 1, CDT_INT64, 2, T_TIMEOUT_MS));
-    int64_t *v = malloc(2048 * sizeof(int64_t));
-    CHECK(v != NULL);
+    int64_t *v = ho_server_start(p);
     long long before = atomic_load(&tag_send_bytes);
     for (int i = 0; i < HO_N; i++) {
         if (i == HO_N / 2 + 1) {
@@ -129,12 +133,7 @@ static void handoff_server(peer *p)
 static void forged_client(peer *p)
 {
     int64_t one = 1;
-    CHECK_RC(cdt_ucx_send(p->ep, &one, 1, CDT_INT64, 1, T_TIMEOUT_MS)); /* offers the lane */
-    ho_wait_heads(p);
-    CHECK_RC(
-        cdt_ucx_recv(p->w, &one, 1, CDT_INT64, 2, CDT_UCX_TAG_MASK_FULL, NULL, NULL, T_TIMEOUT_MS));
-    int64_t *v = malloc(2048 * sizeof(int64_t));
-    CHECK(v != NULL);
+    int64_t *v = ho_client_start(p);
     /* forged descriptors: object A through the ring (its head parked at the server, whose
      * receive is not posted), then over UCX descriptor-shaped messages for every slot and
      * generation the server can have used, each without the server's secret */
@@ -163,12 +162,7 @@ static void forged_client(peer *p)
 static void forged_server(peer *p)
 {
     int64_t one = 0;
-    CHECK_RC(
-        cdt_ucx_recv(p->w, &one, 1, CDT_INT64, 1, CDT_UCX_TAG_MASK_FULL, NULL, NULL, T_TIMEOUT_MS));
-    ho_wait_heads(p);
-    CHECK_RC(cdt_ucx_send(p->ep, &one, 1, CDT_INT64, 2, T_TIMEOUT_MS));
-    int64_t *v = malloc(2048 * sizeof(int64_t));
-    CHECK(v != NULL);
+    int64_t *v = ho_server_start(p);
     usleep(200 * 1000); /* A and the forged messages arrive before any receive is posted */
     for (int k = 0; k < 100; k++) /* A parked, the forged messages in UCX's unexpected queue */
         cdt_ucx_worker_progress(p->w);

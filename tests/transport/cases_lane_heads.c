@@ -60,7 +60,7 @@ static bool has_heads(peer *p)
 }
 
 /* progress until the endpoint says its heads go through the ring (10 s at most) */
-static void wait_heads(peer *p)
+void lane_wait_heads(peer *p)
 {
     char t[512];
     for (int64_t end = now_ms() + 10000;;) {
@@ -79,7 +79,7 @@ static void client_switch(peer *p, bool answer)
 {
     int64_t one = 1;
     CHECK_RC(cdt_ucx_send(p->ep, &one, 1, CDT_INT64, 1, T_TIMEOUT_MS)); /* offers the lane */
-    wait_heads(p);
+    lane_wait_heads(p);
     if (answer)
         CHECK_RC(cdt_ucx_recv(p->w, &one, 1, CDT_INT64, 2, CDT_UCX_TAG_MASK_FULL, NULL, NULL,
                               T_TIMEOUT_MS));
@@ -90,7 +90,7 @@ static void server_switch(peer *p, bool answer)
     int64_t one = 0;
     CHECK_RC(
         cdt_ucx_recv(p->w, &one, 1, CDT_INT64, 1, CDT_UCX_TAG_MASK_FULL, NULL, NULL, T_TIMEOUT_MS));
-    wait_heads(p);
+    lane_wait_heads(p);
     if (answer)
         CHECK_RC(cdt_ucx_send(p->ep, &one, 1, CDT_INT64, 2, T_TIMEOUT_MS));
 }
@@ -163,7 +163,7 @@ static void order_client(peer *p)
         lh_fill(ebuf[i], i, n);
         CHECK_RC(cdt_ucx_isend(p->ep, ebuf[i], n, CDT_INT64, 1000 + (cdt_ucx_tag)i, &early[i]));
     }
-    wait_heads(p); /* progress: the switch goes behind them */
+    lane_wait_heads(p); /* progress: the switch goes behind them */
     lh_send_range(p, LH_EARLY, LH_N, 1000);
     for (int i = 1; i < LH_EARLY; i++) {
         CHECK_RC(cdt_ucx_request_wait(early[i], T_TIMEOUT_MS));
@@ -517,14 +517,14 @@ static void fallback_server(peer *p)
 static void default_client(peer *p)
 {
     lh_send_range(p, 0, 400, 1000);
-    wait_heads(p);
+    lane_wait_heads(p);
     CHECK(has_heads(p));
 }
 
 static void default_server(peer *p)
 {
     lh_recv_range(p, 0, 400, 1000);
-    wait_heads(p);
+    lane_wait_heads(p);
 }
 
 int lane_heads_case(const char *which)
