@@ -133,6 +133,20 @@ static int read_full(int fd, void *b, size_t n)
 
 /* ---- between processes ---- */
 
+/* the receiving child's wall and CPU time (its last write on fd), once it exited cleanly; -1
+ * when it did not (a short read, a copy that failed or a byte that differed) */
+static int child_result(int fd, pid_t kid, result *res)
+{
+    double t[2];
+    int st, ok = read_full(fd, t, sizeof t) == 0;
+    waitpid(kid, &st, 0);
+    if (!ok || !WIFEXITED(st) || WEXITSTATUS(st) != 0)
+        return -1;
+    res->wall = t[0];
+    res->cpu_recv = t[1];
+    return 0;
+}
+
 /* the lane's stream: the sender (this process) copies into the ring, the receiver (a child)
  * copies out; the child reports its wall and CPU time */
 static int lane_procs(const bench_case *c, int fresh, result *res)
@@ -205,17 +219,11 @@ static int lane_procs(const bench_case *c, int fresh, result *res)
         }
     }
     res->cpu_send = cpu_s() - c0;
-    double t[2];
-    int st, ok = read_full(pp[0], t, sizeof t) == 0;
-    waitpid(kid, &st, 0);
+    int rc = child_result(pp[0], kid, res);
     close(pp[0]);
     close(pp[1]);
     cdt__lane_close(&p);
-    if (!ok || !WIFEXITED(st) || WEXITSTATUS(st) != 0)
-        return -1;
-    res->wall = t[0];
-    res->cpu_recv = t[1];
-    return 0;
+    return rc;
 }
 
 /* the pull: the sender (this process) writes its iovec list to the receiver (a child) and waits
@@ -264,19 +272,13 @@ static int pull_procs(const bench_case *c, int fresh, result *res)
             return -1;
     }
     res->cpu_send = cpu_s() - c0;
-    double t[2];
-    int st, ok = read_full(pp[0], t, sizeof t) == 0;
-    waitpid(kid, &st, 0);
+    int rc = child_result(pp[0], kid, res);
     for (int i = 0; i < 2; i++) {
         close(req[i]);
         close(ack[i]);
         close(pp[i]);
     }
-    if (!ok || !WIFEXITED(st) || WEXITSTATUS(st) != 0)
-        return -1;
-    res->wall = t[0];
-    res->cpu_recv = t[1];
-    return 0;
+    return rc;
 }
 
 /* ---- in one process: each pass alone on one core ---- */
