@@ -159,9 +159,8 @@ int cdtpy_decode_inplace(cdt_decoder dec, const char *p, cdt_count header_and_st
                          cdt_count region_count);
 int64_t cdtpy_mpi_pack_inband(const char *stream, cdt_count len, uint32_t oid,
                               cdt_count threshold, char *dst, cdt_count cap);
-typedef struct { void *stream; cdt_count stream_len; uint32_t oid; int plain; } cdtpy_inband;
-int cdtpy_mpi_unpack_inband(const char *head, cdt_count n, cdt_count max_bytes,
-                            cdt_count max_regions, cdtpy_inband *out);
+int64_t cdtpy_mpi_unpack_inband(const char *head, cdt_count n, cdt_count max_bytes,
+                                cdt_count max_regions);
 int cdtpy_mpi_head_regions(const char *head, cdt_count n);
 
 extern "Python" int cdtpy_alloc_hook(void *user, cdt_count index, cdt_count len, cdt_kind kind,
@@ -344,14 +343,6 @@ static int cdtpy_decode_inplace(cdt_decoder dec, const char *p, cdt_count pos,
 #define CDTPY_MPI_PREFIX 16
 #define CDTPY_MPI_MAGIC 0x32544443u /* "CDT2" little-endian, as cdtypes/_cffi/module.py */
 
-/* what cdtpy_mpi_unpack_inband gives back */
-typedef struct {
-    void *stream;
-    cdt_count stream_len;
-    uint32_t oid;
-    int plain; /* cdtpy_pickle_plain(stream, stream_len, 0): the scan in the same crossing */
-} cdtpy_inband;
-
 static cdt_type cdtpy_sobj_type_(void)
 {
     static cdt_type t; /* cdt_sobj_type() lives for the whole program: a race stores it twice */
@@ -428,13 +419,16 @@ static int cdtpy_mpi_head_regions(const char *head, cdt_count n)
 
 /* A received head of n bytes whose frame has no regions, checked as the general path checks it
  * (the prefix's magic, the frame header under max_bytes / max_regions (negative: none), the
- * frame's size against the bytes received, the whole frame by the decoder) and its stream
- * copied into memory from cdtpy_alloc (out->stream, the caller's to cdtpy_free) and scanned
- * (out->plain: a collective receiver's early answer tests it, docs/MPI.md §14.5). Returns 0, or
- * 1 when the head takes the general path: it has regions, or any check or call failed (the
- * general path then raises the error, with its message). */
-static int cdtpy_mpi_unpack_inband(const char *head, cdt_count n, cdt_count max_bytes,
-                                   cdt_count max_regions, cdtpy_inband *out)
+ * frame's size against the bytes received, the whole frame by the decoder, into scratch memory)
+ * and its stream scanned (a collective receiver's early answer tests it, docs/MPI.md §14.5).
+ * The stream is the head's last bytes (the frame ends with it; checked against what the decoder
+ * wrote): the caller copies it from there, so that one crossing gives it all and nothing is
+ * handed back to free. Returns -1 when the head takes the general path (it has regions, any
+ * check or call failed: the general path then raises the error, with its message; or the stream
+ * is not where this function looks for it), else the stream's length L, whether it is plain and
+ * the object's id as ((L << 1 | plain) << 32) | oid. */
+static int64_t cdtpy_mpi_unpack_inband(const char *head, cdt_count n, cdt_count max_bytes,
+                                       cdt_count max_regions)
 {
     const unsigned char *p = (const unsigned char *)head;
     cdt_decoder_params params;
@@ -452,13 +446,13 @@ static int cdtpy_mpi_unpack_inband(const char *head, cdt_count n, cdt_count max_
     int64_t regions =
         cdtpy_mpi_head_regions_(p, n, &dec, params.field_mask ? &params : NULL, &info);
     if (regions < 0)
-        return 1;
+        return -1;
     const char *frame = head + CDTPY_MPI_PREFIX;
     cdt_count size = n - CDTPY_MPI_PREFIX;
     if (regions != 0 || info.frame_size != size ||
         (max_bytes >= 0 && info.frame_size > max_bytes)) {
         cdt_decoder_free(dec);
-        return 1;
+        return -1;
     }
     uint32_t oid = 0;
     for (int k = 3; k >= 0; k--)
@@ -472,6 +466,7 @@ static int cdtpy_mpi_unpack_inband(const char *head, cdt_count n, cdt_count max_
     so.alloc_user = slots;
     rc = cdt_sobj_recv_prepare(&so, dec);
     int prepared = rc == 0;
+    cdt_count len = 0;
     if (prepared) {
         so.alloc_user = NULL;
         rc = cdt_decoder_bind(dec, &so, 1, cdtpy_sobj_type_());
@@ -479,19 +474,21 @@ static int cdtpy_mpi_unpack_inband(const char *head, cdt_count n, cdt_count max_
             rc = cdt_decoder_write(dec, 0, frame, size);
         if (rc == 0)
             rc = cdt_decoder_finish(dec);
-        out->stream_len = so.inband_len;
+        len = so.inband_len;
     }
     cdt_decoder_free(dec);
     if (prepared)
         cdt_sobj_release(&so); /* its own bookkeeping; the stream is slots[0], ours */
-    if (rc != 0) {
-        cdtpy_free(slots[0]);
-        return 1;
-    }
-    out->stream = slots[0];
-    out->oid = oid;
-    out->plain = cdtpy_pickle_plain(slots[0], (size_t)out->stream_len, 0);
-    return 0;
+    /* the stream as the decoder wrote it is the frame's last len bytes (one contiguous in-band
+     * part: FORMAT.md); a frame laid out otherwise takes the general path */
+    if (rc == 0 && (len > size || len >= ((cdt_count)1 << 30) ||
+                    (len > 0 && memcmp(frame + size - len, slots[0], (size_t)len) != 0)))
+        rc = 1;
+    cdtpy_free(slots[0]);
+    if (rc != 0)
+        return -1;
+    int plain = cdtpy_pickle_plain((const unsigned char *)frame + size - len, (size_t)len, 0);
+    return ((((int64_t)len << 1) | (plain != 0)) << 32) | oid;
 }
 """ % dict(decl=decl, core=core, ucx=ucx, macros=macros)
 

@@ -67,6 +67,52 @@ def test_cffi_inband_head_takes_one_call():
     inc.finish()
 
 
+class _Counting:
+    """A stand-in for the cffi backend's ffi or lib that counts the calls made through it."""
+
+    def __init__(self, real, calls):
+        self._real, self._calls = real, calls
+
+    def __getattr__(self, name):
+        attr = getattr(self._real, name)
+        if not callable(attr):
+            return attr
+
+        def counted(*a, **kw):
+            self._calls.append(name)
+            return attr(*a, **kw)
+        return counted
+
+
+@pytest.mark.skipif(impl.__name__ != "cdtypes._cffi", reason="the cffi backend's crossings")
+def test_cffi_inband_receive_crossings(monkeypatch):
+    """The cffi receiver of a head without buffers (a collective's small object, docs/MPI.md
+    §14.5's cost): one export of the head and one C call that checks, decodes and scans it,
+    with nothing made or handed back around it (the stream copied from the head's end), and
+    the scans of a bytes stream (stream_plain, stream_needs_check: the early answer's checks)
+    with no export. Fails where the call fills a cdtpy_inband struct (ffi.new) whose stream
+    must be freed (cdtpy_free), or where a scan exports the bytes (ffi.from_buffer)."""
+    from cdtypes._cffi import mpi as cffi_mpi, receive as cffi_receive
+    obj = OBJECTS[0]
+    frame, head, _, _ = impl.mpi_pack(obj, 77, 0)
+    calls = []
+    for mod in (cffi_mpi, cffi_receive):
+        monkeypatch.setattr(mod, "ffi", _Counting(mod.ffi, calls))
+        monkeypatch.setattr(mod, "lib", _Counting(mod.lib, calls))
+    inc, oid, dests, layout = impl.mpi_unpack(head, None, -1, -1)
+    assert calls == ["from_buffer", "cdtpy_mpi_unpack_inband", "buffer", "release"]
+    stream, bufs, plain = inc.finish_plain()
+    assert (oid, dests, layout, bufs, plain) == (77, [], None, [], True)
+    assert pickle.loads(stream) == obj and type(stream) is bytes
+    del calls[:]
+    assert impl.stream_plain(stream, 0) and not impl.stream_needs_check(stream)
+    assert calls == ["cdtpy_pickle_plain", "cdtpy_stream_needs_check"]
+    # a bytearray is exported as before
+    del calls[:]
+    assert impl.stream_plain(bytearray(stream), 0)
+    assert "from_buffer" in calls
+
+
 ERRORS = r"""
 import struct, sys
 import cdtypes
