@@ -84,8 +84,34 @@ def main(csv_path, out_path, transports_path=None):
                 cells.append("-")
             out.append(f"| {s} | " + " | ".join(cells) + " |")
         out.append("")
+    out += allocation_rows(data)
     with open(out_path, "w") as f:
         f.write("\n".join(out))
+
+
+def allocation_rows(data):
+    """The receive type's allocation as its own row: each double_vec case beside its _reused
+    case (the same object received into the arrays of the message before), libcdt's MB/s in
+    both and the time an object the allocation adds (fresh minus reused, in us per MiB)."""
+    out = []
+    for (case, metric), series in data.items():
+        reused = data.get((case + "_reused", metric))
+        if metric != "bandwidth_mbs" or reused is None or "libcdt" not in series \
+                or "libcdt" not in reused:
+            continue
+        sizes = sorted(set(series["libcdt"]) & set(reused["libcdt"]))
+        if not sizes:
+            continue
+        out += [f"## {case}: the receiver's allocation (libcdt, fresh arrays against reused)", "",
+                "| size (B) | fresh MB/s | reused MB/s | fresh / reused | allocation's cost (us per MiB) |",
+                "|---:|---:|---:|---:|---:|"]
+        for s in sizes:
+            a, b = series["libcdt"][s], reused["libcdt"][s]
+            # MB/s = bytes per us: us per MiB = 1,048,576 / (MB/s)
+            cost = 1048576 / a - 1048576 / b if a > 0 and b > 0 else float("nan")
+            out.append(f"| {s} | {a:.2f} | {b:.2f} | {a / b:.2f} | {cost:+.1f} |")
+        out.append("")
+    return out
 
 
 if __name__ == "__main__":

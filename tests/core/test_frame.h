@@ -33,6 +33,7 @@ void test_gather_ranges(void);
 void test_strided_regions(void);
 void test_region_iov_windows(void);
 void test_empty_regions(void);
+void test_finish_region_holes(void);
 
 /* frame_sobj.c: the serialized-object adapter and its allocator hook; region bytes that come
  * before the packed stream */

@@ -27,7 +27,8 @@ struct cdt_decoder_s {
     cdt_count object_count; /* the sender's count, -1 when the frame carries none */
     unsigned char *header;  /* copy of the validated header: header_inline or allocated */
     dec_region *regions;
-    cdt_op op; /* &op_storage after bind */
+    cdt_count region_longest; /* the longest region's byte length (the parse's walk) */
+    cdt_op op;                /* &op_storage after bind */
     struct cdt_op_s op_storage;
     bool custom;           /* receiving into a custom type */
     cdt__ranges arrived;   /* frame bytes received */
@@ -87,7 +88,8 @@ int cdt_decoder_create_advanced(const void *data, cdt_count len, const cdt_decod
         goto fail;
     }
     memcpy(d->header, data, (size_t)info.header_size);
-    if ((rc = cdt__frame_parse_regions(d->header, &info, d->regions)) != CDT_SUCCESS)
+    if ((rc = cdt__frame_parse_regions(d->header, &info, d->regions, &d->region_longest)) !=
+        CDT_SUCCESS)
         goto fail;
     d->info = info;
     d->object_count = object_count;
@@ -134,6 +136,16 @@ int cdt_decoder_region_info(cdt_decoder d, cdt_count index, cdt_count *len_bytes
     if (d == NULL || index < 0 || index >= d->info.region_count)
         return CDT_ERR_INVALID_ARG;
     return cdt__region_info(&d->regions[index].rec, len_bytes, kind, frame_offset);
+}
+
+void cdt__decoder_region_shape(cdt_decoder d, cdt__region_shape *out)
+{
+    const cdt_frame_info *in = &d->info;
+    out->longest = d->region_longest;
+    out->bytes = in->region_bytes;
+    /* the parse put every region at its aligned offset and ended at frame_size exactly: no
+     * byte of padding anywhere when the sizes add up */
+    out->gapless = in->frame_size - in->header_size - in->packed_size == in->region_bytes;
 }
 
 int cdt_decoder_bind(cdt_decoder d, void *buf, cdt_count count, cdt_type type)
@@ -388,7 +400,11 @@ int cdt_decoder_finish(cdt_decoder d)
     const cdt_frame_info *in = &d->info;
     if (!cdt__ranges_covers(&d->arrived, in->header_size, in->header_size + in->packed_size))
         return CDT_ERR_INCOMPLETE;
-    for (cdt_count i = 0; i < in->region_count; i++) {
+    /* every region lies in [header_size + packed_size, frame_size) (the parse): when the bytes
+     * arrived cover all of that as one range, as a gapless frame written in order does, no
+     * region needs a look of its own */
+    bool all = cdt__ranges_covers(&d->arrived, in->header_size, in->frame_size);
+    for (cdt_count i = 0; !all && i < in->region_count; i++) {
         const cdt__region_rec *r = &d->regions[i].rec;
         if (!cdt__ranges_covers(&d->arrived, r->frame_offset, r->frame_offset + r->bytes))
             return CDT_ERR_INCOMPLETE;

@@ -56,7 +56,7 @@ static bool decode_whole(const unsigned char *data, cdt_count len, void *buf, cd
     }
     dec_region regions[WHOLE_REGIONS];
     if (type == NULL || type->cls != CDT__CLASS_CUSTOM || info.region_count > WHOLE_REGIONS ||
-        cdt__frame_parse_regions(data, &info, regions) != CDT_SUCCESS)
+        cdt__frame_parse_regions(data, &info, regions, NULL) != CDT_SUCCESS)
         return false;
     struct cdt_op_s op;
     *rc = cdt__op_init(&op, buf, count, type, false);

@@ -70,14 +70,22 @@ static int layout_frame(cdt_frame f, cdt_count packed_size, const region_src *sr
         cdt__add_overflows(header_size, packed_size, &off))
         return CDT_ERR_OVERFLOW;
     f->head_len = off;
+    f->region_shape = (cdt__region_shape){.gapless = true};
     for (cdt_count i = 0; i < f->region_count; i++) {
         cdt__region_rec *r = &f->regions[i].rec;
         if (cdt__mul_overflows(src[i].len, src[i].type->size, &r->bytes))
             return CDT_ERR_OVERFLOW;
         r->kind = src[i].type->kind == CDT_KIND_MIXED ? CDT_KIND_BYTE : src[i].type->kind;
+        cdt_count end = off; /* of the bytes before: padding when the region starts later */
         if (!cdt__frame_align(off, &r->frame_offset) ||
             cdt__add_overflows(r->frame_offset, r->bytes, &off))
             return CDT_ERR_OVERFLOW;
+        cdt__region_shape *s = &f->region_shape;
+        if (r->bytes > s->longest)
+            s->longest = r->bytes;
+        s->bytes += r->bytes; /* at most off, which did not overflow */
+        if (r->frame_offset != end)
+            s->gapless = false;
     }
     f->frame_size = off;
     f->header_size = header_size;

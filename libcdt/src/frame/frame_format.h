@@ -150,6 +150,18 @@ static inline int cdt__region_info(const cdt__region_rec *r, cdt_count *len_byte
     return CDT_SUCCESS;
 }
 
+/* The shape of a frame's region table, kept by the walk that laid it out (frame_encode.c) or
+ * checked it (the decoder's parse): the longest region's byte length (0: none), all regions'
+ * bytes, and whether every region follows the bytes before it (the packed stream, the region
+ * before) with no padding. The lane's cursor and head take a frame whose regions all travel
+ * inline as one run without a look at each region (docs/TRANSPORT.md §10.3). */
+typedef struct cdt__region_shape {
+    cdt_count longest, bytes;
+    bool gapless;
+} cdt__region_shape;
+CDT__TRANSPORT_SHARED void cdt__frame_region_shape(cdt_frame f, cdt__region_shape *out);
+CDT__TRANSPORT_SHARED void cdt__decoder_region_shape(cdt_decoder d, cdt__region_shape *out);
+
 /* cdt_frame_encode(), except that the packed stream is not packed now: cdt_frame_gather()
  * packs the part of it that is asked for, straight into the caller's memory (the transport's
  * single-mode messages: packing happens inside UCX's own copy, piece by piece). Such a frame

@@ -62,10 +62,11 @@ int cdt_frame_header_size(const void *data, cdt_count len, cdt_count *header_siz
 }
 
 /* Region table: lengths, kinds, and offsets that must add up to frame_size exactly. */
-int cdt__frame_parse_regions(const unsigned char *h, cdt_frame_info *info, dec_region *regions)
+int cdt__frame_parse_regions(const unsigned char *h, cdt_frame_info *info, dec_region *regions,
+                             cdt_count *longest)
 {
     cdt_count off = info->header_size + info->packed_size, stream = info->packed_size;
-    cdt_count sum = 0;
+    cdt_count sum = 0, max = 0;
     for (cdt_count i = 0; i < info->region_count; i++) {
         const unsigned char *e = h + CDT_FRAME_FIXED_HEADER_SIZE + i * CDT_FRAME_REGION_ENTRY_SIZE;
         uint64_t bytes = cdt__get_u64(e + CDT__REG_OFF_LEN);
@@ -84,10 +85,14 @@ int cdt__frame_parse_regions(const unsigned char *h, cdt_frame_info *info, dec_r
             cdt__add_overflows(sum, r->rec.bytes, &sum) ||
             cdt__add_overflows(stream, r->rec.bytes, &stream) || off > info->frame_size)
             return CDT_ERR_FRAME_MALFORMED;
+        if (r->rec.bytes > max)
+            max = r->rec.bytes;
     }
     if (off != info->frame_size)
         return CDT_ERR_FRAME_MALFORMED;
     info->region_bytes = sum;
+    if (longest != NULL)
+        *longest = max;
     return CDT_SUCCESS;
 }
 

@@ -25,9 +25,9 @@ static inline int cdt__frame_check_count(cdt_count object_count, cdt_count count
     return object_count < 0 || object_count == count ? CDT_SUCCESS : CDT_ERR_FRAME_MISMATCH;
 }
 /* the region table: lengths, kinds and offsets that add up to frame_size exactly; fills
- * info->region_bytes */
+ * info->region_bytes and *longest (the longest region's byte length, 0 with none; may be NULL) */
 CDT__HIDDEN int cdt__frame_parse_regions(const unsigned char *h, cdt_frame_info *info,
-                                         dec_region *regions);
+                                         dec_region *regions, cdt_count *longest);
 /* a custom receiver's regions (fetched once its packed stream is in) against the header's */
 CDT__HIDDEN int cdt__frame_match_regions(cdt_op op, const cdt_frame_info *info,
                                          const dec_region *regions);

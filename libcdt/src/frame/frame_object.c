@@ -51,6 +51,11 @@ int cdt_frame_region_count(cdt_frame f, cdt_count *n)
     return CDT_SUCCESS;
 }
 
+void cdt__frame_region_shape(cdt_frame f, cdt__region_shape *out)
+{
+    *out = f->region_shape;
+}
+
 int cdt_frame_region_info(cdt_frame f, cdt_count index, cdt_count *len_bytes, cdt_kind *kind,
                           cdt_count *frame_offset)
 {

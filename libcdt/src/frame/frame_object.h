@@ -32,7 +32,8 @@ struct cdt_frame_s {
     cdt_count header_size, head_alloc_len;
     cdt_count region_count;
     frame_region *regions;
-    cdt_iov *pieces; /* all regions' pieces, in order */
+    cdt__region_shape region_shape; /* layout_frame's */
+    cdt_iov *pieces;                /* all regions' pieces, in order */
     cdt_count n_pieces;
     cdt_iov *iov;         /* head, then per region: optional pad, pieces */
     cdt_count *iov_start; /* frame offset of each iov entry: gather finds its start by bisection */

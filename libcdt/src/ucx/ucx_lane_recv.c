@@ -96,7 +96,14 @@ static int header_ready(cdt_ucx_request r, uint64_t lane_len)
         rc = r->prepare != NULL ? r->prepare(r->prepare_arg, r->dec)
                                 : cdt_decoder_bind(r->dec, r->buf, r->count, r->type);
     cdt_count inline_bytes = 0;
-    for (cdt_count i = 0; rc == CDT_SUCCESS && i < in.region_count; i++) {
+    cdt__region_shape shape = {0};
+    if (rc == CDT_SUCCESS)
+        cdt__decoder_region_shape(r->dec, &shape);
+    /* none is large (the parse's longest): no region needs a look of its own */
+    bool all_inline = rc == CDT_SUCCESS && shape.longest < r->threshold;
+    if (all_inline)
+        inline_bytes = shape.bytes;
+    for (cdt_count i = 0; rc == CDT_SUCCESS && !all_inline && i < in.region_count; i++) {
         cdt_count len;
         rc = cdt_decoder_region_info(r->dec, i, &len, NULL, NULL);
         if (rc == CDT_SUCCESS && cdt__ucx_separate(len, r->threshold, i))
@@ -190,7 +197,14 @@ void cdt__ucx_lane_head(cdt_ucx_request r, const cdt__ucx_head *h)
         rc = r->prepare != NULL ? r->prepare(r->prepare_arg, r->dec)
                                 : cdt_decoder_bind(r->dec, r->buf, r->count, r->type);
     cdt_count inline_bytes = 0, nsep = 0;
-    for (cdt_count i = 0; rc == CDT_SUCCESS && i < in.region_count; i++) {
+    cdt__region_shape shape = {0};
+    if (rc == CDT_SUCCESS)
+        cdt__decoder_region_shape(r->dec, &shape);
+    /* none is large (the parse's longest): all travel in the lane, with no look at each */
+    bool all_inline = rc == CDT_SUCCESS && shape.longest < r->threshold;
+    if (all_inline)
+        inline_bytes = shape.bytes;
+    for (cdt_count i = 0; rc == CDT_SUCCESS && !all_inline && i < in.region_count; i++) {
         cdt_count len;
         rc = cdt_decoder_region_info(r->dec, i, &len, NULL, NULL);
         if (rc == CDT_SUCCESS && cdt__ucx_separate(len, r->threshold, i))

@@ -47,6 +47,24 @@ static int grow_run(cdt_ucx_request r, cdt_frame frame, cdt_decoder dec)
 {
     cdt_count n;
     int rc = region_count(frame, dec, &n);
+    /* the packed stream's run, and every region inline with no padding (the table's shape,
+     * taken by the walk that built or parsed it) starting where the run ends: all join it, as
+     * the loop below would find them one by one */
+    cdt__region_shape shape;
+    if (frame != NULL)
+        cdt__frame_region_shape(frame, &shape);
+    else
+        cdt__decoder_region_shape(dec, &shape);
+    cdt_count off0;
+    if (rc == CDT_SUCCESS && r->lane_seg == -1 && n > 0 && shape.gapless &&
+        shape.longest < r->threshold &&
+        (rc = region_at(frame, dec, 0, NULL, &off0)) == CDT_SUCCESS &&
+        off0 == r->lane_run_off + r->lane_run_len) {
+        r->lane_run_len += shape.bytes;
+        r->lane_seg = n - 1;
+        r->lane_run_grown = true;
+        return CDT_SUCCESS;
+    }
     for (cdt_count i = r->lane_seg + 1; rc == CDT_SUCCESS && i < n; i++) {
         cdt_count len, off;
         if ((rc = region_at(frame, dec, i, &len, &off)) != CDT_SUCCESS)
@@ -195,7 +213,14 @@ static bool lane_plan(cdt_ucx_request r, cdt_count threshold, cdt_count *nsep, i
         return false;
     cdt_count inline_len = header + (cdt_count)cdt__get_u64(h + CDT__OFF_PACKED_SIZE);
     *nsep = 0;
-    for (cdt_count i = 0; i < n; i++) {
+    /* none is large (the table's longest, taken when the frame was laid out): all travel in
+     * the lane, with no look at each */
+    cdt__region_shape shape;
+    cdt__frame_region_shape(r->frame, &shape);
+    const bool all_inline = shape.longest < threshold;
+    if (all_inline)
+        inline_len += shape.bytes;
+    for (cdt_count i = 0; !all_inline && i < n; i++) {
         cdt_count len, pieces;
         *rc = cdt_frame_region_info(r->frame, i, &len, NULL, NULL);
         if (*rc != CDT_SUCCESS)
