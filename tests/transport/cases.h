@@ -107,6 +107,10 @@ int lane_fallback_case(const char *which);
 /* cases_lane_setup.c: 66 endpoints of one worker to one server: 64 producer lanes, 2 limit */
 int lane_producer_limit_case(void);
 
+/* cases_lane_end.c: an endpoint ended by the test hook CDT_UCX_TEST_END inside one of its
+ * lanes' progress calls: "switch", "heads", "pump_send", "pump_recv"; "settings": its values */
+int lane_end_case(const char *which);
+
 /* cases_churn.c: clients that connect and leave while sends to them are in flight */
 int quarantine_churn_case(void);
 /* cases_churn.c: clients that send through their lane and die (SIGKILL), 24 rounds of 4:
