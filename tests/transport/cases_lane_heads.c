@@ -293,7 +293,9 @@ static void wake_server(peer *p)
 /* ---- a sender killed with heads in the ring, a bystander beside it ---- */
 
 enum { LH_BY_N = 200 };
-static int by_go[2] = {-1, -1}, by_pid = -1;
+/* by_go: the server tells the bystander to connect; by_done: the bystander tells the server it
+ * has checked its endpoint (the server's exit fails that endpoint: it waits for the word) */
+static int by_go[2] = {-1, -1}, by_done[2] = {-1, -1}, by_pid = -1;
 
 /* a third process: connects once the server has the victim's endpoint, sends LH_BY_N small
  * objects through its own ring, and waits for the server's answer after the victim died */
@@ -311,6 +313,7 @@ static void bystander_side(uint16_t port, int go_fd)
     CHECK_RC(cdt_ucx_recv(p.w, &one, 1, CDT_INT64, 3, CDT_UCX_TAG_MASK_FULL, NULL, NULL,
                           T_TIMEOUT_MS)); /* the server's answer, after the victim died */
     CHECK(has_heads(&p));
+    CHECK(write(by_done[1], "d", 1) == 1); /* the server may exit now */
 }
 
 /* forked between the server and the client (harness_before_client) */
@@ -366,7 +369,17 @@ static void kill_server(peer *p)
     lh_recv_range(&bp, 0, LH_BY_N, 8000);
     CHECK(has_heads(&bp));
     CHECK_RC(cdt_ucx_send(by, &one, 1, CDT_INT64, 3, T_TIMEOUT_MS));
-    progress_for(p, 200);
+    /* until the bystander checked its endpoint: an exit before it fails that endpoint, and a
+     * bystander kept off the CPU for a while (a loaded machine) would see CDT_ERR_PEER */
+    char done = 0;
+    for (int64_t end = now_ms() + T_TIMEOUT_MS; done == 0;) {
+        struct pollfd pfd = {.fd = by_done[0], .events = POLLIN};
+        if (poll(&pfd, 1, 0) == 1)
+            CHECK(read(by_done[0], &done, 1) == 1);
+        else
+            cdt_ucx_worker_progress(p->w);
+        CHECK(now_ms() < end);
+    }
     _exit(0); /* the finish handshake needs the dead peer */
 }
 
@@ -545,7 +558,7 @@ int lane_heads_case(const char *which)
         return run_pair(wake_server, wake_client, &heads_wp, &heads_wp, 0);
     if (strcmp(which, "kill") == 0) {
         /* the client dies by its own SIGKILL; a third process beside it must not notice */
-        CHECK(pipe(by_go) == 0);
+        CHECK(pipe(by_go) == 0 && pipe(by_done) == 0);
         harness_before_client = bystander;
         int rc = run_pair_ex(kill_server, kill_client, &heads_wp, &heads_wp, -SIGKILL, 0);
         return harness_reap(by_pid, "bystander", 0) ? rc : 1;
