@@ -35,6 +35,7 @@ side_fn peer_exit_client, peer_exit_server, receiver_exit_client, receiver_exit_
     close_stuck_client, close_stuck_server, send_timeout_client, malformed_client, malformed_server,
     late_reader_client, late_reader_server;
 int connect_refused_case(void);
+int late_reader_setup(void); /* the pipe by which late_reader's sender says it reused the object */
 
 /* cases_pack.c: custom pack callbacks in a send: one that fails, and none inside UCX's
  * shared-memory FIFO window; and the plain byte callbacks of a custom type of `count` bytes,

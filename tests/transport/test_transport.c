@@ -106,7 +106,9 @@ int main(int argc, char **argv)
                    ? 1
                    : run_pair(receiver_copies_server, receiver_copies_client, NULL, NULL, 0);
     if (strcmp(c, "late_reader") == 0)
-        return run_pair(late_reader_server, late_reader_client, NULL, NULL, 0);
+        return late_reader_setup() != 0
+                   ? 1
+                   : run_pair(late_reader_server, late_reader_client, NULL, NULL, 0);
     if (strcmp(c, "close_stuck") == 0)
         return run_pair(close_stuck_server, close_stuck_client, NULL, NULL, 0);
     if (strcmp(c, "accept_send") == 0)
