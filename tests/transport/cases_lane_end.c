@@ -11,12 +11,16 @@
  */
 #include "cases.h"
 
+#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
 
 static const cdt_ucx_worker_params end_wp = {.field_mask = CDT_UCX_WORKER_PARAM_LANE, .lane = 1};
 
-enum { LE_LARGE = 1 << 17, LE_SMALL_N = 4 };
+enum { LE_LARGE = 1 << 17, LE_SMALL_N = 4, LE_HELD_N = 200, LE_HELD_VALUES = 512 };
+
+/* held: the client's word that its heads are posted (the server receives none before) */
+static int le_posted[2] = {-1, -1};
 
 static const char *le_point; /* the hook's point, set in the side whose endpoint ends */
 
@@ -143,6 +147,49 @@ static void heads_server(peer *p)
     le_ended(p);
 }
 
+/* ---- held: the client's endpoint ends as a head held for its full ring is written ---- */
+
+static void held_client(peer *p)
+{
+    le_client_start(p);
+    /* 200 heads of 4 KiB against a 256 KiB ring the server does not read yet: most are held */
+    static int64_t v[LE_HELD_N][LE_HELD_VALUES];
+    cdt_ucx_request q[LE_HELD_N];
+    for (int i = 0; i < LE_HELD_N; i++) {
+        le_fill(v[i], LE_HELD_VALUES, 200 + i);
+        CHECK_RC(
+            cdt_ucx_isend(p->ep, v[i], LE_HELD_VALUES, CDT_INT64, 200 + (cdt_ucx_tag)i, &q[i]));
+    }
+    CHECK(write(le_posted[1], "p", 1) == 1);
+    le_ended(p); /* the first held head written as the server reads ends the endpoint */
+    int ok = 0, peer_failed = 0;
+    for (int i = 0; i < LE_HELD_N; i++) {
+        int rc = cdt_ucx_request_wait(q[i], T_TIMEOUT_MS);
+        CHECK(rc == CDT_SUCCESS || rc == CDT_ERR_PEER); /* written, or held when it ended */
+        ok += rc == CDT_SUCCESS;
+        peer_failed += rc == CDT_ERR_PEER;
+        CHECK_RC(cdt_ucx_request_free(q[i]));
+    }
+    fprintf(stderr, "[%d] held heads: %d sent, %d failed with the endpoint\n", (int)getpid(), ok,
+            peer_failed);
+    CHECK(peer_failed > 0);
+}
+
+static void held_server(peer *p)
+{
+    le_server_start(p);
+    struct pollfd pfd = {.fd = le_posted[0], .events = POLLIN};
+    CHECK(poll(&pfd, 1, T_TIMEOUT_MS) == 1); /* no progress meanwhile: the ring fills */
+    int64_t v[LE_HELD_VALUES];
+    for (int i = 0; i < LE_HELD_N; i++) { /* until the client's endpoint ended */
+        int rc = cdt_ucx_recv(p->w, v, LE_HELD_VALUES, CDT_INT64, 200 + (cdt_ucx_tag)i,
+                              CDT_UCX_TAG_MASK_FULL, NULL, NULL, 2000);
+        if (rc != CDT_SUCCESS)
+            break;
+        CHECK(le_check(v, LE_HELD_VALUES, 200 + i));
+    }
+}
+
 /* ---- pump_send: the client's endpoint ends as its object's stream went whole ---- */
 
 static void pump_send_client(peer *p)
@@ -226,12 +273,14 @@ int lane_end_case(const char *which)
         bool in_server;
     } cases[] = {{"switch", switch_server, switch_client, false},
                  {"heads", heads_server, heads_client, true},
+                 {"heads_held", held_server, held_client, false},
                  {"pump_send", pump_send_server, pump_send_client, false},
                  {"pump_recv", pump_recv_server, pump_recv_client, true}};
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         if (strcmp(which, cases[i].point) != 0)
             continue;
-        le_point = cases[i].point;
+        le_point = strcmp(cases[i].point, "heads_held") == 0 ? "heads" : cases[i].point;
+        CHECK(pipe(le_posted) == 0);
         if (cases[i].in_server) {
             CHECK(setenv("CDT_UCX_TEST_END", le_point, 1) == 0);
             harness_before_client = le_hook_off;

@@ -334,9 +334,7 @@ int cdt__ucx_lane_heads_progress(struct cdt_ucx_ep_s *ep, bool *moved)
             cdt__lane_heads_awake(&l->rx);
             l->rx_asleep = false;
         }
-        int n = take_records(ep, l, RECORDS_PER_CALL);
-        if (ep->lane != l)
-            return CDT_SUCCESS; /* the endpoint ended in a hand-off: l is freed */
+        int n = take_records(ep, l, RECORDS_PER_CALL); /* l is freed if ep ended: not read */
         if (n < 0)
             return CDT_ERR_PEER;
         if (n > 0)
