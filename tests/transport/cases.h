@@ -35,6 +35,7 @@ side_fn peer_exit_client, peer_exit_server, receiver_exit_client, receiver_exit_
     close_stuck_client, close_stuck_server, send_timeout_client, malformed_client, malformed_server,
     late_reader_client, late_reader_server;
 int connect_refused_case(void);
+int late_reader_setup(void); /* the pipe by which late_reader's sender says it reused the object */
 
 /* cases_pack.c: custom pack callbacks in a send: one that fails, and none inside UCX's
  * shared-memory FIFO window; and the plain byte callbacks of a custom type of `count` bytes,
@@ -106,6 +107,10 @@ int lane_close_pending_case(void);
 int lane_fallback_case(const char *which);
 /* cases_lane_setup.c: 66 endpoints of one worker to one server: 64 producer lanes, 2 limit */
 int lane_producer_limit_case(void);
+
+/* cases_lane_end.c: an endpoint ended by the test hook CDT_UCX_TEST_END inside one of its
+ * lanes' progress calls: "switch", "heads", "pump_send", "pump_recv"; "settings": its values */
+int lane_end_case(const char *which);
 
 /* cases_churn.c: clients that connect and leave while sends to them are in flight */
 int quarantine_churn_case(void);

@@ -17,6 +17,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 /* both sides have the lane on (whatever CDT_UCX_LANE says) */
 static const cdt_ucx_worker_params heads_wp = {.field_mask = CDT_UCX_WORKER_PARAM_LANE, .lane = 1};
@@ -95,6 +96,31 @@ static void server_switch(peer *p, bool answer)
         CHECK_RC(cdt_ucx_send(p->ep, &one, 1, CDT_INT64, 2, T_TIMEOUT_MS));
 }
 
+/* objects the receiver of a case received so far, in memory both its processes share (NULL:
+ * not counted): the sender's waits last while it grows */
+static atomic_long *lh_received;
+
+/* a send's wait: it may need the receiver to take every object posted before it (the order
+ * case's first ring heads wait behind 1,500 objects over TCP, 15 of them 1 MiB through the
+ * lane), which took over 20 s at a load of 18 on UCX 1.22 while the receiver kept receiving.
+ * So the bound is T_TIMEOUT_MS without a received object, where the receiver counts them. */
+static int lh_wait(cdt_ucx_request q)
+{
+    long seen = lh_received != NULL ? atomic_load(lh_received) : 0;
+    for (int64_t since = now_ms();;) {
+        int rc = cdt_ucx_request_wait(q, 100);
+        if (rc != CDT_ERR_TIMEOUT)
+            return rc;
+        long now_seen = lh_received != NULL ? atomic_load(lh_received) : seen;
+        if (now_seen != seen) {
+            seen = now_seen;
+            since = now_ms();
+        } else if (now_ms() - since >= T_TIMEOUT_MS) {
+            return CDT_ERR_TIMEOUT;
+        }
+    }
+}
+
 /* sends objects [from, to) with up to 64 in flight */
 static void lh_send_range(peer *p, int from, int to, cdt_ucx_tag base)
 {
@@ -104,7 +130,7 @@ static void lh_send_range(peer *p, int from, int to, cdt_ucx_tag base)
     for (int i = from; i < to + WIN; i++) {
         int slot = i % WIN;
         if (q[slot] != NULL) {
-            CHECK_RC(cdt_ucx_request_wait(q[slot], T_TIMEOUT_MS));
+            CHECK_RC(lh_wait(q[slot]));
             CHECK_RC(cdt_ucx_request_free(q[slot]));
             q[slot] = NULL;
             free(buf[slot]);
@@ -139,6 +165,8 @@ static void lh_recv_range(peer *p, int from, int to, cdt_ucx_tag base)
         if (peer_id == 0)
             peer_id = cdt_ucx_ep_peer_id(p->ep);
         CHECK(info.sender == peer_id); /* the endpoint it came through */
+        if (lh_received != NULL)
+            atomic_fetch_add(lh_received, 1);
     }
     free(v);
 }
@@ -166,7 +194,7 @@ static void order_client(peer *p)
     lane_wait_heads(p); /* progress: the switch goes behind them */
     lh_send_range(p, LH_EARLY, LH_N, 1000);
     for (int i = 1; i < LH_EARLY; i++) {
-        CHECK_RC(cdt_ucx_request_wait(early[i], T_TIMEOUT_MS));
+        CHECK_RC(lh_wait(early[i]));
         CHECK_RC(cdt_ucx_request_free(early[i]));
         free(ebuf[i]);
     }
@@ -293,7 +321,9 @@ static void wake_server(peer *p)
 /* ---- a sender killed with heads in the ring, a bystander beside it ---- */
 
 enum { LH_BY_N = 200 };
-static int by_go[2] = {-1, -1}, by_pid = -1;
+/* by_go: the server tells the bystander to connect; by_done: the bystander tells the server it
+ * has checked its endpoint (the server's exit fails that endpoint: it waits for the word) */
+static int by_go[2] = {-1, -1}, by_done[2] = {-1, -1}, by_pid = -1;
 
 /* a third process: connects once the server has the victim's endpoint, sends LH_BY_N small
  * objects through its own ring, and waits for the server's answer after the victim died */
@@ -311,6 +341,7 @@ static void bystander_side(uint16_t port, int go_fd)
     CHECK_RC(cdt_ucx_recv(p.w, &one, 1, CDT_INT64, 3, CDT_UCX_TAG_MASK_FULL, NULL, NULL,
                           T_TIMEOUT_MS)); /* the server's answer, after the victim died */
     CHECK(has_heads(&p));
+    CHECK(write(by_done[1], "d", 1) == 1); /* the server may exit now */
 }
 
 /* forked between the server and the client (harness_before_client) */
@@ -366,7 +397,17 @@ static void kill_server(peer *p)
     lh_recv_range(&bp, 0, LH_BY_N, 8000);
     CHECK(has_heads(&bp));
     CHECK_RC(cdt_ucx_send(by, &one, 1, CDT_INT64, 3, T_TIMEOUT_MS));
-    progress_for(p, 200);
+    /* until the bystander checked its endpoint: an exit before it fails that endpoint, and a
+     * bystander kept off the CPU for a while (a loaded machine) would see CDT_ERR_PEER */
+    char done = 0;
+    for (int64_t end = now_ms() + T_TIMEOUT_MS; done == 0;) {
+        struct pollfd pfd = {.fd = by_done[0], .events = POLLIN};
+        if (poll(&pfd, 1, 0) == 1)
+            CHECK(read(by_done[0], &done, 1) == 1);
+        else
+            cdt_ucx_worker_progress(p->w);
+        CHECK(now_ms() < end);
+    }
     _exit(0); /* the finish handshake needs the dead peer */
 }
 
@@ -537,15 +578,20 @@ int lane_heads_case(const char *which)
         setenv("CDT_UCX_LANE_HEADS", "off", 1); /* both sides: every head over UCX */
         return run_pair(fallback_server, fallback_client, &heads_wp, &heads_wp, 0);
     }
-    if (strcmp(which, "order") == 0)
+    if (strcmp(which, "order") == 0) {
+        lh_received = mmap(NULL, sizeof(*lh_received), PROT_READ | PROT_WRITE,
+                           MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+        CHECK(lh_received != MAP_FAILED);
+        atomic_init(lh_received, 0);
         return run_pair(order_server, order_client, &heads_wp, &heads_wp, 0);
+    }
     if (strcmp(which, "full") == 0)
         return run_pair(full_server, full_client, &heads_wp, &heads_wp, 0);
     if (strcmp(which, "wakeup") == 0)
         return run_pair(wake_server, wake_client, &heads_wp, &heads_wp, 0);
     if (strcmp(which, "kill") == 0) {
         /* the client dies by its own SIGKILL; a third process beside it must not notice */
-        CHECK(pipe(by_go) == 0);
+        CHECK(pipe(by_go) == 0 && pipe(by_done) == 0);
         harness_before_client = bystander;
         int rc = run_pair_ex(kill_server, kill_client, &heads_wp, &heads_wp, -SIGKILL, 0);
         return harness_reap(by_pid, "bystander", 0) ? rc : 1;

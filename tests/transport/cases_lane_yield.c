@@ -14,6 +14,7 @@
 #define _GNU_SOURCE /* sched_setaffinity, CPU_SET */
 #include "cases.h"
 
+#include <poll.h>
 #include <sched.h>
 #include <stdatomic.h>
 #include <sys/syscall.h>
@@ -56,8 +57,29 @@ static const cdt_ucx_worker_params yield_wp = {.field_mask = CDT_UCX_WORKER_PARA
 
 enum { LY_N = 1 << 18 }; /* int64 values: 2 MiB, through the lane's data ring */
 
-/* the client's 2 MiB send waits for the server, which does not progress for 1 s: each of the
- * client's first progress calls finds the lane idle with its object in flight */
+/* the client's word that it counted its calls (0: the idle calls of its send, 1: those of its
+ * receive): the server does not progress until then. A server that slept 1 s instead had
+ * granted the send before a client kept off the CPU that long made its calls (3 of them then
+ * moved data and did not yield: 97 of 100, UCX 1.22 at load 15). */
+static int ly_word[2][2] = {{-1, -1}, {-1, -1}};
+
+static void ly_say(int which)
+{
+    CHECK(write(ly_word[which][1], "c", 1) == 1);
+}
+
+/* the server waits without progress for the client's word (T_TIMEOUT_MS at most) */
+static void ly_hear(int which)
+{
+    struct pollfd pfd = {.fd = ly_word[which][0], .events = POLLIN};
+    CHECK(poll(&pfd, 1, T_TIMEOUT_MS) == 1);
+    char c;
+    CHECK(read(ly_word[which][0], &c, 1) == 1);
+}
+
+/* the client's 2 MiB send waits for the server, which does not progress until the client
+ * counted: each of the client's first progress calls finds the lane idle with its object in
+ * flight */
 static void yield_client(peer *p)
 {
     pin(client_cpu);
@@ -91,6 +113,8 @@ static void yield_client(peer *p)
     long later = atomic_load(&yields) - before;
     fprintf(stderr, "[%d] yields in 1,100: %ld\n", (int)getpid(), later);
     CHECK(later > 0); /* a peer that shares this core still gets it */
+    /* the server may receive now */
+    ly_say(0);
     CHECK_RC(cdt_ucx_request_wait(r, T_TIMEOUT_MS));
     CHECK_RC(cdt_ucx_request_free(r));
     free(v);
@@ -105,6 +129,7 @@ static void yield_client(peer *p)
     for (int i = 0; i < 100; i++)
         cdt_ucx_worker_progress(p->w);
     long idle = atomic_load(&yields) - before;
+    ly_say(1); /* the server may send now */
     fprintf(stderr, "[%d] yields in 100 progress calls waiting for a message (%s): %ld\n",
             (int)getpid(), shared ? "one CPU" : "two CPUs", idle);
     if (shared) {
@@ -125,7 +150,7 @@ static void yield_server(peer *p)
         cdt_ucx_recv(p->w, &one, 1, CDT_INT64, 1, CDT_UCX_TAG_MASK_FULL, NULL, NULL, T_TIMEOUT_MS));
     wait_lane(p);
     CHECK_RC(cdt_ucx_send(p->ep, &one, 1, CDT_INT64, 2, T_TIMEOUT_MS));
-    usleep(1000 * 1000);
+    ly_hear(0); /* the client counts its idle calls meanwhile */
     int64_t *v = malloc(LY_N * sizeof(int64_t));
     CHECK(v != NULL);
     CHECK_RC(
@@ -133,7 +158,7 @@ static void yield_server(peer *p)
     for (int64_t k = 0; k < LY_N; k++)
         CHECK(v[k] == k);
     free(v);
-    usleep(500 * 1000); /* the client waits for this message meanwhile */
+    ly_hear(1); /* the client waits for this message meanwhile */
     int64_t last = 4;
     CHECK_RC(cdt_ucx_send(p->ep, &last, 1, CDT_INT64, 4, T_TIMEOUT_MS));
 }
@@ -148,6 +173,7 @@ int lane_yield_case(void)
     }
     server_cpu = cpus[0];
     client_cpu = cpus[1];
+    CHECK(pipe(ly_word[0]) == 0 && pipe(ly_word[1]) == 0);
     return run_pair(yield_server, yield_client, &yield_wp, &yield_wp, 0);
 }
 
@@ -157,5 +183,6 @@ int lane_yield_shared_case(void)
     int cpus[1];
     CHECK(allowed_cpus(cpus, 1) == 1);
     server_cpu = client_cpu = cpus[0];
+    CHECK(pipe(ly_word[0]) == 0 && pipe(ly_word[1]) == 0);
     return run_pair(yield_server, yield_client, &yield_wp, &yield_wp, 0);
 }

@@ -87,6 +87,8 @@ int main(int argc, char **argv)
         return lane_handoff_case("");
     if (strcmp(c, "lane_handoff_forged") == 0)
         return lane_handoff_case("forged");
+    if (strncmp(c, "lane_end_", 9) == 0)
+        return lane_end_case(c + 9);
     if (strncmp(c, "lane_heads_", 11) == 0)
         return lane_heads_case(c + 11);
     if (strncmp(c, "lane_fallback_", 14) == 0)
@@ -104,7 +106,9 @@ int main(int argc, char **argv)
                    ? 1
                    : run_pair(receiver_copies_server, receiver_copies_client, NULL, NULL, 0);
     if (strcmp(c, "late_reader") == 0)
-        return run_pair(late_reader_server, late_reader_client, NULL, NULL, 0);
+        return late_reader_setup() != 0
+                   ? 1
+                   : run_pair(late_reader_server, late_reader_client, NULL, NULL, 0);
     if (strcmp(c, "close_stuck") == 0)
         return run_pair(close_stuck_server, close_stuck_client, NULL, NULL, 0);
     if (strcmp(c, "accept_send") == 0)

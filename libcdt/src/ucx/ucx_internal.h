@@ -102,6 +102,10 @@ struct cdt_ucx_worker_s {
     bool lane_heads;
     ucp_ep_h self_ep;
     bool self_failed;
+    /* the test hook CDT_UCX_TEST_END (ucx_test_hook.c): the point (CDT__UCX_END_*, 0: none)
+     * whose pass number `test_end_at` ends its endpoint; the passes so far */
+    int test_end_point;
+    long test_end_at, test_end_passes;
     /* ring heads parked for the receive their descriptor matches (ucx_lane_park.c): slots,
      * the free ones' list (UINT32_MAX: none), how many are parked, and the secret every
      * descriptor carries (random, never sent to a peer) */

@@ -35,6 +35,7 @@ static cdt__ucx_lane_ep *lane_of(struct cdt_ucx_ep_s *ep)
     if (ep->lane == NULL) {
         ep->lane = calloc(1, sizeof(*ep->lane));
         if (ep->lane != NULL) {
+            ep->lane->ep = ep;
             ep->lane->tx.memfd = ep->lane->tx.pidfd = -1;
             ep->lane->rx.memfd = ep->lane->rx.pidfd = -1;
         }

@@ -63,6 +63,9 @@ typedef struct cdt__ucx_switch_recv {
 } cdt__ucx_switch_recv;
 
 typedef struct cdt__ucx_lane_ep {
+    /* the endpoint that owns these lanes: a pump reads it before a call that can end the
+     * endpoint (and free this), then compares ep->lane with its own pointer */
+    struct cdt_ucx_ep_s *ep;
     cdt__lane tx;
     bool tx_made, tx_attached;
     struct cdt_ucx_request_s *q_head, *q_tail; /* sends whose head went, waiting for a grant */
@@ -163,6 +166,23 @@ CDT__LANE_HIDDEN void cdt__ucx_park_free_all(cdt_ucx_worker w);
 /* ucx_lane.c: the lane broke or its peer died: the endpoint fails as on UCX's report of it */
 CDT__LANE_HIDDEN void cdt__ucx_lane_ep_fail(struct cdt_ucx_ep_s *ep);
 
+/* ucx_test_hook.c: the test hook CDT_UCX_TEST_END=<point>[:<n>] (docs/TESTING.md, Test hooks):
+ * the endpoint passing the named point for the worker's n-th time (default 1) fails there, as
+ * when UCX calls its error handler from within a call libcdt makes at that point (UCX 1.22 did
+ * inside ucp_tag_send_nbx). Each point is inside one of the lane's progress calls, where its
+ * endpoint can end while the call still holds the endpoint's lanes. */
+enum {
+    CDT__UCX_END_SWITCH = 1, /* the producer's switch to the head ring was posted */
+    CDT__UCX_END_HEADS,      /* a held head completed, or a ring record was handed off */
+    CDT__UCX_END_PUMP_SEND,  /* a send's stream went whole into the lane */
+    CDT__UCX_END_PUMP_RECV   /* a receive's stream was consumed from the lane */
+};
+/* the environment's setting: *point 0 (unset or empty) or a CDT__UCX_END_*, *at >= 1;
+ * CDT_ERR_INVALID_ARG for another value */
+CDT__LANE_HIDDEN int cdt__ucx_test_end_env(int *point, long *at);
+/* lock held: the hook's point `point` passed on ep */
+CDT__LANE_HIDDEN void cdt__ucx_test_end(struct cdt_ucx_ep_s *ep, int point);
+
 /* ucx_lane_region.c: the environment's CDT_UCX_LANE_REGION_THRESHOLD (bytes, >= 1), else the
  * default; CDT_ERR_INVALID_ARG for a value that is not one */
 CDT__LANE_HIDDEN int cdt__ucx_lane_region_env(cdt_count *threshold);
@@ -175,7 +195,8 @@ CDT__LANE_HIDDEN int cdt__ucx_lane_isend(struct cdt_ucx_ep_s *ep, struct cdt_ucx
                                          cdt_count threshold, uint64_t tag,
                                          struct cdt_ucx_request_s **request);
 /* ucx_lane_send.c: pack the granted send into the lane while it has room: 1 done, 0 not yet,
- * else the lane's error */
+ * else the lane's error. A completed send can end the endpoint (its commit's send): then l is
+ * freed, ep->lane is no longer l, and the caller must not read l again. */
 CDT__LANE_HIDDEN int cdt__ucx_lane_pump_send(cdt__ucx_lane_ep *l);
 
 /* ucx_lane_send.c: where inline-stream byte s of r's object is in its frame: *frame_off, and
@@ -201,7 +222,8 @@ CDT__LANE_HIDDEN void cdt__ucx_lane_head(struct cdt_ucx_request_s *r,
 CDT__LANE_HIDDEN void cdt__ucx_lane_discard(cdt_ucx_worker w, const struct cdt__ucx_head *h);
 /* ucx_lane_recv.c: the receive fails: its stream goes on being released unread */
 CDT__LANE_HIDDEN void cdt__ucx_lane_detach(struct cdt_ucx_request_s *r);
-/* ucx_lane_recv.c: grant and unpack what came on ep's consumer lane: 0, or the lane's error */
+/* ucx_lane_recv.c: grant and unpack what came on ep's consumer lane: 0, or the lane's error.
+ * The endpoint can end inside (ep->lane no longer l, l freed), as in cdt__ucx_lane_pump_send */
 CDT__LANE_HIDDEN int cdt__ucx_lane_pump_recv(cdt__ucx_lane_ep *l);
 
 #endif

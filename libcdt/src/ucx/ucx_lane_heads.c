@@ -149,6 +149,9 @@ void cdt__ucx_lane_heads_switch(struct cdt_ucx_ep_s *ep)
     switch_encode(&l->tx, ep->lane_switch);
     ucp_request_param_t p = {.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK, .cb.send = switch_sent};
     void *q = ucp_tag_send_nbx(ep->ucp, ep->lane_switch, SWITCH_SIZE, switch_tag(&l->tx), &p);
+    cdt__ucx_test_end(ep, CDT__UCX_END_SWITCH);
+    if (ep->lane != l)
+        return; /* the endpoint ended inside the send (UCX's error handler): l is freed */
     if (UCS_PTR_IS_ERR(q))
         return; /* heads keep going over UCX */
     l->heads_tx = true;
@@ -273,6 +276,9 @@ static int take_records(struct cdt_ucx_ep_s *ep, cdt__ucx_lane_ep *l, int max)
         if (rc < 0 || hand_off(ep, tag, slot, copy, len) != CDT_SUCCESS)
             return CDT_ERR_PEER;
         n++;
+        cdt__ucx_test_end(ep, CDT__UCX_END_HEADS);
+        if (ep->lane != l)
+            return n; /* the endpoint ended in the hand-off: l is freed */
     }
     return n;
 }
@@ -309,8 +315,11 @@ int cdt__ucx_lane_heads_progress(struct cdt_ucx_ep_s *ep, bool *moved)
             if (l->held_head == NULL)
                 l->held_tail = NULL;
             wrote = true;
-            cdt__ucx_send_sub_end(h->s, CDT_SUCCESS);
+            cdt__ucx_send_sub_end(h->s, CDT_SUCCESS); /* may post its commit */
             free(h);
+            cdt__ucx_test_end(ep, CDT__UCX_END_HEADS);
+            if (ep->lane != l)
+                return CDT_SUCCESS; /* the endpoint ended in the commit's send: l is freed */
         }
         if (wrote) {
             cdt__lane_heads_ring(&l->tx);
@@ -325,7 +334,7 @@ int cdt__ucx_lane_heads_progress(struct cdt_ucx_ep_s *ep, bool *moved)
             cdt__lane_heads_awake(&l->rx);
             l->rx_asleep = false;
         }
-        int n = take_records(ep, l, RECORDS_PER_CALL);
+        int n = take_records(ep, l, RECORDS_PER_CALL); /* l is freed if ep ended: not read */
         if (n < 0)
             return CDT_ERR_PEER;
         if (n > 0)

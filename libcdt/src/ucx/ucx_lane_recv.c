@@ -327,6 +327,7 @@ static int pump_object(cdt__ucx_lane_ep *l, cdt__ucx_lane_in *e)
 
 int cdt__ucx_lane_pump_recv(cdt__ucx_lane_ep *l)
 {
+    struct cdt_ucx_ep_s *ep = l->ep; /* read while l is alive */
     for (cdt__ucx_lane_in *e = l->in_head; e != NULL; e = e->next) {
         if (e->granted)
             continue;
@@ -364,6 +365,9 @@ int cdt__ucx_lane_pump_recv(cdt__ucx_lane_ep *l)
             if (--r->outstanding == 0)
                 cdt__ucx_recv_done(r);
         }
+        cdt__ucx_test_end(ep, CDT__UCX_END_PUMP_RECV);
+        if (ep->lane != l)
+            return 0; /* the endpoint ended meanwhile: l is freed */
     }
     return 0;
 }

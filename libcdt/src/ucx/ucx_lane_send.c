@@ -157,6 +157,7 @@ static int pack(void *state, uint64_t offset, unsigned char *dst, size_t n, size
 
 int cdt__ucx_lane_pump_send(cdt__ucx_lane_ep *l)
 {
+    struct cdt_ucx_ep_s *ep = l->ep; /* read while l is alive */
     for (;;) {
         if (l->cur == NULL) {
             cdt__lane_grant g;
@@ -190,6 +191,9 @@ int cdt__ucx_lane_pump_send(cdt__ucx_lane_ep *l)
         l->cur = NULL;
         l->sends_done++;
         cdt__ucx_send_part_end(r, CDT_SUCCESS); /* may free r's frame: done with it */
+        cdt__ucx_test_end(ep, CDT__UCX_END_PUMP_SEND);
+        if (ep->lane != l)
+            return 1; /* the endpoint ended in the commit's send: l is freed */
     }
 }
 

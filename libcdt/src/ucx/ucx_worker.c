@@ -109,9 +109,16 @@ int cdt_ucx_worker_create(cdt_ucx_context context, const cdt_ucx_worker_params *
     if (!(fm & CDT_UCX_WORKER_PARAM_ZCOPY_THRESHOLD) &&
         cdt__ucx_lane_region_env(&lane_threshold) != CDT_SUCCESS)
         return CDT_ERR_INVALID_ARG; /* a misspelt setting must not pass unnoticed */
+    /* the test hook CDT_UCX_TEST_END (docs/TESTING.md, Test hooks) */
+    int end_point = 0;
+    long end_at = 0;
+    if (cdt__ucx_test_end_env(&end_point, &end_at) != CDT_SUCCESS)
+        return CDT_ERR_INVALID_ARG; /* a misspelt setting must not pass unnoticed */
     cdt_ucx_worker w = calloc(1, sizeof(*w));
     if (w == NULL)
         return CDT_ERR_NO_MEMORY;
+    w->test_end_point = end_point;
+    w->test_end_at = end_at;
     w->lane_on = lane_on;
     w->lane_heads = lane_on && lane_heads;
     w->lane_threshold = lane_threshold;

@@ -1,0 +1,57 @@
+/*
+ * ucx_test_hook.c - the transport's test hook (docs/TESTING.md, Test hooks): CDT_UCX_TEST_END
+ * ends an endpoint at a chosen point inside the lane's progress, as UCX ends one when it calls
+ * the endpoint's error handler from within a call libcdt makes there (UCX 1.22 did so inside
+ * ucp_tag_send_nbx while a peer died, and the lane's progress then read the endpoint's freed
+ * lanes). A real ending there depends on timing; the hook makes it happen on the n-th pass, so
+ * that transport.lane_end_* show every such point stops reading the lanes it held. Unset, each
+ * point costs one comparison.
+ */
+#include "ucx_internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static const struct {
+    const char *name;
+    int point;
+} points[] = {{"switch", CDT__UCX_END_SWITCH},
+              {"heads", CDT__UCX_END_HEADS},
+              {"pump_send", CDT__UCX_END_PUMP_SEND},
+              {"pump_recv", CDT__UCX_END_PUMP_RECV}};
+
+int cdt__ucx_test_end_env(int *point, long *at)
+{
+    const char *env = getenv("CDT_UCX_TEST_END");
+    *point = 0;
+    *at = 0;
+    if (env == NULL || *env == '\0')
+        return CDT_SUCCESS;
+    const char *colon = strchr(env, ':');
+    size_t n = colon != NULL ? (size_t)(colon - env) : strlen(env);
+    for (size_t i = 0; i < sizeof(points) / sizeof(points[0]); i++) {
+        if (strlen(points[i].name) != n || strncmp(env, points[i].name, n) != 0)
+            continue;
+        long v = 1;
+        if (colon != NULL) {
+            char *end;
+            v = strtol(colon + 1, &end, 10);
+            if (end == colon + 1 || *end != '\0' || v < 1)
+                return CDT_ERR_INVALID_ARG;
+        }
+        *point = points[i].point;
+        *at = v;
+        return CDT_SUCCESS;
+    }
+    return CDT_ERR_INVALID_ARG;
+}
+
+void cdt__ucx_test_end(struct cdt_ucx_ep_s *ep, int point)
+{
+    cdt_ucx_worker w = ep->w;
+    if (w->test_end_point != point || ep->status != CDT_SUCCESS)
+        return;
+    if (++w->test_end_passes != w->test_end_at)
+        return;
+    cdt__ucx_lane_ep_fail(ep); /* what UCX's error handler does (ucx_endpoint.c) */
+}
