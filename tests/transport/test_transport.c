@@ -87,6 +87,8 @@ int main(int argc, char **argv)
         return lane_handoff_case("");
     if (strcmp(c, "lane_handoff_forged") == 0)
         return lane_handoff_case("forged");
+    if (strcmp(c, "lane_ring_first") == 0)
+        return lane_ring_first_case();
     if (strncmp(c, "lane_heads_", 11) == 0)
         return lane_heads_case(c + 11);
     if (strncmp(c, "lane_fallback_", 14) == 0)
