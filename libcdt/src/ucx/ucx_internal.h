@@ -367,10 +367,10 @@ CDT__UCX_HIDDEN uint64_t cdt__ucx_next_key(cdt_ucx_worker w);
 /* lock held: a new endpoint's id (random to other processes, never 0; ucx_hello.c) */
 CDT__UCX_HIDDEN uint64_t cdt__ucx_next_ep_id(cdt_ucx_worker w);
 /* ucx_progress.c, lock held: ucp_worker_progress (while a head ring is polled, only when due:
- * every CDT__UCX_RING_TURNS-th call and after a call that handled UCX events), the lanes, then
- * the deadlines (rest timeouts, drains, FIFO stall bounds, parked endpoints), at least every
- * 10 ms and whenever the worker's timer is due. The _ucx variant runs ucp_worker_progress
- * whatever is due (before an arm or a sleep). */
+ * every CDT__UCX_RING_TURNS-th call, after a call that handled UCX events, and while lane
+ * objects are in flight), the lanes, then the deadlines (rest timeouts, drains, FIFO stall bounds,
+ * parked endpoints), at least every 10 ms and whenever the worker's timer is due. The _ucx variant
+ * runs ucp_worker_progress whatever is due (before an arm or a sleep). */
 CDT__UCX_HIDDEN unsigned cdt__ucx_progress(cdt_ucx_worker w);
 CDT__UCX_HIDDEN unsigned cdt__ucx_progress_ucx(cdt_ucx_worker w);
 /* progress calls of a worker polling a head ring in which ucp_worker_progress runs once (a

@@ -35,11 +35,14 @@ void cdt__ucx_expire(cdt_ucx_worker w, int64_t now)
 /* Ring first (docs/TRANSPORT.md §10.6, Polling): while some endpoint takes heads from its ring,
  * ucp_worker_progress (on the default a system call: TCP's epoll poll) runs only when due, so a
  * spinning wait polls the rings many times between two of them instead of once after each;
- * a ring record needs no UCX progress (its hand-off matches inside the send on `self`) */
+ * a ring record needs no UCX progress (its hand-off matches inside the send on `self`). Not
+ * while lane objects are in flight: the waits of §10.3 count calls, tuned on calls that each
+ * made the system call */
 static unsigned progress(cdt_ucx_worker w, bool ucx)
 {
     unsigned n = 0;
-    if (ucx || !w->ring_first || w->ucx_busy || ++w->ring_turns >= CDT__UCX_RING_TURNS) {
+    if (ucx || !w->ring_first || w->ucx_busy || w->lane_waiting ||
+        ++w->ring_turns >= CDT__UCX_RING_TURNS) {
         w->ring_turns = 0;
         n = ucp_worker_progress(w->ucp);
         w->ucx_busy = n > 0; /* UCX has work: on the next call too */
