@@ -236,7 +236,11 @@ CDT_API int cdt_ucx_worker_create(cdt_ucx_context context, const cdt_ucx_worker_
 /*! cdt_ucx_worker_destroy() : cancel what is still pending, close the worker's endpoints
  *  and listeners (forcefully), release the worker. Requests not yet freed become invalid. */
 CDT_API void cdt_ucx_worker_destroy(cdt_ucx_worker worker);
-/*! cdt_ucx_worker_progress() : run completions once; @return number of UCX events (>= 0). */
+/*! cdt_ucx_worker_progress() : run completions once; @return number of UCX events (>= 0).
+ *  While the worker takes small objects from a lane's head ring, the rings are polled on every
+ *  call and UCX itself once in 16 calls (and on every call after one that handled UCX events
+ *  or while a lane object is in flight; docs/TRANSPORT.md §10.6, Polling): a call that skipped
+ *  UCX returns 0. */
 CDT_API int cdt_ucx_worker_progress(cdt_ucx_worker worker);
 /*! cdt_ucx_worker_address() : this worker's address, for out-of-band exchange (a file, MPI,
  *  PMIx): the peer passes it to cdt_ucx_ep_create_from_address(). Free it with

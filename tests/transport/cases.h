@@ -96,6 +96,8 @@ int lane_yield_shared_case(void);
 void lane_wait_heads(peer *p);
 /* cases_lane_handoff.c: ring heads reach the receiver's matching as descriptors */
 int lane_handoff_case(const char *which); /* "" or "forged" */
+/* cases_lane_ring_first.c: a ring consumer's progress polls the ring first, UCX when due */
+int lane_ring_first_case(void);
 /* cases_lane_setup.c: a no-lane record that comes in a later stream chunk than its id */
 int lane_late_offer_case(void);
 /* cases_lane_setup.c: an endpoint closed with a lane send waiting for its grant, and with one

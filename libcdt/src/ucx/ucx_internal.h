@@ -95,6 +95,12 @@ struct cdt_ucx_worker_s {
     int lane_owed;      /* endpoints whose peer's offer or no-lane record is still to come */
     bool lane_waiting;  /* the last progress left lane objects in flight (no sleep then) */
     unsigned lane_idle; /* progress calls in a row that waited for the lane and saw nothing move */
+    /* ring first (docs/TRANSPORT.md §10.6, Polling): some endpoint takes heads from its ring,
+     * so progress calls ucp_worker_progress only when due: progress calls since it last ran,
+     * and whether that call handled events (then it runs on the next call too) */
+    bool ring_first;
+    unsigned ring_turns;
+    bool ucx_busy;
     /* small objects through the lane (ucx_lane_heads.c, docs/TRANSPORT.md §10.6): producers
      * make version 2 segments and consumers take heads from their head ring
      * (CDT_UCX_LANE_HEADS); the endpoint to this worker itself that ring heads are handed to
@@ -364,10 +370,16 @@ CDT__UCX_HIDDEN int64_t cdt__ucx_now_ms(void);
 CDT__UCX_HIDDEN uint64_t cdt__ucx_next_key(cdt_ucx_worker w);
 /* lock held: a new endpoint's id (random to other processes, never 0; ucx_hello.c) */
 CDT__UCX_HIDDEN uint64_t cdt__ucx_next_ep_id(cdt_ucx_worker w);
-/* ucx_progress.c, lock held: ucp_worker_progress, then the deadlines (rest timeouts, drains,
- * FIFO stall bounds, parked endpoints), at least every 10 ms and whenever the worker's timer
- * is due */
+/* ucx_progress.c, lock held: ucp_worker_progress (while a head ring is polled, only when due:
+ * every CDT__UCX_RING_TURNS-th call, after a call that handled UCX events, and while lane
+ * objects are in flight), the lanes, then the deadlines (rest timeouts, drains, FIFO stall bounds,
+ * parked endpoints), at least every 10 ms and whenever the worker's timer is due. The _ucx variant
+ * runs ucp_worker_progress whatever is due (before an arm or a sleep). */
 CDT__UCX_HIDDEN unsigned cdt__ucx_progress(cdt_ucx_worker w);
+CDT__UCX_HIDDEN unsigned cdt__ucx_progress_ucx(cdt_ucx_worker w);
+/* progress calls of a worker polling a head ring in which ucp_worker_progress runs once (a
+ * skipped call costs a ring poll, a fraction of the TCP interface's epoll system call) */
+#define CDT__UCX_RING_TURNS 16
 /* ucx_wakeup.c: with wakeup, the worker's event fd (an epoll set of UCX's event fd and the
  * deadline timer, w->efd); without, w->efd = -1. Close: after ucp_worker_destroy. */
 CDT__UCX_HIDDEN int cdt__ucx_wakeup_open(cdt_ucx_worker w);

@@ -370,6 +370,7 @@ void cdt__ucx_lane_progress(cdt_ucx_worker w, unsigned ucx_events)
             cdt__ucx_hello_poll(w);
     }
     bool any_waiting = false, any_moved = false, any_shared = false, any_heads = false;
+    bool any_ring = false;  /* some endpoint takes heads from its ring (§10.6, Polling) */
     bool peer_here = false; /* some lane's peer last ran on this CPU */
     int cpu = -2;           /* asked for once a call, where a lane is attached */
     for (struct cdt_ucx_ep_s *ep = w->eps; ep != NULL; ep = ep->next) {
@@ -390,6 +391,7 @@ void cdt__ucx_lane_progress(cdt_ucx_worker w, unsigned ucx_events)
         any_moved |= moved;
         any_waiting |= waiting(l);
         any_heads |= heads;
+        any_ring |= l->heads_rx;
         bool here = peer_shares(l, cpu);
         peer_here |= here;
         any_shared |= !moved && waiting(l) && here;
@@ -397,6 +399,7 @@ void cdt__ucx_lane_progress(cdt_ucx_worker w, unsigned ucx_events)
         w->lane_received += l->recvs_done;
         l->sends_done = l->recvs_done = 0;
     }
+    w->ring_first = any_ring;
     /* a wait does not sleep on the event fd meanwhile: the peer's writes into the lane signal
      * nothing there (cdt__ucx_sleep) */
     w->lane_waiting = any_waiting;

@@ -1,5 +1,6 @@
 /*
- * ucx_progress.c - the worker's progress: UCX's, then the deadlines of every layer below (rest
+ * ucx_progress.c - the worker's progress: UCX's (only when due while a head ring is polled),
+ * the lanes, then the deadlines of every layer below (rest
  * timeouts and drains of the receive side, FIFO stall bounds of sends, parked endpoints), the
  * timer that wakes a sleeper on the worker's event fd at the earliest of them, sleeping on that
  * fd (contexts with wakeup), and waiting on one UCX request. Above ucx_recv_state.c,
@@ -31,13 +32,27 @@ void cdt__ucx_expire(cdt_ucx_worker w, int64_t now)
     cdt__ucx_quarantine_scan(w, now);
 }
 
-unsigned cdt__ucx_progress(cdt_ucx_worker w)
+/* Ring first (docs/TRANSPORT.md §10.6, Polling): while some endpoint takes heads from its ring,
+ * ucp_worker_progress (on the default a system call: TCP's epoll poll) runs only when due, so a
+ * spinning wait polls the rings many times between two of them instead of once after each;
+ * a ring record needs no UCX progress (its hand-off matches inside the send on `self`). Not
+ * while lane objects are in flight: the waits of §10.3 count calls, tuned on calls that each
+ * made the system call */
+static unsigned progress(cdt_ucx_worker w, bool ucx)
 {
-    unsigned n = ucp_worker_progress(w->ucp);
+    unsigned n = 0;
+    if (ucx || !w->ring_first || w->ucx_busy || w->lane_waiting ||
+        ++w->ring_turns >= CDT__UCX_RING_TURNS) {
+        w->ring_turns = 0;
+        n = ucp_worker_progress(w->ucp);
+        w->ucx_busy = n > 0; /* UCX has work: on the next call too */
+    }
     if (w->hello_waiting > 0)
         cdt__ucx_hello_poll(w); /* peer ids that came (ucx_hello.c) */
     if (w->lane_on || w->lanes_mapped > 0)
-        cdt__ucx_lane_progress(w, n); /* offers, grants, fragments (ucx_lane.c) */
+        cdt__ucx_lane_progress(w, n); /* heads, offers, grants, fragments (ucx_lane.c) */
+    else
+        w->ring_first = false;
     if (n > 0 && w->efd >= 0)
         cdt__ucx_wake(w); /* another thread asleep may have work in what this call handled */
     if (w->body_recvs != NULL || w->drains != NULL || w->fifo_sends > 0 || w->parked > 0 ||
@@ -52,6 +67,16 @@ unsigned cdt__ucx_progress(cdt_ucx_worker w)
         }
     }
     return n;
+}
+
+unsigned cdt__ucx_progress(cdt_ucx_worker w)
+{
+    return progress(w, false);
+}
+
+unsigned cdt__ucx_progress_ucx(cdt_ucx_worker w)
+{
+    return progress(w, true);
 }
 
 /* Sleeping instead of spinning (contexts with wakeup). UCX's rule: a thread may wait for the
@@ -71,7 +96,7 @@ void cdt__ucx_sleep(cdt_ucx_worker w, int64_t deadline)
      * objects are in flight: the peer moves them through shared memory, which wakes nothing
      * (docs/TRANSPORT.md §10.3); the wait spins on, yielding its core when nothing moved */
     bool armed = false;
-    if (cdt__ucx_progress(w) == 0 && !w->lane_waiting && cdt__ucx_lane_heads_sleep(w)) {
+    if (cdt__ucx_progress_ucx(w) == 0 && !w->lane_waiting && cdt__ucx_lane_heads_sleep(w)) {
         armed = ucp_worker_arm(w->ucp) == UCS_OK;
         cdt__ucx_armed(w);
     }

@@ -105,7 +105,10 @@ int cdt_ucx_worker_arm(cdt_ucx_worker worker)
     pthread_mutex_lock(&worker->lock);
     /* the peer moves lane objects in flight, which wakes no fd; a head ring's record published
      * before its consumer said it sleeps rings no doorbell (docs/TRANSPORT.md §10.6) */
-    if (worker->lane_waiting || !cdt__ucx_lane_heads_sleep(worker)) {
+    /* and UCX itself: progress may have skipped it for the rings (§10.6, Polling), and arming
+     * is meaningful only right after a progress that found nothing */
+    if ((worker->ring_first && cdt__ucx_progress_ucx(worker) > 0) || worker->lane_waiting ||
+        !cdt__ucx_lane_heads_sleep(worker)) {
         pthread_mutex_unlock(&worker->lock);
         return CDT_ERR_BUSY;
     }
