@@ -94,6 +94,9 @@ int lane_yield_case(void);
 int lane_yield_shared_case(void);
 /* cases_lane_heads.c: progress until p's endpoint says its heads go through the ring */
 void lane_wait_heads(peer *p);
+/* cases_lane_heads.c: object i's n values, and whether v holds them */
+void lh_fill(int64_t *v, int i, cdt_count n);
+int lh_check(const int64_t *v, int i, cdt_count n);
 /* cases_lane_handoff.c: ring heads reach the receiver's matching as descriptors */
 int lane_handoff_case(const char *which); /* "" or "forged" */
 /* cases_lane_ring_first.c: a ring consumer's progress polls the ring first, UCX when due */

@@ -38,13 +38,13 @@ static cdt_count lh_count(int i)
     return i % 100 == 50 ? LH_LARGE : 1 + (cdt_count)((i * 37) % 512);
 }
 
-static void lh_fill(int64_t *v, int i, cdt_count n)
+void lh_fill(int64_t *v, int i, cdt_count n)
 {
     for (cdt_count k = 0; k < n; k++)
         v[k] = (int64_t)i * 1000003 + k;
 }
 
-static int lh_check(const int64_t *v, int i, cdt_count n)
+int lh_check(const int64_t *v, int i, cdt_count n)
 {
     for (cdt_count k = 0; k < n; k++)
         if (v[k] != (int64_t)i * 1000003 + k)

@@ -44,20 +44,6 @@ enum {
 };
 static int rf_go[2] = {-1, -1}, rf_pid = -1;
 
-static void rf_fill(int64_t *v, int i)
-{
-    for (int k = 0; k < RF_VALUES; k++)
-        v[k] = (int64_t)i * 1000003 + k;
-}
-
-static int rf_check(const int64_t *v, int i)
-{
-    for (int k = 0; k < RF_VALUES; k++)
-        if (v[k] != (int64_t)i * 1000003 + k)
-            return 0;
-    return 1;
-}
-
 static bool rf_heads(peer *p)
 {
     char t[512];
@@ -108,7 +94,7 @@ static void rf_client(peer *p)
     int64_t *v = malloc(RF_VALUES * sizeof(int64_t));
     CHECK(v != NULL);
     for (int i = 0; i < RF_N; i++) { /* one at a time: the ring busy, never full */
-        rf_fill(v, i);
+        lh_fill(v, i, RF_VALUES);
         CHECK_RC(
             cdt_ucx_send(p->ep, v, RF_VALUES, CDT_INT64, RF_BASE + (cdt_ucx_tag)i, T_TIMEOUT_MS));
     }
@@ -168,7 +154,7 @@ static void rf_server(peer *p)
                 CHECK_RC(rc);
                 CHECK_RC(cdt_ucx_request_free(rv));
                 rv = NULL;
-                CHECK(rf_check(v, got));
+                CHECK(lh_check(v, got, RF_VALUES));
                 got++;
             }
         }

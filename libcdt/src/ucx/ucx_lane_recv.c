@@ -81,6 +81,33 @@ void cdt__ucx_lane_detach(cdt_ucx_request r)
     }
 }
 
+/* the bound decoder's regions: the bytes of those below the threshold (which the lane carries)
+ * and the number of those sent on their own. The header's parse keeps the table's shape: when
+ * its longest region is below the threshold, no region needs a look of its own. */
+static int lane_region_split(cdt_ucx_request r, cdt_count region_count, cdt_count *inline_bytes,
+                             cdt_count *separate)
+{
+    cdt__region_shape shape = {0};
+    cdt__decoder_region_shape(r->dec, &shape);
+    *inline_bytes = 0;
+    *separate = 0;
+    if (shape.longest < r->threshold) {
+        *inline_bytes = shape.bytes;
+        return CDT_SUCCESS;
+    }
+    for (cdt_count i = 0; i < region_count; i++) {
+        cdt_count len;
+        int rc = cdt_decoder_region_info(r->dec, i, &len, NULL, NULL);
+        if (rc != CDT_SUCCESS)
+            return rc;
+        if (cdt__ucx_separate(len, r->threshold, i))
+            (*separate)++;
+        else
+            *inline_bytes += len;
+    }
+    return CDT_SUCCESS;
+}
+
 /* the frame's header (r->lane_hdr, private, whole) and the destination: the checks of a LANE
  * head whose header came in the head (cdt__ucx_lane_head), with none of the regions large (a
  * sender puts only such objects' headers in the lane). CDT_SUCCESS or the receive's error. */
@@ -95,21 +122,11 @@ static int header_ready(cdt_ucx_request r, uint64_t lane_len)
     if (rc == CDT_SUCCESS)
         rc = r->prepare != NULL ? r->prepare(r->prepare_arg, r->dec)
                                 : cdt_decoder_bind(r->dec, r->buf, r->count, r->type);
-    cdt_count inline_bytes = 0;
-    cdt__region_shape shape = {0};
+    cdt_count inline_bytes = 0, nsep = 0;
     if (rc == CDT_SUCCESS)
-        cdt__decoder_region_shape(r->dec, &shape);
-    /* none is large (the parse's longest): no region needs a look of its own */
-    bool all_inline = rc == CDT_SUCCESS && shape.longest < r->threshold;
-    if (all_inline)
-        inline_bytes = shape.bytes;
-    for (cdt_count i = 0; rc == CDT_SUCCESS && !all_inline && i < in.region_count; i++) {
-        cdt_count len;
-        rc = cdt_decoder_region_info(r->dec, i, &len, NULL, NULL);
-        if (rc == CDT_SUCCESS && cdt__ucx_separate(len, r->threshold, i))
-            rc = CDT_ERR_FRAME_MALFORMED; /* no message of its own was announced */
-        inline_bytes += len;
-    }
+        rc = lane_region_split(r, in.region_count, &inline_bytes, &nsep);
+    if (rc == CDT_SUCCESS && nsep > 0)
+        rc = CDT_ERR_FRAME_MALFORMED; /* no message of its own was announced */
     /* the lane carries the rest of the header, the packed stream and the regions, nothing else */
     if (rc == CDT_SUCCESS && (uint64_t)(in.header_size - r->lane_base) + (uint64_t)in.packed_size +
                                      (uint64_t)inline_bytes !=
@@ -197,21 +214,8 @@ void cdt__ucx_lane_head(cdt_ucx_request r, const cdt__ucx_head *h)
         rc = r->prepare != NULL ? r->prepare(r->prepare_arg, r->dec)
                                 : cdt_decoder_bind(r->dec, r->buf, r->count, r->type);
     cdt_count inline_bytes = 0, nsep = 0;
-    cdt__region_shape shape = {0};
     if (rc == CDT_SUCCESS)
-        cdt__decoder_region_shape(r->dec, &shape);
-    /* none is large (the parse's longest): all travel in the lane, with no look at each */
-    bool all_inline = rc == CDT_SUCCESS && shape.longest < r->threshold;
-    if (all_inline)
-        inline_bytes = shape.bytes;
-    for (cdt_count i = 0; rc == CDT_SUCCESS && !all_inline && i < in.region_count; i++) {
-        cdt_count len;
-        rc = cdt_decoder_region_info(r->dec, i, &len, NULL, NULL);
-        if (rc == CDT_SUCCESS && cdt__ucx_separate(len, r->threshold, i))
-            nsep++;
-        else if (rc == CDT_SUCCESS)
-            inline_bytes += len;
-    }
+        rc = lane_region_split(r, in.region_count, &inline_bytes, &nsep);
     /* what the lane carries is the packed stream and the small regions, nothing else */
     if (rc == CDT_SUCCESS && (uint64_t)in.packed_size + (uint64_t)inline_bytes != lane_len)
         rc = CDT_ERR_FRAME_MALFORMED;
