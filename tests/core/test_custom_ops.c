@@ -546,6 +546,8 @@ static void test_status_names(void)
     }
     CHECK(cdt_kind_size(CDT_KIND_COMPLEX_DOUBLE) == 16 && cdt_kind_size((cdt_kind)99) == 0);
     CHECK(cdt_type_predefined((cdt_kind)0) == NULL && cdt_type_predefined(CDT_KIND_COUNT_) == NULL);
+    CHECK(cdt_type_predefined((cdt_kind)-1) == NULL && cdt_type_predefined((cdt_kind)99) == NULL);
+    CHECK(cdt_type_predefined(CDT_KIND_BOOL) != NULL && cdt_type_predefined(CDT_KIND_BYTE) != NULL);
 }
 
 /* A fragment whose delivery fails is not recorded as arrived: giving it again works, and a

@@ -24,6 +24,7 @@ int main(void)
     test_region_before_head();
     test_empty_regions();
     test_finish_region_holes();
+    test_region_runs();
     test_gather_ranges();
     test_head_allocator();
     test_malformed();

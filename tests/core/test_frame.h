@@ -29,11 +29,12 @@ void test_plain_frames_match_decoder(void);
 void test_gather_ranges(void);
 
 /* frame_regions.c: custom types' regions: a strided region, runs that touch across
- * elements, empty regions and padding */
+ * elements, empty regions and padding, many small regions of every shape in one frame */
 void test_strided_regions(void);
 void test_region_iov_windows(void);
 void test_empty_regions(void);
 void test_finish_region_holes(void);
+void test_region_runs(void);
 
 /* frame_sobj.c: the serialized-object adapter and its allocator hook; region bytes that come
  * before the packed stream */

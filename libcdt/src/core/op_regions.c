@@ -39,8 +39,9 @@ int cdt__op_fetch_regions(cdt_op op)
             lens = op->region_inline_lens;
             types = op->region_inline_types;
         } else {
-            /* one block: bases, then lens, then types (all 8-byte entries) */
-            char *block = calloc((size_t)n, sizeof(*bases) + sizeof(*lens) + sizeof(*types));
+            /* one block: bases, then lens, then types (all 8-byte entries); not zeroed here:
+             * the loop below sets every entry before the callback runs */
+            char *block = malloc((size_t)n * (sizeof(*bases) + sizeof(*lens) + sizeof(*types)));
             if (block == NULL)
                 return CDT_ERR_NO_MEMORY;
             bases = (void **)block;

@@ -43,6 +43,8 @@ static struct cdt_type_s predefined[CDT_KIND_COUNT_] = {
 
 cdt_type cdt_type_predefined(cdt_kind kind)
 {
-    /* cdt_kind_size is 0 for CDT_KIND_MIXED and for values that are no kind */
-    return cdt_kind_size(kind) > 0 ? &predefined[kind] : NULL;
+    /* the table's size is 0 for CDT_KIND_MIXED (no entry); a value that is no kind is out of
+     * its bounds. No call of the exported cdt_kind_size: a custom type's region callback asks
+     * for its regions' type here once a region, every object. */
+    return (unsigned)kind < CDT_KIND_COUNT_ && predefined[kind].size > 0 ? &predefined[kind] : NULL;
 }

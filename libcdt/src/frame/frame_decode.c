@@ -252,6 +252,36 @@ static int flush_early(cdt_decoder d)
     return CDT_SUCCESS;
 }
 
+/* A custom receiver's regions from `index` on (matched: resolve_regions), out of frame bytes
+ * [at, at + len) in src: each region that starts where the bytes before it end (no padding to
+ * check) and is one block in memory (an array of a contiguous type) is one memcpy here, so
+ * that a fragment of many small regions costs one call of write_area, not one a region. Every
+ * byte goes inside the region the header names at its offset, whose byte length the
+ * receiver's region matched. Returns the bytes taken; stops at padding, at a strided region,
+ * at the end of src or of the table (write_area goes on from there). */
+static cdt_count copy_run(cdt_decoder d, cdt_count index, cdt_count at, const unsigned char *src,
+                          cdt_count len)
+{
+    const cdt_op op = d->op;
+    cdt_count done = 0;
+    for (cdt_count i = index; i < d->info.region_count && done < len; i++) {
+        const cdt__region_rec *r = &d->regions[i].rec;
+        if (r->frame_offset != at + done)
+            break; /* padding before region i */
+        cdt_type t = op->region_types[i];
+        if (!cdt__layout_is_contiguous(t, op->region_lens[i]))
+            break;
+        cdt_count n = r->bytes < len - done ? r->bytes : len - done;
+        if (n > 0)
+            memcpy(CDT__AT(op->region_bases[i], t->true_lb), src + done, (size_t)n);
+        done += n;
+        d->region_hint = n == r->bytes ? i + 1 : i;
+        if (n < r->bytes)
+            break;
+    }
+    return done;
+}
+
 /* deliver frame bytes [off, off + len), all inside one area, to where they belong */
 static int write_area(cdt_decoder d, cdt_count off, const unsigned char *src, cdt_count len,
                       cdt_count *consumed)
@@ -296,7 +326,10 @@ static int write_area(cdt_decoder d, cdt_count off, const unsigned char *src, cd
     d->region_hint = off + n == r->frame_offset + r->bytes ? lo + 1 : lo;
     if (d->custom && !d->regions_checked && !stream_complete(d))
         return hold_early(d, off, src, n);
-    return write_region(d, lo, off - r->frame_offset, src, n);
+    int rc = write_region(d, lo, off - r->frame_offset, src, n);
+    if (rc == CDT_SUCCESS && d->custom && n < len && off + n == r->frame_offset + r->bytes)
+        *consumed = n + copy_run(d, lo + 1, off + n, src + n, len - n);
+    return rc;
 }
 
 int cdt_decoder_write(cdt_decoder d, cdt_count offset, const void *src, cdt_count len)

@@ -19,15 +19,24 @@ typedef struct region_src {
     cdt_type type;
 } region_src;
 
+/* a region whose bytes are one block (the usual: an array of a contiguous type) is one piece,
+ * or none when empty: what cdt__layout_range_iov gives for it, without its two calls */
+static bool one_block(const region_src *src)
+{
+    return cdt__layout_is_contiguous(src->type, src->len);
+}
+
 /* Each region's pieces (its byte range as an iov list) into f->pieces, in region order: one
  * walk counts them, a second fills the one array. */
 static int collect_pieces(cdt_frame f, const region_src *src)
 {
     cdt_count total = 0;
     for (cdt_count i = 0; i < f->region_count; i++) {
-        cdt_count n;
-        int rc = cdt__layout_range_iov(src[i].base, src[i].len, src[i].type, 0,
-                                       f->regions[i].rec.bytes, 0, 0, NULL, &n);
+        cdt_count n = f->regions[i].rec.bytes > 0;
+        int rc = one_block(&src[i])
+                     ? CDT_SUCCESS
+                     : cdt__layout_range_iov(src[i].base, src[i].len, src[i].type, 0,
+                                             f->regions[i].rec.bytes, 0, 0, NULL, &n);
         if (rc != CDT_SUCCESS)
             return rc;
         f->regions[i].first_piece = total;
@@ -45,6 +54,11 @@ static int collect_pieces(cdt_frame f, const region_src *src)
         cdt_count n;
         /* no piece array when no region has a piece (no offset from a null pointer) */
         cdt_iov *at = f->pieces != NULL ? f->pieces + r->first_piece : NULL;
+        if (one_block(&src[i])) {
+            if (r->n_pieces > 0)
+                *at = (cdt_iov){CDT__AT(src[i].base, src[i].type->true_lb), r->rec.bytes};
+            continue;
+        }
         int rc = cdt__layout_range_iov(src[i].base, src[i].len, src[i].type, 0, r->rec.bytes, 0,
                                        r->n_pieces, at, &n);
         if (rc != CDT_SUCCESS)

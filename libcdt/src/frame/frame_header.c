@@ -106,8 +106,9 @@ int cdt__frame_match_regions(cdt_op op, const cdt_frame_info *info, const dec_re
         return rc;
     if (op->region_count != info->region_count)
         return CDT_ERR_FRAME_MISMATCH;
+    /* (each product was checked for overflow when the regions were fetched) */
     for (cdt_count i = 0; i < info->region_count; i++)
-        if (cdt__op_region_bytes(op, i) != regions[i].rec.bytes)
+        if (op->region_lens[i] * op->region_types[i]->size != regions[i].rec.bytes)
             return CDT_ERR_FRAME_MISMATCH;
     return CDT_SUCCESS;
 }
