@@ -211,3 +211,35 @@ def test_whatever_is_plain_loads():
             accepted += 1
             loads_both(s)
     assert accepted > 1000, accepted  # the mutations exercise the accepting side too
+
+
+@pytest.mark.parametrize("n", [0, 1, 31, 32, 33, 64, 255, 256, 257, 600])
+def test_walk_past_its_inline_tables(n):
+    """The walk holds its value stack (256 entries), mark stack (32) and memo (256) inline and
+    moves each to the heap when a stream needs more (pickle_plain.h, pp_grow): streams at and
+    across each edge are scanned as before (plain, loading under both unpicklers; and the
+    same streams with a GET of an index never stored, or a pop below a mark, are not)."""
+    words = ["w%d" % i for i in range(n)]
+    objs = [
+        list(range(n)),  # APPENDS of n values above one mark: the value stack
+        words + words,  # n memo entries (MEMOIZE), then a BINGET of each: the memo
+    ]
+    deep = ()
+    for i in range(n):  # a MARK per level, all open at once: the mark stack
+        deep = (i, i, i, i, deep)
+    objs.append(deep)
+    for obj in objs:
+        stream = pickle.dumps(obj, 5)
+        assert plain(stream, 0), (n, pickletools.dis(stream))
+        loads_both(stream)
+    # the memo table past its inline part: a GET of an index stored, and of one never stored
+    puts = b"".join(b"N\x94" for _ in range(n)) + b"0" * n
+    stored = b"\x80\x05" + puts + b"]" + (b"j" + struct.pack("<I", n - 1) if n else b"N") + b"."
+    assert plain(stored, 0)
+    loads_both(stored)
+    unstored = b"\x80\x05" + puts + b"]j" + struct.pack("<I", n + 1) + b"."
+    assert not plain(unstored, 0)
+    # n + 1 marks, then one pop too many below the innermost one
+    marks = b"\x80\x05" + b"(" * (n + 1) + b"N" + b"1" * (n + 1) + b"0N."
+    assert not plain(marks, 0)
+    assert plain(b"\x80\x05" + b"(" * (n + 1) + b"N" + b"1" * (n + 1) + b"N.", 0)

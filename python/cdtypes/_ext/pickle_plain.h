@@ -25,6 +25,11 @@ enum {
     PP_SET
 };
 
+/* What the walk holds inline (on the caller's stack) before it allocates: a small object's
+ * stream (a 1 KiB dict: a few dozen values, two marks, a few dozen memo entries) is scanned
+ * without malloc, where three allocations and their frees were a fifth of the scan. */
+enum { PP_INLINE_V = 256, PP_INLINE_MARKS = 32, PP_INLINE_MEMO = 256 };
+
 typedef struct {
     unsigned char *v; /* kinds of the value stack */
     size_t n, cap;
@@ -33,17 +38,59 @@ typedef struct {
     unsigned char *memo; /* kind per memo index, PP_NONE where not stored */
     size_t nmemo;
     size_t memo_len; /* memo entries stored: where MEMOIZE stores (pickle's memo_len) */
+    unsigned char v0[PP_INLINE_V];
+    size_t marks0[PP_INLINE_MARKS];
+    unsigned char memo0[PP_INLINE_MEMO];
 } pp_walk;
+
+static void pp_init(pp_walk *w)
+{
+    w->v = w->v0;
+    w->n = 0;
+    w->cap = PP_INLINE_V;
+    w->marks = w->marks0;
+    w->nmarks = 0;
+    w->capmarks = PP_INLINE_MARKS;
+    w->memo = w->memo0;
+    w->nmemo = PP_INLINE_MEMO;
+    w->memo_len = 0;
+    memset(w->memo0, PP_NONE, sizeof w->memo0);
+}
+
+/* *p (n elements of size elem, held inline while *p == inline_buf) grown to cap elements:
+ * the inline array copied to the heap the first time, the heap array reallocated after. */
+static int pp_grow(void **p, const void *inline_buf, size_t n, size_t cap, size_t elem)
+{
+    void *q;
+    if (*p == inline_buf) {
+        q = malloc(cap * elem);
+        if (q != NULL)
+            memcpy(q, inline_buf, n * elem);
+    } else {
+        q = realloc(*p, cap * elem);
+    }
+    if (q == NULL)
+        return 0;
+    *p = q;
+    return 1;
+}
+
+static void pp_release(pp_walk *w)
+{
+    if (w->v != w->v0)
+        free(w->v);
+    if (w->marks != w->marks0)
+        free(w->marks);
+    if (w->memo != w->memo0)
+        free(w->memo);
+}
 
 static int pp_push(pp_walk *w, unsigned char kind)
 {
     if (w->n == w->cap) {
-        size_t cap = w->cap ? 2 * w->cap : 64;
-        unsigned char *v = realloc(w->v, cap);
-        if (v == NULL)
+        if (!pp_grow((void **)&w->v, w->v0, w->n, 2 * w->cap, 1))
             return 0;
-        w->v = v;
-        w->cap = cap;
+        w->cap *= 2;
     }
     w->v[w->n++] = kind;
     return 1;
@@ -59,14 +106,12 @@ static size_t pp_fence(const pp_walk *w)
 static int pp_memo_put(pp_walk *w, uint64_t i, unsigned char kind)
 {
     if (i >= w->nmemo) {
-        size_t n = w->nmemo ? w->nmemo : 64;
+        size_t n = w->nmemo;
         while (n <= i)
             n *= 2;
-        unsigned char *m = realloc(w->memo, n);
-        if (m == NULL)
+        if (!pp_grow((void **)&w->memo, w->memo0, w->nmemo, n, 1))
             return 0;
-        memset(m + w->nmemo, PP_NONE, n - w->nmemo);
-        w->memo = m;
+        memset(w->memo + w->nmemo, PP_NONE, n - w->nmemo);
         w->nmemo = n;
     }
     if (w->memo[i] == PP_NONE)
@@ -231,12 +276,10 @@ static int pp_walk_stream(pp_walk *w, const unsigned char *s, size_t n, size_t n
             break;
         case '(': /* MARK */
             if (w->nmarks == w->capmarks) {
-                size_t cap = w->capmarks ? 2 * w->capmarks : 16;
-                size_t *m = realloc(w->marks, cap * sizeof *m);
-                if (m == NULL)
+                if (!pp_grow((void **)&w->marks, w->marks0, w->nmarks, 2 * w->capmarks,
+                             sizeof *w->marks))
                     return 0;
-                w->marks = m;
-                w->capmarks = cap;
+                w->capmarks *= 2;
             }
             w->marks[w->nmarks++] = w->n;
             break;
@@ -361,11 +404,9 @@ static int pp_walk_stream(pp_walk *w, const unsigned char *s, size_t n, size_t n
 static int cdtpy_pickle_plain(const unsigned char *s, size_t n, size_t nbuf)
 {
     pp_walk w;
-    memset(&w, 0, sizeof w);
+    pp_init(&w);
     int plain = pp_walk_stream(&w, s, n, nbuf);
-    free(w.v);
-    free(w.marks);
-    free(w.memo);
+    pp_release(&w);
     return plain;
 }
 
