@@ -8,7 +8,7 @@
  * length or tag is out of range, a position this side did not reach by its own calls, an error
  * that does not stay, and, while nothing was scribbled, a record that is not the one written.
  * An input whose first byte is 0xB2 runs with large records (§10.6, Large records): a 256 KiB
- * head ring whose consumer announced them, records up to 64 KiB, taken through a getter that
+ * head ring whose consumer announced them, records up to 72 KiB, taken through a getter that
  * must never be asked for more than the bound (other inputs run as before the large records).
  */
 #include "lane/lane.h"

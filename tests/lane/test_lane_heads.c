@@ -538,7 +538,7 @@ static void case_heads_scribbler(void)
 
 /* ---- large records (§10.6, Large records) ---- */
 
-#define LARGE_RING (UINT32_C(1) << 18) /* the default head ring: a 64 KiB bound */
+#define LARGE_RING (UINT32_C(1) << 18) /* the default head ring: a 72 KiB bound */
 
 static unsigned char big_head[CDT__LANE_HEAD_LARGE_MAX + 64];
 static unsigned char big_out[CDT__LANE_HEAD_LARGE_MAX + 64];
@@ -570,7 +570,7 @@ static int fresh_large(unsigned char *mem, cdt__lane *p, cdt__lane *c, uint32_t 
     return 1;
 }
 
-/* the bound each side applies; 1,200 records of 40 bytes to 64 KiB through a 256 KiB ring, by
+/* the bound each side applies; 1,200 records of 40 bytes to 72 KiB through a 256 KiB ring, by
  * put and by reserve + publish, taken through a getter asked for each record's exact length;
  * every record over a side's bound refused (the producer's put, the consumer's take: the lane
  * breaks with nothing asked of the getter); a getter without memory leaves the record */
@@ -582,19 +582,19 @@ static void case_heads_large(void)
     cdt__lane p, c;
     uint64_t tag;
     size_t n;
-    /* the bounds: a quarter of the ring, at most 64 KiB, only with both bits */
+    /* the bounds: half the ring, at most 72 KiB, only with both bits */
     CHECK(fresh_large(mem, &p, &c, LARGE_RING, both));
-    CHECK(cdt__lane_head_bound(&p) == 65536 && cdt__lane_head_bound(&c) == 65536);
+    CHECK(cdt__lane_head_bound(&p) == 73728 && cdt__lane_head_bound(&c) == 73728);
     CHECK(fresh_large(mem, &p, &c, LARGE_RING, CDT__LANE_FEATURE_HEADS));
     CHECK(cdt__lane_head_bound(&p) == CDT__LANE_HEAD_MAX);
     CHECK(cdt__lane_head_bound(&c) == CDT__LANE_HEAD_MAX);
     CHECK(fresh_large(mem, &p, &c, LARGE_RING, CDT__LANE_FEATURE_LARGE));
     CHECK(cdt__lane_head_bound(&p) == CDT__LANE_HEAD_MAX);
-    CHECK(fresh_large(mem, &p, &c, CDT__LANE_HEAD_RING_MIN, both)); /* a quarter: 32 KiB */
-    CHECK(cdt__lane_head_bound(&p) == CDT__LANE_HEAD_MAX);
-    CHECK_RC(cdt__lane_head_put(&p, 1, big_head, CDT__LANE_HEAD_MAX + 8), CDT_ERR_INVALID_ARG);
+    CHECK(fresh_large(mem, &p, &c, CDT__LANE_HEAD_RING_MIN, both)); /* half: 64 KiB */
+    CHECK(cdt__lane_head_bound(&p) == 65536);
+    CHECK_RC(cdt__lane_head_put(&p, 1, big_head, 65544), CDT_ERR_INVALID_ARG);
     /* records byte for byte and in order, across the ring's end */
-    static const size_t lens[] = {40, 32768, 32776, 40000, 65536, 50001, 1000, 65529};
+    static const size_t lens[] = {40, 32768, 32776, 40000, 73728, 50001, 1000, 65529};
     CHECK(fresh_large(mem, &p, &c, LARGE_RING, both));
     int put = 0, took = 0, fulls = 0;
     while (took < 1200) {
@@ -630,9 +630,9 @@ static void case_heads_large(void)
     }
     CHECK(fulls > 0 && took == 1200 && p.error == CDT_SUCCESS && c.error == CDT_SUCCESS);
     /* the producer: over the bound, or a large record toward a consumer without bit 2 */
-    CHECK_RC(cdt__lane_head_put(&p, 1, big_head, 65537), CDT_ERR_INVALID_ARG);
+    CHECK_RC(cdt__lane_head_put(&p, 1, big_head, 73729), CDT_ERR_INVALID_ARG);
     unsigned char *dst = NULL;
-    CHECK_RC(cdt__lane_head_reserve(&p, 65537, &dst), CDT_ERR_INVALID_ARG);
+    CHECK_RC(cdt__lane_head_reserve(&p, 73729, &dst), CDT_ERR_INVALID_ARG);
     CHECK_RC(cdt__lane_head_publish(&p, 1), CDT_ERR_INVALID_ARG); /* nothing reserved */
     CHECK(fresh_large(mem, &p, &c, LARGE_RING, CDT__LANE_FEATURE_HEADS));
     CHECK_RC(cdt__lane_head_put(&p, 1, big_head, 40000), CDT_ERR_INVALID_ARG);
@@ -662,7 +662,7 @@ static void case_heads_large(void)
             c.own_features = CDT__LANE_FEATURE_HEADS;
         CHECK_RC(cdt__lane_head_put(&p, 9, big_head, 40000), 1);
         if (round == 1)
-            set_u32(mem, ring_at, 65536 + 8);
+            set_u32(mem, ring_at, 73728 + 8);
         if (round == 2)
             set_u32(mem, ring_at, UINT32_C(1) << 31);
         gets = 0;

@@ -1,7 +1,7 @@
 /*
  * cases_lane_large.c - whole 32-64 KiB objects as large records of the head ring
  * (docs/TRANSPORT.md §10.6, Large records): no grant, no data ring, no commit. Small objects,
- * large records (40-60 KiB) and LANE objects (100 KiB, 256 KiB) interleaved on one endpoint,
+ * large records (40-64 KiB) and LANE objects (100 KiB, 256 KiB) interleaved on one endpoint,
  * received in batches by receives posted in another order than the objects were sent (the odd
  * ones by their own tags, last first; the even ones by wildcard receives, which must get them in
  * send order), half of the batches posted before the objects come and half after (the records
@@ -12,7 +12,7 @@
  *
  * With CDT_UCX_LANE_LARGE=off in the environment (transport.lane_large_off) the receiver does
  * not announce large records while its sender would write them (its own setting on): the same
- * objects, and every 40-60 KiB object goes the LANE way, as toward an earlier release.
+ * objects, and every 40-64 KiB object goes the LANE way, as toward an earlier release.
  */
 #include "cases.h"
 
@@ -27,15 +27,15 @@ enum { LL_LIMIT_TAG = 5000, LL_AFTER_TAG = 5001, LL_MAX = 32768 };
 
 static cdt_count ll_count(int i)
 {
-    static const cdt_count sizes[6] = {8, 5120, 12800, 6144, 7600, 32768};
-    return sizes[i % 6]; /* 64 B, 40 KiB, 100 KiB, 48 KiB, 59.4 KiB, 256 KiB */
+    static const cdt_count sizes[6] = {8, 5120, 12800, 6144, 8192, 32768};
+    return sizes[i % 6]; /* 64 B, 40 KiB, 100 KiB, 48 KiB, 64 KiB, 256 KiB */
 }
 
-/* a large record where the consumer takes them: a whole head of at most 64 KiB above 32 KiB */
+/* a large record where the consumer takes them: a whole head above 32 KiB, within 72 KiB */
 static bool ll_record(int i)
 {
     cdt_count bytes = ll_count(i) * 8;
-    return bytes > 32768 && bytes <= 61440;
+    return bytes > 32768 && bytes <= 65536;
 }
 
 /* whether the receiver (the consumer) takes large records: CDT_UCX_LANE_LARGE as the case

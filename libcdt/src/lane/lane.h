@@ -77,13 +77,13 @@
 #define CDT__LANE_HEAD_RECORD 16u
 #define CDT__LANE_HEAD_MIN 40u    /* a head's prefix (CDT__UCX_PREFIX_SIZE) */
 #define CDT__LANE_HEAD_MAX 32768u /* a head message (CDT__UCX_HEAD_MAX) */
-/* a large record's bound: this, or a quarter of the head ring if less (measured: §10.6; a
- * build may set other values to measure them) */
+/* a large record's bound: this (a 64 KiB object, its prefix and frame header), or half the head
+ * ring if less (measured: §10.6, Large records; a build may set other values to measure them) */
 #ifndef CDT__LANE_HEAD_LARGE_MAX
-#define CDT__LANE_HEAD_LARGE_MAX 65536u
+#define CDT__LANE_HEAD_LARGE_MAX 73728u
 #endif
 #ifndef CDT__LANE_HEAD_LARGE_SHARE
-#define CDT__LANE_HEAD_LARGE_SHARE 4u /* the ring holds four of the largest */
+#define CDT__LANE_HEAD_LARGE_SHARE 2u /* the ring holds two of the largest */
 #endif
 /* defaults (measured: bench/lane, docs/TRANSPORT.md §10.3) */
 #define CDT__LANE_DEFAULT_RING (UINT64_C(1) << 20)

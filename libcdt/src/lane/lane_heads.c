@@ -71,8 +71,8 @@ size_t cdt__lane_head_bound(const cdt__lane *lane)
     uint32_t f = lane->role == CDT__LANE_PRODUCER ? lane->peer_features : lane->own_features;
     if (!(f & CDT__LANE_FEATURE_LARGE) || !(f & CDT__LANE_FEATURE_HEADS))
         return CDT__LANE_HEAD_MAX;
-    size_t quarter = lane->head_ring_bytes / CDT__LANE_HEAD_LARGE_SHARE;
-    size_t large = quarter < CDT__LANE_HEAD_LARGE_MAX ? quarter : CDT__LANE_HEAD_LARGE_MAX;
+    size_t share = lane->head_ring_bytes / CDT__LANE_HEAD_LARGE_SHARE;
+    size_t large = share < CDT__LANE_HEAD_LARGE_MAX ? share : CDT__LANE_HEAD_LARGE_MAX;
     return large > CDT__LANE_HEAD_MAX ? large : CDT__LANE_HEAD_MAX;
 }
 

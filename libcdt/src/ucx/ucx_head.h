@@ -27,9 +27,9 @@
 /* the head message never exceeds this (prefix included): receivers post this much */
 #define CDT__UCX_HEAD_MAX 32768
 /* a head message parked from the head ring may be a large record, up to this (docs/TRANSPORT.md
- * §10.6, Large records; CDT__LANE_HEAD_LARGE_MAX): whole, never LANE, never with a tail */
+ * §10.6, Large records; at least CDT__LANE_HEAD_LARGE_MAX): whole, never LANE, never with a tail */
 #ifndef CDT__UCX_RING_HEAD_MAX
-#define CDT__UCX_RING_HEAD_MAX 65536
+#define CDT__UCX_RING_HEAD_MAX 73728
 #endif
 #define CDT__UCX_PREFIX_SIZE 40
 #define CDT__UCX_PREFIX_MAGIC UINT32_C(0x55544443) /* "CDTU" little-endian */
