@@ -6,7 +6,8 @@
  * earlier protocol version are refused with their own error; the sender id comes back, and a
  * head without one (0) is refused. Version 7's LANE heads (§10.3): the lane id and the stream
  * length after the prefix, then exactly the frame's header; no tail, a stream length within the
- * frame, the limits applied.
+ * frame, the limits applied. A large record of the head ring (§10.6): above HEAD_MAX only
+ * through cdt__ucx_parse_ring_head, never LANE, never with a tail.
  */
 #include "check.h"
 #include "frame/frame_format.h"
@@ -105,5 +106,33 @@ int main(void)
     /* HEADER without LANE is refused */
     cdt__ucx_put_prefix(msg, 9, 65536, 0, CDT__UCX_FLAG_COMMIT | CDT__UCX_FLAG_HEADER, 0x5e);
     CHECK(cdt__ucx_parse_head(msg, lh, NULL, &h) != CDT_SUCCESS);
+
+    /* a large record of the head ring (§10.6, Large records): a whole head longer than
+     * HEAD_MAX, parsed from a parked copy only, never with LANE or a tail; its limits apply */
+    static unsigned char big[CDT__UCX_RING_HEAD_MAX + 1];
+    const size_t whole = 60000;
+    const cdt_count wf = (cdt_count)(whole - CDT__UCX_PREFIX_SIZE);
+    memset(big, 0x33, sizeof big);
+    cdt__ucx_put_prefix(big, 11, 65536, 0, 0, 0x5e);
+    cdt__frame_put_fixed(big + CDT__UCX_PREFIX_SIZE, CDT_FRAME_FIXED_HEADER_SIZE,
+                         wf - CDT_FRAME_FIXED_HEADER_SIZE, 0, wf, 1);
+    CHECK_RC(cdt__ucx_parse_head(big, whole, NULL, &h), CDT_ERR_INVALID_ARG);
+    CHECK_OK(cdt__ucx_parse_ring_head(big, whole, NULL, &h));
+    CHECK(h.part_len == wf && h.tail_len == 0 && h.stream_len == wf && !h.lane && !h.commit);
+    cdt__ucx_limits below = {.max_frame_bytes = wf - 1, .max_regions = -1};
+    CHECK_RC(cdt__ucx_parse_ring_head(big, whole, &below, &h), CDT_ERR_LIMIT);
+    CHECK_RC(cdt__ucx_parse_ring_head(big, CDT__UCX_RING_HEAD_MAX + 1, NULL, &h),
+             CDT_ERR_INVALID_ARG);
+    /* a tail after it, or the LANE flag (whose header the receive copies into its HEAD_MAX
+     * buffer): malformed, whatever else the record says */
+    cdt__ucx_put_prefix(big, 11, 65536, 8, 0, 0x5e);
+    cdt__frame_put_fixed(big + CDT__UCX_PREFIX_SIZE, CDT_FRAME_FIXED_HEADER_SIZE,
+                         wf + 8 - CDT_FRAME_FIXED_HEADER_SIZE, 0, wf + 8, 1);
+    CHECK_RC(cdt__ucx_parse_ring_head(big, whole, NULL, &h), CDT_ERR_FRAME_MALFORMED);
+    cdt__ucx_put_prefix(big, 11, 65536, 0, CDT__UCX_FLAG_COMMIT | CDT__UCX_FLAG_LANE, 0x5e);
+    cdt__ucx_put_lane_ext(big + CDT__UCX_PREFIX_SIZE, 1, wf);
+    cdt__frame_put_fixed(big + CDT__UCX_PREFIX_SIZE + CDT__UCX_LANE_EXT_SIZE,
+                         CDT_FRAME_FIXED_HEADER_SIZE, wf - CDT_FRAME_FIXED_HEADER_SIZE, 0, wf, 1);
+    CHECK_RC(cdt__ucx_parse_ring_head(big, whole, NULL, &h), CDT_ERR_FRAME_MALFORMED);
     return check_report("test_ucx_head");
 }

@@ -7,6 +7,9 @@
  * behaviour is a bug, and so is a broken promise of the component: a record handed out whose
  * length or tag is out of range, a position this side did not reach by its own calls, an error
  * that does not stay, and, while nothing was scribbled, a record that is not the one written.
+ * An input whose first byte is 0xB2 runs with large records (§10.6, Large records): a 256 KiB
+ * head ring whose consumer announced them, records up to 72 KiB, taken through a getter that
+ * must never be asked for more than the bound (other inputs run as before the large records).
  */
 #include "lane/lane.h"
 #include "fuzz_input.h"
@@ -44,17 +47,31 @@ FUZZ_UNTRACED static int same(const unsigned char *b, uint64_t k, size_t n)
 
 #define QUEUE 64 /* records the schedule remembers: ring of 128 KiB holds at most 3,276 of 40 */
 
-static unsigned char head[CDT__LANE_HEAD_MAX], out[CDT__LANE_HEAD_MAX];
+static unsigned char head[CDT__LANE_HEAD_LARGE_MAX], out[CDT__LANE_HEAD_LARGE_MAX];
+
+#define LARGE_MODE 0xB2
+
+/* the consumer's buffer for a record its checks passed: never longer than the bound */
+static size_t get_bound;
+static unsigned char *get_out(void *arg, size_t len)
+{
+    (void)arg;
+    check(len >= CDT__LANE_HEAD_MIN && len <= get_bound && len <= sizeof out);
+    return out;
+}
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     input in = {data, size, 0};
+    const int large = size > 0 && data[0] == LARGE_MODE;
+    if (large)
+        in.at = 1;
     const cdt__lane_offer o = {.pid = 1,
                                .fd = 0,
                                .ring_bytes = CDT__LANE_RING_MIN,
                                .grant_slots = CDT__LANE_GRANTS_MIN,
                                .frag_bytes = CDT__LANE_FRAG_MIN};
-    const size_t heads = CDT__LANE_HEAD_RING_MIN;
+    const size_t heads = large ? CDT__LANE_DEFAULT_HEAD_RING : CDT__LANE_HEAD_RING_MIN;
     size_t v1 = cdt__lane_data_offset(o.grant_slots) + (size_t)o.ring_bytes;
     size_t total = v1 + heads;
     unsigned char *mem = calloc(1, total);
@@ -64,6 +81,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     cdt__lane p, c;
     check(cdt__lane_view(mem, total, CDT__LANE_PRODUCER, &o, &p) == CDT_SUCCESS);
     check(cdt__lane_view(mem, total, CDT__LANE_CONSUMER, &o, &c) == CDT_SUCCESS);
+    if (large) { /* as cdt__lane_attach_features and the producer's read of it leave them */
+        c.own_features = CDT__LANE_FEATURE_HEADS | CDT__LANE_FEATURE_LARGE;
+        p.peer_features = c.own_features;
+    }
+    const size_t bound = cdt__lane_head_bound(&c);
+    check(bound == (large ? CDT__LANE_HEAD_LARGE_MAX : CDT__LANE_HEAD_MAX));
+    check(cdt__lane_head_bound(&p) == bound);
+    get_bound = bound;
     /* records written and not yet taken, while the ring is honest */
     uint64_t q_len[QUEUE], q_tag[QUEUE], q_key[QUEUE];
     unsigned q_first = 0, q_n = 0;
@@ -76,7 +101,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         switch (next(&in) % 6) {
         case 0:
         case 1: { /* the producer writes a record */
-            size_t len = CDT__LANE_HEAD_MIN + next16(&in) % (CDT__LANE_HEAD_MAX - 39);
+            size_t len = CDT__LANE_HEAD_MIN + next16(&in) % (bound - 39);
             if (next(&in) % 4 == 0)
                 len = CDT__LANE_HEAD_MIN + next(&in) % 64; /* small ones are the usual */
             uint64_t tag = next16(&in) * UINT64_C(0x10001);
@@ -101,10 +126,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         case 2: { /* the consumer takes one */
             uint64_t tag;
             size_t n;
-            rc = cdt__lane_head_take(&c, &tag, out, sizeof out, &n);
+            rc = large ? cdt__lane_head_take_into(&c, &tag, get_out, NULL, &n)
+                       : cdt__lane_head_take(&c, &tag, out, CDT__LANE_HEAD_MAX, &n);
             check(rc == 0 || rc == 1 || rc == CDT_ERR_PEER);
             if (rc == 1) {
-                check(n >= CDT__LANE_HEAD_MIN && n <= CDT__LANE_HEAD_MAX && (tag >> 63) == 0);
+                check(n >= CDT__LANE_HEAD_MIN && n <= bound && (tag >> 63) == 0);
                 check(c.heads_read > c_before && c.heads_read - c_before <= heads);
                 if (!scribbled) {
                     check(q_n > 0 && n == q_len[q_first] && tag == q_tag[q_first] &&

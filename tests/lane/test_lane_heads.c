@@ -536,6 +536,143 @@ static void case_heads_scribbler(void)
     CHECK(broke > 0); /* the odd rounds' positions break it; `changed` is the ring bytes' mark */
 }
 
+/* ---- large records (§10.6, Large records) ---- */
+
+#define LARGE_RING (UINT32_C(1) << 18) /* the default head ring: a 72 KiB bound */
+
+static unsigned char big_head[CDT__LANE_HEAD_LARGE_MAX + 64];
+static unsigned char big_out[CDT__LANE_HEAD_LARGE_MAX + 64];
+static int gets;        /* calls of the getter below */
+static size_t got_len;  /* the length it was asked for */
+static int get_refuses; /* it answers NULL */
+
+static unsigned char *count_get(void *arg, size_t len)
+{
+    (void)arg;
+    gets++;
+    got_len = len;
+    return get_refuses ? NULL : big_out;
+}
+
+/* a version 2 lane with a head ring of ring bytes, both sides; the consumer announced
+ * `features` (as cdt__lane_attach_features records them) and the producer read them */
+static int fresh_large(unsigned char *mem, cdt__lane *p, cdt__lane *c, uint32_t ring,
+                       uint32_t features)
+{
+    size_t total = v1_bytes(&small_offer) + ring;
+    memset(mem, 0, total);
+    cdt__lane_format_heads(mem, &small_offer, ring, -1);
+    if (cdt__lane_view(mem, total, CDT__LANE_PRODUCER, &small_offer, p) != CDT_SUCCESS ||
+        cdt__lane_view(mem, total, CDT__LANE_CONSUMER, &small_offer, c) != CDT_SUCCESS)
+        return 0;
+    p->peer_features = features;
+    c->own_features = features;
+    return 1;
+}
+
+/* the bound each side applies; 1,200 records of 40 bytes to 72 KiB through a 256 KiB ring, by
+ * put and by reserve + publish, taken through a getter asked for each record's exact length;
+ * every record over a side's bound refused (the producer's put, the consumer's take: the lane
+ * breaks with nothing asked of the getter); a getter without memory leaves the record */
+static void case_heads_large(void)
+{
+    const uint32_t both = CDT__LANE_FEATURE_HEADS | CDT__LANE_FEATURE_LARGE;
+    unsigned char *mem = calloc(1, v1_bytes(&small_offer) + LARGE_RING);
+    CHECK(mem != NULL);
+    cdt__lane p, c;
+    uint64_t tag;
+    size_t n;
+    /* the bounds: half the ring, at most 72 KiB, only with both bits */
+    CHECK(fresh_large(mem, &p, &c, LARGE_RING, both));
+    CHECK(cdt__lane_head_bound(&p) == 73728 && cdt__lane_head_bound(&c) == 73728);
+    CHECK(fresh_large(mem, &p, &c, LARGE_RING, CDT__LANE_FEATURE_HEADS));
+    CHECK(cdt__lane_head_bound(&p) == CDT__LANE_HEAD_MAX);
+    CHECK(cdt__lane_head_bound(&c) == CDT__LANE_HEAD_MAX);
+    CHECK(fresh_large(mem, &p, &c, LARGE_RING, CDT__LANE_FEATURE_LARGE));
+    CHECK(cdt__lane_head_bound(&p) == CDT__LANE_HEAD_MAX);
+    CHECK(fresh_large(mem, &p, &c, CDT__LANE_HEAD_RING_MIN, both)); /* half: 64 KiB */
+    CHECK(cdt__lane_head_bound(&p) == 65536);
+    CHECK_RC(cdt__lane_head_put(&p, 1, big_head, 65544), CDT_ERR_INVALID_ARG);
+    /* records byte for byte and in order, across the ring's end */
+    static const size_t lens[] = {40, 32768, 32776, 40000, 73728, 50001, 1000, 65529};
+    CHECK(fresh_large(mem, &p, &c, LARGE_RING, both));
+    int put = 0, took = 0, fulls = 0;
+    while (took < 1200) {
+        int rc;
+        if (put < 1200) {
+            size_t len = lens[put % 8];
+            if (put % 2 == 0) {
+                fill(big_head, (uint64_t)put, len);
+                rc = cdt__lane_head_put(&p, (uint64_t)put * 5, big_head, len);
+            } else {
+                unsigned char *dst = NULL;
+                rc = cdt__lane_head_reserve(&p, len, &dst);
+                if (rc == 1) {
+                    fill(dst, (uint64_t)put, len); /* packed straight into the ring */
+                    rc = cdt__lane_head_publish(&p, (uint64_t)put * 5);
+                }
+            }
+            CHECK(rc == 0 || rc == 1);
+            if (rc == 1) {
+                put++;
+                continue;
+            }
+            fulls++;
+        }
+        gets = 0;
+        rc = cdt__lane_head_take_into(&c, &tag, count_get, NULL, &n);
+        CHECK_RC(rc, 1);
+        if (rc != 1)
+            break;
+        CHECK(gets == 1 && got_len == n);
+        CHECK(n == lens[took % 8] && tag == (uint64_t)took * 5 && same(big_out, (uint64_t)took, n));
+        took++;
+    }
+    CHECK(fulls > 0 && took == 1200 && p.error == CDT_SUCCESS && c.error == CDT_SUCCESS);
+    /* the producer: over the bound, or a large record toward a consumer without bit 2 */
+    CHECK_RC(cdt__lane_head_put(&p, 1, big_head, 73729), CDT_ERR_INVALID_ARG);
+    unsigned char *dst = NULL;
+    CHECK_RC(cdt__lane_head_reserve(&p, 73729, &dst), CDT_ERR_INVALID_ARG);
+    CHECK_RC(cdt__lane_head_publish(&p, 1), CDT_ERR_INVALID_ARG); /* nothing reserved */
+    CHECK(fresh_large(mem, &p, &c, LARGE_RING, CDT__LANE_FEATURE_HEADS));
+    CHECK_RC(cdt__lane_head_put(&p, 1, big_head, 40000), CDT_ERR_INVALID_ARG);
+    /* a reserve not published is dropped by the next one: one record comes */
+    CHECK(fresh_large(mem, &p, &c, LARGE_RING, both));
+    CHECK_RC(cdt__lane_head_reserve(&p, 60000, &dst), 1);
+    fill(big_head, 3, 40000);
+    CHECK_RC(cdt__lane_head_put(&p, 3, big_head, 40000), 1);
+    CHECK_RC(cdt__lane_head_take_into(&c, &tag, count_get, NULL, &n), 1);
+    CHECK(n == 40000 && tag == 3 && same(big_out, 3, n));
+    CHECK_RC(cdt__lane_head_take_into(&c, &tag, count_get, NULL, &n), 0);
+    /* a getter without memory: the record stays, the lane intact; HEAD_MAX's buffer too */
+    CHECK_RC(cdt__lane_head_put(&p, 4, big_head, 40000), 1);
+    get_refuses = 1;
+    CHECK_RC(cdt__lane_head_take_into(&c, &tag, count_get, NULL, &n), CDT_ERR_NO_MEMORY);
+    get_refuses = 0;
+    CHECK_RC(cdt__lane_head_take(&c, &tag, out, sizeof out, &n), CDT_ERR_NO_MEMORY);
+    CHECK_RC(cdt__lane_head_take_into(&c, &tag, count_get, NULL, &n), 1);
+    CHECK(n == 40000 && tag == 4 && c.error == CDT_SUCCESS);
+    /* the consumer: a record over its bound breaks the lane before the getter is asked */
+    const size_t ring_at = v1_bytes(&small_offer);
+    for (int round = 0; round < 3; round++) {
+        /* 0: a consumer without bit 2 gets a 40,000-byte record; 1: one with it gets a len
+         * scribbled to bound + 8; 2: to 2^31 */
+        CHECK(fresh_large(mem, &p, &c, LARGE_RING, both));
+        if (round == 0)
+            c.own_features = CDT__LANE_FEATURE_HEADS;
+        CHECK_RC(cdt__lane_head_put(&p, 9, big_head, 40000), 1);
+        if (round == 1)
+            set_u32(mem, ring_at, 73728 + 8);
+        if (round == 2)
+            set_u32(mem, ring_at, UINT32_C(1) << 31);
+        gets = 0;
+        CHECK_RC(cdt__lane_head_take_into(&c, &tag, count_get, NULL, &n), CDT_ERR_PEER);
+        CHECK(gets == 0);                                    /* nothing allocated for it */
+        CHECK_RC(cdt__lane_heads_pending(&c), CDT_ERR_PEER); /* sticky */
+    }
+    free(mem);
+}
+
 int main(int argc, char **argv)
 {
     static const struct {
@@ -548,6 +685,7 @@ int main(int argc, char **argv)
         {"heads_doorbell", case_heads_doorbell},
         {"heads_processes", case_heads_processes},
         {"heads_scribbler", case_heads_scribbler},
+        {"heads_large", case_heads_large},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
         if (argc < 2 || strcmp(argv[1], cases[i].name) == 0)

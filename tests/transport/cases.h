@@ -99,6 +99,9 @@ void lh_fill(int64_t *v, int i, cdt_count n);
 int lh_check(const int64_t *v, int i, cdt_count n);
 /* cases_lane_handoff.c: ring heads reach the receiver's matching as descriptors */
 int lane_handoff_case(const char *which); /* "" or "forged" */
+/* cases_lane_large.c: whole 32-64 KiB objects as large records of the head ring, mixed with
+ * small and LANE objects (CDT_UCX_LANE_LARGE=off: the LANE way) */
+int lane_large_case(void);
 /* cases_lane_ring_first.c: a ring consumer's progress polls the ring first, UCX when due */
 int lane_ring_first_case(void);
 /* cases_lane_setup.c: a no-lane record that comes in a later stream chunk than its id */

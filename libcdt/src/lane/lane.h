@@ -57,6 +57,10 @@
 /* HEADS: the consumer takes heads through the head ring of a version 2 segment (§10.6); asked
  * for by the transport at attach (cdt__lane_attach_features) where CDT_UCX_LANE_HEADS is on */
 #define CDT__LANE_FEATURE_HEADS 2u
+/* LARGE: the consumer takes large records, whole head messages above CDT__LANE_HEAD_MAX up to
+ * cdt__lane_head_bound (§10.6, Large records); asked for with HEADS where CDT_UCX_LANE_LARGE is
+ * on */
+#define CDT__LANE_FEATURE_LARGE 4u
 #define CDT__LANE_FEATURES CDT__LANE_FEATURE_HEADERS
 
 /* ---- sizes a segment may have: anything else in an offer or a header is refused ---- */
@@ -73,6 +77,14 @@
 #define CDT__LANE_HEAD_RECORD 16u
 #define CDT__LANE_HEAD_MIN 40u    /* a head's prefix (CDT__UCX_PREFIX_SIZE) */
 #define CDT__LANE_HEAD_MAX 32768u /* a head message (CDT__UCX_HEAD_MAX) */
+/* a large record's bound: this (a 64 KiB object, its prefix and frame header), or half the head
+ * ring if less (measured: §10.6, Large records; a build may set other values to measure them) */
+#ifndef CDT__LANE_HEAD_LARGE_MAX
+#define CDT__LANE_HEAD_LARGE_MAX 73728u
+#endif
+#ifndef CDT__LANE_HEAD_LARGE_SHARE
+#define CDT__LANE_HEAD_LARGE_SHARE 2u /* the ring holds two of the largest */
+#endif
 /* defaults (measured: bench/lane, docs/TRANSPORT.md §10.3) */
 #define CDT__LANE_DEFAULT_RING (UINT64_C(1) << 20)
 #define CDT__LANE_DEFAULT_GRANTS 64u
@@ -118,6 +130,8 @@ typedef struct cdt__lane {
     uint64_t cons_pos, granted_end, grants_posted, grants_taken_seen;
     /* producer: the consumer's consumer_features, read once at attach */
     uint32_t peer_features;
+    /* consumer: the consumer_features it wrote at attach */
+    uint32_t own_features;
     /* version 2 (head ring; 0 bytes on a version 1 segment), validated once at setup */
     uint32_t version;
     uint32_t head_ring_bytes;
@@ -127,6 +141,10 @@ typedef struct cdt__lane {
     int32_t doorbell_num; /* doorbell_fd as the header said it (the producer's number) */
     /* producer's copies: heads written, heads_cons last accepted */
     uint64_t heads_pos, heads_cons_seen;
+    /* producer: a record reserved and not yet published (cdt__lane_head_reserve): its length,
+     * 0 none, and the pad before it */
+    size_t heads_resv_len;
+    uint64_t heads_resv_pad;
     /* consumer's copy: heads read and released */
     uint64_t heads_read;
     /* this side's CPU word as last written (1 + the CPU; 0 never written) */
@@ -220,7 +238,19 @@ CDT__LANE_HIDDEN uint64_t cdt__lane_position(const cdt__lane *lane);
 
 /* ---- the head ring of a version 2 segment (lane_heads.c, docs/TRANSPORT.md §10.6) ---- */
 
-/* Producer: write one record {tag, head[len]} (40 <= len <= CDT__LANE_HEAD_MAX, tag's top bit
+/* The largest record len this side writes (producer) or takes (consumer): CDT__LANE_HEAD_MAX,
+ * or where the consumer set CDT__LANE_FEATURE_LARGE at attach, min(CDT__LANE_HEAD_LARGE_MAX,
+ * head_ring_bytes / 4) (docs/TRANSPORT.md §10.6, Large records). */
+CDT__LANE_HIDDEN size_t cdt__lane_head_bound(const cdt__lane *lane);
+/* Producer: room for one record of len bytes (40 <= len <= cdt__lane_head_bound, else
+ * CDT_ERR_INVALID_ARG): 1 and *dst, where the head's len bytes go (the caller writes them
+ * there, e.g. packs an object straight into the ring), then cdt__lane_head_publish; 0 no room
+ * (as cdt__lane_head_put); else the lane's error. Nothing is published until then; a reserve
+ * not published is dropped by the next one. */
+CDT__LANE_HIDDEN int cdt__lane_head_reserve(cdt__lane *lane, size_t len, unsigned char **dst);
+/* Producer: the reserved record's 16 bytes written with tag (top bit 0), and published. */
+CDT__LANE_HIDDEN int cdt__lane_head_publish(cdt__lane *lane, uint64_t tag);
+/* Producer: write one record {tag, head[len]} (40 <= len <= cdt__lane_head_bound, tag's top bit
  * 0, else CDT_ERR_INVALID_ARG) and publish it. 1: written; 0: no room (the consumer has not
  * released enough: try again later, and write no later head before this one); else the lane's
  * error (a heads_cons out of its bounds breaks the lane). CDT_ERR_UNSUPPORTED on a version 1
@@ -234,10 +264,19 @@ CDT__LANE_HIDDEN int cdt__lane_heads_asleep(cdt__lane *lane);
 CDT__LANE_HIDDEN int cdt__lane_heads_ring(cdt__lane *lane);
 /* Consumer: the next record, copied into private memory: its tag, its head into out (cap >=
  * CDT__LANE_HEAD_MAX bytes) and *len; the record is then released. 1: one taken; 0: none
- * published; else the lane's error (a record or a position out of its bounds breaks it:
- * CDT_ERR_PEER; nothing outside the ring is read). */
+ * published; CDT_ERR_NO_MEMORY: a large record longer than cap (not taken, the lane intact);
+ * else the lane's error (a record or a position out of its bounds breaks it: CDT_ERR_PEER;
+ * nothing outside the ring is read). */
 CDT__LANE_HIDDEN int cdt__lane_head_take(cdt__lane *lane, uint64_t *tag, unsigned char *out,
                                          size_t cap, size_t *len);
+/* The buffer a record of len bytes (already checked against the bound) is copied into; NULL:
+ * none (the record is left in the ring). */
+typedef unsigned char *(cdt__lane_head_buf_fn)(void *arg, size_t len);
+/* Consumer: cdt__lane_head_take into get(arg, len)'s buffer, asked for only once the record's
+ * 16 bytes passed every check (nothing is allocated for a record that breaks the lane).
+ * CDT_ERR_NO_MEMORY when get returned NULL (nothing taken). */
+CDT__LANE_HIDDEN int cdt__lane_head_take_into(cdt__lane *lane, uint64_t *tag,
+                                              cdt__lane_head_buf_fn *get, void *arg, size_t *len);
 /* Consumer: 1 when records are published and not yet taken, 0 none (or the lane's error). */
 CDT__LANE_HIDDEN int cdt__lane_heads_pending(cdt__lane *lane);
 /* Consumer, before it sleeps: stores asleep = 1, then looks again; 0: asleep (nothing pending,

@@ -65,14 +65,26 @@ static uint64_t get64(const unsigned char *p)
     return v;
 }
 
+size_t cdt__lane_head_bound(const cdt__lane *lane)
+{
+    /* the consumer's own word, or the producer's private copy of it: never the segment's */
+    uint32_t f = lane->role == CDT__LANE_PRODUCER ? lane->peer_features : lane->own_features;
+    if (!(f & CDT__LANE_FEATURE_LARGE) || !(f & CDT__LANE_FEATURE_HEADS))
+        return CDT__LANE_HEAD_MAX;
+    size_t share = lane->head_ring_bytes / CDT__LANE_HEAD_LARGE_SHARE;
+    size_t large = share < CDT__LANE_HEAD_LARGE_MAX ? share : CDT__LANE_HEAD_LARGE_MAX;
+    return large > CDT__LANE_HEAD_MAX ? large : CDT__LANE_HEAD_MAX;
+}
+
 /* ---- producer ---- */
 
-int cdt__lane_head_put(cdt__lane *lane, uint64_t tag, const void *head, size_t len)
+int cdt__lane_head_reserve(cdt__lane *lane, size_t len, unsigned char **dst)
 {
     int rc = heads_usable(lane, CDT__LANE_PRODUCER);
     if (rc != CDT_SUCCESS)
         return rc;
-    if (head == NULL || len < CDT__LANE_HEAD_MIN || len > CDT__LANE_HEAD_MAX || (tag >> 63) != 0)
+    lane->heads_resv_len = 0;
+    if (dst == NULL || len < CDT__LANE_HEAD_MIN || len > cdt__lane_head_bound(lane))
         return CDT_ERR_INVALID_ARG;
     uint64_t cons = __atomic_load_n(u64_at(lane, CDT__LANE_OFF_HEADS_CONS), __ATOMIC_ACQUIRE);
     /* the consumer releases only what was published, and never takes a release back */
@@ -85,6 +97,26 @@ int cdt__lane_head_put(cdt__lane *lane, uint64_t tag, const void *head, size_t l
     uint64_t pad = need > size - at ? size - at : 0; /* the record starts at the ring's start */
     if (lane->heads_pos + pad + need > cons + size)
         return 0; /* full: this head waits, and every later one behind it */
+    /* nothing is written yet: the pad too is written at the publish, so that a reserve not
+     * published leaves the unpublished bytes as they were */
+    lane->heads_resv_len = len;
+    lane->heads_resv_pad = pad;
+    *dst = at_off(lane, lane->heads_off) + (pad != 0 ? 0 : at) + CDT__LANE_HEAD_RECORD;
+    return 1;
+}
+
+int cdt__lane_head_publish(cdt__lane *lane, uint64_t tag)
+{
+    int rc = heads_usable(lane, CDT__LANE_PRODUCER);
+    if (rc != CDT_SUCCESS)
+        return rc;
+    const size_t len = lane->heads_resv_len;
+    if (len == 0 || (tag >> 63) != 0)
+        return CDT_ERR_INVALID_ARG;
+    lane->heads_resv_len = 0;
+    const uint64_t pad = lane->heads_resv_pad;
+    const uint64_t need = padded(len);
+    uint64_t at = lane->heads_pos & (lane->head_ring_bytes - 1);
     unsigned char *ring = at_off(lane, lane->heads_off);
     if (pad != 0) {
         memset(ring + at, 0, 4); /* len 0: a pad to the ring's end */
@@ -95,13 +127,26 @@ int cdt__lane_head_put(cdt__lane *lane, uint64_t tag, const void *head, size_t l
     memcpy(rec, &len32, 4);
     memcpy(rec + 8, &tag, 8);
     memcpy(ring + at, rec, sizeof rec);
-    memcpy(ring + at + CDT__LANE_HEAD_RECORD, head, len);
     memset(ring + at + CDT__LANE_HEAD_RECORD + len, 0,
            (size_t)(need - CDT__LANE_HEAD_RECORD - len));
     lane->heads_pos += pad + need;
     /* seq_cst: ordered before the load of asleep in cdt__lane_heads_asleep (the doorbell) */
     __atomic_store_n(u64_at(lane, CDT__LANE_OFF_HEADS_POS), lane->heads_pos, __ATOMIC_SEQ_CST);
     return 1;
+}
+
+int cdt__lane_head_put(cdt__lane *lane, uint64_t tag, const void *head, size_t len)
+{
+    unsigned char *dst;
+    int rc = heads_usable(lane, CDT__LANE_PRODUCER);
+    if (rc == CDT_SUCCESS && (head == NULL || (tag >> 63) != 0))
+        rc = CDT_ERR_INVALID_ARG;
+    if (rc == CDT_SUCCESS)
+        rc = cdt__lane_head_reserve(lane, len, &dst);
+    if (rc != 1)
+        return rc;
+    memcpy(dst, head, len);
+    return cdt__lane_head_publish(lane, tag);
 }
 
 int cdt__lane_heads_asleep(cdt__lane *lane)
@@ -140,13 +185,37 @@ static int published(cdt__lane *lane, uint64_t *prod, int order)
     return CDT_SUCCESS;
 }
 
+struct into_buf {
+    unsigned char *out;
+    size_t cap;
+};
+
+static unsigned char *fixed_buf(void *arg, size_t len)
+{
+    struct into_buf *b = arg;
+    return len <= b->cap ? b->out : NULL;
+}
+
 int cdt__lane_head_take(cdt__lane *lane, uint64_t *tag, unsigned char *out, size_t cap, size_t *len)
 {
     int rc = heads_usable(lane, CDT__LANE_CONSUMER);
     if (rc != CDT_SUCCESS)
         return rc;
-    if (tag == NULL || out == NULL || len == NULL || cap < CDT__LANE_HEAD_MAX)
+    if (out == NULL || cap < CDT__LANE_HEAD_MAX)
         return CDT_ERR_INVALID_ARG;
+    struct into_buf b = {out, cap};
+    return cdt__lane_head_take_into(lane, tag, fixed_buf, &b, len);
+}
+
+int cdt__lane_head_take_into(cdt__lane *lane, uint64_t *tag, cdt__lane_head_buf_fn *get, void *arg,
+                             size_t *len)
+{
+    int rc = heads_usable(lane, CDT__LANE_CONSUMER);
+    if (rc != CDT_SUCCESS)
+        return rc;
+    if (tag == NULL || get == NULL || len == NULL)
+        return CDT_ERR_INVALID_ARG;
+    const size_t bound = cdt__lane_head_bound(lane);
     const uint64_t size = lane->head_ring_bytes;
     const unsigned char *ring = at_off(lane, lane->heads_off);
     /* at most a pad, then a record: a pad at the ring's start is refused */
@@ -175,12 +244,15 @@ int cdt__lane_head_take(cdt__lane *lane, uint64_t *tag, unsigned char *out, size
         memcpy(rec, ring + at, sizeof rec);
         uint32_t rlen = get32(rec);
         uint64_t rtag = get64(rec + 8);
-        if (rlen < CDT__LANE_HEAD_MIN || rlen > CDT__LANE_HEAD_MAX || get32(rec + 4) != 0 ||
-            (rtag >> 63) != 0)
+        if (rlen < CDT__LANE_HEAD_MIN || rlen > bound || get32(rec + 4) != 0 || (rtag >> 63) != 0)
             return cdt__lane_broken(lane);
         uint64_t need = padded(rlen);
         if (need > to_end || need > avail)
             return cdt__lane_broken(lane);
+        /* checked: only now is memory asked for, at most the bound this side announced */
+        unsigned char *out = get(arg, rlen);
+        if (out == NULL)
+            return CDT_ERR_NO_MEMORY; /* left in the ring (a pad before it was released) */
         memcpy(out, ring + at + CDT__LANE_HEAD_RECORD, rlen);
         lane->heads_read += need;
         __atomic_store_n(u64_at(lane, CDT__LANE_OFF_HEADS_CONS), lane->heads_read,

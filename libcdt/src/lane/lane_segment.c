@@ -236,8 +236,11 @@ int cdt__lane_attach_features(const cdt__lane_offer *offer, cdt__lane *lane, uin
     }
     __atomic_store_n((uint32_t *)(void *)(lane->base + CDT__LANE_OFF_CONSUMER_PID),
                      (uint32_t)getpid(), __ATOMIC_RELAXED);
-    __atomic_store_n((uint32_t *)(void *)(lane->base + CDT__LANE_OFF_CONSUMER_FEATURES),
-                     CDT__LANE_FEATURES | (lane->head_ring_bytes != 0 ? extra : 0u),
+    uint32_t features = CDT__LANE_FEATURES | (lane->head_ring_bytes != 0 ? extra : 0u);
+    if (!(features & CDT__LANE_FEATURE_HEADS))
+        features &= ~CDT__LANE_FEATURE_LARGE; /* large records are head ring records */
+    lane->own_features = features;            /* the bound of the records it takes (lane_heads.c) */
+    __atomic_store_n((uint32_t *)(void *)(lane->base + CDT__LANE_OFF_CONSUMER_FEATURES), features,
                      __ATOMIC_RELAXED);
     __atomic_store_n((uint32_t *)(void *)(lane->base + CDT__LANE_OFF_ATTACHED), 1u,
                      __ATOMIC_RELEASE);

@@ -49,11 +49,33 @@ int cdt__ucx_check_frame_header(const unsigned char *frame, size_t len,
     return CDT_SUCCESS;
 }
 
+static int parse_head(const unsigned char *msg, size_t len, const cdt__ucx_limits *limits,
+                      cdt__ucx_head *out);
+
 int cdt__ucx_parse_head(const unsigned char *msg, size_t len, const cdt__ucx_limits *limits,
                         cdt__ucx_head *out)
 {
     if (msg == NULL || out == NULL || len > CDT__UCX_HEAD_MAX)
         return CDT_ERR_INVALID_ARG;
+    return parse_head(msg, len, limits, out);
+}
+
+int cdt__ucx_parse_ring_head(const unsigned char *msg, size_t len, const cdt__ucx_limits *limits,
+                             cdt__ucx_head *out)
+{
+    if (msg == NULL || out == NULL || len > CDT__UCX_RING_HEAD_MAX)
+        return CDT_ERR_INVALID_ARG;
+    int rc = parse_head(msg, len, limits, out);
+    /* a large record is one whole object: a LANE head's header is read again from the
+     * receive's HEAD_MAX buffer, and a tail would follow a head no sender cuts this long */
+    if (rc == CDT_SUCCESS && len > CDT__UCX_HEAD_MAX && (out->lane || out->tail_len != 0))
+        return CDT_ERR_FRAME_MALFORMED;
+    return rc;
+}
+
+static int parse_head(const unsigned char *msg, size_t len, const cdt__ucx_limits *limits,
+                      cdt__ucx_head *out)
+{
     if (len < CDT__UCX_PREFIX_SIZE)
         return CDT_ERR_FRAME_MAGIC;
     if (get_magic(msg) != CDT__UCX_PREFIX_MAGIC)

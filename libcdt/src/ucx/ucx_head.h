@@ -26,6 +26,11 @@
 #define CDT__UCX_COMMIT_INDEX (CDT__UCX_INDEX_MASK - 1)
 /* the head message never exceeds this (prefix included): receivers post this much */
 #define CDT__UCX_HEAD_MAX 32768
+/* a head message parked from the head ring may be a large record, up to this (docs/TRANSPORT.md
+ * §10.6, Large records; at least CDT__LANE_HEAD_LARGE_MAX): whole, never LANE, never with a tail */
+#ifndef CDT__UCX_RING_HEAD_MAX
+#define CDT__UCX_RING_HEAD_MAX 73728
+#endif
 #define CDT__UCX_PREFIX_SIZE 40
 #define CDT__UCX_PREFIX_MAGIC UINT32_C(0x55544443) /* "CDTU" little-endian */
 #define CDT__UCX_PREFIX_VERSION 7
@@ -104,6 +109,12 @@ typedef struct cdt__ucx_head {
  * CDT_ERR_FRAME_TRUNCATED, CDT_ERR_BYTE_ORDER, CDT_ERR_LIMIT, CDT_ERR_INVALID_ARG. */
 CDT__UCX_HEAD_HIDDEN int cdt__ucx_parse_head(const unsigned char *msg, size_t len,
                                              const cdt__ucx_limits *limits, cdt__ucx_head *out);
+/* cdt__ucx_parse_head of a head that came from the head ring (len <= CDT__UCX_RING_HEAD_MAX): a
+ * head longer than CDT__UCX_HEAD_MAX is a large record, which has no LANE flag and no tail
+ * (else CDT_ERR_FRAME_MALFORMED). */
+CDT__UCX_HEAD_HIDDEN int cdt__ucx_parse_ring_head(const unsigned char *msg, size_t len,
+                                                  const cdt__ucx_limits *limits,
+                                                  cdt__ucx_head *out);
 
 /* Write the prefix of a split-mode head message (flags: CDT__UCX_FLAG_*; sender: the sending
  * endpoint's id, not 0). */

@@ -106,6 +106,8 @@ struct cdt_ucx_worker_s {
      * (CDT_UCX_LANE_HEADS); the endpoint to this worker itself that ring heads are handed to
      * (NULL until a consumer lane needs it; self_failed: it could not be made) */
     bool lane_heads;
+    /* consumers announce large records (CDT_UCX_LANE_LARGE; §10.6, Large records) */
+    bool lane_large;
     ucp_ep_h self_ep;
     bool self_failed;
     /* the test hook CDT_UCX_TEST_END (ucx_test_hook.c): the point (CDT__UCX_END_*, 0: none)

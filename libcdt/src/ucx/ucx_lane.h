@@ -118,6 +118,9 @@ CDT__LANE_HIDDEN bool cdt__ucx_lane_ready(struct cdt_ucx_ep_s *ep);
 /* CDT_UCX_LANE_HEADS "on" or "off" (unset or empty: off, the default); CDT_ERR_INVALID_ARG
  * for another value */
 CDT__LANE_HIDDEN int cdt__ucx_lane_heads_env(bool *on);
+/* CDT_UCX_LANE_LARGE: on (default, unset or empty) or off (large records, §10.6: the consumer
+ * does not announce them); another value CDT_ERR_INVALID_ARG */
+CDT__LANE_HIDDEN int cdt__ucx_lane_large_env(bool *on);
 /* the consumer_features a consumer asks for at attach (HEADS when the worker takes heads
  * through the ring and has its endpoint to itself) */
 CDT__LANE_HIDDEN uint32_t cdt__ucx_lane_heads_features(cdt_ucx_worker w);
@@ -131,6 +134,15 @@ CDT__LANE_HIDDEN void cdt__ucx_lane_heads_switch(struct cdt_ucx_ep_s *ep);
 CDT__LANE_HIDDEN int cdt__ucx_lane_heads_post(struct cdt_ucx_ep_s *ep, struct cdt_ucx_request_s *r,
                                               const void *data, size_t len, uint64_t tag,
                                               struct cdt__ucx_sub *s);
+/* producer: a large record (§10.6, Large records) of len bytes that fill writes straight into
+ * the ring (the head message: prefix and the whole inline stream; CDT_SUCCESS or its error):
+ * 1 written and published (the object is sent), 0 not now (the endpoint has not switched,
+ * heads are held, len is not above CDT__LANE_HEAD_MAX or is over the consumer's bound, the
+ * ring is full: the caller takes the LANE path), else an error, nothing published */
+typedef int(cdt__ucx_head_fill_fn)(void *arg, unsigned char *dst, size_t len);
+CDT__LANE_HIDDEN int cdt__ucx_lane_heads_post_whole(struct cdt_ucx_ep_s *ep, size_t len,
+                                                    uint64_t tag, cdt__ucx_head_fill_fn *fill,
+                                                    void *arg);
 /* progress of ep's head rings: held heads written, records handed to the worker; 0, or
  * CDT_ERR_PEER (the lane broke); *moved set when something moved */
 CDT__LANE_HIDDEN int cdt__ucx_lane_heads_progress(struct cdt_ucx_ep_s *ep, bool *moved);
@@ -144,13 +156,14 @@ CDT__LANE_HIDDEN bool cdt__ucx_lane_heads_sleep(cdt_ucx_worker w);
 CDT__LANE_HIDDEN void cdt__ucx_lane_heads_close_self(cdt_ucx_worker w);
 
 /* ucx_lane_park.c: ring heads parked for their receive (docs/TRANSPORT.md §10.6, Hand-off).
- * The consumer takes a record into cdt__ucx_park_buf's buffer (CDT__UCX_HEAD_MAX bytes; NULL:
- * no memory), then parks it (commit: the descriptor to hand to the worker) or gives the slot
+ * The consumer takes a record of len bytes (checked against its bound first) into
+ * cdt__ucx_park_buf's buffer (CDT__UCX_HEAD_MAX bytes, or len for a large record; NULL: no
+ * memory), then parks it (commit: the descriptor to hand to the worker) or gives the slot
  * back (unreserve). A head receive's 32-byte message that is a valid descriptor claims the
  * parked head (true: *head, *head_len, *slot), read until the slot is released. */
 #define CDT__UCX_PARK_DESC_SIZE 32
 typedef struct cdt__ucx_park_slot cdt__ucx_park_slot;
-CDT__LANE_HIDDEN unsigned char *cdt__ucx_park_buf(cdt_ucx_worker w, uint32_t *slot);
+CDT__LANE_HIDDEN unsigned char *cdt__ucx_park_buf(cdt_ucx_worker w, size_t len, uint32_t *slot);
 CDT__LANE_HIDDEN void cdt__ucx_park_unreserve(cdt_ucx_worker w, uint32_t slot);
 CDT__LANE_HIDDEN void cdt__ucx_park_commit(cdt_ucx_worker w, uint32_t slot, size_t len,
                                            unsigned char desc[CDT__UCX_PARK_DESC_SIZE]);

@@ -20,6 +20,8 @@
 #define SWITCH_MAGIC UINT32_C(0x53544443) /* "CDTS" little-endian */
 /* records one progress call hands to the worker at most (the rest in the next call) */
 #define RECORDS_PER_CALL 64
+/* a large record is parsed as a ring head (ucx_head.c): its bound covers the lane's */
+_Static_assert(CDT__UCX_RING_HEAD_MAX >= CDT__LANE_HEAD_LARGE_MAX, "ring head bound");
 
 int cdt__ucx_lane_heads_env(bool *on)
 {
@@ -28,6 +30,19 @@ int cdt__ucx_lane_heads_env(bool *on)
     if (env == NULL || *env == '\0' || strcmp(env, "on") == 0)
         return CDT_SUCCESS;
     if (strcmp(env, "off") == 0) { /* every head over UCX, as before lane version 2 */
+        *on = false;
+        return CDT_SUCCESS;
+    }
+    return CDT_ERR_INVALID_ARG;
+}
+
+int cdt__ucx_lane_large_env(bool *on)
+{
+    const char *env = getenv("CDT_UCX_LANE_LARGE");
+    *on = true; /* the default (docs/TRANSPORT.md §10.6, Large records) */
+    if (env == NULL || *env == '\0' || strcmp(env, "on") == 0)
+        return CDT_SUCCESS;
+    if (strcmp(env, "off") == 0) { /* 32-64 KiB objects by a LANE head, as before */
         *on = false;
         return CDT_SUCCESS;
     }
@@ -88,7 +103,10 @@ uint32_t cdt__ucx_lane_heads_features(cdt_ucx_worker w)
 {
     /* without an endpoint to itself the worker cannot hand ring heads to its matching: heads
      * keep coming over UCX (§10.6, Hand-off) */
-    return w->lane_heads && cdt__ucx_tls_has_self() && self_ep(w) ? CDT__LANE_FEATURE_HEADS : 0u;
+    if (!w->lane_heads || !cdt__ucx_tls_has_self() || !self_ep(w))
+        return 0u;
+    /* large records (§10.6) are head ring records: only with HEADS */
+    return CDT__LANE_FEATURE_HEADS | (w->lane_large ? CDT__LANE_FEATURE_LARGE : 0u);
 }
 
 static void switch_recv_cb(void *req, ucs_status_t st, const ucp_tag_recv_info_t *info,
@@ -158,6 +176,47 @@ void cdt__ucx_lane_heads_switch(struct cdt_ucx_ep_s *ep)
     __atomic_store_n(&ep->lane_heads_on, true, __ATOMIC_RELEASE);
 }
 
+/* a head written into the ring touches no socket, so UCX learns nothing of a consumer that
+ * died, and a send that completes at its post never progresses: its pidfd is polled when a
+ * head is written instead, at most once every CDT__UCX_LANE_POLL_MS. true: it died (the
+ * endpoint failed, its lanes freed) */
+static bool consumer_dead(struct cdt_ucx_ep_s *ep, cdt__ucx_lane_ep *l)
+{
+    int64_t now = cdt__ucx_now_ms();
+    if (now - l->heads_alive_at < CDT__UCX_LANE_POLL_MS)
+        return false;
+    l->heads_alive_at = now;
+    if (cdt__lane_peer_alive(&l->tx))
+        return false;
+    cdt__ucx_lane_ep_fail(ep); /* frees the lanes */
+    return true;
+}
+
+int cdt__ucx_lane_heads_post_whole(struct cdt_ucx_ep_s *ep, size_t len, uint64_t tag,
+                                   cdt__ucx_head_fill_fn *fill, void *arg)
+{
+    cdt__ucx_lane_ep *l = ep->lane;
+    /* only where the consumer takes it, and only now: a head held before it keeps its place
+     * (the LANE head of this object then waits behind it, §10.6, Order) */
+    if (l == NULL || !l->heads_tx || ep->status != CDT_SUCCESS || l->held_head != NULL ||
+        len <= CDT__LANE_HEAD_MAX || len > cdt__lane_head_bound(&l->tx))
+        return 0;
+    if (consumer_dead(ep, l))
+        return CDT_ERR_PEER;
+    unsigned char *dst;
+    int rc = cdt__lane_head_reserve(&l->tx, len, &dst);
+    if (rc <= 0)
+        return rc < 0 ? CDT_ERR_PEER : 0; /* full: the LANE path holds its head */
+    /* packed straight into the record's place: nothing is published if it fails */
+    rc = fill(arg, dst, len);
+    if (rc != CDT_SUCCESS)
+        return rc;
+    if (cdt__lane_head_publish(&l->tx, tag) != 1)
+        return CDT_ERR_PEER;
+    cdt__lane_heads_ring(&l->tx);
+    return 1;
+}
+
 int cdt__ucx_lane_heads_post(struct cdt_ucx_ep_s *ep, struct cdt_ucx_request_s *r, const void *data,
                              size_t len, uint64_t tag, struct cdt__ucx_sub *s)
 {
@@ -166,17 +225,8 @@ int cdt__ucx_lane_heads_post(struct cdt_ucx_ep_s *ep, struct cdt_ucx_request_s *
         return 0;
     if (len < CDT__LANE_HEAD_MIN || len > CDT__LANE_HEAD_MAX)
         return CDT_ERR_INVALID_ARG; /* no head of this library */
-    /* a head written into the ring touches no socket, so UCX learns nothing of a consumer
-     * that died, and a send that completes at its post never progresses: its pidfd is polled
-     * here instead, at most once every CDT__UCX_LANE_POLL_MS */
-    int64_t now = cdt__ucx_now_ms();
-    if (now - l->heads_alive_at >= CDT__UCX_LANE_POLL_MS) {
-        l->heads_alive_at = now;
-        if (!cdt__lane_peer_alive(&l->tx)) {
-            cdt__ucx_lane_ep_fail(ep); /* frees the lanes */
-            return CDT_ERR_PEER;
-        }
-    }
+    if (consumer_dead(ep, l))
+        return CDT_ERR_PEER;
     s->req = r;
     s->fired = false;
     s->ucx = NULL;
@@ -251,29 +301,39 @@ static int hand_off(struct cdt_ucx_ep_s *ep, uint64_t tag, uint32_t slot, unsign
     return CDT_SUCCESS; /* handed frees it */
 }
 
+/* the parked copy of a record whose length passed the lane's checks (cdt__lane_head_take_into) */
+struct park_get {
+    cdt_ucx_worker w;
+    uint32_t slot;
+    unsigned char *copy;
+};
+
+static unsigned char *park_get(void *arg, size_t len)
+{
+    struct park_get *g = arg;
+    g->copy = cdt__ucx_park_buf(g->w, len, &g->slot);
+    return g->copy;
+}
+
 /* consumer: hand up to `max` records to the worker; the count, or CDT_ERR_PEER */
 static int take_records(struct cdt_ucx_ep_s *ep, cdt__ucx_lane_ep *l, int max)
 {
     int n = 0;
     while (n < max) {
-        /* an empty ring (most progress calls) reserves no slot */
-        int pending = cdt__lane_heads_pending(&l->rx);
-        if (pending < 0)
-            return CDT_ERR_PEER;
-        if (pending == 0)
-            break;
-        uint32_t slot;
-        unsigned char *copy = cdt__ucx_park_buf(ep->w, &slot);
-        if (copy == NULL)
-            return CDT_ERR_PEER; /* the endpoint fails rather than lose a head */
+        /* a slot is reserved only for a record that passed its checks (its length within this
+         * side's bound): a scribbled length allocates nothing */
+        struct park_get g = {.w = ep->w, .copy = NULL};
         uint64_t tag;
         size_t len;
-        int rc = cdt__lane_head_take(&l->rx, &tag, copy, CDT__LANE_HEAD_MAX, &len);
-        if (rc <= 0)
-            cdt__ucx_park_unreserve(ep->w, slot);
+        int rc = cdt__lane_head_take_into(&l->rx, &tag, park_get, &g, &len);
         if (rc == 0)
             break;
-        if (rc < 0 || hand_off(ep, tag, slot, copy, len) != CDT_SUCCESS)
+        if (rc < 0) { /* no memory: the endpoint fails rather than lose a head */
+            if (g.copy != NULL)
+                cdt__ucx_park_unreserve(ep->w, g.slot);
+            return CDT_ERR_PEER;
+        }
+        if (hand_off(ep, tag, g.slot, g.copy, len) != CDT_SUCCESS)
             return CDT_ERR_PEER;
         n++;
         cdt__ucx_test_end(ep, CDT__UCX_END_HEADS);

@@ -7,7 +7,8 @@
  *
  * A descriptor names a slot, its generation and the worker's park secret (random, never sent to
  * a peer): a peer cannot forge one, and a slot is claimed once. Slots keep their HEAD_MAX
- * buffer for the next record while few are parked; beyond PARK_KEEP parked heads (a receiver
+ * buffer for the next record while few are parked (a large record's buffer, its own length,
+ * is freed with its slot); beyond PARK_KEEP parked heads (a receiver
  * that posts no receives) a parked buffer is shrunk to its head's bytes, so that memory follows
  * what UCX's unexpected queue would have held. Every function runs with the worker's lock
  * held.
@@ -31,7 +32,7 @@ struct cdt__ucx_park_slot {
     bool reserved; /* handed out by cdt__ucx_park_buf, not yet parked or given back */
 };
 
-unsigned char *cdt__ucx_park_buf(cdt_ucx_worker w, uint32_t *slot)
+unsigned char *cdt__ucx_park_buf(cdt_ucx_worker w, size_t len, uint32_t *slot)
 {
     uint32_t i = w->park_free;
     if (i == PARK_NONE) {
@@ -51,16 +52,19 @@ unsigned char *cdt__ucx_park_buf(cdt_ucx_worker w, uint32_t *slot)
         w->park_free = w->park[i].next;
     }
     cdt__ucx_park_slot *s = &w->park[i];
-    if (s->cap < CDT__UCX_HEAD_MAX) { /* none yet, or a shrunk one that was freed */
+    /* a large record (§10.6, Large records) gets a buffer of its own checked length, freed when
+     * its slot is (slot_free: a cap other than HEAD_MAX) */
+    size_t want = len > CDT__UCX_HEAD_MAX ? len : CDT__UCX_HEAD_MAX;
+    if (s->cap != want) { /* none yet, or a shrunk one that was freed */
         free(s->buf);
         s->cap = 0;
-        s->buf = malloc(CDT__UCX_HEAD_MAX);
+        s->buf = malloc(want);
         if (s->buf == NULL) {
             s->next = w->park_free;
             w->park_free = i;
             return NULL;
         }
-        s->cap = CDT__UCX_HEAD_MAX;
+        s->cap = want;
     }
     s->reserved = true;
     *slot = i;

@@ -254,6 +254,36 @@ static bool lane_plan(cdt_ucx_request r, cdt_count threshold, cdt_count *nsep, i
     return true;
 }
 
+/* a large record's head message (§10.6, Large records), written straight into the head ring:
+ * the prefix, the header lane_plan gathered into r->head, then the rest of the inline stream
+ * packed from the deferred frame in order (the cursor of the lane's stream) */
+static int fill_whole(void *arg, unsigned char *dst, size_t len)
+{
+    cdt_ucx_request r = arg;
+    const size_t header = (size_t)r->lane_header;
+    if (len != CDT__UCX_PREFIX_SIZE + header + r->lane_len)
+        return CDT_ERR_INVALID_ARG;
+    cdt__ucx_put_prefix(dst, r->key, r->threshold, 0, 0, r->sender);
+    memcpy(dst + CDT__UCX_PREFIX_SIZE, r->head + CDT__UCX_PREFIX_SIZE + CDT__UCX_LANE_EXT_SIZE,
+           header);
+    unsigned char *out = dst + CDT__UCX_PREFIX_SIZE + header;
+    for (uint64_t off = 0; off < r->lane_len;) {
+        cdt_count foff = 0, avail = 0;
+        int rc =
+            cdt__ucx_lane_seek(r, r->frame, NULL, r->lane_base + (cdt_count)off, &foff, &avail);
+        if (rc == CDT_SUCCESS && avail <= 0)
+            rc = CDT_ERR_FRAME_MALFORMED;
+        if (rc != CDT_SUCCESS)
+            return rc;
+        uint64_t k = r->lane_len - off < (uint64_t)avail ? r->lane_len - off : (uint64_t)avail;
+        rc = cdt_frame_gather(r->frame, foff, out + off, (cdt_count)k);
+        if (rc != CDT_SUCCESS)
+            return rc; /* a custom type's callback: the send fails, nothing published */
+        off += k;
+    }
+    return CDT_SUCCESS;
+}
+
 int cdt__ucx_lane_isend(struct cdt_ucx_ep_s *ep, cdt_ucx_request r, cdt_count threshold,
                         uint64_t tag, cdt_ucx_request *request)
 {
@@ -296,11 +326,26 @@ int cdt__ucx_lane_isend(struct cdt_ucx_ep_s *ep, cdt_ucx_request r, cdt_count th
         return CDT__UCX_LANE_DECLINED;
     }
     uint64_t key = cdt__ucx_next_key(w);
+    r->key = key;
+    r->sender = ep->id;
+    if (nsep == 0 && r->lane_base == r->lane_header) {
+        /* the whole object as one large record where the consumer takes it: no grant, no
+         * data ring, no commit (§10.6, Large records) */
+        size_t whole = CDT__UCX_PREFIX_SIZE + (size_t)r->lane_header + (size_t)r->lane_len;
+        r->q_ep = ep->id;
+        r->outstanding = 1; /* held while posting */
+        rc = cdt__ucx_lane_heads_post_whole(ep, whole, tag, fill_whole, r);
+        if (rc == 1)
+            return cdt__ucx_send_posted(ep, r, request);
+        if (rc != 0) { /* nothing was sent */
+            pthread_mutex_unlock(&w->lock);
+            cdt__ucx_send_unposted(r);
+            return rc;
+        }
+    }
     /* a lane object always ends with its commit: it carries the sender's status (a pack that
      * failed part-way, whose stream was filled up) and, over cma, the large regions' end */
     r->commit = true;
-    r->key = key;
-    r->sender = ep->id;
     unsigned flags = CDT__UCX_FLAG_COMMIT | CDT__UCX_FLAG_LANE;
     if (r->lane_base < r->lane_header)
         flags |= CDT__UCX_FLAG_HEADER;

@@ -291,7 +291,8 @@ static void drain_refused(cdt_ucx_request r, const unsigned char *head, size_t l
 {
     cdt__ucx_limits none = {.max_frame_bytes = -1, .max_regions = -1};
     cdt__ucx_head h;
-    if (cdt__ucx_parse_head(head, length, &none, &h) != CDT_SUCCESS || key_in_use(r, h.key) != NULL)
+    if (cdt__ucx_parse_ring_head(head, length, &none, &h) != CDT_SUCCESS ||
+        key_in_use(r, h.key) != NULL)
         return;
     r->key = h.key;
     r->sender = h.sender;
@@ -311,8 +312,8 @@ static void drain_abandoned_head(cdt_ucx_request r, const unsigned char *head, s
 {
     cdt__ucx_limits none = {.max_frame_bytes = -1, .max_regions = -1};
     cdt__ucx_head h;
-    if (length > CDT__UCX_HEAD_MAX || !whole ||
-        cdt__ucx_parse_head(head, length, &none, &h) != CDT_SUCCESS || key_in_use(r, h.key) != NULL)
+    if (!whole || cdt__ucx_parse_ring_head(head, length, &none, &h) != CDT_SUCCESS ||
+        key_in_use(r, h.key) != NULL)
         return;
     r->key = h.key;
     r->sender = h.sender;
@@ -350,7 +351,9 @@ static void head_arrived(cdt_ucx_request r, const unsigned char *head, size_t le
 {
     cdt__ucx_recv_matched(r);
     cdt__ucx_head h;
-    int rc = cdt__ucx_parse_head(head, length, &r->limits, &h);
+    /* a parked ring head may be a large record (docs/TRANSPORT.md §10.6, Large records) */
+    int rc = head == r->head ? cdt__ucx_parse_head(head, length, &r->limits, &h)
+                             : cdt__ucx_parse_ring_head(head, length, &r->limits, &h);
     if (rc != CDT_SUCCESS) {
         if (rc == CDT_ERR_LIMIT)
             drain_refused(r, head, length);

@@ -104,6 +104,9 @@ int cdt_ucx_worker_create(cdt_ucx_context context, const cdt_ucx_worker_params *
     }
     bool lane_heads = false; /* small objects through the lane (docs/TRANSPORT.md §10.6) */
     if (cdt__ucx_lane_heads_env(&lane_heads) != CDT_SUCCESS)
+        return CDT_ERR_INVALID_ARG; /* a misspelt setting must not pass unnoticed */
+    bool lane_large = false;        /* whole 32-64 KiB objects as head ring records (§10.6) */
+    if (cdt__ucx_lane_large_env(&lane_large) != CDT_SUCCESS)
         return CDT_ERR_INVALID_ARG;       /* a misspelt setting must not pass unnoticed */
     cdt_count lane_threshold = threshold; /* a threshold the caller named holds on lanes too */
     if (!(fm & CDT_UCX_WORKER_PARAM_ZCOPY_THRESHOLD) &&
@@ -121,6 +124,7 @@ int cdt_ucx_worker_create(cdt_ucx_context context, const cdt_ucx_worker_params *
     w->test_end_at = end_at;
     w->lane_on = lane_on;
     w->lane_heads = lane_on && lane_heads;
+    w->lane_large = w->lane_heads && lane_large;
     w->lane_threshold = lane_threshold;
     w->fifo_stall_ms = stall_ms < 0 ? -1 : stall_ms;
     if (pthread_mutex_init(&w->lock, NULL) != 0) {
