@@ -164,8 +164,36 @@ static void large_server(peer *p)
         free(buf[k]);
 }
 
+/* a misspelt CDT_UCX_LANE_LARGE fails the worker's creation, as the lane's other settings do;
+ * on, off and empty (the default) make one */
+static void ll_setting_checked(void)
+{
+    char *saved = getenv("CDT_UCX_LANE_LARGE") ? strdup(getenv("CDT_UCX_LANE_LARGE")) : NULL;
+    cdt_ucx_context c = NULL;
+    CHECK_RC(cdt_ucx_context_create(NULL, &c));
+    static const char *const bad[] = {"yes", "0", "On", "offf"}, *const good[] = {"on", "off", ""};
+    cdt_ucx_worker w = NULL;
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        setenv("CDT_UCX_LANE_LARGE", bad[i], 1);
+        CHECK(cdt_ucx_worker_create(c, &large_wp, &w) == CDT_ERR_INVALID_ARG && w == NULL);
+    }
+    for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
+        setenv("CDT_UCX_LANE_LARGE", good[i], 1);
+        CHECK_RC(cdt_ucx_worker_create(c, &large_wp, &w));
+        cdt_ucx_worker_destroy(w);
+        w = NULL;
+    }
+    cdt_ucx_context_destroy(c);
+    if (saved != NULL)
+        setenv("CDT_UCX_LANE_LARGE", saved, 1);
+    else
+        unsetenv("CDT_UCX_LANE_LARGE");
+    free(saved);
+}
+
 int lane_large_case(void)
 {
+    ll_setting_checked();
     const char *e = getenv("CDT_UCX_LANE_LARGE");
     consumer_large = e == NULL || strcmp(e, "off") != 0;
     harness_before_client = client_large_on;
