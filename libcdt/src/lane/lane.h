@@ -57,6 +57,10 @@
 /* HEADS: the consumer takes heads through the head ring of a version 2 segment (§10.6); asked
  * for by the transport at attach (cdt__lane_attach_features) where CDT_UCX_LANE_HEADS is on */
 #define CDT__LANE_FEATURE_HEADS 2u
+/* RING_COMMIT: the consumer takes a LANE object's commit as an 8-byte word in the data ring
+ * right after its stream, when the object has no large region (§10.3, Commit in the ring); asked
+ * for by the transport at attach, on either lane version */
+#define CDT__LANE_FEATURE_RING_COMMIT 8u
 #define CDT__LANE_FEATURES CDT__LANE_FEATURE_HEADERS
 
 /* ---- sizes a segment may have: anything else in an offer or a header is refused ---- */
@@ -118,6 +122,8 @@ typedef struct cdt__lane {
     uint64_t cons_pos, granted_end, grants_posted, grants_taken_seen;
     /* producer: the consumer's consumer_features, read once at attach */
     uint32_t peer_features;
+    /* consumer: the consumer_features it announced (its own copy) */
+    uint32_t own_features;
     /* version 2 (head ring; 0 bytes on a version 1 segment), validated once at setup */
     uint32_t version;
     uint32_t head_ring_bytes;
@@ -286,8 +292,8 @@ CDT__LANE_HIDDEN int cdt__lane_create(const cdt__lane_params *params, cdt__lane 
  * (consumer_pid, attached). CDT_ERR_UNSUPPORTED where it cannot be opened here,
  * CDT_ERR_FRAME_MALFORMED where the file is not that segment. */
 CDT__LANE_HIDDEN int cdt__lane_attach(const cdt__lane_offer *offer, cdt__lane *lane);
-/* cdt__lane_attach, announcing consumer_features CDT__LANE_FEATURES | extra (extra only on a
- * version 2 segment: CDT__LANE_FEATURE_HEADS, the transport takes heads from its ring) */
+/* cdt__lane_attach, announcing consumer_features CDT__LANE_FEATURES | extra (its HEADS bit
+ * only on a version 2 segment: the transport takes heads from its ring; RING_COMMIT on any) */
 CDT__LANE_HIDDEN int cdt__lane_attach_features(const cdt__lane_offer *offer, cdt__lane *lane,
                                                uint32_t extra);
 /* Producer: 1 once the consumer attached (its pidfd is then open, its consumer_features copied

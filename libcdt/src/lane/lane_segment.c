@@ -236,9 +236,12 @@ int cdt__lane_attach_features(const cdt__lane_offer *offer, cdt__lane *lane, uin
     }
     __atomic_store_n((uint32_t *)(void *)(lane->base + CDT__LANE_OFF_CONSUMER_PID),
                      (uint32_t)getpid(), __ATOMIC_RELAXED);
+    /* HEADS needs the head ring of a version 2 segment; the other bits hold on either */
+    if (lane->head_ring_bytes == 0)
+        extra &= ~CDT__LANE_FEATURE_HEADS;
+    lane->own_features = CDT__LANE_FEATURES | extra;
     __atomic_store_n((uint32_t *)(void *)(lane->base + CDT__LANE_OFF_CONSUMER_FEATURES),
-                     CDT__LANE_FEATURES | (lane->head_ring_bytes != 0 ? extra : 0u),
-                     __ATOMIC_RELAXED);
+                     lane->own_features, __ATOMIC_RELAXED);
     __atomic_store_n((uint32_t *)(void *)(lane->base + CDT__LANE_OFF_ATTACHED), 1u,
                      __ATOMIC_RELEASE);
     return CDT_SUCCESS;
