@@ -99,6 +99,11 @@ void lh_fill(int64_t *v, int i, cdt_count n);
 int lh_check(const int64_t *v, int i, cdt_count n);
 /* cases_lane_handoff.c: ring heads reach the receiver's matching as descriptors */
 int lane_handoff_case(const char *which); /* "" or "forged" */
+/* cases_lane_handoff.c: count the library's tagged sends to one UCX endpoint (NULL: none) */
+void tag_count_ep(void *ep);
+long long tag_count(void);
+/* cases_lane_ring_commit.c: a LANE object's commit in the data ring, its sends counted */
+int lane_ring_commit_case(void);
 /* cases_lane_ring_first.c: a ring consumer's progress polls the ring first, UCX when due */
 int lane_ring_first_case(void);
 /* cases_lane_setup.c: a no-lane record that comes in a later stream chunk than its id */

@@ -89,6 +89,8 @@ int main(int argc, char **argv)
         return lane_handoff_case("forged");
     if (strncmp(c, "lane_end_", 9) == 0)
         return lane_end_case(c + 9);
+    if (strcmp(c, "lane_ring_commit") == 0)
+        return lane_ring_commit_case();
     if (strcmp(c, "lane_ring_first") == 0)
         return lane_ring_first_case();
     if (strncmp(c, "lane_heads_", 11) == 0)
