@@ -104,6 +104,8 @@ void tag_count_ep(void *ep);
 long long tag_count(void);
 /* cases_lane_ring_commit.c: a LANE object's commit in the data ring, its sends counted */
 int lane_ring_commit_case(void);
+/* cases_lane_ring_commit.c: a hostile sender rewrites its commit words (lane_hostile's part) */
+int lane_hostile_word_case(void);
 /* cases_lane_ring_first.c: a ring consumer's progress polls the ring first, UCX when due */
 int lane_ring_first_case(void);
 /* cases_lane_setup.c: a no-lane record that comes in a later stream chunk than its id */
