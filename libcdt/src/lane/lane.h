@@ -280,6 +280,21 @@ CDT__LANE_HIDDEN int cdt__lane_pump_out(cdt__lane *lane, cdt__lane_pack_fn *pack
 CDT__LANE_HIDDEN int cdt__lane_pump_in(cdt__lane *lane, cdt__lane_unpack_fn *unpack, void *state,
                                        uint64_t *offset, uint64_t len, unsigned char *bounce);
 
+/* ---- an object's commit word after its stream (lane_pump.c; docs/TRANSPORT.md §10.3, Commit
+ * in the ring): lane bytes [stream_len, stream_len + CDT__LANE_WORD_SIZE) of its grant ---- */
+#define CDT__LANE_WORD_SIZE 8
+/* Producer, in a pack callback at `offset` >= stream_len: the word's bytes from there into dst
+ * (n > 0 bytes of room); returns how many were written (> 0, at most n). */
+CDT__LANE_HIDDEN size_t cdt__lane_word_put(const unsigned char word[CDT__LANE_WORD_SIZE],
+                                           uint64_t stream_len, uint64_t offset, unsigned char *dst,
+                                           size_t n);
+/* Consumer, in an unpack callback for n bytes at `offset` (offset + n <= stream_len + 8): copies
+ * the bytes at or past stream_len into word (private memory: each read from the ring once) and
+ * returns how many come before stream_len (the stream's own, to unpack). */
+CDT__LANE_HIDDEN size_t cdt__lane_word_take(unsigned char word[CDT__LANE_WORD_SIZE],
+                                            uint64_t stream_len, uint64_t offset,
+                                            const unsigned char *src, size_t n);
+
 /* ---- the segment (lane_segment.c) ---- */
 
 /* Producer: a sealed memfd of the given sizes, mapped, its header written; *offer describes it

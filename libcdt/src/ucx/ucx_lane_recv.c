@@ -17,6 +17,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+_Static_assert(sizeof(((struct cdt_ucx_request_s *)0)->trailer) == CDT__LANE_WORD_SIZE &&
+                   CDT__UCX_COMMIT_SIZE == CDT__LANE_WORD_SIZE,
+               "the commit word is a commit message, copied into the receive's trailer");
+
 /* the endpoint whose consumer lane has this id (the first 8 bytes of its nonce) */
 static struct cdt_ucx_ep_s *lane_ep(cdt_ucx_worker w, uint64_t lane_id)
 {
@@ -268,16 +272,10 @@ void cdt__ucx_lane_head(cdt_ucx_request r, const cdt__ucx_head *h)
 static int unpack(void *state, uint64_t offset, const unsigned char *src, size_t n)
 {
     cdt_ucx_request r = state;
-    const uint64_t end = stream_bytes(r);
-    if (offset + n > end) {
-        /* the commit word's bytes (after the stream: §10.3, Commit in the ring), each copied
-         * once into private memory, judged once whole (cdt__ucx_lane_pump_recv) */
-        uint64_t from = offset > end ? offset : end;
-        memcpy(r->trailer + (from - end), src + (from - offset), (size_t)(offset + n - from));
-        if (offset >= end)
-            return CDT_SUCCESS;
-        n = (size_t)(end - offset);
-    }
+    /* the commit word's bytes (after the stream: §10.3, Commit in the ring), each copied once
+     * into private memory, judged once whole (cdt__ucx_lane_pump_recv) */
+    if (r->lane_word && (n = cdt__lane_word_take(r->trailer, stream_bytes(r), offset, src, n)) == 0)
+        return CDT_SUCCESS;
     cdt_count s = r->lane_base + (cdt_count)offset;
     if (s < r->lane_header) {
         size_t k = (uint64_t)(r->lane_header - s) < n ? (size_t)(r->lane_header - s) : n;

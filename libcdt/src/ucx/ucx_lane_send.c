@@ -140,13 +140,9 @@ static int pack(void *state, uint64_t offset, unsigned char *dst, size_t n, size
         /* the commit word after the stream (§10.3, Commit in the ring): every stream byte was
          * packed before it, so the status is final: a pack that failed part-way, or a send
          * ended meanwhile */
-        unsigned char word[CDT__UCX_COMMIT_SIZE];
+        unsigned char word[CDT__LANE_WORD_SIZE];
         cdt__ucx_put_commit(word, r->detached ? CDT_ERR_CANCELED : r->status);
-        size_t at = (size_t)(offset - r->lane_len), k = sizeof word - at;
-        if (k > n)
-            k = n;
-        memcpy(dst, word + at, k);
-        *used = k;
+        *used = cdt__lane_word_put(word, r->lane_len, offset, dst, n);
         return CDT_SUCCESS;
     }
     if ((uint64_t)n > r->lane_len - offset)
