@@ -102,6 +102,13 @@ int lane_handoff_case(const char *which); /* "" or "forged" */
 /* cases_lane_large.c: whole 32-64 KiB objects as large records of the head ring, mixed with
  * small and LANE objects (CDT_UCX_LANE_LARGE=off: the LANE way) */
 int lane_large_case(void);
+/* cases_lane_handoff.c: count the library's tagged sends to one UCX endpoint (NULL: none) */
+void tag_count_ep(void *ep);
+long long tag_count(void);
+/* cases_lane_ring_commit.c: a LANE object's commit in the data ring, its sends counted */
+int lane_ring_commit_case(void);
+/* cases_lane_ring_commit.c: a hostile sender rewrites its commit words (lane_hostile's part) */
+int lane_hostile_word_case(void);
 /* cases_lane_ring_first.c: a ring consumer's progress polls the ring first, UCX when due */
 int lane_ring_first_case(void);
 /* cases_lane_setup.c: a no-lane record that comes in a later stream chunk than its id */

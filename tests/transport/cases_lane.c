@@ -644,7 +644,8 @@ void lane_hostile_server(peer *p)
 
 int lane_hostile_case(void)
 {
-    return run_pair(lane_hostile_server, lane_hostile_client, &lane_wp, &lane_wp, 0);
+    int rc = run_pair(lane_hostile_server, lane_hostile_client, &lane_wp, &lane_wp, 0);
+    return rc != 0 ? rc : lane_hostile_word_case(); /* the commit words, rewritten */
 }
 
 /* ---------------------------------------------------------------- wakeup ---------------- */

@@ -11,7 +11,8 @@
  * receiver's secret it is no descriptor, and no head), and the parked object reaches its own
  * receive.
  *
- * This program's ucp_tag_send_nbx counts the bytes of every contiguous send and then calls
+ * This program's ucp_tag_send_nbx counts the bytes of every contiguous send (and the sends to
+ * the endpoint tag_count_ep names, for cases_lane_ring_commit.c) and then calls
  * UCX's (the library's calls resolve to it: the executable, which exports it, comes first in
  * the symbol lookup), so every other case behaves as before.
  */
@@ -23,6 +24,19 @@
 #include <string.h>
 
 static atomic_llong tag_send_bytes;
+/* the tagged sends to one endpoint (tag_count_ep), any datatype: cases_lane_ring_commit.c */
+static _Atomic(void *) counted_ep;
+static atomic_llong counted_sends;
+
+void tag_count_ep(void *ep)
+{
+    atomic_store(&counted_ep, ep);
+}
+
+long long tag_count(void)
+{
+    return atomic_load(&counted_sends);
+}
 
 typedef ucs_status_ptr_t (*tag_send_fn)(ucp_ep_h, const void *, size_t, ucp_tag_t,
                                         const ucp_request_param_t *);
@@ -37,6 +51,8 @@ ucp_tag_send_nbx(ucp_ep_h ep, const void *buffer, size_t count, ucp_tag_t tag,
     if (param != NULL &&
         !(param->op_attr_mask & UCP_OP_ATTR_FIELD_DATATYPE)) /* contiguous: count is bytes */
         atomic_fetch_add(&tag_send_bytes, (long long)count);
+    if (ep != NULL && (void *)ep == atomic_load(&counted_ep))
+        atomic_fetch_add(&counted_sends, 1);
     return real(ep, buffer, count, tag, param);
 }
 

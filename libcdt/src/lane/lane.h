@@ -61,6 +61,10 @@
  * cdt__lane_head_bound (§10.6, Large records); asked for with HEADS where CDT_UCX_LANE_LARGE is
  * on */
 #define CDT__LANE_FEATURE_LARGE 4u
+/* RING_COMMIT: the consumer takes a LANE object's commit as an 8-byte word in the data ring
+ * right after its stream, when the object has no large region (§10.3, Commit in the ring); asked
+ * for by the transport at attach, on either lane version */
+#define CDT__LANE_FEATURE_RING_COMMIT 8u
 #define CDT__LANE_FEATURES CDT__LANE_FEATURE_HEADERS
 
 /* ---- sizes a segment may have: anything else in an offer or a header is refused ---- */
@@ -313,6 +317,21 @@ CDT__LANE_HIDDEN int cdt__lane_pump_out(cdt__lane *lane, cdt__lane_pack_fn *pack
 CDT__LANE_HIDDEN int cdt__lane_pump_in(cdt__lane *lane, cdt__lane_unpack_fn *unpack, void *state,
                                        uint64_t *offset, uint64_t len, unsigned char *bounce);
 
+/* ---- an object's commit word after its stream (lane_pump.c; docs/TRANSPORT.md §10.3, Commit
+ * in the ring): lane bytes [stream_len, stream_len + CDT__LANE_WORD_SIZE) of its grant ---- */
+#define CDT__LANE_WORD_SIZE 8
+/* Producer, in a pack callback at `offset` >= stream_len: the word's bytes from there into dst
+ * (n > 0 bytes of room); returns how many were written (> 0, at most n). */
+CDT__LANE_HIDDEN size_t cdt__lane_word_put(const unsigned char word[CDT__LANE_WORD_SIZE],
+                                           uint64_t stream_len, uint64_t offset, unsigned char *dst,
+                                           size_t n);
+/* Consumer, in an unpack callback for n bytes at `offset` (offset + n <= stream_len + 8): copies
+ * the bytes at or past stream_len into word (private memory: each read from the ring once) and
+ * returns how many come before stream_len (the stream's own, to unpack). */
+CDT__LANE_HIDDEN size_t cdt__lane_word_take(unsigned char word[CDT__LANE_WORD_SIZE],
+                                            uint64_t stream_len, uint64_t offset,
+                                            const unsigned char *src, size_t n);
+
 /* ---- the segment (lane_segment.c) ---- */
 
 /* Producer: a sealed memfd of the given sizes, mapped, its header written; *offer describes it
@@ -325,8 +344,8 @@ CDT__LANE_HIDDEN int cdt__lane_create(const cdt__lane_params *params, cdt__lane 
  * (consumer_pid, attached). CDT_ERR_UNSUPPORTED where it cannot be opened here,
  * CDT_ERR_FRAME_MALFORMED where the file is not that segment. */
 CDT__LANE_HIDDEN int cdt__lane_attach(const cdt__lane_offer *offer, cdt__lane *lane);
-/* cdt__lane_attach, announcing consumer_features CDT__LANE_FEATURES | extra (extra only on a
- * version 2 segment: CDT__LANE_FEATURE_HEADS, the transport takes heads from its ring) */
+/* cdt__lane_attach, announcing consumer_features CDT__LANE_FEATURES | extra (its HEADS bit
+ * only on a version 2 segment: the transport takes heads from its ring; RING_COMMIT on any) */
 CDT__LANE_HIDDEN int cdt__lane_attach_features(const cdt__lane_offer *offer, cdt__lane *lane,
                                                uint32_t extra);
 /* Producer: 1 once the consumer attached (its pidfd is then open, its consumer_features copied

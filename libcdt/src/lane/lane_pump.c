@@ -82,3 +82,25 @@ int cdt__lane_pump_in(cdt__lane *lane, cdt__lane_unpack_fn *unpack, void *state,
     }
     return 1;
 }
+
+size_t cdt__lane_word_put(const unsigned char word[CDT__LANE_WORD_SIZE], uint64_t stream_len,
+                          uint64_t offset, unsigned char *dst, size_t n)
+{
+    size_t at = (size_t)(offset - stream_len), k = CDT__LANE_WORD_SIZE - at;
+    if (k > n)
+        k = n;
+    memcpy(dst, word + at, k);
+    return k;
+}
+
+size_t cdt__lane_word_take(unsigned char word[CDT__LANE_WORD_SIZE], uint64_t stream_len,
+                           uint64_t offset, const unsigned char *src, size_t n)
+{
+    if (offset + n <= stream_len)
+        return n;
+    /* the word's bytes in this piece: it may start before them (the stream's end) and, where
+     * the word crosses the ring's end, end before the word does */
+    uint64_t from = offset > stream_len ? offset : stream_len;
+    memcpy(word + (from - stream_len), src + (from - offset), (size_t)(offset + n - from));
+    return (size_t)(from - offset);
+}

@@ -236,10 +236,14 @@ int cdt__lane_attach_features(const cdt__lane_offer *offer, cdt__lane *lane, uin
     }
     __atomic_store_n((uint32_t *)(void *)(lane->base + CDT__LANE_OFF_CONSUMER_PID),
                      (uint32_t)getpid(), __ATOMIC_RELAXED);
-    uint32_t features = CDT__LANE_FEATURES | (lane->head_ring_bytes != 0 ? extra : 0u);
+    /* HEADS needs the head ring of a version 2 segment, and large records are head ring records;
+     * the other bits hold on either version */
+    if (lane->head_ring_bytes == 0)
+        extra &= ~CDT__LANE_FEATURE_HEADS;
+    uint32_t features = CDT__LANE_FEATURES | extra;
     if (!(features & CDT__LANE_FEATURE_HEADS))
-        features &= ~CDT__LANE_FEATURE_LARGE; /* large records are head ring records */
-    lane->own_features = features;            /* the bound of the records it takes (lane_heads.c) */
+        features &= ~CDT__LANE_FEATURE_LARGE;
+    lane->own_features = features; /* the bound of the records it takes (lane_heads.c) */
     __atomic_store_n((uint32_t *)(void *)(lane->base + CDT__LANE_OFF_CONSUMER_FEATURES), features,
                      __ATOMIC_RELAXED);
     __atomic_store_n((uint32_t *)(void *)(lane->base + CDT__LANE_OFF_ATTACHED), 1u,

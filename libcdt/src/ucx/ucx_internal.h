@@ -114,6 +114,9 @@ struct cdt_ucx_worker_s {
      * whose pass number `test_end_at` ends its endpoint; the passes so far */
     int test_end_point;
     long test_end_at, test_end_passes;
+    /* the test hook CDT_UCX_TEST_NO_RING_COMMIT: its consumers leave consumer_features bit 3
+     * clear, as a consumer of an earlier release (their producers send the commit message) */
+    bool test_no_ring_commit;
     /* ring heads parked for the receive their descriptor matches (ucx_lane_park.c): slots,
      * the free ones' list (UINT32_MAX: none), how many are parked, and the secret every
      * descriptor carries (random, never sent to a peer) */
@@ -359,6 +362,10 @@ struct cdt_ucx_request_s {
     unsigned char *lane_hdr;
     cdt_count lane_hdr_got, lane_hdr_cap;
     bool lane_regions; /* recv: its large regions' receives were posted */
+    /* send and recv: the object's commit is the 8-byte word after its stream in the lane's
+     * data ring, not a message (docs/TRANSPORT.md §10.3, Commit in the ring); recv: its bytes
+     * are copied into `trailer` as they come out of the ring */
+    bool lane_word;
     /* recv: the head message lands here; send: the head message is built here */
     _Alignas(16) unsigned char head[CDT__UCX_HEAD_MAX];
 };

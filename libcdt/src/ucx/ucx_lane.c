@@ -149,9 +149,13 @@ static void attach(struct cdt_ucx_ep_s *ep, cdt__ucx_lane_ep *l)
         return;
     }
     l->bounce = malloc(offer.frag_bytes);
-    uint32_t heads = cdt__ucx_lane_heads_features(w);
+    /* heads through the ring where this worker takes them; the commit in the data ring unless
+     * the test hook makes this consumer one of an earlier release */
+    uint32_t extra = cdt__ucx_lane_heads_features(w) |
+                     (w->test_no_ring_commit ? 0u : CDT__LANE_FEATURE_RING_COMMIT);
+    uint32_t heads = extra & CDT__LANE_FEATURE_HEADS;
     int rc =
-        l->bounce == NULL ? CDT_ERR_NO_MEMORY : cdt__lane_attach_features(&offer, &l->rx, heads);
+        l->bounce == NULL ? CDT_ERR_NO_MEMORY : cdt__lane_attach_features(&offer, &l->rx, extra);
     if (rc != CDT_SUCCESS) {
         free(l->bounce);
         l->bounce = NULL;

@@ -17,6 +17,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+_Static_assert(sizeof(((struct cdt_ucx_request_s *)0)->trailer) == CDT__LANE_WORD_SIZE &&
+                   CDT__UCX_COMMIT_SIZE == CDT__LANE_WORD_SIZE,
+               "the commit word is a commit message, copied into the receive's trailer");
+
 /* the endpoint whose consumer lane has this id (the first 8 bytes of its nonce) */
 static struct cdt_ucx_ep_s *lane_ep(cdt_ucx_worker w, uint64_t lane_id)
 {
@@ -59,11 +63,31 @@ static int lane_missing(cdt_ucx_worker w, uint64_t sender)
     return CDT_ERR_PEER;
 }
 
+/* whether the head's object carries its commit as a word after its stream in the data ring
+ * (§10.3, Commit in the ring): a head without COMMIT, on a lane whose consumer (this side)
+ * announced it takes one. A consumer that did not reads no word, as an earlier release. */
+static bool head_word(const cdt__ucx_lane_ep *l, const cdt__ucx_head *h)
+{
+    return !h->commit && (l->rx.own_features & CDT__LANE_FEATURE_RING_COMMIT) != 0;
+}
+
+/* the lane bytes of the head's object: its stream, and its commit word where it has one */
+static uint64_t head_lane_bytes(const cdt__ucx_lane_ep *l, const cdt__ucx_head *h)
+{
+    return (uint64_t)(h->stream_len - h->part_len) + (head_word(l, h) ? CDT__UCX_COMMIT_SIZE : 0);
+}
+
+/* the lane bytes of r's stream alone (its place's length, less the commit word) */
+static uint64_t stream_bytes(cdt_ucx_request r)
+{
+    return r->lane_in->len - (r->lane_word ? CDT__UCX_COMMIT_SIZE : 0);
+}
+
 void cdt__ucx_lane_discard(cdt_ucx_worker w, const cdt__ucx_head *h)
 {
     struct cdt_ucx_ep_s *ep = lane_ep(w, h->lane_id);
     if (ep != NULL && ep->peer_id == h->sender)
-        enqueue(ep->lane, h->key, (uint64_t)(h->stream_len - h->part_len));
+        enqueue(ep->lane, h->key, head_lane_bytes(ep->lane, h));
 }
 
 void cdt__ucx_lane_detach(cdt_ucx_request r)
@@ -192,7 +216,7 @@ void cdt__ucx_lane_head(cdt_ucx_request r, const cdt__ucx_head *h)
         return;
     }
     const uint64_t lane_len = (uint64_t)(h->stream_len - h->part_len);
-    cdt__ucx_lane_in *e = enqueue(ep->lane, h->key, lane_len);
+    cdt__ucx_lane_in *e = enqueue(ep->lane, h->key, head_lane_bytes(ep->lane, h));
     if (e == NULL) {
         cdt__ucx_recv_drain_regions(r, h->part, h->part_len, 0);
         cdt__ucx_recv_fail(r, CDT_ERR_NO_MEMORY);
@@ -200,6 +224,7 @@ void cdt__ucx_lane_head(cdt_ucx_request r, const cdt__ucx_head *h)
     }
     e->r = r;
     r->lane_in = e;
+    r->lane_word = head_word(ep->lane, h);
     r->outstanding++; /* the lane's part */
     if (h->header_in_lane) {
         header_head(r, ep->lane, h);
@@ -218,6 +243,9 @@ void cdt__ucx_lane_head(cdt_ucx_request r, const cdt__ucx_head *h)
         rc = lane_region_split(r, in.region_count, &inline_bytes, &nsep);
     /* what the lane carries is the packed stream and the small regions, nothing else */
     if (rc == CDT_SUCCESS && (uint64_t)in.packed_size + (uint64_t)inline_bytes != lane_len)
+        rc = CDT_ERR_FRAME_MALFORMED;
+    /* a large region completes over UCX: its object ends with a commit message, never a word */
+    if (rc == CDT_SUCCESS && nsep > 0 && r->lane_word)
         rc = CDT_ERR_FRAME_MALFORMED;
     if (rc == CDT_SUCCESS && nsep > 0) {
         r->subs = calloc((size_t)nsep, sizeof(*r->subs));
@@ -244,12 +272,16 @@ void cdt__ucx_lane_head(cdt_ucx_request r, const cdt__ucx_head *h)
 static int unpack(void *state, uint64_t offset, const unsigned char *src, size_t n)
 {
     cdt_ucx_request r = state;
+    /* the commit word's bytes (after the stream: §10.3, Commit in the ring), each copied once
+     * into private memory, judged once whole (cdt__ucx_lane_pump_recv) */
+    if (r->lane_word && (n = cdt__lane_word_take(r->trailer, stream_bytes(r), offset, src, n)) == 0)
+        return CDT_SUCCESS;
     cdt_count s = r->lane_base + (cdt_count)offset;
     if (s < r->lane_header) {
         size_t k = (uint64_t)(r->lane_header - s) < n ? (size_t)(r->lane_header - s) : n;
         if (s != r->lane_hdr_got)
             return CDT_ERR_FRAME_MALFORMED; /* bytes come in order, each once */
-        int rc = header_bytes(r, src, k, r->lane_in->len);
+        int rc = header_bytes(r, src, k, stream_bytes(r));
         if (rc != CDT_SUCCESS)
             return rc;
         src += k;
@@ -366,6 +398,15 @@ int cdt__ucx_lane_pump_recv(cdt__ucx_lane_ep *l)
         if (r != NULL) {
             l->recvs_done++;
             r->lane_in = NULL;
+            if (r->lane_word && r->status == CDT_SUCCESS) {
+                /* the sender's status, from the word's private copy: its error (a pack that
+                 * failed part-way) or bytes that are no commit fail this object only, as the
+                 * commit message does (ucx_recv.c) */
+                int st = cdt__ucx_commit_status(r->trailer);
+                if (st != CDT_SUCCESS)
+                    cdt__ucx_recv_fail(r, st == CDT_ERR_FRAME_MALFORMED ? st
+                                                                        : CDT_ERR_FRAME_TRUNCATED);
+            }
             if (--r->outstanding == 0)
                 cdt__ucx_recv_done(r);
         }

@@ -131,10 +131,22 @@ int cdt__ucx_lane_seek(cdt_ucx_request r, cdt_frame frame, cdt_decoder dec, cdt_
 /* the lane's pack callback: lane bytes [offset, offset + n) are inline-stream bytes from
  * r->lane_base on (the header's end, or the fixed header's when the header continues in the
  * lane). A pack that fails (a custom type's callback) still fills the fragment, so
- * the stream keeps its length; the object's commit carries the error to the receiver. */
+ * the stream keeps its length; the object's commit carries the error to the receiver: the
+ * commit word that follows the stream (lane bytes [lane_len, lane_len + 8)), or its message. */
 static int pack(void *state, uint64_t offset, unsigned char *dst, size_t n, size_t *used)
 {
     cdt_ucx_request r = state;
+    if (offset >= r->lane_len) {
+        /* the commit word after the stream (§10.3, Commit in the ring): every stream byte was
+         * packed before it, so the status is final: a pack that failed part-way, or a send
+         * ended meanwhile */
+        unsigned char word[CDT__LANE_WORD_SIZE];
+        cdt__ucx_put_commit(word, r->detached ? CDT_ERR_CANCELED : r->status);
+        *used = cdt__lane_word_put(word, r->lane_len, offset, dst, n);
+        return CDT_SUCCESS;
+    }
+    if ((uint64_t)n > r->lane_len - offset)
+        n = (size_t)(r->lane_len - offset); /* the stream's bytes only: the word is its own */
     cdt_count foff = 0, avail = 0;
     int rc = r->detached || r->status != CDT_SUCCESS ? CDT_ERR_CANCELED : CDT_SUCCESS;
     if (rc == CDT_SUCCESS)
@@ -155,6 +167,13 @@ static int pack(void *state, uint64_t offset, unsigned char *dst, size_t n, size
     return CDT_SUCCESS;
 }
 
+/* the bytes the receiver grants: the lane's stream, and the commit word after it where the
+ * object carries its commit in the ring */
+static uint64_t lane_granted(cdt_ucx_request r)
+{
+    return r->lane_len + (r->lane_word ? CDT__UCX_COMMIT_SIZE : 0);
+}
+
 int cdt__ucx_lane_pump_send(cdt__ucx_lane_ep *l)
 {
     struct cdt_ucx_ep_s *ep = l->ep; /* read while l is alive */
@@ -171,7 +190,7 @@ int cdt__ucx_lane_pump_send(cdt__ucx_lane_ep *l)
                 prev = r;
                 r = r->lane_next;
             }
-            if (r == NULL || r->lane_len != g.stream_len) {
+            if (r == NULL || lane_granted(r) != g.stream_len) {
                 l->tx.error = CDT_ERR_PEER;
                 return CDT_ERR_PEER;
             }
@@ -185,7 +204,7 @@ int cdt__ucx_lane_pump_send(cdt__ucx_lane_ep *l)
             l->cur = r;
         }
         cdt_ucx_request r = l->cur;
-        int rc = cdt__lane_pump_out(&l->tx, pack, r, &r->lane_off, r->lane_len);
+        int rc = cdt__lane_pump_out(&l->tx, pack, r, &r->lane_off, lane_granted(r));
         if (rc <= 0)
             return rc;
         l->cur = NULL;
@@ -344,9 +363,12 @@ int cdt__ucx_lane_isend(struct cdt_ucx_ep_s *ep, cdt_ucx_request r, cdt_count th
         }
     }
     /* a lane object always ends with its commit: it carries the sender's status (a pack that
-     * failed part-way, whose stream was filled up) and, over cma, the large regions' end */
-    r->commit = true;
-    unsigned flags = CDT__UCX_FLAG_COMMIT | CDT__UCX_FLAG_LANE;
+     * failed part-way, whose stream was filled up) and, over cma, the large regions' end. With
+     * no large region, to a consumer that takes it, the commit is a word in the data ring after
+     * the stream (no message: §10.3, Commit in the ring); else a message after every part */
+    r->lane_word = nsep == 0 && (l->tx.peer_features & CDT__LANE_FEATURE_RING_COMMIT) != 0;
+    r->commit = !r->lane_word;
+    unsigned flags = CDT__UCX_FLAG_LANE | (r->commit ? CDT__UCX_FLAG_COMMIT : 0u);
     if (r->lane_base < r->lane_header)
         flags |= CDT__UCX_FLAG_HEADER;
     cdt__ucx_put_prefix(r->head, key, threshold, 0, flags, ep->id);

@@ -5,7 +5,8 @@
  * ucp_tag_send_nbx while a peer died, and the lane's progress then read the endpoint's freed
  * lanes). A real ending there depends on timing; the hook makes it happen on the n-th pass, so
  * that transport.lane_end_* show every such point stops reading the lanes it held. Unset, each
- * point costs one comparison.
+ * point costs one comparison. CDT_UCX_TEST_NO_RING_COMMIT=1 makes the worker's consumers announce
+ * no commit in the ring, as consumers of an earlier release (transport.lane_ring_commit).
  */
 #include "ucx_internal.h"
 
@@ -44,6 +45,18 @@ int cdt__ucx_test_end_env(int *point, long *at)
         return CDT_SUCCESS;
     }
     return CDT_ERR_INVALID_ARG;
+}
+
+int cdt__ucx_test_ring_commit_env(bool *off)
+{
+    const char *env = getenv("CDT_UCX_TEST_NO_RING_COMMIT");
+    *off = false;
+    if (env == NULL || *env == '\0' || strcmp(env, "0") == 0)
+        return CDT_SUCCESS;
+    if (strcmp(env, "1") != 0)
+        return CDT_ERR_INVALID_ARG;
+    *off = true;
+    return CDT_SUCCESS;
 }
 
 void cdt__ucx_test_end(struct cdt_ucx_ep_s *ep, int point)

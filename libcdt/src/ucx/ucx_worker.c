@@ -117,11 +117,15 @@ int cdt_ucx_worker_create(cdt_ucx_context context, const cdt_ucx_worker_params *
     long end_at = 0;
     if (cdt__ucx_test_end_env(&end_point, &end_at) != CDT_SUCCESS)
         return CDT_ERR_INVALID_ARG; /* a misspelt setting must not pass unnoticed */
+    bool no_ring_commit = false;
+    if (cdt__ucx_test_ring_commit_env(&no_ring_commit) != CDT_SUCCESS)
+        return CDT_ERR_INVALID_ARG;
     cdt_ucx_worker w = calloc(1, sizeof(*w));
     if (w == NULL)
         return CDT_ERR_NO_MEMORY;
     w->test_end_point = end_point;
     w->test_end_at = end_at;
+    w->test_no_ring_commit = no_ring_commit;
     w->lane_on = lane_on;
     w->lane_heads = lane_on && lane_heads;
     w->lane_large = w->lane_heads && lane_large;
