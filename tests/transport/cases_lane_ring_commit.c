@@ -3,7 +3,8 @@
  * Commit in the ring): an object without large regions to a consumer that announced
  * RING_COMMIT (consumer_features bit 3) ends with an 8-byte word after its stream, not with a
  * commit message over UCX. The sender's tagged sends to its peer are counted (this program's
- * ucp_tag_send_nbx, cases_lane_handoff.c) over objects of 40 KiB to 128 KiB that all go through
+ * ucp_tag_send_nbx, cases_lane_handoff.c) over objects of 80 KiB to 128 KiB (above a large
+ * record's bound, §10.6, so that every one is a LANE object) that all go through
  * the lane: none an object with the head ring, one (the head) with it off, and one more (the
  * commit message) where the consumer leaves bit 3 clear (the test hook
  * CDT_UCX_TEST_NO_RING_COMMIT=1: a consumer of an earlier release). Then a custom type whose
@@ -16,9 +17,10 @@
 #include <fcntl.h>
 #include <poll.h>
 
-/* objects counted: int64 counts of 40, 64 and 128 KiB */
+/* objects counted: int64 counts of 80, 100 and 128 KiB: LANE objects, above a large record's
+ * bound (72 KiB), which would go whole through the head ring with no commit at all */
 enum { RC_N = 48, RC_MAX = 16384 };
-static const cdt_count rc_counts[] = {5120, 8192, 16384};
+static const cdt_count rc_counts[] = {10240, 12800, 16384};
 
 /* the failing pack: a custom type of RC_PF_LEN bytes whose pack fails past RC_PF_FAIL_AT, so
  * that its head and its first fragments went before the failure */
@@ -85,7 +87,7 @@ static void rc_client(peer *p)
     tag_count_ep(NULL);
     uint64_t through = lane_stat(p, CDT_UCX_WORKER_STATS_LANE_SENT) - lane_before;
     fprintf(stderr,
-            "tagged sends to the peer for %d objects of 40-128 KiB through the lane: %lld "
+            "tagged sends to the peer for %d objects of 80-128 KiB through the lane: %lld "
             "(%llu through the lane; expected %lld an object)\n",
             RC_N, sent, (unsigned long long)through, rc_expected());
     CHECK(through == RC_N);
