@@ -10,6 +10,7 @@
  * LANE way). Then a large record over the receive's max_frame_bytes: CDT_ERR_LIMIT, the
  * receive's memory untouched, and the next object of the endpoint arrives.
  *
+ * Large records are off by default: transport.lane_large runs with CDT_UCX_LANE_LARGE=on.
  * With CDT_UCX_LANE_LARGE=off in the environment (transport.lane_large_off) the receiver does
  * not announce large records while its sender would write them (its own setting on): the same
  * objects, and every 40-64 KiB object goes the LANE way, as toward an earlier release.
@@ -195,7 +196,7 @@ int lane_large_case(void)
 {
     ll_setting_checked();
     const char *e = getenv("CDT_UCX_LANE_LARGE");
-    consumer_large = e == NULL || strcmp(e, "off") != 0;
+    consumer_large = e != NULL && strcmp(e, "on") == 0; /* off by default */
     harness_before_client = client_large_on;
     return run_pair(large_server, large_client, &large_wp, &large_wp, 0);
 }

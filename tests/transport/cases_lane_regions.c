@@ -21,14 +21,14 @@ static const cdt_count shapes[][2] = {
 enum { NSHAPES = sizeof(shapes) / sizeof(shapes[0]) };
 
 /* whether object k goes through the lane's stream: where the receiver takes large records
- * (docs/TRANSPORT.md §10.6, Large records: the ring and the records on, the default) the one
- * 64 KiB region fits one, and the object goes whole as a head ring record, its region inline
- * too, no LANE object */
+ * (docs/TRANSPORT.md §10.6, Large records: the ring and CDT_UCX_LANE_LARGE=on, not the
+ * default) the one 64 KiB region fits one, and the object goes whole as a head ring record,
+ * its region inline too, no LANE object */
 static uint64_t want_stream(int k)
 {
     const char *heads = getenv("CDT_UCX_LANE_HEADS"), *large = getenv("CDT_UCX_LANE_LARGE");
-    bool record = k == 1 && !(heads != NULL && strcmp(heads, "off") == 0) &&
-                  !(large != NULL && strcmp(large, "off") == 0);
+    bool record = k == 1 && !(heads != NULL && strcmp(heads, "off") == 0) && large != NULL &&
+                  strcmp(large, "on") == 0;
     return k < NSHAPES && !record ? (uint64_t)expect_stream : 0;
 }
 

@@ -118,8 +118,8 @@ CDT__LANE_HIDDEN bool cdt__ucx_lane_ready(struct cdt_ucx_ep_s *ep);
 /* CDT_UCX_LANE_HEADS "on" or "off" (unset or empty: off, the default); CDT_ERR_INVALID_ARG
  * for another value */
 CDT__LANE_HIDDEN int cdt__ucx_lane_heads_env(bool *on);
-/* CDT_UCX_LANE_LARGE: on (default, unset or empty) or off (large records, §10.6: the consumer
- * does not announce them); another value CDT_ERR_INVALID_ARG */
+/* CDT_UCX_LANE_LARGE: on (the consumer announces large records, §10.6) or off (the default,
+ * unset or empty: it does not); another value CDT_ERR_INVALID_ARG */
 CDT__LANE_HIDDEN int cdt__ucx_lane_large_env(bool *on);
 /* the consumer_features a consumer asks for at attach (HEADS when the worker takes heads
  * through the ring and has its endpoint to itself) */
