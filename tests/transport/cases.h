@@ -107,6 +107,8 @@ void tag_count_ep(void *ep);
 long long tag_count(void);
 /* cases_lane_ring_commit.c: a LANE object's commit in the data ring, its sends counted */
 int lane_ring_commit_case(void);
+/* cases_lane_ring_commit.c: a sender whose commit word names large regions (refused) */
+int lane_ring_commit_forged_case(void);
 /* cases_lane_ring_commit.c: a hostile sender rewrites its commit words (lane_hostile's part) */
 int lane_hostile_word_case(void);
 /* cases_lane_ring_first.c: a ring consumer's progress polls the ring first, UCX when due */

@@ -337,3 +337,107 @@ int lane_hostile_word_case(void)
     CHECK(pipe(sw_pipe) == 0);
     return run_pair(sw_server, sw_client, &rc_wp, &rc_wp, 0);
 }
+
+/* ------------------------------------------ a commit word that names large regions ---- */
+
+/* A sender that lies (the test hook CDT_UCX_TEST_WORD_REGIONS=1, set in the client only): its
+ * object with a large region (arrays of 48, 48 and 48 KiB, in its stream, which no head holds, and
+ * one of 256 KiB, above both workers' 64 KiB threshold: a LANE object with a large region) comes
+ * by a LANE head without COMMIT, a commit word in the ring, though its regions complete over
+ * UCX. The receiver refuses that head with CDT_ERR_FRAME_MALFORMED (docs/TRANSPORT.md §10.3,
+ * Commit in the ring), discards its regions and its stream, and the endpoint's next object (no
+ * large region: 48 KiB, an honest word) arrives whole, through the lane, which stays up. */
+/* the next object: 48 KiB of int64, below the threshold, so a LANE object with its word */
+enum { FW_NEXT = 6144 };
+static const cdt_ucx_worker_params fw_wp = {.field_mask = CDT_UCX_WORKER_PARAM_LANE |
+                                                          CDT_UCX_WORKER_PARAM_ZCOPY_THRESHOLD,
+                                            .lane = 1,
+                                            .zcopy_threshold = 64 << 10};
+
+/* 3 arrays of 48 KiB (in the stream) and one of 256 KiB (a large region) */
+static void fw_object(double_vec *v)
+{
+    CHECK_RC(double_vec_init(v, 4, 12288, 21));
+    free(v->data[3]);
+    v->lens[3] = 65536;
+    v->data[3] = malloc(65536 * sizeof(int32_t));
+    CHECK(v->data[3] != NULL);
+    for (int j = 0; j < 65536; j++)
+        v->data[3][j] = j;
+}
+
+static void fw_client_lies(uint16_t port)
+{
+    (void)port;
+    setenv("CDT_UCX_TEST_WORD_REGIONS", "1", 1);
+}
+
+static void fw_client(peer *p)
+{
+    int64_t one = 1;
+    CHECK_RC(cdt_ucx_send(p->ep, &one, 1, CDT_INT64, 1, T_TIMEOUT_MS)); /* offers the lane */
+    lane_wait_heads(p);
+    CHECK_RC(
+        cdt_ucx_recv(p->w, &one, 1, CDT_INT64, 2, CDT_UCX_TAG_MASK_FULL, NULL, NULL, T_TIMEOUT_MS));
+    double_vec v;
+    fw_object(&v);
+    uint64_t lane_before = lane_stat(p, CDT_UCX_WORKER_STATS_LANE_SENT);
+    int rc = cdt_ucx_send(p->ep, &v, 1, double_vec_type(), 3, T_TIMEOUT_MS);
+    fprintf(stderr, "send of an object with large regions and a commit word: %s\n",
+            cdt_err_name(rc));
+    CHECK(rc == CDT_SUCCESS); /* its bytes all went; the receiver refused them */
+    CHECK(lane_stat(p, CDT_UCX_WORKER_STATS_LANE_SENT) - lane_before == 1); /* a LANE object */
+    double_vec_clear(&v);
+    int64_t *w = malloc(RC_MAX * sizeof(int64_t));
+    CHECK(w != NULL);
+    lh_fill(w, 7, FW_NEXT);
+    lane_before = lane_stat(p, CDT_UCX_WORKER_STATS_LANE_SENT);
+    CHECK_RC(cdt_ucx_send(p->ep, w, FW_NEXT, CDT_INT64, 4, T_TIMEOUT_MS));
+    CHECK(lane_stat(p, CDT_UCX_WORKER_STATS_LANE_SENT) - lane_before == 1);
+    lane_ack_recv(p);
+    free(w);
+}
+
+static void fw_server(peer *p)
+{
+    int64_t one = 0;
+    CHECK_RC(
+        cdt_ucx_recv(p->w, &one, 1, CDT_INT64, 1, CDT_UCX_TAG_MASK_FULL, NULL, NULL, T_TIMEOUT_MS));
+    lane_wait_heads(p);
+    CHECK_RC(cdt_ucx_send(p->ep, &one, 1, CDT_INT64, 2, T_TIMEOUT_MS));
+    double_vec v = {0};
+    int rc = cdt_ucx_recv(p->w, &v, 1, double_vec_type(), 3, CDT_UCX_TAG_MASK_FULL, NULL, NULL,
+                          T_TIMEOUT_MS);
+    fprintf(stderr, "receive of it: %s\n", cdt_err_name(rc));
+    CHECK(rc == CDT_ERR_FRAME_MALFORMED);
+    double_vec_clear(&v);
+    int64_t *w = calloc(RC_MAX, sizeof(int64_t));
+    CHECK(w != NULL);
+    uint64_t lane_before = lane_stat(p, CDT_UCX_WORKER_STATS_LANE_RECEIVED);
+    CHECK_RC(cdt_ucx_recv(p->w, w, FW_NEXT, CDT_INT64, 4, CDT_UCX_TAG_MASK_FULL, NULL, NULL,
+                          T_TIMEOUT_MS));
+    CHECK(lh_check(w, 7, FW_NEXT));
+    uint64_t through = lane_stat(p, CDT_UCX_WORKER_STATS_LANE_RECEIVED) - lane_before;
+    fprintf(stderr, "the next object: whole, %llu received through the lane\n",
+            (unsigned long long)through);
+    CHECK(through == 1);
+    char t[512];
+    CHECK_RC(cdt_ucx_ep_transports(p->ep, t, sizeof(t)));
+    CHECK(strstr(t, "lane=memfd") != NULL); /* the lane is still up */
+    lane_ack_send(p);
+    free(w);
+}
+
+int lane_ring_commit_forged_case(void)
+{
+    /* the hook's setting is checked as the library's others: a misspelt one fails the worker */
+    cdt_ucx_context c = NULL;
+    CHECK_RC(cdt_ucx_context_create(NULL, &c));
+    cdt_ucx_worker w = NULL;
+    setenv("CDT_UCX_TEST_WORD_REGIONS", "yes", 1);
+    CHECK(cdt_ucx_worker_create(c, &fw_wp, &w) == CDT_ERR_INVALID_ARG && w == NULL);
+    unsetenv("CDT_UCX_TEST_WORD_REGIONS");
+    cdt_ucx_context_destroy(c);
+    harness_before_client = fw_client_lies;
+    return run_pair(fw_server, fw_client, &fw_wp, &fw_wp, 0);
+}

@@ -93,6 +93,8 @@ int main(int argc, char **argv)
         return lane_large_case();
     if (strcmp(c, "lane_ring_commit") == 0)
         return lane_ring_commit_case();
+    if (strcmp(c, "lane_ring_commit_forged") == 0)
+        return lane_ring_commit_forged_case();
     if (strcmp(c, "lane_ring_first") == 0)
         return lane_ring_first_case();
     if (strncmp(c, "lane_heads_", 11) == 0)

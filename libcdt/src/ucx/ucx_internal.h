@@ -117,6 +117,9 @@ struct cdt_ucx_worker_s {
     /* the test hook CDT_UCX_TEST_NO_RING_COMMIT: its consumers leave consumer_features bit 3
      * clear, as a consumer of an earlier release (their producers send the commit message) */
     bool test_no_ring_commit;
+    /* the test hook CDT_UCX_TEST_WORD_REGIONS: its producers send objects with large regions
+     * with a commit word too, the lie a consumer must refuse */
+    bool test_word_regions;
     /* ring heads parked for the receive their descriptor matches (ucx_lane_park.c): slots,
      * the free ones' list (UINT32_MAX: none), how many are parked, and the secret every
      * descriptor carries (random, never sent to a peer) */

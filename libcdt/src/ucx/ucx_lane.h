@@ -196,6 +196,9 @@ CDT__LANE_HIDDEN int cdt__ucx_test_end_env(int *point, long *at);
 /* CDT_UCX_TEST_NO_RING_COMMIT: *off true for "1", false unset, empty or "0";
  * CDT_ERR_INVALID_ARG for another value */
 CDT__LANE_HIDDEN int cdt__ucx_test_ring_commit_env(bool *off);
+/* CDT_UCX_TEST_WORD_REGIONS: *on true for "1", false unset, empty or "0";
+ * CDT_ERR_INVALID_ARG for another value */
+CDT__LANE_HIDDEN int cdt__ucx_test_word_regions_env(bool *on);
 /* lock held: the hook's point `point` passed on ep */
 CDT__LANE_HIDDEN void cdt__ucx_test_end(struct cdt_ucx_ep_s *ep, int point);
 

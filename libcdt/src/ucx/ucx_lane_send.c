@@ -366,7 +366,8 @@ int cdt__ucx_lane_isend(struct cdt_ucx_ep_s *ep, cdt_ucx_request r, cdt_count th
      * failed part-way, whose stream was filled up) and, over cma, the large regions' end. With
      * no large region, to a consumer that takes it, the commit is a word in the data ring after
      * the stream (no message: §10.3, Commit in the ring); else a message after every part */
-    r->lane_word = nsep == 0 && (l->tx.peer_features & CDT__LANE_FEATURE_RING_COMMIT) != 0;
+    r->lane_word = (nsep == 0 || w->test_word_regions) &&
+                   (l->tx.peer_features & CDT__LANE_FEATURE_RING_COMMIT) != 0;
     r->commit = !r->lane_word;
     unsigned flags = CDT__UCX_FLAG_LANE | (r->commit ? CDT__UCX_FLAG_COMMIT : 0u);
     if (r->lane_base < r->lane_header)

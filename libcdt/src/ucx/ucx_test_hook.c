@@ -7,6 +7,9 @@
  * that transport.lane_end_* show every such point stops reading the lanes it held. Unset, each
  * point costs one comparison. CDT_UCX_TEST_NO_RING_COMMIT=1 makes the worker's consumers announce
  * no commit in the ring, as consumers of an earlier release (transport.lane_ring_commit).
+ * CDT_UCX_TEST_WORD_REGIONS=1 makes the worker's producers lie as a hostile peer would: an
+ * object with large regions gets its commit as a ring word too (a LANE head without COMMIT that
+ * names a large region), which a consumer refuses (transport.lane_ring_commit_forged).
  */
 #include "ucx_internal.h"
 
@@ -47,16 +50,27 @@ int cdt__ucx_test_end_env(int *point, long *at)
     return CDT_ERR_INVALID_ARG;
 }
 
-int cdt__ucx_test_ring_commit_env(bool *off)
+/* a test hook that is on or off: "1" on; unset, empty or "0" off; anything else refused */
+static int flag_env(const char *name, bool *on)
 {
-    const char *env = getenv("CDT_UCX_TEST_NO_RING_COMMIT");
-    *off = false;
+    const char *env = getenv(name);
+    *on = false;
     if (env == NULL || *env == '\0' || strcmp(env, "0") == 0)
         return CDT_SUCCESS;
     if (strcmp(env, "1") != 0)
         return CDT_ERR_INVALID_ARG;
-    *off = true;
+    *on = true;
     return CDT_SUCCESS;
+}
+
+int cdt__ucx_test_ring_commit_env(bool *off)
+{
+    return flag_env("CDT_UCX_TEST_NO_RING_COMMIT", off);
+}
+
+int cdt__ucx_test_word_regions_env(bool *on)
+{
+    return flag_env("CDT_UCX_TEST_WORD_REGIONS", on);
 }
 
 void cdt__ucx_test_end(struct cdt_ucx_ep_s *ep, int point)

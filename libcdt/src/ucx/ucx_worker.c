@@ -120,12 +120,16 @@ int cdt_ucx_worker_create(cdt_ucx_context context, const cdt_ucx_worker_params *
     bool no_ring_commit = false;
     if (cdt__ucx_test_ring_commit_env(&no_ring_commit) != CDT_SUCCESS)
         return CDT_ERR_INVALID_ARG;
+    bool word_regions = false;
+    if (cdt__ucx_test_word_regions_env(&word_regions) != CDT_SUCCESS)
+        return CDT_ERR_INVALID_ARG;
     cdt_ucx_worker w = calloc(1, sizeof(*w));
     if (w == NULL)
         return CDT_ERR_NO_MEMORY;
     w->test_end_point = end_point;
     w->test_end_at = end_at;
     w->test_no_ring_commit = no_ring_commit;
+    w->test_word_regions = word_regions;
     w->lane_on = lane_on;
     w->lane_heads = lane_on && lane_heads;
     w->lane_large = w->lane_heads && lane_large;
