@@ -235,6 +235,9 @@ CDT__LANE_HIDDEN int cdt__lane_post_grant(cdt__lane *lane, uint64_t key, uint64_
 /* Consumer: the published bytes at cons_pos: *src, *len (never across the ring's end, never
  * past what was granted; 0 when none). A prod_pos out of its bounds breaks the lane. */
 CDT__LANE_HIDDEN int cdt__lane_read_span(cdt__lane *lane, const unsigned char **src, size_t *len);
+/* Producer: *bytes published that the consumer has not released yet (its cons_pos checked as
+ * for a write span). */
+CDT__LANE_HIDDEN int cdt__lane_unreleased(cdt__lane *lane, uint64_t *bytes);
 /* Consumer: release len bytes of the last span (they were unpacked). */
 CDT__LANE_HIDDEN int cdt__lane_release(cdt__lane *lane, size_t len);
 /* Consumer's position (the next byte it reads) and producer's (the next byte it writes). */

@@ -57,6 +57,19 @@ int cdt__lane_take_grant(cdt__lane *lane, cdt__lane_grant *g)
     return 1;
 }
 
+int cdt__lane_unreleased(cdt__lane *lane, uint64_t *bytes)
+{
+    int rc = cdt__lane_usable(lane, CDT__LANE_PRODUCER);
+    if (rc != CDT_SUCCESS)
+        return rc;
+    uint64_t cons = load_acquire(lane, CDT__LANE_OFF_CONS_POS);
+    if (cons < lane->cons_seen || cons > lane->prod_pos)
+        return cdt__lane_broken(lane);
+    lane->cons_seen = cons;
+    *bytes = lane->prod_pos - cons;
+    return CDT_SUCCESS;
+}
+
 int cdt__lane_write_span(cdt__lane *lane, unsigned char **dst, size_t *len)
 {
     int rc = cdt__lane_usable(lane, CDT__LANE_PRODUCER);

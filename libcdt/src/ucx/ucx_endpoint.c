@@ -400,6 +400,23 @@ static int ep_close(cdt_ucx_ep ep, int64_t timeout_ms, void *pending_flush)
         if (st != UCS_OK)
             rc = CDT_ERR_PEER;
     }
+    /* A lane send completes once its last byte is published, its commit too where that is a
+     * word in the ring (docs/TRANSPORT.md §10.3, Commit in the ring), and no UCX message of it
+     * is left for the flush to wait for: wait, within the caller's time, for the peer to take
+     * what was published, so that a send that completed is delivered whole before the close
+     * ends the peer's lane (§10.5, A closed endpoint). The progress moves pending lane sends on
+     * as the flush's does. */
+    for (unsigned spin = 1; rc == CDT_SUCCESS; spin++) {
+        pthread_mutex_lock(&w->lock);
+        bool taken = ep->status != CDT_SUCCESS || cdt__ucx_lane_tx_taken(ep);
+        if (!taken)
+            cdt__ucx_progress(w);
+        pthread_mutex_unlock(&w->lock);
+        if (taken || cdt__ucx_now_ms() > deadline)
+            break;
+        if (spin % CDT__UCX_SPINS_BEFORE_SLEEP == 0)
+            cdt__ucx_sleep(w, deadline);
+    }
     /* a forced close is local and quick; bound it anyway so a sick transport cannot hang us */
     int64_t close_deadline = cdt__ucx_now_ms() + 1000;
     if (rc == CDT_SUCCESS && deadline > close_deadline)

@@ -210,6 +210,15 @@ bool cdt__ucx_lane_ready(struct cdt_ucx_ep_s *ep)
     return __atomic_load_n(&ep->lane_ready, __ATOMIC_ACQUIRE);
 }
 
+bool cdt__ucx_lane_tx_taken(struct cdt_ucx_ep_s *ep)
+{
+    cdt__ucx_lane_ep *l = ep->lane;
+    uint64_t left = 0;
+    if (l == NULL || !l->tx_attached || cdt__lane_unreleased(&l->tx, &left) != CDT_SUCCESS)
+        return true;
+    return left == 0;
+}
+
 void cdt__ucx_lane_ep_end(struct cdt_ucx_ep_s *ep, int status)
 {
     cdt__ucx_lane_owed_end(ep);

@@ -113,6 +113,9 @@ CDT__LANE_HIDDEN void cdt__ucx_lane_progress(cdt_ucx_worker w, unsigned ucx_even
 CDT__LANE_HIDDEN void cdt__ucx_lane_describe(struct cdt_ucx_ep_s *ep, char *buf, size_t size);
 /* whether sends on ep go through its lane now (read without the lock: set once) */
 CDT__LANE_HIDDEN bool cdt__ucx_lane_ready(struct cdt_ucx_ep_s *ep);
+/* lock held: whether the peer took every byte ep's lane published (true too where ep has no
+ * attached lane, or it broke); a close waits for it (docs/TRANSPORT.md §10.5) */
+CDT__LANE_HIDDEN bool cdt__ucx_lane_tx_taken(struct cdt_ucx_ep_s *ep);
 
 /* ucx_lane_heads.c: small objects through the head ring (docs/TRANSPORT.md §10.6) */
 /* CDT_UCX_LANE_HEADS "on" or "off" (unset or empty: off, the default); CDT_ERR_INVALID_ARG
