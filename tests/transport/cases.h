@@ -46,6 +46,22 @@ void bytes_copy_out(const void *buf, cdt_count count, cdt_count offset, void *ds
 int bytes_unpack(void *state, void *buf, cdt_count count, cdt_count offset, const void *src,
                  cdt_count src_size);
 side_fn pack_fails_client, pack_fails_server, fifo_window_client, fifo_window_server;
+/* a custom type of bytes (bytes_query, bytes_unpack) whose pack fails with `error` once a
+ * fragment reaches past `fail_at`, in objects of more than fail_at bytes; `f` must outlive the
+ * type (it is the type's context) */
+typedef struct failing_bytes {
+    cdt_count fail_at;
+    int error;
+} failing_bytes;
+cdt_type failing_bytes_type(const failing_bytes *f);
+/* a receive's prepare (arg: a bytes_into) that binds a custom type of one byte an element to
+ * the sender's packed size, CDT_ERR_TRUNCATED past `capacity` */
+typedef struct bytes_into {
+    char *buf;
+    cdt_count capacity;
+    cdt_type type;
+} bytes_into;
+int bytes_bind_prepare(void *arg, cdt_decoder decoder);
 
 /* cases_endpoints.c: the transports and protocol an endpoint chose, the address bootstrap,
  * a send right after accept, per-send parameters, a connect that does not wait, a close with a

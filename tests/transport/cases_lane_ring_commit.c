@@ -39,23 +39,7 @@ static long long rc_expected(void)
            (env_is("CDT_UCX_LANE_HEADS", "off") ? 1 : 0);
 }
 
-static int rc_pack(void *state, const void *buf, cdt_count count, cdt_count offset, void *dst,
-                   cdt_count dst_size, cdt_count *used)
-{
-    (void)state;
-    if (offset + dst_size > RC_PF_FAIL_AT && count > RC_PF_FAIL_AT)
-        return CDT_ERR_USER_BASE - 9;
-    bytes_copy_out(buf, count, offset, dst, dst_size, used);
-    return CDT_SUCCESS;
-}
-
-static cdt_type rc_type(void)
-{
-    cdt_type t;
-    CHECK_RC(cdt_type_create_custom(NULL, NULL, bytes_query, rc_pack, bytes_unpack, NULL, NULL,
-                                    NULL, 0, &t));
-    return t;
-}
+static const failing_bytes rc_fails = {RC_PF_FAIL_AT, CDT_ERR_USER_BASE - 9};
 
 static const cdt_ucx_worker_params rc_wp = {.field_mask = CDT_UCX_WORKER_PARAM_LANE, .lane = 1};
 
@@ -95,7 +79,7 @@ static void rc_client(peer *p)
     lane_ack_recv(p); /* the server checked them */
 
     /* a pack that fails part-way through a lane object, then one that packs whole */
-    cdt_type t = rc_type();
+    cdt_type t = failing_bytes_type(&rc_fails);
     char *data = malloc(RC_PF_LEN);
     CHECK(data != NULL);
     memset(data, 0x5A, RC_PF_LEN);
@@ -108,22 +92,6 @@ static void rc_client(peer *p)
     cdt_type_free(&t);
     free(data);
     free(v);
-}
-
-/* binds a receive of rc_type to the sender's packed size (one byte an element) */
-typedef struct rc_into {
-    char *buf;
-    cdt_type type;
-} rc_into;
-
-static int rc_prepare(void *arg, cdt_decoder decoder)
-{
-    rc_into *r = arg;
-    cdt_frame_info info = {.field_mask = CDT_FRAME_INFO_PACKED_SIZE};
-    int rc = cdt_decoder_info(decoder, &info);
-    if (rc == CDT_SUCCESS && info.packed_size > RC_PF_LEN)
-        rc = CDT_ERR_TRUNCATED;
-    return rc != CDT_SUCCESS ? rc : cdt_decoder_bind(decoder, r->buf, info.packed_size, r->type);
 }
 
 static void rc_server(peer *p)
@@ -151,12 +119,13 @@ static void rc_server(peer *p)
     }
     lane_ack_send(p);
 
-    cdt_type t = rc_type();
+    cdt_type t = failing_bytes_type(&rc_fails);
     char *buf = calloc(1, RC_PF_LEN);
     CHECK(buf != NULL);
-    rc_into into = {buf, t};
-    cdt_ucx_recv_params rp = {
-        .field_mask = CDT_UCX_RECV_PARAM_PREPARE, .prepare = rc_prepare, .prepare_arg = &into};
+    bytes_into into = {buf, RC_PF_LEN, t};
+    cdt_ucx_recv_params rp = {.field_mask = CDT_UCX_RECV_PARAM_PREPARE,
+                              .prepare = bytes_bind_prepare,
+                              .prepare_arg = &into};
     uint64_t lane_before = lane_stat(p, CDT_UCX_WORKER_STATS_LANE_RECEIVED);
     int rc = cdt_ucx_recv(p->w, NULL, 0, NULL, 200, CDT_UCX_TAG_MASK_FULL, &rp, NULL, T_TIMEOUT_MS);
     fprintf(stderr, "receive of it: %s\n", cdt_err_name(rc));

@@ -38,23 +38,43 @@ int bytes_unpack(void *state, void *buf, cdt_count count, cdt_count offset, cons
     return CDT_SUCCESS;
 }
 
-static int pf_pack(void *state, const void *buf, cdt_count count, cdt_count offset, void *dst,
+/* the type's context (failing_bytes) handed to its pack as the operation's state */
+static int fb_state(void *context, const void *src, cdt_count count, void **state)
+{
+    (void)src, (void)count;
+    *state = context;
+    return CDT_SUCCESS;
+}
+
+static int fb_pack(void *state, const void *buf, cdt_count count, cdt_count offset, void *dst,
                    cdt_count dst_size, cdt_count *used)
 {
-    (void)state;
-    if (offset + dst_size > PF_FAIL_AT && count > PF_FAIL_AT)
-        return CDT_ERR_USER_BASE - 7;
+    const failing_bytes *f = state;
+    if (offset + dst_size > f->fail_at && count > f->fail_at)
+        return f->error;
     bytes_copy_out(buf, count, offset, dst, dst_size, used);
     return CDT_SUCCESS;
 }
 
-static cdt_type pf_type(void)
+cdt_type failing_bytes_type(const failing_bytes *f)
 {
     cdt_type t;
-    CHECK_RC(cdt_type_create_custom(NULL, NULL, bytes_query, pf_pack, bytes_unpack, NULL, NULL,
-                                    NULL, 0, &t));
+    CHECK_RC(cdt_type_create_custom(fb_state, NULL, bytes_query, fb_pack, bytes_unpack, NULL, NULL,
+                                    (void *)f, 0, &t));
     return t;
 }
+
+int bytes_bind_prepare(void *arg, cdt_decoder decoder)
+{
+    const bytes_into *r = arg;
+    cdt_frame_info info = {.field_mask = CDT_FRAME_INFO_PACKED_SIZE};
+    int rc = cdt_decoder_info(decoder, &info);
+    if (rc == CDT_SUCCESS && info.packed_size > r->capacity)
+        rc = CDT_ERR_TRUNCATED;
+    return rc != CDT_SUCCESS ? rc : cdt_decoder_bind(decoder, r->buf, info.packed_size, r->type);
+}
+
+static const failing_bytes pf_fails = {PF_FAIL_AT, CDT_ERR_USER_BASE - 7};
 
 /* whether the endpoint's active messages go through a shared-memory FIFO (sysv, posix) */
 static bool ep_am_fifo(peer *p)
@@ -66,7 +86,7 @@ static bool ep_am_fifo(peer *p)
 
 void pack_fails_client(peer *p)
 {
-    cdt_type t = pf_type();
+    cdt_type t = failing_bytes_type(&pf_fails);
     char *data = malloc(PF_LEN);
     CHECK(data != NULL);
     memset(data, 0x3C, PF_LEN);
@@ -78,33 +98,19 @@ void pack_fails_client(peer *p)
     free(data);
 }
 
-typedef struct pf_recv {
-    char *buf;
-    cdt_type type;
-} pf_recv;
-
-static int pf_prepare(void *arg, cdt_decoder decoder)
-{
-    pf_recv *r = arg;
-    cdt_frame_info info = {.field_mask = CDT_FRAME_INFO_PACKED_SIZE};
-    int rc = cdt_decoder_info(decoder, &info);
-    if (rc == CDT_SUCCESS && info.packed_size > PF_LEN)
-        rc = CDT_ERR_TRUNCATED;
-    return rc != CDT_SUCCESS ? rc : cdt_decoder_bind(decoder, r->buf, info.packed_size, r->type);
-}
-
 void pack_fails_server(peer *p)
 {
-    cdt_type t = pf_type();
+    cdt_type t = failing_bytes_type(&pf_fails);
     char *buf = calloc(1, PF_LEN);
     CHECK(buf != NULL);
     cdt_ucx_protocol proto;
     /* which object arrives is known only from its header: a custom receiver's count must be
      * the sender's (the header's object count, FORMAT.md §4), and this type packs one byte per
      * object, so the receive binds with the packed size */
-    pf_recv into = {buf, t};
-    cdt_ucx_recv_params rp = {
-        .field_mask = CDT_UCX_RECV_PARAM_PREPARE, .prepare = pf_prepare, .prepare_arg = &into};
+    bytes_into into = {buf, PF_LEN, t};
+    cdt_ucx_recv_params rp = {.field_mask = CDT_UCX_RECV_PARAM_PREPARE,
+                              .prepare = bytes_bind_prepare,
+                              .prepare_arg = &into};
     int rc = cdt_ucx_recv(p->w, NULL, 0, NULL, TAG, CDT_UCX_TAG_MASK_FULL, &rp, NULL, 2000);
     fprintf(stderr, "receive of it: %s\n", cdt_err_name(rc));
     CHECK_RC(cdt_ucx_ep_protocol(p->ep, &proto));
