@@ -1,9 +1,14 @@
 /*
  * cases_endpoints.c - endpoints: the transports and protocol each side chose, the address
- * bootstrap, a send right after accept, per-send parameters, and a connect that does not
- * wait.
+ * bootstrap, a send right after accept, per-send parameters, a connect that does not wait,
+ * closes with a flush in flight, and a connection request that comes while the worker is
+ * destroyed.
  */
 #include "cases.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 
 /* ---------------------------------------------------------------- transports in use ------ */
 
@@ -344,4 +349,88 @@ void close_pending_flush_server(peer *p)
         if (cdt_ucx_listener_accept(p->l, 50, &ep) == CDT_SUCCESS)
             cdt_ucx_ep_close(ep, 0);
     }
+}
+
+/* ------------------------------------------ a connection request after the listener went ---- */
+
+/* UCX's listener (TCP sockcm) accepts a connection and then waits for its request; a request
+ * that comes after ucp_listener_destroy calls back into the freed listener from UCX's async
+ * thread (ucp_cm_server_conn_request_cb; UCX 1.13.1 to 1.22), and only ucp_worker_destroy
+ * closes such connections. cdt_ucx_worker_destroy therefore destroys its listeners last, right
+ * before UCX's worker, not before its waits. Here the worker waits for a parked endpoint (a
+ * connect to a socket that does not answer, whose flush stays in flight until that socket is
+ * closed), and a raw client that connected to the worker's listener before sends its request
+ * (a sockcm header with no data) 0.5 s into that wait; 0.5 s later the silent socket closes,
+ * which fails the parked flush and ends the wait. With the listeners destroyed first the
+ * process died with SIGSEGV (5 of 5 runs); now the listener is still there and refuses the
+ * request. Alone in one process, no peer. */
+static int late_fd = -1, silent_conn = -1;
+static atomic_int late_destroying;
+
+static void *late_request_thread(void *arg)
+{
+    (void)arg;
+    while (atomic_load(&late_destroying) == 0)
+        usleep(1000);
+    usleep(500 * 1000);          /* inside the destroy's wait for its parked endpoint */
+    unsigned char hdr[16] = {0}; /* uct_tcp_sockcm_priv_data_hdr_t: length 0, status 0 */
+    ssize_t put = write(late_fd, hdr, sizeof(hdr));
+    fprintf(stderr, "listener_late_request: request sent (%zd bytes)\n", put);
+    usleep(500 * 1000);
+    close(silent_conn); /* the parked flush fails: the destroy's wait ends */
+    return NULL;
+}
+
+static int tcp_socket_to(uint16_t port, int do_listen, uint16_t *bound)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    CHECK(fd >= 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(port)};
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (do_listen) {
+        CHECK(bind(fd, (struct sockaddr *)&a, sizeof(a)) == 0);
+        CHECK(listen(fd, 8) == 0);
+        socklen_t len = sizeof(a);
+        CHECK(getsockname(fd, (struct sockaddr *)&a, &len) == 0);
+        *bound = ntohs(a.sin_port);
+    } else {
+        CHECK(connect(fd, (struct sockaddr *)&a, sizeof(a)) == 0);
+    }
+    return fd;
+}
+
+int listener_late_request_case(void)
+{
+    alarm(60);
+    uint16_t silent_port = 0;
+    int silent = tcp_socket_to(0, 1, &silent_port); /* accepts (the kernel), never answers */
+    peer p = {.is_server = 1};
+    peer_open(&p, NULL);
+    uint16_t port = peer_listen(&p);
+    cdt_ucx_ep ep = NULL;
+    int rc = cdt_ucx_ep_connect(p.w, "127.0.0.1", silent_port, 100, &ep);
+    fprintf(stderr, "listener_late_request: connect to a silent socket: %s\n", cdt_err_name(rc));
+    CHECK(rc == CDT_ERR_TIMEOUT); /* its flush in flight: the endpoint is parked */
+    silent_conn = accept(silent, NULL, NULL);
+    CHECK(silent_conn >= 0);
+    late_fd = tcp_socket_to(port, 0, NULL);
+    /* UCX's async thread accepts the connection; it then waits for the request */
+    int64_t until = now_ms() + 300;
+    while (now_ms() < until)
+        cdt_ucx_worker_progress(p.w);
+    pthread_t th;
+    CHECK(pthread_create(&th, NULL, late_request_thread, NULL) == 0);
+    atomic_store(&late_destroying, 1);
+    int64_t t0 = now_ms();
+    cdt_ucx_worker_destroy(p.w); /* destroys the listener too */
+    fprintf(stderr, "listener_late_request: worker destroyed after %lld ms\n",
+            (long long)(now_ms() - t0));
+    CHECK(pthread_join(th, NULL) == 0);
+    cdt_ucx_context_destroy(p.ctx);
+    /* the raw client's connection was refused or closed: its read ends */
+    struct pollfd pfd = {.fd = late_fd, .events = POLLIN};
+    CHECK(poll(&pfd, 1, T_TIMEOUT_MS) == 1);
+    close(late_fd);
+    close(silent);
+    return 0;
 }

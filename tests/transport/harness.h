@@ -63,7 +63,9 @@ static inline void peer_close(peer *p)
 {
     if (p->ep != NULL)
         cdt_ucx_ep_close(p->ep, 2000);
-    cdt_ucx_listener_destroy(p->l);
+    /* the listener goes with the worker, which destroys it last: destroyed before, a late
+     * connection request of the peer (a connect of its that timed out) crashes UCX
+     * (docs/TRANSPORT.md §8, Listeners) */
     cdt_ucx_worker_destroy(p->w);
     cdt_ucx_context_destroy(p->ctx);
 }

@@ -107,6 +107,8 @@ int main(int argc, char **argv)
         return quarantine_churn_case();
     if (strcmp(c, "dead_peer_churn") == 0)
         return dead_peer_churn_case();
+    if (strcmp(c, "listener_late_request") == 0)
+        return listener_late_request_case();
     if (strcmp(c, "close_pending_flush") == 0)
         return run_pair(close_pending_flush_server, close_pending_flush_client, NULL, NULL, 0);
     if (strcmp(c, "receiver_copies") == 0)
