@@ -234,7 +234,8 @@ typedef struct cdt_ucx_worker_params {
 CDT_API int cdt_ucx_worker_create(cdt_ucx_context context, const cdt_ucx_worker_params *params,
                                   cdt_ucx_worker *worker);
 /*! cdt_ucx_worker_destroy() : cancel what is still pending, close the worker's endpoints
- *  and listeners (forcefully), release the worker. Requests not yet freed become invalid. */
+ *  and listeners (forcefully; the listeners last, right before UCX's worker), release the
+ *  worker. Requests not yet freed become invalid. */
 CDT_API void cdt_ucx_worker_destroy(cdt_ucx_worker worker);
 /*! cdt_ucx_worker_progress() : run completions once; @return number of UCX events (>= 0).
  *  While the worker takes small objects from a lane's head ring, the rings are polled on every
@@ -338,7 +339,10 @@ CDT_API int cdt_ucx_listener_port(cdt_ucx_listener listener, uint16_t *port);
  *  10 s; UCX 1.13 mishandles a rendezvous posted before that over shared memory).
  *  Errors: CDT_ERR_TIMEOUT, CDT_ERR_TRANSPORT. */
 CDT_API int cdt_ucx_listener_accept(cdt_ucx_listener listener, int64_t timeout_ms, cdt_ucx_ep *ep);
-/*! cdt_ucx_listener_destroy() : stop listening; requests not yet accepted are rejected. */
+/*! cdt_ucx_listener_destroy() : stop listening; requests not yet accepted are rejected. A
+ *  connection UCX accepted before and whose request comes after crashes UCX's async thread
+ *  (UCX 1.13 to 1.22, docs/TRANSPORT.md §8, Listeners): while clients may still be connecting,
+ *  leave the listener to cdt_ucx_worker_destroy(), which destroys it last. */
 CDT_API void cdt_ucx_listener_destroy(cdt_ucx_listener listener);
 
 /*! cdt_ucx_ep_connect() : connect to a listener at host:port and wait until the connection

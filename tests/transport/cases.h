@@ -65,12 +65,13 @@ int bytes_bind_prepare(void *arg, cdt_decoder decoder);
 
 /* cases_endpoints.c: the transports and protocol an endpoint chose, the address bootstrap,
  * a send right after accept, per-send parameters, a connect that does not wait, a close with a
- * flush in flight */
+ * flush in flight, a connection request that comes while the worker is destroyed */
 extern int expect_shared_memory; /* set by test_transport.c for the transports* cases */
 side_fn transports_client, transports_server, accept_send_client, accept_send_server,
     send_params_client, send_params_server, connect_nowait_client, connect_nowait_server,
     close_pending_flush_client, close_pending_flush_server;
 int address_case(void);
+int listener_late_request_case(void);
 
 /* cases_lane.c: objects through the lane; a sender killed packing into it (where 1), a
  * receiver killed unpacking from it (where 2), a sender killed copying its regions into it

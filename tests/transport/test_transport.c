@@ -107,8 +107,17 @@ int main(int argc, char **argv)
         return quarantine_churn_case();
     if (strcmp(c, "dead_peer_churn") == 0)
         return dead_peer_churn_case();
-    if (strcmp(c, "close_pending_flush") == 0)
-        return run_pair(close_pending_flush_server, close_pending_flush_client, NULL, NULL, 0);
+    if (strcmp(c, "listener_late_request") == 0)
+        return listener_late_request_case();
+    if (strcmp(c, "close_pending_flush") == 0) {
+        int rc = run_pair(close_pending_flush_server, close_pending_flush_client, NULL, NULL, 0);
+        /* the client exits 77 when none of its connects succeeded: nothing tested, skipped */
+        if (rc != 0 && WIFEXITED(harness_client_status) &&
+            WEXITSTATUS(harness_client_status) == 77 && WIFEXITED(harness_server_status) &&
+            WEXITSTATUS(harness_server_status) == 0)
+            return 77;
+        return rc;
+    }
     if (strcmp(c, "receiver_copies") == 0)
         return receiver_copies_setup() != 0
                    ? 1

@@ -72,7 +72,9 @@ static int ep_create_locked(cdt_ucx_worker w, ucp_ep_params_t *p, cdt_ucx_ep *ou
 static void conn_cb(ucp_conn_request_h req, void *arg)
 {
     struct cdt_ucx_listener_s *l = arg;
-    if (l->queued == CDT__UCX_CONN_QUEUE) {
+    /* a worker being destroyed accepts nothing more: refused at once, the connecting side's
+     * wait ends now, not when the destroy's waits are over (cdt_ucx_worker_destroy) */
+    if (l->queued == CDT__UCX_CONN_QUEUE || l->w->destroying) {
         ucp_listener_reject(l->ucp, req);
         return;
     }

@@ -190,13 +190,12 @@ void cdt_ucx_worker_destroy(cdt_ucx_worker worker)
     pthread_mutex_lock(&worker->lock);
     worker->destroying = true; /* canceled receives post no drains from here on */
     cdt__ucx_drains_cancel_all(worker);
-    while (worker->listeners != NULL) {
-        struct cdt_ucx_listener_s *l = worker->listeners;
-        worker->listeners = l->next;
+    /* requests not accepted are refused now, and those that come meanwhile at once (conn_cb):
+     * a peer's connect must not wait for the waits below (its own bounded alike) */
+    for (struct cdt_ucx_listener_s *l = worker->listeners; l != NULL; l = l->next) {
         for (int i = 0; i < l->queued; i++)
             ucp_listener_reject(l->ucp, l->queue[i]);
-        ucp_listener_destroy(l->ucp);
-        free(l);
+        l->queued = 0;
     }
     /* A parked endpoint's flush ends before UCX tears its endpoint down: UCX 1.13 aborts
      * ("pending request ... should have been flushed") when ucp_worker_destroy finds such a
@@ -210,6 +209,19 @@ void cdt_ucx_worker_destroy(cdt_ucx_worker worker)
     }
     cdt__ucx_ep_force_close_all(worker);
     cdt__ucx_lane_heads_close_self(worker); /* after the lanes whose heads it carried */
+    /* The listeners go last, right before UCX's worker: a connection UCX's listener accepted
+     * whose request comes after ucp_listener_destroy calls back into the freed listener from
+     * UCX's async thread (ucp_cm_server_conn_request_cb; UCX 1.13.1 to 1.22, TCP sockcm),
+     * and only ucp_worker_destroy closes such connections. Destroyed first, they left that
+     * window open for the waits above (up to PARKED_FLUSH_WAIT_MS): a client's connect that
+     * timed out and finished its wireup late crashed the server in
+     * transport.close_pending_flush (docs/TRANSPORT.md §8, Listeners). */
+    while (worker->listeners != NULL) {
+        struct cdt_ucx_listener_s *l = worker->listeners;
+        worker->listeners = l->next;
+        ucp_listener_destroy(l->ucp); /* nothing queued since (conn_cb refuses) */
+        free(l);
+    }
     /* nobody sleeps on the worker any more: the completions ucp_worker_destroy still calls
      * back must not signal a UCX worker half torn down (cdt__ucx_wake) */
     worker->wake_pending = true;
