@@ -32,6 +32,14 @@ def request(h):
     return MPI.Request.fromhandle(h % _U64)
 
 
+def error(code):
+    """The exception of an MPI error code a C call returned (as mpi4py raises it), or, for a
+    negative one (a call before the setup), a RuntimeError"""
+    if code < 0:
+        return RuntimeError("cdtypes: the MPI calls from C are not set up (mpic_init)")
+    return MPI.Exception(code)
+
+
 def message(h):
     """the mpi4py Message of a handle a C call returned"""
     return MPI.Message.fromhandle(h % _U64)

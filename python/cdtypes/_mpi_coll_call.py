@@ -721,9 +721,9 @@ def lean_root(coll, obj):
             send = _mpi_c.request(send)
             if r & 3 == _EXCHANGE_FAILED:
                 coll.forget_requests()
-                raise MPI.Exception(r >> 2)
+                raise _mpi_c.error(r >> 2)
             if r & 3 == _WAIT_FAILED:  # as send.Wait() raising below
-                error = MPI.Exception(r >> 2)
+                error = _mpi_c.error(r >> 2)
                 _IN_FLIGHT.append(([frame], []))
                 frame = None
                 theirs = mine  # the ranks agreed
@@ -806,7 +806,7 @@ def lean_leaf(coll, root):
             return result
         if r & 3 != _DIFFER:  # the receive or the wait raised (the send may be active)
             coll.forget_requests()
-            raise MPI.Exception(r >> 2)
+            raise _mpi_c.error(r >> 2)
     else:
         coll.agree.Recv(coll.lean_msgs[1], coll.pair, AGREE_TAG)
         send, coll.sent, coll.answered = coll.sent, None, False

@@ -5,6 +5,14 @@ from .._cffi_ext import ffi, lib
 _exception = None  # mpi4py's MPI.Exception, given to mpic_init
 
 
+def _error(rc):
+    """The exception of a call's code: MPI.Exception(code), or for a call before mpic_init
+    (a negative code, CDTPY_MPIC_NOT_SET) the RuntimeError the C extension raises"""
+    if rc < 0 or _exception is None:
+        return RuntimeError("cdtypes: the MPI calls from C are not set up (mpic_init)")
+    return _exception(rc)
+
+
 def mpic_init(path, hsize, status_size, tag_off, byte, mpi_int, any_tag, exception):
     """-> None when set up, else why the MPI calls from C are off"""
     global _exception
@@ -27,14 +35,14 @@ def mpic_isend(head, dest, tag, comm):
     c = ffi.from_buffer(head)
     rc = lib.cdtpy_mpic_isend(c, len(c), dest, tag, comm, req)
     if rc != 0:
-        raise _exception(rc)
+        raise _error(rc)
     return req[0]
 
 
 def mpic_start(req):
     rc = lib.cdtpy_mpic_start(req)
     if rc != 0:
-        raise _exception(rc)
+        raise _error(rc)
 
 
 def mpic_root_end(req0, req1, send, mine, theirs):
@@ -54,5 +62,5 @@ def mpic_head(scratch, source, want, comm):
     rc = lib.cdtpy_mpic_head(scratch, len(scratch), source, want, comm, out, out + 1, msg,
                              out + 2)
     if rc != 0:
-        raise _exception(rc)
+        raise _error(rc)
     return out[0], out[1], (None if out[2] else msg[0])

@@ -103,6 +103,10 @@ static int cdtpy_mpic_init(const char *path, int hsize, int status_size, int tag
     return 0;
 }
 
+/* What a call returns before cdtpy_mpic_init set it up: negative, never an MPI error code (those
+ * are positive), so that a call made too early is an error, not a call through a null pointer */
+#define CDTPY_MPIC_NOT_SET (-1)
+
 /* handle values cross as int64 (mpi4py's MPI._handleof: an int, or a pointer's address) */
 #define CDTPY_H4(v) ((int32_t)(v))
 #define CDTPY_H8(v) ((void *)(intptr_t)(v))
@@ -112,6 +116,8 @@ static int cdtpy_mpic_isend(const void *buf, int count, int dest, int tag, int64
                             int64_t *req)
 {
     int rc;
+    if (cdtpy_mpic.size == 0)
+        return CDTPY_MPIC_NOT_SET;
     if (cdtpy_mpic.size == 4) {
         int32_t r = 0;
         rc = cdtpy_mpic.u.f4.isend(buf, count, CDTPY_H4(cdtpy_mpic.byte), dest, tag, CDTPY_H4(comm),
@@ -129,6 +135,8 @@ static int cdtpy_mpic_isend(const void *buf, int count, int dest, int tag, int64
 /* MPI_Start of a persistent request (its handle does not change) */
 static int cdtpy_mpic_start(int64_t req)
 {
+    if (cdtpy_mpic.size == 0)
+        return CDTPY_MPIC_NOT_SET;
     if (cdtpy_mpic.size == 4) {
         int32_t r = CDTPY_H4(req);
         return cdtpy_mpic.u.f4.start(&r);
@@ -176,6 +184,8 @@ static int64_t cdtpy_mpic_root_end(int64_t req0, int64_t req1, int64_t *send, co
 {
     cdtpy_mpic_status st[2];
     int rc;
+    if (cdtpy_mpic.size == 0)
+        return cdtpy_mpic_result(CDTPY_MPIC_NOT_SET, CDTPY_MPIC_EXCHANGE_FAILED);
     if (cdtpy_mpic.size == 4) {
         int32_t r[2] = {CDTPY_H4(req0), CDTPY_H4(req1)};
         rc = cdtpy_mpic.u.f4.startall(2, r);
@@ -203,6 +213,8 @@ static int64_t cdtpy_mpic_leaf_end(int *theirs, int source, int tag, int64_t com
 {
     cdtpy_mpic_status st;
     int rc;
+    if (cdtpy_mpic.size == 0)
+        return cdtpy_mpic_result(CDTPY_MPIC_NOT_SET, CDTPY_MPIC_EXCHANGE_FAILED);
     if (cdtpy_mpic.size == 4)
         rc = cdtpy_mpic.u.f4.recv(theirs, 5, CDTPY_H4(cdtpy_mpic.mpi_int), source, tag,
                                   CDTPY_H4(comm), &st);
@@ -227,6 +239,8 @@ static int cdtpy_mpic_head(void *buf, int cap, int source, int want, int64_t com
     cdtpy_mpic_status st;
     int rc;
     *taken = *tag = *count = 0;
+    if (cdtpy_mpic.size == 0)
+        return CDTPY_MPIC_NOT_SET;
     if (cdtpy_mpic.size == 4) {
         int32_t m = 0;
         rc = cdtpy_mpic.u.f4.mprobe(source, cdtpy_mpic.any_tag, CDTPY_H4(comm), &m, &st);

@@ -14,6 +14,11 @@ static PyObject *mpic_exception; /* mpi4py's MPI.Exception, given to mpic_init *
 
 static PyObject *raise_mpi(int rc)
 {
+    if (rc < 0 || mpic_exception == NULL) { /* CDTPY_MPIC_NOT_SET */
+        PyErr_SetString(PyExc_RuntimeError,
+                        "cdtypes: the MPI calls from C are not set up (mpic_init)");
+        return NULL;
+    }
     PyObject *e = PyObject_CallFunction(mpic_exception, "i", rc);
     if (e != NULL) {
         PyErr_SetObject(mpic_exception, e);
