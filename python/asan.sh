@@ -97,7 +97,7 @@ print('canary: made a type, not freeing it')"
     "mpich 3 cffi mpi_coll.py" "mpich 3 c mpi_pkl5.py"
     "openmpi 2 c mpi_roundtrip.py" "openmpi 2 cffi mpi_hostile.py 2" "openmpi 2 cffi mpi_pkl5.py"
     "openmpi 2 c mpi_release.py finalize"
-    "openmpi 3 cffi mpi_coll.py")
+    "openmpi 2 c mpi_coll.py" "openmpi 3 cffi mpi_coll.py")
   # Open MPI: mpi4py built against it (scripts/setup; as python/tests/test_mpi.py), first on
   # the path; without it (or mpiexec.openmpi) its jobs are skipped and say so
   ompi_path=$("$python" scripts/mpi4py_openmpi_dir.py 2>/dev/null || true)

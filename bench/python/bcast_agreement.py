@@ -7,6 +7,8 @@ sample) so that a loaded machine's changes fall on every method alike:
   cdtypes          cdtypes.mpi's bcast: at two processes the agreement is an exchange of the
                    five ints (point to point), which the receiver of a plain object (this
                    one) posts before unpickling it (the early answer)
+  cdtypes-noc      cdtypes with the lean paths' MPI calls through mpi4py (docs/MPI.md §14.5.1
+                   off for the communicator, as CDTYPES_MPI_C=0 has it for the process)
   cdtypes-general  the same with the root on the general path (a Call object, as at three
                    processes), not _mpi_coll_call.lean_root
   cdtypes-late     the same with the receiver's answer after its unpickling (as before the
@@ -56,7 +58,7 @@ def _none(self, failed, op=0, root=C._OK, have_theirs=False):
     return None, None
 
 
-AGREEMENTS = {"cdtypes": _agreement, "cdtypes-general": _agreement, "cdtypes-late": _agreement,
+AGREEMENTS = {"cdtypes": _agreement, "cdtypes-noc": _agreement, "cdtypes-general": _agreement, "cdtypes-late": _agreement,
               "cdtypes-allreduce": _allreduce, "cdtypes-none": _none}
 _early = C.Call.rebuild_early
 
@@ -65,9 +67,13 @@ def sample(comm, method, iters):
     if method in AGREEMENTS:
         C._Collectives.agreement = AGREEMENTS[method]
     # every method but cdtypes answers after unpickling (rebuild: no early answer)
-    C.Call.rebuild_early = _early if method in ("cdtypes", "cdtypes-general") else C.Call.rebuild
+    C.Call.rebuild_early = _early if method in ("cdtypes", "cdtypes-noc", "cdtypes-general") \
+        else C.Call.rebuild
     coll = C.collectives(comm) if method != "pkl5" else None
     lean = coll and coll.lean_root
+    handles = coll and coll.c
+    if method == "cdtypes-noc":
+        coll.c = None
     # the lean root's exchange is its own (persistent requests), not agreement(): the methods that
     # change the agreement take the general path, whose root calls agreement()
     if method in ("cdtypes-general", "cdtypes-allreduce", "cdtypes-none"):
@@ -82,7 +88,7 @@ def sample(comm, method, iters):
         C._Collectives.agreement = _agreement
         C.Call.rebuild_early = _early
         if coll is not None:
-            coll.lean_root = lean
+            coll.lean_root, coll.c = lean, handles
     return world.allreduce(dt, op=MPI.MAX)
 
 
@@ -91,7 +97,8 @@ def chain(comm, n):
     stamp, log = time.perf_counter_ns, []
     saved = C.Call.__init__, C.Call.send, C.Call.receive, C.Call.rebuild_early, \
         C._Collectives._exchange, C._Collectives.answer_early, CO.lean_root, C._b.mpi_pack, \
-        C._b.mpi_pack_own, CO.lean_leaf, C._startall, C._waitall
+        C._b.mpi_pack_own, CO.lean_leaf, C._startall, C._waitall, C.Call.receive_c, \
+        getattr(C._b, "mpic_root_end", None)
 
     def wrap(fn, before=None, after=None):
         def w(*a, **kw):
@@ -107,6 +114,9 @@ def chain(comm, n):
     if rank == 0:
         C._startall = wrap(saved[10], before="ack")
         C._waitall = wrap(saved[11], after="agreed")
+        if saved[13] is not None:  # the same from C (§14.5.1), with the head's wait
+            C._b.mpic_root_end = wrap(saved[13], before="ack", after="agreed")
+    C.Call.receive_c = wrap(saved[12], after="got")  # the lean receiver's from C (§14.5.1)
     C.Call.__init__ = wrap(saved[0], before="start")
     C.Call.send = wrap(saved[1], before="send")
     C.Call.receive = wrap(saved[2], after="got")
@@ -126,7 +136,10 @@ def chain(comm, n):
     finally:
         C.Call.__init__, C.Call.send, C.Call.receive, C.Call.rebuild_early, \
             C._Collectives._exchange, C._Collectives.answer_early, CO.lean_root, \
-            C._b.mpi_pack, C._b.mpi_pack_own, CO.lean_leaf, C._startall, C._waitall = saved
+            C._b.mpi_pack, C._b.mpi_pack_own, CO.lean_leaf, C._startall, C._waitall, \
+            C.Call.receive_c = saved[:13]
+        if saved[13] is not None:
+            C._b.mpic_root_end = saved[13]
     logs = world.gather(log, 0)
     if rank != 0:
         return None
@@ -170,18 +183,28 @@ def main():
     ap.add_argument("--samples", type=int, default=61)
     ap.add_argument("--smoke", action="store_true")
     ap.add_argument("-o", "--out")
+    ap.add_argument("--chain", type=int, default=3000, help="calls of the chain")
+    ap.add_argument("--warmup", type=int, default=2,
+                    help="calls per method before the samples (PyPy: thousands, for the JIT)")
+    ap.add_argument("--methods", help="a comma-separated subset of the methods (pkl5 first)")
     a = ap.parse_args()
     if world.Get_size() != 2:
         sys.exit("run with mpiexec -n 2")
-    samples, iters, nchain = (1, 3, 4) if a.smoke else (a.samples, 20, 3000)
-    methods = ["pkl5", "cdtypes", "cdtypes-general", "cdtypes-late", "cdtypes-allreduce",
+    samples, iters, nchain = (1, 3, 4) if a.smoke else (a.samples, 20, a.chain)
+    methods = ["pkl5", "cdtypes", "cdtypes-noc", "cdtypes-general", "cdtypes-late", "cdtypes-allreduce",
                "cdtypes-none"]
+    if a.methods:
+        unknown = set(a.methods.split(",")) - set(methods)
+        if unknown:
+            sys.exit("unknown methods %s (of %s)" % (sorted(unknown), ", ".join(methods)))
+        methods = [m for m in methods if m in a.methods.split(",")]
     comms = {"pkl5": pkl5.Intracomm(world)}
     mine = cmpi.Intracomm(world).Dup()
-    for m in methods[1:]:
-        comms[m] = mine
-    for m in methods:  # warm-up: first-call duplications
-        sample(comms[m], m, 2)
+    for m in methods:
+        if m != "pkl5":
+            comms[m] = mine
+    for m in methods:  # warm-up: first-call duplications (and PyPy's JIT with --warmup)
+        sample(comms[m], m, max(2, a.warmup))
     times = {m: [] for m in methods}
     for s in range(samples):
         for m in (methods if s % 2 == 0 else methods[::-1]):

@@ -37,6 +37,25 @@ def _mapped_libraries(names, lines=None):
     return found
 
 
+def _mpi_c_state():
+    """Whether cdtypes.mpi's two-process bcast makes its MPI calls from C (docs/MPI.md
+    §14.5.1), and if not why; asked without initialising MPI"""
+    try:
+        import mpi4py
+    except ImportError:
+        return "off (no mpi4py: cdtypes.mpi needs it)"
+    if "mpi4py.MPI" not in sys.modules:
+        mpi4py.rc.initialize = mpi4py.rc.finalize = False  # the checks need no MPI_Init
+    try:
+        from cdtypes import _mpi_c
+    except ImportError as e:
+        return "off (%s)" % e
+    why = _mpi_c.why_not()
+    return "off (%s)" % why if why is not None else (
+        "on (CDTYPES_MPI_C=0 turns them off; a communicator without MPI.ERRORS_RETURN keeps "
+        "mpi4py's)")
+
+
 def info(out=None):
     """Write the report (to sys.stdout by default); return the exit status (1 when a UCX library
     is loaded twice)."""
@@ -88,6 +107,8 @@ def info(out=None):
             if len(files) > 1:
                 print("  error: %d copies of %s in one process" % (len(files), name), file=out)
                 status = 1
+    # last: mpi4py loads the MPI library (and MPICH's UCX), which the lines above do not count
+    print("mpi bcast C calls: %s" % _mpi_c_state(), file=out)
     return status
 
 

@@ -163,6 +163,18 @@ int64_t cdtpy_mpi_unpack_inband(const char *head, cdt_count n, cdt_count max_byt
                                 cdt_count max_regions);
 int cdtpy_mpi_head_regions(const char *head, cdt_count n);
 
+/* mpi_calls.h: the two-process bcast's MPI calls from C (docs/MPI.md §14.5.1) */
+int cdtpy_mpic_init(const char *path, int hsize, int status_size, int tag_off, int64_t byte,
+                    int64_t mpi_int, int any_tag, char *why, size_t whylen);
+int cdtpy_mpic_isend(const void *buf, int count, int dest, int tag, int64_t comm, int64_t *req);
+int cdtpy_mpic_start(int64_t req);
+int64_t cdtpy_mpic_root_end(int64_t req0, int64_t req1, int64_t *send, const int *mine,
+                            const int *theirs);
+int64_t cdtpy_mpic_leaf_end(int *theirs, int source, int tag, int64_t comm, int64_t req,
+                            const int *mine);
+int cdtpy_mpic_head(void *buf, int cap, int source, int want, int64_t comm, int *tag, int *count,
+                    int64_t *msg, int *taken);
+
 extern "Python" int cdtpy_alloc_hook(void *user, cdt_count index, cdt_count len, cdt_kind kind,
                                      void **base);
 extern "Python" int cdtpy_prepare_hook(void *arg, cdt_decoder decoder);
@@ -188,6 +200,7 @@ def source():
 #include "cdt_sobj.h"
 #include "cdt_ucx.h"
 #include "pickle_plain.h" /* cdtpy_pickle_plain: shared with the C extension (_ext/) */
+#include "mpi_calls.h"    /* cdtpy_mpic_*: shared with the C extension (_ext/mpic.c) */
 
 static struct {
 %(decl)s} cdtpy_C;

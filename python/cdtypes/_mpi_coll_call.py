@@ -12,7 +12,7 @@ import time
 
 from mpi4py import MPI
 
-from . import _core, _lib, _stream
+from . import _core, _lib, _mpi_c, _stream
 from ._backend import impl as _b
 from . import _mpi_parts
 from . import mpi as _m
@@ -36,6 +36,9 @@ _pickle_loads = pickle.loads
 # the lean paths' persistent requests (§14.5, the cost): started and waited for with these
 _startall, _waitall = MPI.Prequest.Startall, MPI.Request.Waitall
 TAG_BCAST = 1  # _mpi_coll's (docs/MPI.md §14.2)
+# what the C calls of the lean paths end with (mpi_calls.h): the low two bits, an MPI error
+# code above them; _AGREED is the whole value of a call that agreed with nothing failed
+_EXCHANGE_FAILED, _DIFFER, _WAIT_FAILED, _AGREED = 0, 1, 2, 3
 
 
 def _cores():
@@ -67,7 +70,7 @@ class _Collectives:
     __slots__ = ("cc", "pc", "agree", "agree_rank", "inter", "peers", "me", "trees", "yielding",
                  "pair", "lean_root", "lean_calls", "lean_leaves", "lean_mine", "lean_msgs", "sent",
                  "answered", "early_answers", "live", "leaf_call", "lean_reqs", "early_send",
-                 "_mine", "_all", "_theirs")
+                 "_mine", "_all", "_theirs", "c", "c_why", "c_heads")
 
     def __init__(self, comm):
         self.cc = MPI.Comm.Dup(comm)  # not comm.Dup(): the pkl5 API's Dup attaches
@@ -119,6 +122,11 @@ class _Collectives:
         # lean_leaf's Call, kept between calls while every call leaves it as it found it
         # (nothing failed, nothing sent): made once, not per call
         self.leaf_call = None
+        # the lean paths' MPI calls from C (§14.5.1): the handles they pass (None: through
+        # mpi4py, c_why says why); c_heads counts the heads the C call received (the tests)
+        self.c, self.c_why = _mpi_c.handles(self) if self.lean_root is not None else (
+            None, "not two processes of an intracommunicator")
+        self.c_heads = 0
 
     def take_theirs(self, msg):
         """A head's receive matched the other process's exchange message (§14.5): receive
@@ -132,10 +140,16 @@ class _Collectives:
         mine = self._mine
         lo, hi = (root, -root) if root != _OK else (_OK, _OK)
         mine[0], mine[1], mine[2], mine[3], mine[4] = _OK, op, -op, lo, hi
-        send = self.early_send
+        send, c = self.early_send, self.c
         if send is None:
             send = self.early_send = self.agree.Send_init([mine, _INT], self.pair, AGREE_TAG)
-        send.Start()  # sends what _mine holds now (§14.5: the same five ints as an Isend)
+            if c is not None:
+                c.early = _mpi_c.handle(send)
+        # sends what _mine holds now (§14.5: the same five ints as an Isend)
+        if c is None:
+            send.Start()
+        else:
+            _b.mpic_start(c.early)
         self.sent = send
         self.answered = True
         self.early_answers += 1
@@ -402,6 +416,37 @@ class Call:
                     msg = self.cc.Improbe(source, MPI.ANY_TAG, status)
             else:
                 msg = self.cc.Mprobe(source, MPI.ANY_TAG, status)
+        except BaseException as e:
+            self.fail(e)
+            return None, None
+        return self._matched(msg, status, source, forward)
+
+    def receive_c(self, source, c):
+        """receive() of a lean receiver (§14.5.1): the probe and a small head's receive in one
+        C call (the communicator's Handles ``c``), its decoding and checks the same as
+        receive()'s (_m._parse, as _m._start_head calls it without limits); any other message
+        matched (another tag, a marker, a larger head) goes on through receive()'s path."""
+        try:
+            tag, count, msg = _b.mpic_head(c.scratch_c, source, self.tag, c.cc)
+        except BaseException as e:
+            self.fail(e)
+            return None, None
+        if msg is not None:
+            return self._matched(_mpi_c.message(msg), _Matched(source, tag, count),
+                                 source, False)
+        self.coll.c_heads += 1
+        head = c.scratch[:count]  # a copy: what the object decodes from (and may keep)
+        try:
+            inc, parts, err = _m._parse(self.cc, head, source, None, None)
+            self._settle(source, tag, parts, err)
+        except BaseException as e:
+            self.fail(e)
+            return None, None
+        return inc, None
+
+    def _matched(self, msg, status, source, forward):
+        """receive() once a message from ``source`` was matched (``msg``, its ``status``)"""
+        try:
             tag = status.Get_tag()
             if tag == AGREE_TAG:  # ended its call without sending us the object: §14.5
                 self.coll.take_theirs(msg)
@@ -422,13 +467,7 @@ class Call:
                 self.peer_failed = True
                 return None, None
             head, inc, parts, err = _m._start_head(self.cc, msg, status, None, self.limits)
-            if parts is None and err is not None:  # the head named no parts: drain by tag
-                parts = self._drain_next(source, tag)
-            try:
-                self._wait_parts(parts)
-            finally:
-                if err is not None:
-                    raise err
+            self._settle(source, tag, parts, err)
         except BaseException as e:
             self.fail(e)
             return None, None
@@ -439,6 +478,17 @@ class Call:
         out = Outgoing(head, parts.buffers if parts is not None else ([], None), oid)
         self._forwarded.append(out)
         return inc, out
+
+    def _settle(self, source, tag, parts, err):
+        """After a head's receive: its parts waited for (a head that failed and named none:
+        drained by its tag), then its error raised"""
+        if parts is None and err is not None:  # the head named no parts: drain by tag
+            parts = self._drain_next(source, tag)
+        try:
+            self._wait_parts(parts)
+        finally:
+            if err is not None:
+                raise err
 
     def _drain_next(self, source, tag):
         """The drain of a head's parts message found by its tag alone (§14.4): under
@@ -603,6 +653,25 @@ class Call:
             _yield()
 
 
+class _Matched:
+    """The status of a message the C call matched and left (§14.5.1): what receive() reads
+    of an MPI.Status, from the values the call returned."""
+
+    __slots__ = ("source", "tag", "count")
+
+    def __init__(self, source, tag, count):
+        self.source, self.tag, self.count = source, tag, count
+
+    def Get_source(self):  # noqa: N802 (mpi4py's names)
+        return self.source
+
+    def Get_tag(self):  # noqa: N802
+        return self.tag
+
+    def Get_count(self, datatype=None):  # noqa: N802 (bytes: every caller asks for MPI.BYTE)
+        return self.count
+
+
 def lean_root(coll, obj):
     """The root of a two-process bcast on an intracommunicator, without limits and without
     yielding (docs/MPI.md §14.5, the cost): the same messages, agreement and errors as
@@ -616,9 +685,12 @@ def lean_root(coll, obj):
         return False, e
     if parts:
         return False, (frame, Outgoing(head, (parts, layout), oid))
-    root = coll.me
+    root, c = coll.me, coll.c
     try:
-        send = coll.cc.Isend([head, _BYTE], coll.pair, TAG_BCAST)
+        if c is None:
+            send = coll.cc.Isend([head, _BYTE], coll.pair, TAG_BCAST)
+        else:  # §14.5.1: the request's handle, an int
+            send = _b.mpic_isend(head, coll.pair, TAG_BCAST, c.cc)
     except BaseException:  # nothing posted: bcast's send records the error
         return False, (frame, Outgoing(head, ([], None), oid, (stream, buffers)))
     error = result = None
@@ -638,12 +710,30 @@ def lean_root(coll, obj):
             msgs, agree, pair = coll.lean_msgs, coll.agree, coll.pair
             reqs = coll.lean_reqs = [agree.Send_init(msgs[0], pair, AGREE_TAG),
                                      agree.Recv_init(msgs[1], pair, AGREE_TAG)]
-        try:
-            _startall(reqs)
-            _waitall(reqs)
-        except BaseException:
-            coll.forget_requests()
-            raise
+            if c is not None:
+                c.reqs = (_mpi_c.handle(reqs[0]), _mpi_c.handle(reqs[1]))
+        if c is not None:
+            # §14.5.1: the exchange, the comparison and the head's wait in one C call
+            r = _b.mpic_root_end(c.reqs[0], c.reqs[1], send, c.mine, c.theirs)
+            if r == _AGREED:
+                coll.lean_calls += 1
+                return True, result
+            send = _mpi_c.request(send)
+            if r & 3 == _EXCHANGE_FAILED:
+                coll.forget_requests()
+                raise _mpi_c.error(r >> 2)
+            if r & 3 == _WAIT_FAILED:  # as send.Wait() raising below
+                error = _mpi_c.error(r >> 2)
+                _IN_FLIGHT.append(([frame], []))
+                frame = None
+                theirs = mine  # the ranks agreed
+        else:
+            try:
+                _startall(reqs)
+                _waitall(reqs)
+            except BaseException:
+                coll.forget_requests()
+                raise
         if theirs == mine:
             failed = differ = None
         else:
@@ -698,13 +788,28 @@ def lean_leaf(coll, root):
     call, coll.leaf_call = coll.leaf_call, None
     if call is None:
         call = _bare_call(coll, root)
-    result = call.rebuild_early(call.receive(root)[0])
+    c = coll.c
+    result = call.rebuild_early(
+        call.receive(root)[0] if c is None else call.receive_c(root, c)[0])
     if not coll.answered or call.error is not None or call.have_theirs or call._reqs:
         call.finish("bcast")
         return result
     theirs, mine = coll._theirs, coll._mine
-    coll.agree.Recv(coll.lean_msgs[1], coll.pair, AGREE_TAG)
-    send, coll.sent, coll.answered = coll.sent, None, False
+    if c is not None:
+        # §14.5.1: the root's five ints received, compared, and the answer's send waited for
+        # in one C call
+        send, coll.sent, coll.answered = coll.sent, None, False
+        r = _b.mpic_leaf_end(c.theirs, coll.pair, AGREE_TAG, c.agree, c.early, c.answer)
+        if r == _AGREED:
+            coll.lean_leaves += 1
+            coll.leaf_call = call
+            return result
+        if r & 3 != _DIFFER:  # the receive or the wait raised (the send may be active)
+            coll.forget_requests()
+            raise _mpi_c.error(r >> 2)
+    else:
+        coll.agree.Recv(coll.lean_msgs[1], coll.pair, AGREE_TAG)
+        send, coll.sent, coll.answered = coll.sent, None, False
     if theirs == mine:
         try:
             send.Wait()

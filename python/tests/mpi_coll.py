@@ -6,13 +6,14 @@ collective on the same communicator works (nothing of the failed one is left beh
 bcast's tree from every root and allgather's ring, with objects that have parts messages, on
 intra- and intercommunicators."""
 import faulthandler
+import os
 import pickle
 import sys
 
 import numpy as np
 from mpi4py import MPI
 
-from cdtypes import _mpi_coll, _mpi_coll_call
+from cdtypes import _mpi_c, _mpi_coll, _mpi_coll_call
 from cdtypes import mpi
 from cdtypes._lib import (ForbiddenError, FrameMagicError, InvalidArgumentError, LimitError,
                           PeerError)
@@ -340,14 +341,110 @@ def lean_root(comm):
             finally:
                 coll.agree, coll.yielding = agree, mode
             # a later call: the root asks agree for nothing (its send and receive started),
-            # the receiver for the root's five ints alone (its early answer started)
-            assert counted.calls == ([] if me == root else ["Recv"]), counted.calls
+            # the receiver for the root's five ints alone (its early answer started); with
+            # the MPI calls from C (§14.5.1) neither asks mpi4py for anything
+            assert counted.calls == ([] if me == root or coll.c is not None else ["Recv"]), (
+                counted.calls)
     if n == 2:  # both pass themselves as root: both take the lean path and both raise
         try:
             comm.bcast(small, me)
             raise AssertionError("rank %d: bcast with disagreeing roots returned" % me)
         except InvalidArgumentError as e:
             assert "disagree on the root" in str(e), e
+    still_works(comm)
+
+
+def c_path(comm):
+    """docs/MPI.md §14.5.1: at two processes the lean paths of bcast make their MPI calls from
+    C (on unless CDTYPES_MPI_C=0): no Python-level call of mpi4py per call on either process
+    (counted); a communicator whose error handler is not ERRORS_RETURN keeps the Python path,
+    with the same results and errors; a damaged head taken by the C call raises the same
+    exception with the same message as the Python path's receive."""
+    me, n = comm.Get_rank(), comm.Get_size()
+    if n != 2:
+        return
+    coll = _mpi_coll_call.collectives(comm)
+    off = os.environ.get("CDTYPES_MPI_C") == "0"
+    assert (coll.c is None) == off, coll.c_why
+    assert coll.c_why == ("CDTYPES_MPI_C=0" if off else None), coll.c_why
+    small = {"k": list(range(50)), "t": (1, "x", 2.5), "s": {1, 2}}
+    mode, coll.yielding = coll.yielding, False  # the lean paths (see lean_root)
+    cc, agree = coll.cc, coll.agree
+    started = []
+    startall, waitall = _mpi_coll_call._startall, _mpi_coll_call._waitall
+    try:
+        # (1) mpi4py's methods called per bcast, on cc, on agree and the exchange's requests
+        coll.cc, coll.agree = Counting(cc), Counting(agree)
+        coll.leaf_call = None  # the receiver's kept Call holds cc: a fresh one, counted
+        _mpi_coll_call._startall = lambda reqs: (started.append("Startall"), startall(reqs))
+        _mpi_coll_call._waitall = lambda reqs: (started.append("Waitall"), waitall(reqs))
+        for root in (0, 1, 0, 1):
+            heads = coll.c_heads
+            del coll.cc.calls[:], coll.agree.calls[:], started[:]
+            assert comm.bcast(small if me == root else None, root) == small
+            if root == me:
+                want = ([], [], []) if coll.c is not None else (["Isend"], [], ["Startall",
+                                                                                   "Waitall"])
+            else:
+                want = ([], [], []) if coll.c is not None else (["Mprobe"], ["Recv"], [])
+                assert coll.c_heads == heads + (coll.c is not None), coll.c_heads
+            assert (coll.cc.calls, coll.agree.calls, started) == want, (
+                me, root, coll.cc.calls, coll.agree.calls, started)
+    finally:
+        coll.cc, coll.agree, coll.leaf_call = cc, agree, None
+        _mpi_coll_call._startall, _mpi_coll_call._waitall = startall, waitall
+        coll.yielding = mode
+    # (2) a setup check that fails for one communicator: the Python path, the same results
+    # (mpi4py gives every communicator it makes ERRORS_RETURN: cc's handler is set here, and
+    # the communicator's check made again)
+    fatal = comm.Dup()
+    other = _mpi_coll_call.collectives(fatal)
+    other.cc.Set_errhandler(MPI.ERRORS_ARE_FATAL)
+    other.c, other.c_why = _mpi_c.handles(other)
+    assert other.c is None and ("CDTYPES_MPI_C=0" if off else "ERRORS_RETURN") in other.c_why, (
+        other.c_why)
+    other.yielding = False
+    for root in (0, 1):
+        before = other.lean_calls
+        assert fatal.bcast(small if me == root else None, root) == small
+        assert other.lean_calls == before + (me == root)
+    expect(fatal.bcast, Exception if me == 0 else None, (lambda: 0) if me == 0 else None, 0)
+    try:
+        fatal.bcast(small, me)
+        raise AssertionError("rank %d: bcast with disagreeing roots returned" % me)
+    except InvalidArgumentError as e:
+        assert "disagree on the root" in str(e), e
+    other.cc.Set_errhandler(MPI.ERRORS_RETURN)
+    still_works(fatal)
+    fatal.Free()
+    # (3) damaged heads, written by hand: the C call's receiver raises what the Python path
+    # raises, with the same message
+    good = _mpi_coll_call._b.mpi_pack(small, 7, T)[1]
+    mode, coll.yielding = coll.yielding, False
+    try:
+        for damaged in (b"not a cdtypes frame at all", bytes(good[:-5]), bytes(good) + b"x"):
+            seen = []
+            for c in (coll.c, None):
+                kept, coll.c = coll.c, c
+                try:
+                    if me == 0:
+                        coll.cc.Send([damaged, MPI.BYTE], 1, _mpi_coll.TAG_BCAST)
+                        assert coll.agreement(False, _mpi_coll.TAG_BCAST, 0) == (1, None)
+                        coll.sent.Wait()
+                        coll.sent = None
+                    else:
+                        heads = coll.c_heads
+                        try:
+                            comm.bcast(None, 0)
+                            raise AssertionError("a damaged head was received")
+                        except Exception as e:
+                            seen.append((type(e), str(e)))
+                        assert coll.c_heads == heads + (c is not None), coll.c_heads
+                finally:
+                    coll.c = kept
+            assert me == 0 or seen[0] == seen[1], seen
+    finally:
+        coll.yielding = mode
     still_works(comm)
 
 
@@ -520,6 +617,7 @@ disagree(world)
 leaf_fails(world)
 early_answer(world)
 lean_root(world)
+c_path(world)
 per_call_lookups(world)
 disagree_unsent(world)
 dup = world.Dup()

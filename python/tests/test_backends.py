@@ -76,3 +76,33 @@ def test_cffi_source_is_formatted():
     r = subprocess.run([fmt, "--style=file:" + os.path.abspath(style), "--assume-filename=x.c"],
                        input=src.encode(), stdout=subprocess.PIPE, check=True)
     assert r.stdout.decode() == src
+
+
+MPIC_BEFORE_SETUP = (
+    "from cdtypes._backend import impl\n"
+    "for call, args in ((impl.mpic_start, (0,)), (impl.mpic_isend, (bytearray(4), 0, 1, 0)),\n"
+    "                   (impl.mpic_head, (impl.mpic_buffer(bytearray(8)), 0, 1, 0))):\n"
+    "    try:\n"
+    "        call(*args)\n"
+    "    except RuntimeError as e:\n"
+    "        assert 'not set up' in str(e), e\n"
+    "    else:\n"
+    "        raise AssertionError('%s ran before mpic_init' % call.__name__)\n"
+    "a = __import__('array').array('i', [0] * 5)\n"
+    "r = impl.mpic_root_end(0, 0, 0, impl.mpic_buffer(a), impl.mpic_buffer(a))\n"
+    "assert r < 0 and r & 3 == 0, r\n"
+    "print('ok')\n"
+)
+
+
+@pytest.mark.parametrize("backend", ["c", "cffi"])
+def test_mpi_calls_from_c_before_setup_raise(backend):
+    """docs/MPI.md §14.5.1: a backend's MPI call made before mpic_init resolved the entry
+    points is a RuntimeError (the end calls: a negative code), not a call through a null
+    pointer"""
+    if backend == "cffi" and run_with("cffi", "import cdtypes").returncode != 0:
+        pytest.skip("no cffi backend here")
+    if backend == "c" and sys.implementation.name != "cpython":
+        pytest.skip("the C extension is CPython's")
+    r = run_with(backend, MPIC_BEFORE_SETUP, timeout=60)
+    assert r.returncode == 0 and r.stdout.strip() == b"ok", r.stderr.decode()[-2000:]

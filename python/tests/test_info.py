@@ -40,6 +40,23 @@ def test_info_names_version_backend_and_files():
         assert len(ucp) == 1 and "," not in ucp[0], done.stdout  # one copy of UCX
 
 
+def test_info_says_whether_bcast_calls_mpi_from_c():
+    """docs/MPI.md §14.5.1: on where mpi4py loads (both backends), off with the reason under
+    CDTYPES_MPI_C=0; MPI is not initialised for it"""
+    try:
+        import mpi4py  # noqa: F401
+    except ImportError:
+        mpi4py = None
+    for value, want in (("", "on (" if mpi4py else "off (no mpi4py"),
+                        ("0", "off (CDTYPES_MPI_C=0)" if mpi4py else "off (no mpi4py")):
+        env = dict(os.environ, CDTYPES_BACKEND=_backend.name, CDTYPES_MPI_C=value)
+        done = subprocess.run([sys.executable, "-m", "cdtypes", "--info"], capture_output=True,
+                              text=True, env=env, timeout=60)
+        assert done.returncode == 0, done.stdout + done.stderr
+        line = [x for x in done.stdout.splitlines() if x.startswith("mpi bcast C calls: ")]
+        assert len(line) == 1 and line[0].startswith("mpi bcast C calls: " + want), done.stdout
+
+
 def test_two_copies_of_ucx_are_reported(monkeypatch, capsys):
     maps = [
         "7f00-7f10 r-xp 00000000 08:01 1 /usr/lib/x86_64-linux-gnu/libucp.so.0.0.0",

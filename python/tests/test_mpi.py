@@ -98,6 +98,23 @@ def test_mpi_under_openmpi(script, nranks):
     assert r.stdout.count(": ok") >= 1, r.stdout + r.stderr
 
 
+@pytest.mark.parametrize("which", ["mpich", "openmpi"])
+def test_bcast_without_mpi_calls_from_c(which):
+    """mpi_coll.py at 2 ranks with CDTYPES_MPI_C=0 (docs/MPI.md §14.5.1): the lean paths of a
+    two-process bcast make their MPI calls through mpi4py, with the same results, errors and
+    agreement (the script checks that the C path is off, and counts mpi4py's calls)."""
+    if which == "openmpi":
+        launcher, env = openmpi()
+    else:
+        launcher, env = mpi_launcher(), dict(os.environ)
+    env["CDTYPES_MPI_C"] = "0"
+    script = os.path.join(os.path.dirname(__file__), "mpi_coll.py")
+    r = subprocess.run(launcher + ["-n", "2", sys.executable, script], capture_output=True,
+                       text=True, timeout=300, env=env)
+    assert r.returncode == 0, "mpiexec failed:\n%s\n%s" % (r.stdout, r.stderr)
+    assert r.stdout.count(": ok") == 2, r.stdout + r.stderr
+
+
 # what each dynamic-process phase of mpi_dynamic.py needs from the MPI library, tried in a
 # one-rank job of the same launcher first: MPICH built with the ch4:ucx device (4.0) has
 # neither ("The function is currently not supported with ucx netmod"), in a singleton or an

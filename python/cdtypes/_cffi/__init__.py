@@ -20,13 +20,15 @@ around every libcdt call; the allocator and prepare callbacks take it back.
 
 Files, one job each, as the C extension's (docs/ARCHITECTURE.md maps both): module.py (_init,
 _init_ucx, the state they set, shared constants, errors), buffer.py, send.py, frame.py, receive.py, ucx.py,
-mpi.py; the NumPy reducer and the pickler are cdtypes._arrays's. This file names the interface.
+mpi.py, mpic.py (the two-process bcast's MPI calls from C, docs/MPI.md §14.5.1); the NumPy reducer and the pickler are cdtypes._arrays's. This file names the interface.
 """
 from .._cffi_build import UCX_CALLS
 from .buffer import Buffer
 from .frame import Frame, dumps
 from .module import CALLS, ERR_PY_EXCEPTION, MPI_PREFIX, _init, _init_ucx  # noqa: F401
 from .mpi import mpi_pack, mpi_pack_own, mpi_parts, mpi_unpack
+from .mpic import (mpic_buffer, mpic_head, mpic_init, mpic_isend, mpic_leaf_end,  # noqa: F401
+                   mpic_root_end, mpic_start)
 from .receive import decode, stream_needs_check, stream_plain
 from .ucx import ucx_irecv, ucx_isend
 

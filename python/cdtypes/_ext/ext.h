@@ -204,4 +204,13 @@ PyObject *ext_mpi_pack_own(PyObject *self, PyObject *args);
 PyObject *ext_mpi_parts(PyObject *self, PyObject *arg);
 PyObject *ext_mpi_unpack(PyObject *self, PyObject *args);
 
+/* mpic.c: the two-process bcast's MPI calls from C (mpi_calls.h) */
+PyObject *ext_mpic_init(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
+PyObject *ext_mpic_buffer(PyObject *self, PyObject *arg);
+PyObject *ext_mpic_isend(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
+PyObject *ext_mpic_start(PyObject *self, PyObject *arg);
+PyObject *ext_mpic_root_end(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
+PyObject *ext_mpic_leaf_end(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
+PyObject *ext_mpic_head(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
+
 #endif

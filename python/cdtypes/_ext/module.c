@@ -12,6 +12,7 @@
  *   mpi_pack     the frame split into a head message and the large buffers (one more message)
  *   mpi_pack_own mpi_pack and the stream and buffer copies the sender's own copy loads from
  *   mpi_unpack   the head message decoded, the large buffers' destinations given back
+ *   mpic_*       a two-process bcast's MPI calls from C (docs/MPI.md §14.5.1, mpic.c)
  *
  * libcdt is not linked: its functions are looked up (dlsym) in the copy of libcdt's core the
  * package already loaded (cdtypes._lib), so there is exactly one libcdt in the process, and the
@@ -167,6 +168,20 @@ static PyMethodDef ext_methods[] = {
      "mpi_unpack(head, alloc, max_bytes, max_regions) -> (incoming, oid, destinations, "
      "layout)"},
     {"mpi_parts", ext_mpi_parts, METH_O, "mpi_parts(head) -> (oid, [part lengths])"},
+#define FAST(f) (PyCFunction)(void (*)(void))(f), METH_FASTCALL
+    {"mpic_init", FAST(ext_mpic_init),
+     "mpic_init(path, handle size, status size, tag offset, BYTE, INT, ANY_TAG, exception) -> "
+     "None, or why the MPI calls from C are off (docs/MPI.md §14.5.1)"},
+    {"mpic_buffer", ext_mpic_buffer, METH_O, "mpic_buffer(obj) -> obj"},
+    {"mpic_isend", FAST(ext_mpic_isend), "mpic_isend(head, dest, tag, comm) -> request"},
+    {"mpic_start", ext_mpic_start, METH_O, "mpic_start(request): MPI_Start"},
+    {"mpic_root_end", FAST(ext_mpic_root_end),
+     "mpic_root_end(send, recv, head's send, mine, theirs) -> code << 2 | step"},
+    {"mpic_leaf_end", FAST(ext_mpic_leaf_end),
+     "mpic_leaf_end(theirs, source, tag, comm, send, mine) -> code << 2 | step"},
+    {"mpic_head", FAST(ext_mpic_head),
+     "mpic_head(scratch, source, tag, comm) -> (tag, count, None or the matched message)"},
+#undef FAST
     {NULL, NULL, 0, NULL},
 };
 
