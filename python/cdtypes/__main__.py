@@ -53,7 +53,7 @@ def _mpi_c_state():
     why = _mpi_c.why_not()
     return "off (%s)" % why if why is not None else (
         "on (CDTYPES_MPI_C=0 turns them off; a communicator without MPI.ERRORS_RETURN keeps "
-        "mpi4py's)")
+        "mpi4py's)")  # off by default only for the cffi backend on CPython (_mpi_c.CFFI_CPYTHON)
 
 
 def info(out=None):

@@ -1,13 +1,17 @@
 """The two-process bcast's MPI calls from C (docs/MPI.md §14.5.1): whether this process makes
 them, and the handles a communicator's lean paths pass to the backend's calls (mpi_calls.h,
 compiled into both backends). Checked once per process; a communicator whose error handler is
-not MPI.ERRORS_RETURN keeps the Python path on its own. CDTYPES_MPI_C=0 turns it off."""
+not MPI.ERRORS_RETURN keeps the Python path on its own. CDTYPES_MPI_C=0 turns it off; it is off
+by default for the cffi backend on CPython, where the calls cost more than they save, and
+CDTYPES_MPI_C=1 turns it on there."""
 import ctypes
 import os
 import struct
+import sys
 
 from mpi4py import MPI
 
+from . import _backend
 from ._backend import impl as _b
 
 # a receiver's head of at most this many bytes is received by the C call into the
@@ -15,6 +19,8 @@ from ._backend import impl as _b
 # for); a larger one is left matched for the Python path, which receives it in place
 SCRATCH = 16384
 
+CFFI_CPYTHON = ("the cffi backend on CPython, whose calls cost more than mpi4py's methods; "
+                "CDTYPES_MPI_C=1 turns them on")
 _why = None  # why the C path is off in this process; None: on (or not set up yet)
 _ready = False
 _U64 = 1 << 64
@@ -67,8 +73,15 @@ def _tag_offset():
 
 def _setup():
     """The process's checks (docs/MPI.md §14.5.1) -> None when the C path is on, else why not"""
-    if os.environ.get("CDTYPES_MPI_C", "") == "0":
+    setting = os.environ.get("CDTYPES_MPI_C", "")
+    if setting == "0":
         return "CDTYPES_MPI_C=0"
+    if setting not in ("", "1"):
+        return "CDTYPES_MPI_C=%r is neither 0 nor 1" % setting
+    if setting != "1" and _backend.name == "cffi" and sys.implementation.name == "cpython":
+        # measured (bench/results/pycoll_findings.md): each cffi call and its out-parameters
+        # cost CPython more than mpi4py's compiled methods, 0.5-1 us a bcast
+        return CFFI_CPYTHON
     mpic_init = getattr(_b, "mpic_init", None)
     if mpic_init is None:
         return "the backend has no MPI calls from C"

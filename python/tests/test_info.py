@@ -41,14 +41,21 @@ def test_info_names_version_backend_and_files():
 
 
 def test_info_says_whether_bcast_calls_mpi_from_c():
-    """docs/MPI.md §14.5.1: on where mpi4py loads (both backends), off with the reason under
-    CDTYPES_MPI_C=0; MPI is not initialised for it"""
+    """docs/MPI.md §14.5.1: on where mpi4py loads (the C extension, and the cffi backend on
+    PyPy or with CDTYPES_MPI_C=1), off with the reason under CDTYPES_MPI_C=0, for the cffi
+    backend on CPython by default, and for a misspelt value; MPI is not initialised for it"""
     try:
         import mpi4py  # noqa: F401
     except ImportError:
         mpi4py = None
-    for value, want in (("", "on (" if mpi4py else "off (no mpi4py"),
-                        ("0", "off (CDTYPES_MPI_C=0)" if mpi4py else "off (no mpi4py")):
+    # off by default for the cffi backend on CPython (docs/MPI.md §14.5.1), on with 1
+    cffi_cpython = _backend.name == "cffi" and sys.implementation.name == "cpython"
+    default = "off (the cffi backend on CPython" if cffi_cpython else "on ("
+    for value, want in (("", default if mpi4py else "off (no mpi4py"),
+                        ("1", "on (" if mpi4py else "off (no mpi4py"),
+                        ("0", "off (CDTYPES_MPI_C=0)" if mpi4py else "off (no mpi4py"),
+                        ("yes", "off (CDTYPES_MPI_C='yes' is neither" if mpi4py
+                         else "off (no mpi4py")):
         env = dict(os.environ, CDTYPES_BACKEND=_backend.name, CDTYPES_MPI_C=value)
         done = subprocess.run([sys.executable, "-m", "cdtypes", "--info"], capture_output=True,
                               text=True, env=env, timeout=60)

@@ -6,6 +6,8 @@ import sys
 
 import pytest
 
+from cdtypes import _backend
+
 pytest.importorskip("mpi4py")
 
 
@@ -96,6 +98,25 @@ def test_mpi_under_openmpi(script, nranks):
                        capture_output=True, text=True, timeout=300, env=env)
     assert r.returncode == 0, "mpiexec failed:\n%s\n%s" % (r.stdout, r.stderr)
     assert r.stdout.count(": ok") >= 1, r.stdout + r.stderr
+
+
+@pytest.mark.parametrize("which", ["mpich", "openmpi"])
+def test_bcast_mpi_calls_from_c_forced_on(which):
+    """mpi_coll.py at 2 ranks with CDTYPES_MPI_C=1 (docs/MPI.md §14.5.1): the C path on where
+    it is off by default (the cffi backend on CPython), so that its code is tested on every
+    backend of every interpreter (the script checks that it is on, and counts mpi4py's calls)."""
+    if not (_backend.name == "cffi" and sys.implementation.name == "cpython"):
+        pytest.skip("on by default with this backend: the other MPI tests cover it")
+    if which == "openmpi":
+        launcher, env = openmpi()
+    else:
+        launcher, env = mpi_launcher(), dict(os.environ)
+    env["CDTYPES_MPI_C"] = "1"
+    script = os.path.join(os.path.dirname(__file__), "mpi_coll.py")
+    r = subprocess.run(launcher + ["-n", "2", sys.executable, script], capture_output=True,
+                       text=True, timeout=300, env=env)
+    assert r.returncode == 0, "mpiexec failed:\n%s\n%s" % (r.stdout, r.stderr)
+    assert r.stdout.count(": ok") == 2, r.stdout + r.stderr
 
 
 @pytest.mark.parametrize("which", ["mpich", "openmpi"])
