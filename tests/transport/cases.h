@@ -72,6 +72,7 @@ side_fn transports_client, transports_server, accept_send_client, accept_send_se
     close_pending_flush_client, close_pending_flush_server;
 int address_case(void);
 int listener_late_request_case(void);
+int parked_silent_destroy_case(void); /* a parked endpoint of a silent peer, destroyed */
 
 /* cases_lane.c: objects through the lane; a sender killed packing into it (where 1), a
  * receiver killed unpacking from it (where 2), a sender killed copying its regions into it

@@ -476,3 +476,33 @@ int listener_late_request_case(void)
     close(silent);
     return 0;
 }
+
+/* ------------------------------------ a parked endpoint whose peer never answers, destroyed -- */
+
+/* A connect to a socket that accepts (the kernel) and never answers times out: its endpoint is
+ * parked with its flush, which cannot end while the wireup waits for that socket. The worker's
+ * destroy waits for it (bounded), then must close it by force: left to ucp_worker_destroy, UCX
+ * 1.13 aborted the process ("pending request ... should have been flushed", 3 of 3 runs). The
+ * socket stays open until the destroy returned. Alone in one process, no peer. */
+int parked_silent_destroy_case(void)
+{
+    alarm(60);
+    uint16_t silent_port = 0;
+    int silent = tcp_socket_to(0, 1, &silent_port);
+    peer p = {.is_server = 0};
+    peer_open(&p, NULL);
+    cdt_ucx_ep ep = NULL;
+    int rc = cdt_ucx_ep_connect(p.w, "127.0.0.1", silent_port, 100, &ep);
+    fprintf(stderr, "parked_silent_destroy: connect to a silent socket: %s\n", cdt_err_name(rc));
+    CHECK(rc == CDT_ERR_TIMEOUT); /* its flush in flight: the endpoint is parked */
+    int conn = accept(silent, NULL, NULL);
+    CHECK(conn >= 0);
+    int64_t t0 = now_ms();
+    cdt_ucx_worker_destroy(p.w);
+    fprintf(stderr, "parked_silent_destroy: worker destroyed after %lld ms\n",
+            (long long)(now_ms() - t0));
+    cdt_ucx_context_destroy(p.ctx);
+    close(conn);
+    close(silent);
+    return 0;
+}

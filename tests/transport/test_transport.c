@@ -109,6 +109,8 @@ int main(int argc, char **argv)
         return dead_peer_churn_case();
     if (strcmp(c, "listener_late_request") == 0)
         return listener_late_request_case();
+    if (strcmp(c, "parked_silent_destroy") == 0)
+        return parked_silent_destroy_case();
     if (strcmp(c, "close_pending_flush") == 0) {
         int rc = run_pair(close_pending_flush_server, close_pending_flush_client, NULL, NULL, 0);
         /* the client exits 77 when none of its connects succeeded: nothing tested, skipped */

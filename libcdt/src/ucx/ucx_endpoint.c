@@ -450,13 +450,35 @@ static int ep_close(cdt_ucx_ep ep, int64_t timeout_ms, void *pending_flush)
 
 void cdt__ucx_ep_force_close_all(cdt_ucx_worker w)
 {
-    /* a parked endpoint is left to ucp_worker_destroy with its flush (see park) */
-    for (struct cdt_ucx_ep_s *ep = w->eps; ep != NULL; ep = ep->next)
-        if (ep->parked_flush != NULL) {
-            ucp_request_free(ep->parked_flush);
-            ep->parked_flush = NULL;
-            w->parked--;
+    /* A parked endpoint whose flush is still in flight after the worker's wait for it (a
+     * connect to a socket that accepted and never answered: its wireup never ends) is closed
+     * by force here, and its flush and close are progressed to their end (bounded) before
+     * anything is freed. Left to ucp_worker_destroy, UCX 1.13 aborts the process on that flush
+     * ("pending request ... should have been flushed": transport.parked_silent_destroy); the
+     * forced close cancels it. Its end is waited for because UCX 1.22 runs a pending flush's
+     * resume callback, which reads the endpoint, after a forced close (see park). */
+    for (struct cdt_ucx_ep_s *ep = w->eps; ep != NULL; ep = ep->next) {
+        if (ep->parked_flush == NULL)
+            continue;
+        void *req = NULL;
+        if (ucp_request_check_status(ep->parked_flush) == UCS_INPROGRESS) {
+            ucp_request_param_t p = {.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS,
+                                     .flags = UCP_EP_CLOSE_FLAG_FORCE};
+            req = ucp_ep_close_nbx(ep->ucp, &p);
+            if (UCS_PTR_IS_ERR(req))
+                req = NULL;
         }
+        int64_t deadline = cdt__ucx_now_ms() + 1000;
+        while ((ucp_request_check_status(ep->parked_flush) == UCS_INPROGRESS ||
+                (req != NULL && ucp_request_check_status(req) == UCS_INPROGRESS)) &&
+               cdt__ucx_now_ms() < deadline)
+            ucp_worker_progress(w->ucp);
+        if (req != NULL)
+            ucp_request_free(req);
+        ucp_request_free(ep->parked_flush);
+        ep->parked_flush = NULL;
+        w->parked--;
+    }
     while (w->eps != NULL) {
         struct cdt_ucx_ep_s *ep = w->eps;
         if (!ep->closing) { /* closing ones were released to UCX already */
