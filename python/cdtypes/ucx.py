@@ -320,10 +320,13 @@ class Listener:
     def close(self):
         """Stop listening (and close the worker when listen() made one for it)."""
         h, self._l = self._l, None
-        if h is not None and self.worker._w is not None:
-            lib.cdt_ucx_listener_destroy(h)
         if self._own:
+            # the worker's destroy destroys the listener last, after its own waits: a
+            # connection request that comes after the listener was destroyed crashes UCX's
+            # async thread (docs/TRANSPORT.md §8, Listeners)
             self.worker.close()
+        elif h is not None and self.worker._w is not None:
+            lib.cdt_ucx_listener_destroy(h)
 
     def __enter__(self):
         return self
