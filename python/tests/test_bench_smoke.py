@@ -71,8 +71,8 @@ def test_bench_inline_wait_smoke(tmp_path):
 
 def test_bench_bcast_agreement_smoke(tmp_path):
     """bench/python/bcast_agreement.py --smoke (the 2-rank bcast of a small dict: pkl5 beside
-    cdtypes with the agreement's exchange answered early and late, the root on the general
-    path, with MPI_Allreduce, and with none; run by hand, results in
+    cdtypes with the agreement's exchange answered early and late, with the MPI calls from C
+    off for the communicator, the root on the general path, with MPI_Allreduce, and with none; run by hand, results in
     bench/results/pycoll_findings.md)"""
     from test_mpi import mpi_launcher
     out = tmp_path / "bcast_agreement.csv"
@@ -85,6 +85,6 @@ def test_bench_bcast_agreement_smoke(tmp_path):
     with open(out) as f:
         rows = list(csv.DictReader(f))
     assert {row["method"] for row in rows if row["part"] == "bcast"} == {
-        "pkl5", "cdtypes", "cdtypes-general", "cdtypes-late", "cdtypes-allreduce",
-        "cdtypes-none"}
+        "pkl5", "cdtypes", "cdtypes-noc", "cdtypes-general", "cdtypes-late",
+        "cdtypes-allreduce", "cdtypes-none"}
     assert any(row["part"] == "chain" and row["method"] == "one call" for row in rows)
