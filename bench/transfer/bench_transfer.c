@@ -128,12 +128,14 @@ int main(int argc, char **argv)
     if (ucp_dt_create_generic(&gen_ops, NULL, &e.gen_dt) != UCS_OK)
         DIE("ucp_dt_create_generic");
     free(paddr);
-    /* one rendezvous-sized message each way on both endpoints wires up every lane, then the
-     * transports in use are reported (they are part of the result) */
+    /* one rendezvous-sized message each way on both endpoints wires up every lane, and a
+     * libcdt object each way sets up libcdt's own lane where the endpoint takes one
+     * (docs/TRANSPORT.md §10), then the transports in use are reported (they are part of the
+     * result; before a libcdt object the endpoint's lane was not yet offered) */
     {
         obj w;
         obj_make(&w, K_BYTES, 1 << 20, 0, 1);
-        for (int m = M_RAW; m <= M_RAW_NOPEER; m++)
+        for (int m = M_RAW; m <= M_LIBCDT; m++)
             latency_us(&e, &w, (enum method)m, 2);
         obj_free(&w);
         char t[512];
