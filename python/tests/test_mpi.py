@@ -100,6 +100,20 @@ def test_mpi_under_openmpi(script, nranks):
     assert r.stdout.count(": ok") >= 1, r.stdout + r.stderr
 
 
+def _mpi_coll_with_calls_from_c(which, setting):
+    """mpi_coll.py at 2 ranks under ``which`` MPI with CDTYPES_MPI_C=``setting``"""
+    if which == "openmpi":
+        launcher, env = openmpi()
+    else:
+        launcher, env = mpi_launcher(), dict(os.environ)
+    env["CDTYPES_MPI_C"] = setting
+    script = os.path.join(os.path.dirname(__file__), "mpi_coll.py")
+    r = subprocess.run(launcher + ["-n", "2", sys.executable, script], capture_output=True,
+                       text=True, timeout=300, env=env)
+    assert r.returncode == 0, "mpiexec failed:\n%s\n%s" % (r.stdout, r.stderr)
+    assert r.stdout.count(": ok") == 2, r.stdout + r.stderr
+
+
 @pytest.mark.parametrize("which", ["mpich", "openmpi"])
 def test_bcast_mpi_calls_from_c_forced_on(which):
     """mpi_coll.py at 2 ranks with CDTYPES_MPI_C=1 (docs/MPI.md §14.5.1): the C path on where
@@ -107,16 +121,7 @@ def test_bcast_mpi_calls_from_c_forced_on(which):
     backend of every interpreter (the script checks that it is on, and counts mpi4py's calls)."""
     if not (_backend.name == "cffi" and sys.implementation.name == "cpython"):
         pytest.skip("on by default with this backend: the other MPI tests cover it")
-    if which == "openmpi":
-        launcher, env = openmpi()
-    else:
-        launcher, env = mpi_launcher(), dict(os.environ)
-    env["CDTYPES_MPI_C"] = "1"
-    script = os.path.join(os.path.dirname(__file__), "mpi_coll.py")
-    r = subprocess.run(launcher + ["-n", "2", sys.executable, script], capture_output=True,
-                       text=True, timeout=300, env=env)
-    assert r.returncode == 0, "mpiexec failed:\n%s\n%s" % (r.stdout, r.stderr)
-    assert r.stdout.count(": ok") == 2, r.stdout + r.stderr
+    _mpi_coll_with_calls_from_c(which, "1")
 
 
 @pytest.mark.parametrize("which", ["mpich", "openmpi"])
@@ -124,16 +129,7 @@ def test_bcast_without_mpi_calls_from_c(which):
     """mpi_coll.py at 2 ranks with CDTYPES_MPI_C=0 (docs/MPI.md §14.5.1): the lean paths of a
     two-process bcast make their MPI calls through mpi4py, with the same results, errors and
     agreement (the script checks that the C path is off, and counts mpi4py's calls)."""
-    if which == "openmpi":
-        launcher, env = openmpi()
-    else:
-        launcher, env = mpi_launcher(), dict(os.environ)
-    env["CDTYPES_MPI_C"] = "0"
-    script = os.path.join(os.path.dirname(__file__), "mpi_coll.py")
-    r = subprocess.run(launcher + ["-n", "2", sys.executable, script], capture_output=True,
-                       text=True, timeout=300, env=env)
-    assert r.returncode == 0, "mpiexec failed:\n%s\n%s" % (r.stdout, r.stderr)
-    assert r.stdout.count(": ok") == 2, r.stdout + r.stderr
+    _mpi_coll_with_calls_from_c(which, "0")
 
 
 # what each dynamic-process phase of mpi_dynamic.py needs from the MPI library, tried in a
