@@ -6,6 +6,17 @@
  * record would carry them). docs/TRANSPORT.md §10.3, Regions: which one a region takes is
  * decided by these numbers.
  *
+ * The pull's hand-off (the sender's iovec list, the receiver's acknowledgement) goes two ways:
+ * through pipes (each side sleeps in read(): a wake-up an object each way) and through a shared
+ * page both sides poll, as a lane record in the segment would carry it (neither side sleeps; a
+ * waiter yields its core after 256 idle looks, as the lane's waits do: docs/TRANSPORT.md §10.3,
+ * Waiting). On a KVM guest the pipes' wake-ups cost the pull half its speed at 1 MiB (an
+ * inter-processor interrupt to a halted virtual CPU an object each way), which the lane's
+ * polled records never pay. The polled pull runs once more with the sender writing every cache
+ * line of its regions before each object: a region that did not change since the object before
+ * stays in the receiver's cache (as raw's source does in bench/transfer), one just computed
+ * comes from the other core's.
+ *
  * Cases: one region of 1, 8 and 64 MiB, and 8 regions of 1 MiB (separate allocations). Each
  * path runs between processes (wall time measured by the receiver, and each side's CPU time:
  * CLOCK_PROCESS_CPUTIME_ID, user + system, since this machine's virtual CPUs count no cycles),
@@ -22,6 +33,7 @@
 #include "lane/lane.h"
 
 #include <sched.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,6 +44,12 @@
 #include <unistd.h>
 
 enum { MAX_REGIONS = 8 };
+/* objects moved before the timing starts, by every path: the first pull of a page the sender
+ * shares copy-on-write with its forked child (every page of this program's regions, right after
+ * the fork that starts the receiver) makes the kernel copy it for the sender (a read-only pin of
+ * a shared anonymous page unshares it), which once cost the pull half its speed at 1 MiB here;
+ * a program's long-lived buffers were not just forked */
+enum { WARMUP = 2 };
 
 typedef struct bench_case {
     const char *name;
@@ -169,7 +187,11 @@ static int lane_procs(const bench_case *c, int fresh, result *res)
             dst_get(c, 0, dst);
         double t0 = now_s(), c0 = cpu_s();
         int bad = 0;
-        for (int k = 0; k < c->objects; k++) {
+        for (int k = 0; k < WARMUP + c->objects; k++) {
+            if (k == WARMUP) {
+                t0 = now_s();
+                c0 = cpu_s();
+            }
             uint64_t start;
             while (cdt__lane_post_grant(&l, (uint64_t)k, bytes, &start) == CDT_ERR_BUSY)
                 sched_yield();
@@ -198,7 +220,9 @@ static int lane_procs(const bench_case *c, int fresh, result *res)
     while (cdt__lane_attached(&p) == 0)
         sched_yield();
     double c0 = cpu_s();
-    for (int k = 0; k < c->objects; k++) {
+    for (int k = 0; k < WARMUP + c->objects; k++) {
+        if (k == WARMUP)
+            c0 = cpu_s();
         cdt__lane_grant g;
         while (cdt__lane_take_grant(&p, &g) == 0)
             sched_yield();
@@ -226,13 +250,83 @@ static int lane_procs(const bench_case *c, int fresh, result *res)
     return rc;
 }
 
-/* the pull: the sender (this process) writes its iovec list to the receiver (a child) and waits
- * for its acknowledgement; the receiver reads every region with one process_vm_readv */
-static int pull_procs(const bench_case *c, int fresh, result *res)
+/* The pull: the sender (this process) hands the receiver (a child) its iovec list and waits for
+ * its acknowledgement; the receiver reads every region with one process_vm_readv. The hand-off
+ * goes through pipes (each side sleeps in read()) or through a shared page both sides poll: the
+ * sender publishes an object's iovec list and its sequence number, the receiver the number of
+ * objects it pulled. */
+enum handoff { PIPES, POLLED };
+
+typedef struct pull_page {
+    _Alignas(64) uint64_t posted; /* sender: objects whose iovec list is in `remote` */
+    _Alignas(64) uint64_t done;   /* receiver: objects pulled */
+    _Alignas(64) struct iovec remote[MAX_REGIONS];
+} pull_page;
+
+typedef struct pull_link {
+    enum handoff how;
+    int req[2], ack[2]; /* PIPES */
+    pull_page *pg;      /* POLLED */
+} pull_link;
+
+static void wait_for(const uint64_t *word, uint64_t value)
 {
-    int req[2], ack[2], pp[2];
-    if (pipe(req) != 0 || pipe(ack) != 0 || pipe(pp) != 0)
+    for (unsigned idle = 0; __atomic_load_n(word, __ATOMIC_ACQUIRE) < value; idle++)
+        if (idle >= 256)
+            sched_yield();
+}
+
+/* the sender's side of object k: post the iovec list, wait until it was pulled */
+static int link_post(pull_link *l, const struct iovec *remote, int n, int k)
+{
+    if (l->how == POLLED) {
+        memcpy(l->pg->remote, remote, sizeof(struct iovec) * (size_t)n);
+        __atomic_store_n(&l->pg->posted, (uint64_t)k + 1, __ATOMIC_RELEASE);
+        wait_for(&l->pg->done, (uint64_t)k + 1);
+        return 0;
+    }
+    char b;
+    if (write(l->req[1], remote, sizeof(struct iovec) * (size_t)n) < 0 ||
+        read_full(l->ack[0], &b, 1) != 0)
         return -1;
+    return 0;
+}
+
+/* the receiver's side of object k: take the iovec list; then say it was pulled */
+static int link_take(pull_link *l, struct iovec *remote, int n, int k)
+{
+    if (l->how == POLLED) {
+        wait_for(&l->pg->posted, (uint64_t)k + 1);
+        memcpy(remote, l->pg->remote, sizeof(struct iovec) * (size_t)n);
+        return 0;
+    }
+    return read_full(l->req[0], remote, sizeof(struct iovec) * (size_t)n);
+}
+static int link_done(pull_link *l, int k)
+{
+    if (l->how == POLLED) {
+        __atomic_store_n(&l->pg->done, (uint64_t)k + 1, __ATOMIC_RELEASE);
+        return 0;
+    }
+    char b = 'a';
+    return write(l->ack[1], &b, 1) == 1 ? 0 : -1;
+}
+
+static int pull(const bench_case *c, int fresh, enum handoff how, int rewrite, result *res)
+{
+    pull_link l = {.how = how};
+    int pp[2];
+    if (pipe(pp) != 0)
+        return -1;
+    if (how == PIPES && (pipe(l.req) != 0 || pipe(l.ack) != 0))
+        return -1;
+    if (how == POLLED) {
+        l.pg = mmap(NULL, sizeof(pull_page), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1,
+                    0);
+        if (l.pg == MAP_FAILED)
+            return -1;
+        memset(l.pg, 0, sizeof *l.pg);
+    }
     pid_t sender = getpid();
     pid_t kid = fork();
     if (kid == 0) {
@@ -241,9 +335,13 @@ static int pull_procs(const bench_case *c, int fresh, result *res)
             dst_get(c, 0, dst);
         double t0 = now_s(), c0 = cpu_s();
         int bad = 0;
-        for (int k = 0; k < c->objects; k++) {
+        for (int k = 0; k < WARMUP + c->objects; k++) {
+            if (k == WARMUP) {
+                t0 = now_s();
+                c0 = cpu_s();
+            }
             struct iovec remote[MAX_REGIONS], local[MAX_REGIONS];
-            if (read_full(req[0], remote, sizeof(struct iovec) * (size_t)c->regions) != 0)
+            if (link_take(&l, remote, c->regions, k) != 0)
                 _exit(1);
             dst_get(c, fresh, dst);
             for (int r = 0; r < c->regions; r++)
@@ -252,8 +350,7 @@ static int pull_procs(const bench_case *c, int fresh, result *res)
             if (process_vm_readv(sender, local, (unsigned long)c->regions, remote,
                                  (unsigned long)c->regions, 0) != want)
                 _exit(2);
-            char b = 'a';
-            if (write(ack[1], &b, 1) != 1)
+            if (link_done(&l, k) != 0)
                 _exit(3);
             bad |= dst_check(c, dst);
             dst_put(c, fresh, dst);
@@ -262,23 +359,53 @@ static int pull_procs(const bench_case *c, int fresh, result *res)
         _exit(write(pp[1], t, sizeof t) == sizeof t && !bad ? 0 : 4);
     }
     double c0 = cpu_s();
-    for (int k = 0; k < c->objects; k++) {
+    int rc = 0;
+    for (int k = 0; k < WARMUP + c->objects && rc == 0; k++) {
+        if (k == WARMUP)
+            c0 = cpu_s();
         struct iovec remote[MAX_REGIONS];
-        for (int r = 0; r < c->regions; r++)
+        for (int r = 0; r < c->regions; r++) {
+            if (rewrite) /* keeps the bytes dst_check compares */
+                for (size_t i = 0; i < c->region_bytes; i += 64)
+                    src[r][i] = (unsigned char)(i * 7 + (size_t)r + 1);
             remote[r] = (struct iovec){src[r], c->region_bytes};
-        char b;
-        if (write(req[1], remote, sizeof(struct iovec) * (size_t)c->regions) < 0 ||
-            read_full(ack[0], &b, 1) != 0)
-            return -1;
+        }
+        rc = link_post(&l, remote, c->regions, k);
     }
     res->cpu_send = cpu_s() - c0;
-    int rc = child_result(pp[0], kid, res);
-    for (int i = 0; i < 2; i++) {
-        close(req[i]);
-        close(ack[i]);
-        close(pp[i]);
-    }
+    if (rc != 0)
+        kill(kid, SIGKILL); /* it may wait for a hand-off that will not come */
+    if (child_result(pp[0], kid, res) != 0)
+        rc = -1;
+    close(pp[0]);
+    close(pp[1]);
+    if (how == PIPES)
+        for (int i = 0; i < 2; i++) {
+            close(l.req[i]);
+            close(l.ack[i]);
+        }
+    else
+        munmap(l.pg, sizeof *l.pg);
     return rc;
+}
+
+static int pull_procs(const bench_case *c, int fresh, result *res)
+{
+    return pull(c, fresh, PIPES, 0, res);
+}
+
+static int pull_polled_procs(const bench_case *c, int fresh, result *res)
+{
+    return pull(c, fresh, POLLED, 0, res);
+}
+
+/* the same, the sender writing one byte of every cache line of its regions before each object
+ * (as a program that computed them since its last send): the pull then reads lines the other
+ * core holds modified, not lines it still holds from the object before; the sender's writes are
+ * in the wall time, not in the receiver's CPU time */
+static int pull_rewritten_procs(const bench_case *c, int fresh, result *res)
+{
+    return pull(c, fresh, POLLED, 1, res);
 }
 
 /* ---- in one process: each pass alone on one core ---- */
@@ -298,7 +425,11 @@ static int lane_alone(const bench_case *c, int fresh, result *res)
         dst_get(c, 0, dst);
     double t0 = now_s(), c0 = cpu_s();
     int bad = 0;
-    for (int k = 0; k < c->objects; k++) {
+    for (int k = 0; k < WARMUP + c->objects; k++) {
+        if (k == WARMUP) {
+            t0 = now_s();
+            c0 = cpu_s();
+        }
         dst_get(c, fresh, dst);
         for (size_t off = 0; off < bytes; off += FRAG, pos += FRAG) {
             size_t n = bytes - off < FRAG ? bytes - off : FRAG;
@@ -325,7 +456,11 @@ static int pull_alone(const bench_case *c, int fresh, result *res)
         dst_get(c, 0, dst);
     double t0 = now_s(), c0 = cpu_s();
     int bad = 0;
-    for (int k = 0; k < c->objects; k++) {
+    for (int k = 0; k < WARMUP + c->objects; k++) {
+        if (k == WARMUP) {
+            t0 = now_s();
+            c0 = cpu_s();
+        }
         dst_get(c, fresh, dst);
         struct iovec remote[MAX_REGIONS], local[MAX_REGIONS];
         for (int r = 0; r < c->regions; r++) {
@@ -378,7 +513,10 @@ int main(int argc, char **argv)
         run_fn *fn;
     } paths[] = {
         {"lane stream, 2 processes", lane_procs},
-        {"pull (process_vm_readv), 2 processes", pull_procs},
+        {"pull (process_vm_readv), hand-off through pipes, 2 processes", pull_procs},
+        {"pull (process_vm_readv), hand-off through a polled page, 2 processes", pull_polled_procs},
+        {"the same, each line of the regions written by the sender before each object",
+         pull_rewritten_procs},
         {"lane's two passes, 1 process", lane_alone},
         {"pull (process_vm_readv of itself), 1 process", pull_alone},
     };

@@ -20,6 +20,12 @@
  *        [--latency-only]   (the ping-pong pass alone: small objects)
  *        [--lat-median]     (latency: the median round trip's half, not the mean's: a busy
  *                            machine's preemptions move the mean by milliseconds)
+ *        [--rewrite]        (the sender writes every cache line of what it sends before each
+ *                            send, by every method, raw included, as a program sends what it
+ *                            computed since its last send: without it a buffer sent again
+ *                            unchanged stays in the receiver's cache, and a pull of it (raw's
+ *                            rendezvous over cma) reads lines no other core modified;
+ *                            also CDT_BENCH_REWRITE=1)
  *        (forks the peer itself; --cases / --methods run only the named ones)
  * MB = 10^6 bytes.
  * The files: bench_transfer.c (the options, the bootstrap, the cases and the report: main),
@@ -29,6 +35,7 @@
 #include "bench_transfer.h"
 
 int lat_median;
+int rewrite_before_send;
 
 static const char *method_name[] = {"raw",         "raw_nopeer", "libcdt",
                                     "manual_pack", "ucx_iov",    "ucx_generic"};
@@ -80,12 +87,16 @@ int main(int argc, char **argv)
             lat_median = 1;
         else if (strcmp(argv[i], "--bandwidth-only") == 0)
             bandwidth_only = 1;
+        else if (strcmp(argv[i], "--rewrite") == 0)
+            rewrite_before_send = 1;
         else
             DIE("usage: %s [--quick] [--csv FILE] [--transports FILE] [--cases A,B] [--methods "
                 "A,B] [--size BYTES] [--bandwidth-only] [--latency-only] [--lat-median] "
-                "[--total-mib M]",
+                "[--rewrite] [--total-mib M]",
                 argv[0]);
     }
+    if (getenv("CDT_BENCH_REWRITE") != NULL && strcmp(getenv("CDT_BENCH_REWRITE"), "1") == 0)
+        rewrite_before_send = 1; /* as --rewrite (bench/transfer/run's *_rewrite sets) */
     /* endpoints from exchanged worker addresses (as MPI or a file would bootstrap): UCX then
      * picks shared memory for two processes on one machine */
     int up[2], down[2];
@@ -195,9 +206,11 @@ int main(int argc, char **argv)
         {"double_vec_512k", K_DOUBLEVEC, 524288, 0},
         {"double_vec_2m", K_DOUBLEVEC, 2097152, 0},
         {"double_vec_8m", K_DOUBLEVEC, 8388608, 0},
-        /* double_vec_1k and double_vec_128k with the receiver's memory reused: each message
-         * is received into the arrays its slot's message before was received into, as raw
-         * receives into one buffer. Allocating the arrays of every object is the receive
+        /* double_vec_1k and double_vec_128k with the receiver's memory reused: every message
+         * is received into the arrays of one double_vec, as raw receives every message into
+         * one buffer and the struct cases into one array (until 2026-11-28 each message of a
+         * window had its own double_vec: 64 MiB of arrays at 1 MiB, out of the caches that
+         * raw's one buffer stays in). Allocating the arrays of every object is the receive
          * type's contract (the rows above); these rows show the move without it, so the
          * difference between the two is the allocation's cost (the demo's "memory reused"
          * row). Bandwidth only */

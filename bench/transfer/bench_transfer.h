@@ -53,9 +53,10 @@ typedef struct obj {
     cdt_count count;
     void *mem;         /* struct arrays / bytes */
     double_vec dv;     /* send object, or shape of the expected object */
-    double_vec *dv_in; /* receive targets (one per message of a window) */
-    /* double_vec: each message is received into the arrays its slot's message before was
-     * received into (the first allocates them), not into an empty double_vec */
+    double_vec *dv_in; /* receive targets (one per message of a window; dv_target) */
+    /* double_vec: every message is received into the arrays of one double_vec (the first
+     * message allocates them), as raw receives every message into one buffer and the struct
+     * cases every object into one array, not into an empty double_vec */
     int reuse;
     int window;
     unsigned char *pack; /* raw's bytes (double_vec) */
@@ -67,6 +68,13 @@ typedef struct obj {
     size_t niov;
     unsigned char *fields; /* packed fields for the iov method */
 } obj;
+
+/* the double_vec a message of slot `slot` is received into: its own (allocated by the receive)
+ * or, with reuse, the one every message of the window is received into */
+static inline double_vec *dv_target(obj *o, int slot)
+{
+    return &o->dv_in[o->reuse ? 0 : slot];
+}
 
 /* ---- one generic-datatype message (ucx_generic) ----
  * Send: the buffer handed to UCX is a gen_send; pack copies frame bytes at any offset.
@@ -106,6 +114,7 @@ void ack(env *e, int send);
 double latency_us(env *e, obj *o, enum method m, int iters);
 /* --lat-median: latency_us gives the median round trip's half, not the mean's */
 extern int lat_median;
+extern int rewrite_before_send; /* --rewrite */
 double bandwidth_mbs(env *e, obj *o, enum method m, int windows);
 
 /* transfer_objects.c: the objects of each case, and their hand-written pack and unpack */

@@ -17,7 +17,9 @@ def machine():
             f"load average {load:.2f} at the end of the run, "
             f"UCX_TLS={os.environ.get('UCX_TLS', '(default)')}, "
             f"CDT_UCX_PROTOCOL={os.environ.get('CDT_UCX_PROTOCOL', '(auto)')}, "
-            f"allocator: GLIBC_TUNABLES={os.environ.get('GLIBC_TUNABLES', '(glibc defaults)')}")
+            f"allocator: GLIBC_TUNABLES={os.environ.get('GLIBC_TUNABLES', '(glibc defaults)')}"
+            + (", the sender writes every cache line of what it sends before each send "
+               "(CDT_BENCH_REWRITE=1)" if os.environ.get("CDT_BENCH_REWRITE") == "1" else ""))
 
 
 def machine_line(transports_path):

@@ -43,12 +43,39 @@ void raw_wait(env *e, void *q)
 
 static void *obj_buf(obj *o, int slot)
 {
-    return o->k == K_DOUBLEVEC ? (void *)&o->dv_in[slot] : o->mem;
+    return o->k == K_DOUBLEVEC ? (void *)dv_target(o, slot) : o->mem;
+}
+
+/* one store into every cache line of [p, p + n), of the byte already there (a store makes the
+ * line modified in this core's cache whatever it writes; the bytes sent do not change) */
+static void rewrite_lines(void *p, size_t n)
+{
+    volatile unsigned char *b = p;
+    for (size_t i = 0; i < n; i += 64)
+        b[i] = b[i];
+    if (n > 0)
+        b[n - 1] = b[n - 1];
+}
+
+/* --rewrite: the bytes method m reads to send o, written first */
+static void rewrite_sent(obj *o, enum method m)
+{
+    if (o->k != K_DOUBLEVEC) {
+        rewrite_lines(o->mem, (size_t)o->size);
+    } else if (m == M_RAW || m == M_RAW_NOPEER) {
+        rewrite_lines(o->pack, (size_t)o->size);
+    } else {
+        rewrite_lines(o->dv.lens, (size_t)o->dv.n * sizeof(cdt_count));
+        for (cdt_count i = 0; i < o->dv.n; i++)
+            rewrite_lines(o->dv.data[i], (size_t)o->dv.lens[i] * sizeof(int32_t));
+    }
 }
 
 handle do_send(env *e, obj *o, enum method m, uint64_t tag, int slot)
 {
     handle h = {NULL, NULL, -1, NULL, NULL};
+    if (rewrite_before_send)
+        rewrite_sent(o, m);
     switch (m) {
     case M_RAW:
     case M_RAW_NOPEER:
@@ -106,7 +133,7 @@ handle do_recv(env *e, obj *o, enum method m, uint64_t tag, int slot)
         h.gr = calloc(1, sizeof(*h.gr));
         h.gr->is_recv = 1;
         if (o->k == K_DOUBLEVEC && !o->reuse)
-            double_vec_clear(&o->dv_in[slot]);
+            double_vec_clear(dv_target(o, slot));
         h.gr->buf = obj_buf(o, slot);
         h.gr->count = o->k == K_DOUBLEVEC ? 1 : o->count;
         h.gr->type = obj_type(o);
@@ -117,8 +144,8 @@ handle do_recv(env *e, obj *o, enum method m, uint64_t tag, int slot)
     case M_LIBCDT:
         if (o->k == K_DOUBLEVEC) {
             if (!o->reuse)
-                double_vec_clear(&o->dv_in[slot]);
-            OK(cdt_ucx_irecv(e->w, &o->dv_in[slot], 1, double_vec_type(), tag,
+                double_vec_clear(dv_target(o, slot));
+            OK(cdt_ucx_irecv(e->w, dv_target(o, slot), 1, double_vec_type(), tag,
                              CDT_UCX_TAG_MASK_FULL, NULL, &h.req));
         } else {
             OK(cdt_ucx_irecv(e->w, o->mem, o->count, obj_type(o), tag, CDT_UCX_TAG_MASK_FULL, NULL,

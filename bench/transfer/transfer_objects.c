@@ -173,7 +173,7 @@ void manual_unpack(obj *o, int slot)
         break;
     }
     case K_DOUBLEVEC: {
-        double_vec *t = &o->dv_in[slot];
+        double_vec *t = dv_target(o, slot);
         cdt_count n = o->dv.n;
         if (o->reuse && t->data != NULL) { /* the arrays of the message before: same shape */
             memcpy(t->lens, buf, (size_t)n * 8);
