@@ -56,7 +56,7 @@ typedef struct kase_desc {
     const char *name;
     enum kase k;
     cdt_count sub; /* double_vec sub-vector bytes */
-    int reuse;     /* double_vec: received into the arrays of the message before (obj.reuse) */
+    int reuse;     /* double_vec: every message into the arrays of one double_vec (obj.reuse) */
 } kase_desc;
 
 int main(int argc, char **argv)

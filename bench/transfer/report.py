@@ -93,7 +93,7 @@ def main(csv_path, out_path, transports_path=None):
 
 def allocation_rows(data):
     """The receive type's allocation as its own row: each double_vec case beside its _reused
-    case (the same object received into the arrays of the message before), libcdt's MB/s in
+    case (every object received into the arrays of one double_vec), libcdt's MB/s in
     both and the time an object the allocation adds (fresh minus reused, in us per MiB)."""
     out = []
     for (case, metric), series in data.items():
