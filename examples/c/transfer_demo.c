@@ -317,7 +317,11 @@ static int connector_main(const char *host, uint16_t port)
            "a pack and an unpack that raw does not. double_vec's receiver allocates its arrays\n"
            "every round in the first row and writes into the arrays of the round before in the\n"
            "second; the difference is the allocation's cost (fresh pages, zeroed by the kernel:\n"
-           "bench/results/transfer_findings.md).\n",
+           "bench/results/transfer_findings.md). Raw sends the same unchanged buffer every\n"
+           "round: where both its copies fit the receiver's cache (about 1 MiB on a core with\n"
+           "2 MiB of L2), its copy never crosses cores, which a packed object has to; on data\n"
+           "the sender wrote before each send, see bench/run transfer's transfer_rewrite set\n"
+           "(bench/results/lane_transport.md).\n",
            ITERS);
     /* which transports really ran: the endpoint's lanes as UCX reports them */
     char lanes[256];
