@@ -25,7 +25,8 @@
 //! MB = 10^6 bytes. Usage: `cdtypes-bench [--quick|--smoke] [--csv FILE] [--only CASE]`
 //! (starts the second process itself; `--server` is that process). `BENCH_SERVER_CPU=N` runs the second
 //! process on CPU N (bench/rust/run pins the two to CPUs 0 and 1); `BENCH_STATS=1` prints the
-//! minimum and quartiles of each latency measurement to stderr.
+//! minimum and quartiles of each latency measurement to stderr; `BENCH_METHODS=a,b` measures
+//! only the methods named (the others print `-`), e.g. to profile one.
 mod cases;
 mod ffi;
 mod methods;

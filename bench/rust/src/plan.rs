@@ -95,6 +95,19 @@ impl Out {
     }
 }
 
+/// `BENCH_METHODS=a,b` (method names as the report prints them): only these are measured, the
+/// others print `-` and write no row (e.g. to profile one method alone); unset: every method
+fn wanted(m: Method) -> bool {
+    static LIST: std::sync::OnceLock<Option<Vec<String>>> = std::sync::OnceLock::new();
+    LIST.get_or_init(|| {
+        std::env::var("BENCH_METHODS")
+            .ok()
+            .map(|v| v.split(',').map(|s| s.trim().to_string()).collect())
+    })
+    .as_ref()
+    .map_or(true, |l| l.iter().any(|n| n == m.name()))
+}
+
 pub(crate) fn run_case<T: Case>(
     o: &Opts,
     w: &Worker,
@@ -158,6 +171,9 @@ pub(crate) fn run_case<T: Case>(
             let mut best = [f64::NAN; METHODS.len()];
             for _ in 0..reps {
                 for (mi, m) in METHODS.into_iter().enumerate() {
+                    if !wanted(m) {
+                        continue;
+                    }
                     let v = if lat {
                         let iters = match bytes {
                             _ if o.smoke => 5,
@@ -209,6 +225,10 @@ pub(crate) fn run_case<T: Case>(
             if !o.server {
                 print!("{size:<10}");
                 for (mi, m) in METHODS.into_iter().enumerate() {
+                    if !wanted(m) {
+                        print!("  {:>14}", "-");
+                        continue;
+                    }
                     print!("  {:>14.2}", best[mi]);
                     out.row(case.name, m, size, lat, best[mi]);
                 }
