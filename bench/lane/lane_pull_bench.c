@@ -79,7 +79,23 @@ static double cpu_s(void)
     return clock_s(CLOCK_PROCESS_CPUTIME_ID);
 }
 
+/* object k of a loop that moves WARMUP objects before it times any: at k == WARMUP the clocks
+ * start (t0: wall, may be NULL; c0: this process's CPU) */
+static void start_after_warmup(int k, double *t0, double *c0)
+{
+    if (k != WARMUP)
+        return;
+    if (t0 != NULL)
+        *t0 = now_s();
+    *c0 = cpu_s();
+}
+
 static unsigned char *src[MAX_REGIONS]; /* the sender's regions, in every process (fork) */
+/* byte i of the sender's region r: what main writes and dst_check compares */
+static unsigned char src_byte(int r, size_t i)
+{
+    return (unsigned char)(i * 7 + (size_t)r + 1);
+}
 
 static unsigned char *map_bytes(size_t n)
 {
@@ -185,13 +201,10 @@ static int lane_procs(const bench_case *c, int fresh, result *res)
         unsigned char *dst[MAX_REGIONS] = {0};
         if (!fresh)
             dst_get(c, 0, dst);
-        double t0 = now_s(), c0 = cpu_s();
+        double t0 = 0, c0 = 0;
         int bad = 0;
         for (int k = 0; k < WARMUP + c->objects; k++) {
-            if (k == WARMUP) {
-                t0 = now_s();
-                c0 = cpu_s();
-            }
+            start_after_warmup(k, &t0, &c0);
             uint64_t start;
             while (cdt__lane_post_grant(&l, (uint64_t)k, bytes, &start) == CDT_ERR_BUSY)
                 sched_yield();
@@ -219,10 +232,9 @@ static int lane_procs(const bench_case *c, int fresh, result *res)
     }
     while (cdt__lane_attached(&p) == 0)
         sched_yield();
-    double c0 = cpu_s();
+    double c0 = 0;
     for (int k = 0; k < WARMUP + c->objects; k++) {
-        if (k == WARMUP)
-            c0 = cpu_s();
+        start_after_warmup(k, NULL, &c0);
         cdt__lane_grant g;
         while (cdt__lane_take_grant(&p, &g) == 0)
             sched_yield();
@@ -333,13 +345,10 @@ static int pull(const bench_case *c, int fresh, enum handoff how, int rewrite, r
         unsigned char *dst[MAX_REGIONS] = {0};
         if (!fresh)
             dst_get(c, 0, dst);
-        double t0 = now_s(), c0 = cpu_s();
+        double t0 = 0, c0 = 0;
         int bad = 0;
         for (int k = 0; k < WARMUP + c->objects; k++) {
-            if (k == WARMUP) {
-                t0 = now_s();
-                c0 = cpu_s();
-            }
+            start_after_warmup(k, &t0, &c0);
             struct iovec remote[MAX_REGIONS], local[MAX_REGIONS];
             if (link_take(&l, remote, c->regions, k) != 0)
                 _exit(1);
@@ -358,16 +367,15 @@ static int pull(const bench_case *c, int fresh, enum handoff how, int rewrite, r
         double t[2] = {now_s() - t0, cpu_s() - c0};
         _exit(write(pp[1], t, sizeof t) == sizeof t && !bad ? 0 : 4);
     }
-    double c0 = cpu_s();
+    double c0 = 0;
     int rc = 0;
     for (int k = 0; k < WARMUP + c->objects && rc == 0; k++) {
-        if (k == WARMUP)
-            c0 = cpu_s();
+        start_after_warmup(k, NULL, &c0);
         struct iovec remote[MAX_REGIONS];
         for (int r = 0; r < c->regions; r++) {
             if (rewrite) /* keeps the bytes dst_check compares */
                 for (size_t i = 0; i < c->region_bytes; i += 64)
-                    src[r][i] = (unsigned char)(i * 7 + (size_t)r + 1);
+                    src[r][i] = src_byte(r, i);
             remote[r] = (struct iovec){src[r], c->region_bytes};
         }
         rc = link_post(&l, remote, c->regions, k);
@@ -423,13 +431,10 @@ static int lane_alone(const bench_case *c, int fresh, result *res)
     unsigned char *dst[MAX_REGIONS] = {0};
     if (!fresh)
         dst_get(c, 0, dst);
-    double t0 = now_s(), c0 = cpu_s();
+    double t0 = 0, c0 = 0;
     int bad = 0;
     for (int k = 0; k < WARMUP + c->objects; k++) {
-        if (k == WARMUP) {
-            t0 = now_s();
-            c0 = cpu_s();
-        }
+        start_after_warmup(k, &t0, &c0);
         dst_get(c, fresh, dst);
         for (size_t off = 0; off < bytes; off += FRAG, pos += FRAG) {
             size_t n = bytes - off < FRAG ? bytes - off : FRAG;
@@ -454,13 +459,10 @@ static int pull_alone(const bench_case *c, int fresh, result *res)
     unsigned char *dst[MAX_REGIONS] = {0};
     if (!fresh)
         dst_get(c, 0, dst);
-    double t0 = now_s(), c0 = cpu_s();
+    double t0 = 0, c0 = 0;
     int bad = 0;
     for (int k = 0; k < WARMUP + c->objects; k++) {
-        if (k == WARMUP) {
-            t0 = now_s();
-            c0 = cpu_s();
-        }
+        start_after_warmup(k, &t0, &c0);
         dst_get(c, fresh, dst);
         struct iovec remote[MAX_REGIONS], local[MAX_REGIONS];
         for (int r = 0; r < c->regions; r++) {
@@ -526,7 +528,7 @@ int main(int argc, char **argv)
         size_t n = r == 0 ? (size_t)64 << 20 : (size_t)1 << 20;
         src[r] = map_bytes(n);
         for (size_t i = 0; i < n; i++)
-            src[r][i] = (unsigned char)(i * 7 + (size_t)r + 1);
+            src[r][i] = src_byte(r, i);
     }
     enum { NCONF = NCASE * NPATH * MODES };
     double *mbs = calloc((size_t)NCONF * (size_t)rounds, sizeof *mbs);

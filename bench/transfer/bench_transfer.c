@@ -95,7 +95,8 @@ int main(int argc, char **argv)
                 "[--rewrite] [--total-mib M]",
                 argv[0]);
     }
-    if (getenv("CDT_BENCH_REWRITE") != NULL && strcmp(getenv("CDT_BENCH_REWRITE"), "1") == 0)
+    const char *rewrite_env = getenv("CDT_BENCH_REWRITE");
+    if (rewrite_env != NULL && strcmp(rewrite_env, "1") == 0)
         rewrite_before_send = 1; /* as --rewrite (bench/transfer/run's *_rewrite sets) */
     /* endpoints from exchanged worker addresses (as MPI or a file would bootstrap): UCX then
      * picks shared memory for two processes on one machine */

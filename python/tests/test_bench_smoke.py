@@ -72,8 +72,8 @@ def test_bench_inline_wait_smoke(tmp_path):
 def test_bench_bcast_agreement_smoke(tmp_path):
     """bench/python/bcast_agreement.py --smoke (the 2-rank bcast of a small dict: pkl5 beside
     cdtypes with the agreement's exchange answered early and late, with the MPI calls from C
-    off for the communicator, the root on the general path, with MPI_Allreduce, and with none; run by hand, results in
-    bench/results/pycoll_findings.md)"""
+    off for the communicator, the root on the general path, with MPI_Allreduce, and with
+    none; run by hand, results in bench/results/pycoll_findings.md)"""
     from test_mpi import mpi_launcher
     out = tmp_path / "bcast_agreement.csv"
     r = subprocess.run(mpi_launcher() + ["-n", "2", sys.executable,
