@@ -17,7 +17,8 @@
  * stays in the receiver's cache (as raw's source does in bench/transfer), one just computed
  * comes from the other core's.
  *
- * Cases: one region of 1, 8 and 64 MiB, and 8 regions of 1 MiB (separate allocations). Each
+ * Cases: one region of 1, 8 and 64 MiB, and 8 regions of 1 MiB, 128 KiB and 64 KiB (separate
+ * allocations). Each
  * path runs between processes (wall time measured by the receiver, and each side's CPU time:
  * CLOCK_PROCESS_CPUTIME_ID, user + system, since this machine's virtual CPUs count no cycles),
  * and in one process (the same copies one after the other: what each pass costs a core alone).
@@ -183,7 +184,16 @@ static int child_result(int fd, pid_t kid, result *res)
 
 /* the lane's stream: the sender (this process) copies into the ring, the receiver (a child)
  * copies out; the child reports its wall and CPU time */
-static int lane_procs(const bench_case *c, int fresh, result *res)
+/* the sender writes one byte of every cache line of its regions before each object, keeping the
+ * bytes dst_check compares (as a program that computed them since its last send) */
+static void rewrite_regions(const bench_case *c)
+{
+    for (int r = 0; r < c->regions; r++)
+        for (size_t i = 0; i < c->region_bytes; i += 64)
+            src[r][i] = src_byte(r, i);
+}
+
+static int lane(const bench_case *c, int fresh, int rewrite, result *res)
 {
     size_t bytes = (size_t)c->regions * c->region_bytes;
     cdt__lane p;
@@ -235,6 +245,8 @@ static int lane_procs(const bench_case *c, int fresh, result *res)
     double c0 = 0;
     for (int k = 0; k < WARMUP + c->objects; k++) {
         start_after_warmup(k, NULL, &c0);
+        if (rewrite)
+            rewrite_regions(c);
         cdt__lane_grant g;
         while (cdt__lane_take_grant(&p, &g) == 0)
             sched_yield();
@@ -262,6 +274,15 @@ static int lane_procs(const bench_case *c, int fresh, result *res)
     return rc;
 }
 
+static int lane_procs(const bench_case *c, int fresh, result *res)
+{
+    return lane(c, fresh, 0, res);
+}
+static int lane_rewritten_procs(const bench_case *c, int fresh, result *res)
+{
+    return lane(c, fresh, 1, res);
+}
+
 /* The pull: the sender (this process) hands the receiver (a child) its iovec list and waits for
  * its acknowledgement; the receiver reads every region with one process_vm_readv. The hand-off
  * goes through pipes (each side sleeps in read()) or through a shared page both sides poll: the
@@ -273,6 +294,11 @@ typedef struct pull_page {
     _Alignas(64) uint64_t posted; /* sender: objects whose iovec list is in `remote` */
     _Alignas(64) uint64_t done;   /* receiver: objects pulled */
     _Alignas(64) struct iovec remote[MAX_REGIONS];
+    /* the push (POLLED only): the receiver posts where its regions are, the sender says when it
+     * wrote its share of them */
+    _Alignas(64) uint64_t ready;  /* receiver: objects whose destinations are in `dst` */
+    _Alignas(64) uint64_t pushed; /* sender: objects whose share it wrote */
+    _Alignas(64) struct iovec dst[MAX_REGIONS];
 } pull_page;
 
 typedef struct pull_link {
@@ -324,7 +350,28 @@ static int link_done(pull_link *l, int k)
     return write(l->ack[1], &b, 1) == 1 ? 0 : -1;
 }
 
-static int pull(const bench_case *c, int fresh, enum handoff how, int rewrite, result *res)
+/* The push's share of region r: its first `share` of bytes, whole pages (the rest is pulled) */
+static size_t pushed_bytes(const bench_case *c, double share)
+{
+    size_t n = (size_t)((double)c->region_bytes * share) & ~(size_t)4095;
+    return share >= 1.0 ? c->region_bytes : n;
+}
+
+/* the iovecs of one side's parts [from, to) of every region */
+static int parts(const bench_case *c, const struct iovec *whole, size_t from, size_t to,
+                 struct iovec *out)
+{
+    int n = 0;
+    for (int r = 0; r < c->regions && to > from; r++)
+        out[n++] = (struct iovec){(unsigned char *)whole[r].iov_base + from, to - from};
+    return n;
+}
+
+/* `push` of every region's bytes: 0 the receiver pulls them all; 1 the sender writes them all
+ * into the receiver's regions (process_vm_writev, once the receiver posted where they are); in
+ * between, the sender writes the first share while the receiver pulls the rest, both at once */
+static int pull(const bench_case *c, int fresh, enum handoff how, int rewrite, double push,
+                result *res)
 {
     pull_link l = {.how = how};
     int pp[2];
@@ -355,10 +402,20 @@ static int pull(const bench_case *c, int fresh, enum handoff how, int rewrite, r
             dst_get(c, fresh, dst);
             for (int r = 0; r < c->regions; r++)
                 local[r] = (struct iovec){dst[r], c->region_bytes};
-            ssize_t want = (ssize_t)((size_t)c->regions * c->region_bytes);
-            if (process_vm_readv(sender, local, (unsigned long)c->regions, remote,
-                                 (unsigned long)c->regions, 0) != want)
+            size_t skip = pushed_bytes(c, push);
+            if (skip > 0) { /* where the sender is to write (POLLED: checked in main) */
+                memcpy(l.pg->dst, local, sizeof(struct iovec) * (size_t)c->regions);
+                __atomic_store_n(&l.pg->ready, (uint64_t)k + 1, __ATOMIC_RELEASE);
+            }
+            struct iovec mine[MAX_REGIONS], theirs[MAX_REGIONS];
+            int n = parts(c, local, skip, c->region_bytes, mine);
+            (void)parts(c, remote, skip, c->region_bytes, theirs);
+            ssize_t want = (ssize_t)((size_t)c->regions * (c->region_bytes - skip));
+            if (n > 0 && process_vm_readv(sender, mine, (unsigned long)n, theirs, (unsigned long)n,
+                                          0) != want)
                 _exit(2);
+            if (skip > 0)
+                wait_for(&l.pg->pushed, (uint64_t)k + 1);
             if (link_done(&l, k) != 0)
                 _exit(3);
             bad |= dst_check(c, dst);
@@ -372,11 +429,25 @@ static int pull(const bench_case *c, int fresh, enum handoff how, int rewrite, r
     for (int k = 0; k < WARMUP + c->objects && rc == 0; k++) {
         start_after_warmup(k, NULL, &c0);
         struct iovec remote[MAX_REGIONS];
-        for (int r = 0; r < c->regions; r++) {
-            if (rewrite) /* keeps the bytes dst_check compares */
-                for (size_t i = 0; i < c->region_bytes; i += 64)
-                    src[r][i] = src_byte(r, i);
+        if (rewrite)
+            rewrite_regions(c);
+        for (int r = 0; r < c->regions; r++)
             remote[r] = (struct iovec){src[r], c->region_bytes};
+        size_t share = pushed_bytes(c, push);
+        if (share > 0) { /* post, write the share once the receiver said where, then wait */
+            memcpy(l.pg->remote, remote, sizeof(struct iovec) * (size_t)c->regions);
+            __atomic_store_n(&l.pg->posted, (uint64_t)k + 1, __ATOMIC_RELEASE);
+            wait_for(&l.pg->ready, (uint64_t)k + 1);
+            struct iovec dst[MAX_REGIONS], mine[MAX_REGIONS], theirs[MAX_REGIONS];
+            memcpy(dst, l.pg->dst, sizeof(struct iovec) * (size_t)c->regions);
+            int n = parts(c, remote, 0, share, mine);
+            (void)parts(c, dst, 0, share, theirs);
+            if (process_vm_writev(kid, mine, (unsigned long)n, theirs, (unsigned long)n, 0) !=
+                (ssize_t)((size_t)n * share))
+                rc = -1;
+            __atomic_store_n(&l.pg->pushed, (uint64_t)k + 1, __ATOMIC_RELEASE);
+            wait_for(&l.pg->done, (uint64_t)k + 1);
+            continue;
         }
         rc = link_post(&l, remote, c->regions, k);
     }
@@ -399,12 +470,12 @@ static int pull(const bench_case *c, int fresh, enum handoff how, int rewrite, r
 
 static int pull_procs(const bench_case *c, int fresh, result *res)
 {
-    return pull(c, fresh, PIPES, 0, res);
+    return pull(c, fresh, PIPES, 0, 0, res);
 }
 
 static int pull_polled_procs(const bench_case *c, int fresh, result *res)
 {
-    return pull(c, fresh, POLLED, 0, res);
+    return pull(c, fresh, POLLED, 0, 0, res);
 }
 
 /* the same, the sender writing one byte of every cache line of its regions before each object
@@ -413,7 +484,28 @@ static int pull_polled_procs(const bench_case *c, int fresh, result *res)
  * in the wall time, not in the receiver's CPU time */
 static int pull_rewritten_procs(const bench_case *c, int fresh, result *res)
 {
-    return pull(c, fresh, POLLED, 1, res);
+    return pull(c, fresh, POLLED, 1, 0, res);
+}
+
+/* The push: the sender writes every region into the receiver's memory (process_vm_writev),
+ * reading what it has in its own cache where it just wrote it; and the split: the sender
+ * writes the first half of each region while the receiver pulls the second, both cores copying
+ * at once. Each with regions unchanged and written before each object. */
+static int push_procs(const bench_case *c, int fresh, result *res)
+{
+    return pull(c, fresh, POLLED, 0, 1, res);
+}
+static int push_rewritten_procs(const bench_case *c, int fresh, result *res)
+{
+    return pull(c, fresh, POLLED, 1, 1, res);
+}
+static int split_procs(const bench_case *c, int fresh, result *res)
+{
+    return pull(c, fresh, POLLED, 0, 0.5, res);
+}
+static int split_rewritten_procs(const bench_case *c, int fresh, result *res)
+{
+    return pull(c, fresh, POLLED, 1, 0.5, res);
 }
 
 /* ---- in one process: each pass alone on one core ---- */
@@ -504,10 +596,9 @@ int main(int argc, char **argv)
     if (rounds < 1)
         rounds = 1;
     static const bench_case cases[] = {
-        {"1 x 1 MiB", 1, 1 << 20, 64},
-        {"1 x 8 MiB", 1, 8 << 20, 8},
-        {"1 x 64 MiB", 1, 64 << 20, 1},
-        {"8 x 1 MiB", 8, 1 << 20, 8},
+        {"1 x 1 MiB", 1, 1 << 20, 64},     {"1 x 8 MiB", 1, 8 << 20, 8},
+        {"1 x 64 MiB", 1, 64 << 20, 1},    {"8 x 1 MiB", 8, 1 << 20, 8},
+        {"8 x 128 KiB", 8, 128 << 10, 64}, {"8 x 64 KiB", 8, 64 << 10, 128},
     };
     enum { NCASE = sizeof cases / sizeof cases[0] };
     static const struct {
@@ -515,10 +606,17 @@ int main(int argc, char **argv)
         run_fn *fn;
     } paths[] = {
         {"lane stream, 2 processes", lane_procs},
+        {"the lane stream, regions written by the sender before each object", lane_rewritten_procs},
         {"pull (process_vm_readv), hand-off through pipes, 2 processes", pull_procs},
         {"pull (process_vm_readv), hand-off through a polled page, 2 processes", pull_polled_procs},
         {"the same, each line of the regions written by the sender before each object",
          pull_rewritten_procs},
+        {"push (process_vm_writev by the sender), polled, 2 processes", push_procs},
+        {"the push, regions written by the sender before each object", push_rewritten_procs},
+        {"split: the sender pushes half of each region while the receiver pulls the other half, "
+         "2 processes",
+         split_procs},
+        {"the split, regions written by the sender before each object", split_rewritten_procs},
         {"lane's two passes, 1 process", lane_alone},
         {"pull (process_vm_readv of itself), 1 process", pull_alone},
     };

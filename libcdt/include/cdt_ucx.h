@@ -283,9 +283,11 @@ enum cdt_ucx_worker_stats_field {
     CDT_UCX_WORKER_STATS_QUARANTINE_DROPPED = 1u << 2,  /*!< quarantine_dropped */
     CDT_UCX_WORKER_STATS_LANE_SENT = 1u << 3,           /*!< lane_sent */
     CDT_UCX_WORKER_STATS_LANE_RECEIVED = 1u << 4,       /*!< lane_received */
+    CDT_UCX_WORKER_STATS_LANE_SPLIT_SENT = 1u << 5,     /*!< lane_split_sent */
+    CDT_UCX_WORKER_STATS_LANE_SPLIT_RECEIVED = 1u << 6, /*!< lane_split_received */
 };
 /*! Every field of cdt_ucx_worker_stats this library knows. */
-#define CDT_UCX_WORKER_STATS_ALL 0x1fu
+#define CDT_UCX_WORKER_STATS_ALL 0x7fu
 /*! Counters of a worker (cdt_ucx_worker_stats_get). The head buffers of sends over cross-memory
  * attach that ended without success are kept while the peer may still copy the head out of
  * them (docs/TRANSPORT.md §8, "Memory and cost"). */
@@ -296,6 +298,10 @@ typedef struct cdt_ucx_worker_stats {
     uint64_t quarantine_dropped;  /*!< freed at the bound (the oldest), a reader maybe left */
     uint64_t lane_sent;           /*!< objects whose stream this worker packed into a lane whole */
     uint64_t lane_received; /*!< objects whose stream this worker unpacked from a lane whole */
+    /*! of lane_sent / lane_received, the objects whose large regions both processes copied
+     *  (docs/TRANSPORT.md §10.3, Regions moved by both cores) */
+    uint64_t lane_split_sent;
+    uint64_t lane_split_received;
 } cdt_ucx_worker_stats;
 /*! cdt_ucx_worker_stats_get() : fill the fields stats->field_mask asks for. Errors:
  *  CDT_ERR_INVALID_ARG (NULL, a mask of no field or of a field this library does not know). */

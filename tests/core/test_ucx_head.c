@@ -100,9 +100,26 @@ int main(void)
     CHECK_RC(cdt__ucx_parse_head(msg, CDT__UCX_PREFIX_SIZE + 8, NULL, &h), CDT_ERR_FRAME_TRUNCATED);
     /* a flag of a later version (0x08 is HEADER since headers go through the lane: its heads
      * are checked by fuzz_ucx_head's seeds and transport.lane_headers) */
-    msg[6] |= 0x10;
+    msg[6] |= 0x20;
     CHECK_RC(cdt__ucx_parse_head(msg, lh, NULL, &h), CDT_ERR_FRAME_VERSION);
-    msg[6] = (uint8_t)(msg[6] & ~0x10);
+    msg[6] = (uint8_t)(msg[6] & ~0x20);
+    /* SPLIT (0x10): only with LANE, without COMMIT and HEADER, and a source table of whole
+     * 8-byte entries after the header, at least one */
+    CHECK_RC(cdt__ucx_parse_head(msg, lh, NULL, &h), CDT_SUCCESS);
+    CHECK(!h.split && h.split_count == 0);
+    msg[6] |= CDT__UCX_FLAG_SPLIT;
+    CHECK_RC(cdt__ucx_parse_head(msg, lh, NULL, &h), CDT_ERR_FRAME_MALFORMED); /* with COMMIT */
+    msg[6] = (uint8_t)(CDT__UCX_FLAG_LANE | CDT__UCX_FLAG_SPLIT);
+    CHECK_RC(cdt__ucx_parse_head(msg, lh, NULL, &h), CDT_ERR_FRAME_MALFORMED); /* no table */
+    cdt__put_u64(msg + lh, UINT64_C(0x7f0000001000));
+    cdt__put_u64(msg + lh + 8, UINT64_C(0x7f0000201000));
+    CHECK_OK(cdt__ucx_parse_head(msg, lh + 16, NULL, &h));
+    CHECK(h.split && h.split_count == 2 && h.split_table == msg + lh && !h.commit);
+    CHECK(h.part_len == CDT_FRAME_FIXED_HEADER_SIZE); /* the header alone */
+    CHECK_RC(cdt__ucx_parse_head(msg, lh + 12, NULL, &h), CDT_ERR_FRAME_MALFORMED);
+    msg[6] = (uint8_t)(CDT__UCX_FLAG_LANE | CDT__UCX_FLAG_HEADER | CDT__UCX_FLAG_SPLIT);
+    CHECK(cdt__ucx_parse_head(msg, lh + 16, NULL, &h) != CDT_SUCCESS);
+    msg[6] = (uint8_t)(CDT__UCX_FLAG_COMMIT | CDT__UCX_FLAG_LANE);
     /* HEADER without LANE is refused */
     cdt__ucx_put_prefix(msg, 9, 65536, 0, CDT__UCX_FLAG_COMMIT | CDT__UCX_FLAG_HEADER, 0x5e);
     CHECK(cdt__ucx_parse_head(msg, lh, NULL, &h) != CDT_SUCCESS);

@@ -35,7 +35,15 @@ static void one(const uint8_t *data, size_t size, const cdt__ucx_limits *lim)
     const size_t ext = h.lane ? CDT__UCX_LANE_EXT_SIZE : 0;
     check(size >= CDT__UCX_PREFIX_SIZE + ext);
     check(h.part == data + CDT__UCX_PREFIX_SIZE + ext);
-    check(h.part_len == (cdt_count)(size - CDT__UCX_PREFIX_SIZE - ext));
+    /* a SPLIT head: a LANE head without COMMIT or HEADER whose part (the header, whole) is
+     * followed by 1 to CDT__UCX_SPLIT_MAX source addresses, the rest of the message */
+    if (h.split)
+        check(h.lane && !h.commit && !h.header_in_lane && h.split_count >= 1 &&
+              h.split_count <= CDT__UCX_SPLIT_MAX && h.split_table == h.part + h.part_len &&
+              h.part_len == (cdt_count)cdt__get_u64(h.part + CDT__OFF_HEADER_SIZE));
+    else
+        check(h.split_count == 0 && h.split_table == NULL);
+    check(h.part_len + 8 * h.split_count == (cdt_count)(size - CDT__UCX_PREFIX_SIZE - ext));
     check(h.key <= CDT__UCX_KEY_MASK && h.threshold >= 1 && h.tail_len >= 0 && h.sender != 0);
     if (h.lane)
         check(h.tail_len == 0 && h.part_len >= CDT_FRAME_FIXED_HEADER_SIZE &&

@@ -83,6 +83,7 @@ uint64_t lane_stat(peer *p, uint64_t field); /* CDT_UCX_WORKER_STATS_LANE_SENT o
 /* cases_lane_regions.c: regions of 64 KiB to 8 MiB in the lane's stream, the threshold that a
  * worker's parameter, a send's or CDT_UCX_LANE_REGION_THRESHOLD names instead */
 int lane_regions_case(void);
+int lane_split_case(void);
 int lane_headers_case(void); /* headers of more than 2,041 regions through the lane */
 int lane_case(void);
 int lane_kill_case(int where);

@@ -61,6 +61,8 @@ int main(int argc, char **argv)
         return lane_case();
     if (strcmp(c, "lane_regions") == 0)
         return lane_regions_case();
+    if (strcmp(c, "lane_split") == 0)
+        return lane_split_case();
     if (strcmp(c, "lane_headers") == 0)
         return lane_headers_case();
     if (strcmp(c, "lane_kill_sender") == 0)

@@ -41,6 +41,10 @@
  * in the lines of each side's positions; both lane versions (an earlier release leaves 0) */
 #define CDT__LANE_OFF_PROD_CPU 88
 #define CDT__LANE_OFF_CONS_CPU 172
+/* the split (docs/TRANSPORT.md §10.3, Regions moved by both cores): the address of 8 bytes of
+ * each side's own memory that the peer probes with process_vm_readv / process_vm_writev, 0 none */
+#define CDT__LANE_OFF_PROD_PROBE 96
+#define CDT__LANE_OFF_CONS_PROBE 176
 #define CDT__LANE_OFF_GRANTS 192
 #define CDT__LANE_GRANT_SIZE 16
 /* lane version 2 (docs/TRANSPORT.md §10.6): the head ring after the data ring */
@@ -65,6 +69,10 @@
  * right after its stream, when the object has no large region (§10.3, Commit in the ring); asked
  * for by the transport at attach, on either lane version */
 #define CDT__LANE_FEATURE_RING_COMMIT 8u
+/* SPLIT: the consumer takes SPLIT heads, whose large regions both processes copy with
+ * cross-memory attach (§10.3, Regions moved by both cores); set at attach only where the
+ * consumer could read the producer's probe word */
+#define CDT__LANE_FEATURE_SPLIT 16u
 #define CDT__LANE_FEATURES CDT__LANE_FEATURE_HEADERS
 
 /* ---- sizes a segment may have: anything else in an offer or a header is refused ---- */
@@ -155,6 +163,11 @@ typedef struct cdt__lane {
     uint32_t cpu_noted;
     /* the peer is this very process (two workers of one program): its CPU word is no hint */
     int same_process;
+    /* the split (§10.3, Regions moved by both cores): 8 bytes the peer probes (their address is
+     * this side's probe field), whether both probes passed, and the peer's pid for the copies */
+    uint64_t probe_word;
+    int split;
+    int32_t peer_pid;
 } cdt__lane;
 
 typedef struct cdt__lane_params {
@@ -232,6 +245,9 @@ CDT__LANE_HIDDEN int cdt__lane_publish(cdt__lane *lane, size_t len);
  * full (try again after the producer took some). */
 CDT__LANE_HIDDEN int cdt__lane_post_grant(cdt__lane *lane, uint64_t key, uint64_t stream_len,
                                           uint64_t *start);
+/* Consumer: post a grant ring entry that asks for no stream bytes (a SPLIT object's destination
+ * record: docs/TRANSPORT.md §10.3, Regions moved by both cores). CDT_ERR_BUSY as above. */
+CDT__LANE_HIDDEN int cdt__lane_post_record(cdt__lane *lane, uint64_t key, uint64_t value);
 /* Consumer: the published bytes at cons_pos: *src, *len (never across the ring's end, never
  * past what was granted; 0 when none). A prod_pos out of its bounds breaks the lane. */
 CDT__LANE_HIDDEN int cdt__lane_read_span(cdt__lane *lane, const unsigned char **src, size_t *len);
@@ -348,11 +364,15 @@ CDT__LANE_HIDDEN int cdt__lane_create(const cdt__lane_params *params, cdt__lane 
  * CDT_ERR_FRAME_MALFORMED where the file is not that segment. */
 CDT__LANE_HIDDEN int cdt__lane_attach(const cdt__lane_offer *offer, cdt__lane *lane);
 /* cdt__lane_attach, announcing consumer_features CDT__LANE_FEATURES | extra (its HEADS bit
- * only on a version 2 segment: the transport takes heads from its ring; RING_COMMIT on any) */
+ * only on a version 2 segment: the transport takes heads from its ring; RING_COMMIT on any;
+ * SPLIT only where the producer's probe word could be read with process_vm_readv, and then
+ * `split` is set and cons_probe written) */
 CDT__LANE_HIDDEN int cdt__lane_attach_features(const cdt__lane_offer *offer, cdt__lane *lane,
                                                uint32_t extra);
 /* Producer: 1 once the consumer attached (its pidfd is then open, its consumer_features copied
- * into peer_features), 0 not yet. A consumer pid that names no process breaks the lane. */
+ * into peer_features; where they have SPLIT, the consumer's probe word is written once with
+ * process_vm_writev and `split` set if that and the read before it passed), 0 not yet. A
+ * consumer pid that names no process breaks the lane. */
 CDT__LANE_HIDDEN int cdt__lane_attached(cdt__lane *lane);
 /* ---- where each side runs (lane_cpu.c; docs/TRANSPORT.md §10.3, Waiting) ---- */
 /* writes 1 + `cpu` into this side's CPU word if it differs from what this side last wrote

@@ -106,13 +106,10 @@ int cdt__lane_publish(cdt__lane *lane, size_t len)
 
 /* ---- consumer ---- */
 
-int cdt__lane_post_grant(cdt__lane *lane, uint64_t key, uint64_t stream_len, uint64_t *start)
+/* one entry {key, value} into the grant ring: CDT_SUCCESS, CDT_ERR_BUSY (full) or the lane's
+ * error; grants_posted is published by the caller */
+static int post_slot(cdt__lane *lane, uint64_t key, uint64_t value)
 {
-    int rc = cdt__lane_usable(lane, CDT__LANE_CONSUMER);
-    if (rc != CDT_SUCCESS)
-        return rc;
-    if (start == NULL || stream_len > UINT64_MAX / 2 - lane->granted_end)
-        return CDT_ERR_INVALID_ARG;
     uint64_t taken = load_acquire(lane, CDT__LANE_OFF_GRANTS_TAKEN);
     /* the producer takes only grants that were posted, and never gives one back */
     if (taken < lane->grants_taken_seen || taken > lane->grants_posted)
@@ -123,11 +120,37 @@ int cdt__lane_post_grant(cdt__lane *lane, uint64_t key, uint64_t stream_len, uin
     size_t slot = (size_t)(lane->grants_posted & (lane->grant_slots - 1));
     size_t off = CDT__LANE_OFF_GRANTS + slot * CDT__LANE_GRANT_SIZE;
     __atomic_store_n(field(lane, off), key, __ATOMIC_RELAXED);
-    __atomic_store_n(field(lane, off + 8), stream_len, __ATOMIC_RELAXED);
+    __atomic_store_n(field(lane, off + 8), value, __ATOMIC_RELAXED);
+    return CDT_SUCCESS;
+}
+
+int cdt__lane_post_grant(cdt__lane *lane, uint64_t key, uint64_t stream_len, uint64_t *start)
+{
+    int rc = cdt__lane_usable(lane, CDT__LANE_CONSUMER);
+    if (rc != CDT_SUCCESS)
+        return rc;
+    if (start == NULL || stream_len > UINT64_MAX / 2 - lane->granted_end)
+        return CDT_ERR_INVALID_ARG;
+    rc = post_slot(lane, key, stream_len);
+    if (rc != CDT_SUCCESS)
+        return rc;
     /* the object's place is this side's own sum, never read from the segment */
     *start = lane->granted_end;
     lane->granted_end += stream_len;
     lane->grants_posted++;
+    store_release(lane, CDT__LANE_OFF_GRANTS_POSTED, lane->grants_posted);
+    return CDT_SUCCESS;
+}
+
+int cdt__lane_post_record(cdt__lane *lane, uint64_t key, uint64_t value)
+{
+    int rc = cdt__lane_usable(lane, CDT__LANE_CONSUMER);
+    if (rc != CDT_SUCCESS)
+        return rc;
+    rc = post_slot(lane, key, value);
+    if (rc != CDT_SUCCESS)
+        return rc;
+    lane->grants_posted++; /* no stream bytes: the places of the objects after it hold */
     store_release(lane, CDT__LANE_OFF_GRANTS_POSTED, lane->grants_posted);
     return CDT_SUCCESS;
 }

@@ -21,6 +21,7 @@
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #define CDT__LANE_SEALS (F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL)
@@ -123,6 +124,11 @@ int cdt__lane_create(const cdt__lane_params *params, cdt__lane *lane, cdt__lane_
     }
     lane->owns_mapping = 1;
     lane->memfd = fd;
+    /* the word a consumer may read to learn whether it can read this process's memory (§10.3,
+     * Regions moved by both cores): the lane's own field, alive as long as the lane */
+    lane->probe_word = UINT64_C(0x43445450524f4245); /* "CDTPROBE" */
+    __atomic_store_n((uint64_t *)(void *)(lane->base + CDT__LANE_OFF_PROD_PROBE),
+                     (uint64_t)(uintptr_t)&lane->probe_word, __ATOMIC_RELAXED);
     lane->doorbell = bell[1];
     lane->doorbell_rd = bell[0];
     *offer = o;
@@ -162,6 +168,20 @@ static int open_doorbell(int32_t pid, cdt__lane *lane)
     }
     lane->doorbell = fd;
     return CDT_SUCCESS;
+}
+
+/* 8 bytes of process pid at addr: read (and written back when `write`) with cross-memory
+ * attach. 1 when the calls passed: this process may copy to and from that one's memory. The
+ * address is the peer's to name: a wrong one only fails the probe. */
+static int probe_peer(pid_t pid, uint64_t addr, int write)
+{
+    if (pid <= 0 || addr == 0)
+        return 0;
+    uint64_t v = 0;
+    struct iovec local = {&v, sizeof v}, remote = {(void *)(uintptr_t)addr, sizeof v};
+    if (process_vm_readv(pid, &local, 1, &remote, 1, 0) != (ssize_t)sizeof v)
+        return 0;
+    return !write || process_vm_writev(pid, &local, 1, &remote, 1, 0) == (ssize_t)sizeof v;
 }
 
 int cdt__lane_attach_features(const cdt__lane_offer *offer, cdt__lane *lane, uint32_t extra)
@@ -243,6 +263,22 @@ int cdt__lane_attach_features(const cdt__lane_offer *offer, cdt__lane *lane, uin
     uint32_t features = CDT__LANE_FEATURES | extra;
     if (!(features & CDT__LANE_FEATURE_HEADS))
         features &= ~CDT__LANE_FEATURE_LARGE;
+    /* the split needs this side to read the producer's memory (its probe word; a value read
+     * once from the segment) and the commit in the ring, which a SPLIT object always has */
+    lane->peer_pid = offer->pid;
+    if ((features & CDT__LANE_FEATURE_SPLIT) &&
+        ((features & CDT__LANE_FEATURE_RING_COMMIT) == 0 ||
+         !probe_peer((pid_t)offer->pid,
+                     __atomic_load_n((uint64_t *)(void *)(lane->base + CDT__LANE_OFF_PROD_PROBE),
+                                     __ATOMIC_RELAXED),
+                     0)))
+        features &= ~CDT__LANE_FEATURE_SPLIT;
+    if (features & CDT__LANE_FEATURE_SPLIT) {
+        lane->probe_word = UINT64_C(0x43445450524f4245);
+        __atomic_store_n((uint64_t *)(void *)(lane->base + CDT__LANE_OFF_CONS_PROBE),
+                         (uint64_t)(uintptr_t)&lane->probe_word, __ATOMIC_RELAXED);
+        lane->split = 1;
+    }
     lane->own_features = features; /* the bound of the records it takes (lane_heads.c) */
     __atomic_store_n((uint32_t *)(void *)(lane->base + CDT__LANE_OFF_CONSUMER_FEATURES), features,
                      __ATOMIC_RELAXED);
@@ -284,6 +320,15 @@ int cdt__lane_attached(cdt__lane *lane)
     /* read once, after attached (acquire above): a later scribble changes nothing here */
     lane->peer_features = __atomic_load_n(
         (uint32_t *)(void *)(lane->base + CDT__LANE_OFF_CONSUMER_FEATURES), __ATOMIC_RELAXED);
+    /* the split: this side must also write the consumer's memory (its probe word, read once
+     * from the segment after attached; written back with the value it holds) */
+    lane->peer_pid = pid;
+    lane->split =
+        (lane->peer_features & CDT__LANE_FEATURE_SPLIT) &&
+        probe_peer((pid_t)pid,
+                   __atomic_load_n((uint64_t *)(void *)(lane->base + CDT__LANE_OFF_CONS_PROBE),
+                                   __ATOMIC_RELAXED),
+                   1);
     /* the consumer mapped it: the mapping keeps the memory, and with the descriptor closed no
      * other process can open the segment through /proc, nor does it cost a descriptor */
     close(lane->memfd);

@@ -82,12 +82,17 @@ static int parse_head(const unsigned char *msg, size_t len, const cdt__ucx_limit
         return CDT_ERR_FRAME_MAGIC;
     /* a flag this version does not know is a later protocol's */
     if (msg[4] != CDT__UCX_PREFIX_VERSION || msg[5] != CDT__UCX_MODE_SPLIT ||
-        (msg[6] & ~(CDT__UCX_FLAG_COMMIT | CDT__UCX_FLAG_LANE | CDT__UCX_FLAG_HEADER)) != 0 ||
+        (msg[6] & ~(CDT__UCX_FLAG_COMMIT | CDT__UCX_FLAG_LANE | CDT__UCX_FLAG_HEADER |
+                    CDT__UCX_FLAG_SPLIT)) != 0 ||
         msg[7] != 0)
         return CDT_ERR_FRAME_VERSION;
     const bool lane = (msg[6] & CDT__UCX_FLAG_LANE) != 0;
     const bool hdr = (msg[6] & CDT__UCX_FLAG_HEADER) != 0;
     if (hdr && !lane)
+        return CDT_ERR_FRAME_MALFORMED;
+    /* SPLIT: a lane object whose commit is the word in the ring and whose header is whole */
+    const bool split = (msg[6] & CDT__UCX_FLAG_SPLIT) != 0;
+    if (split && (!lane || hdr || (msg[6] & CDT__UCX_FLAG_COMMIT) != 0))
         return CDT_ERR_FRAME_MALFORMED;
     uint64_t key = cdt__get_u64(msg + 8);
     uint64_t threshold = cdt__get_u64(msg + 16);
@@ -103,6 +108,23 @@ static int parse_head(const unsigned char *msg, size_t len, const cdt__ucx_limit
     uint64_t lane_stream = lane ? cdt__get_u64(msg + CDT__UCX_PREFIX_SIZE + 8) : 0;
     const unsigned char *part = msg + CDT__UCX_PREFIX_SIZE + ext;
     cdt_count part_len = (cdt_count)(len - CDT__UCX_PREFIX_SIZE - ext);
+    /* SPLIT: the source table follows the header; the part is the header alone */
+    const unsigned char *table = NULL;
+    cdt_count table_count = 0;
+    if (split) {
+        cdt_count hs = 0;
+        if (part_len < CDT_FRAME_FIXED_HEADER_SIZE)
+            return CDT_ERR_FRAME_MALFORMED;
+        int rc = cdt_frame_header_size(part, CDT_FRAME_FIXED_HEADER_SIZE, &hs);
+        if (rc != CDT_SUCCESS && rc != CDT_ERR_FRAME_TRUNCATED)
+            return rc;
+        if (hs < CDT_FRAME_FIXED_HEADER_SIZE || hs >= part_len || (part_len - hs) % 8 != 0 ||
+            (part_len - hs) / 8 > CDT__UCX_SPLIT_MAX)
+            return CDT_ERR_FRAME_MALFORMED;
+        table = part + hs;
+        table_count = (part_len - hs) / 8;
+        part_len = hs;
+    }
     /* a lane object's head holds the whole fixed header (its limits apply now) and no tail */
     if (lane && (tail_len != 0 || part_len < CDT_FRAME_FIXED_HEADER_SIZE ||
                  lane_stream < (uint64_t)part_len || lane_stream > (uint64_t)INT64_MAX))
@@ -149,6 +171,9 @@ static int parse_head(const unsigned char *msg, size_t len, const cdt__ucx_limit
     out->lane_id = lane_id;
     out->header_in_lane = hdr;
     out->header_size = hdr ? header_size : 0;
+    out->split = split;
+    out->split_table = table;
+    out->split_count = table_count;
     return CDT_SUCCESS;
 }
 

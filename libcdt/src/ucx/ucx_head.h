@@ -49,6 +49,12 @@
  * does not fit a head message; the lane carries inline-stream bytes from the fixed header's end
  * on (the table first), docs/TRANSPORT.md §10.3, Headers through the lane */
 #define CDT__UCX_FLAG_HEADER 0x08
+/* SPLIT (with LANE, without COMMIT or HEADER): the head's part is the frame's header followed
+ * by the source table, the sender's address of each large region (8 bytes each, region order,
+ * 1 to CDT__UCX_SPLIT_MAX of them); both processes copy those regions with cross-memory attach
+ * (docs/TRANSPORT.md §10.3, Regions moved by both cores) */
+#define CDT__UCX_FLAG_SPLIT 0x10
+#define CDT__UCX_SPLIT_MAX 64
 #define CDT__UCX_LANE_EXT_SIZE 16
 
 /* the commit message: magic, then the sender's status (int32): CDT_SUCCESS when every large
@@ -98,6 +104,11 @@ typedef struct cdt__ucx_head {
     bool header_in_lane;   /* CDT__UCX_FLAG_HEADER: part is the fixed header, and the rest of
                             * the header (header_size bytes in all) comes through the lane */
     cdt_count header_size; /* with header_in_lane: the whole header's bytes */
+    /* CDT__UCX_FLAG_SPLIT: the source table (split_count entries of 8 bytes) after the header;
+     * part_len then counts the header alone */
+    bool split;
+    const unsigned char *split_table;
+    cdt_count split_count;
 } cdt__ucx_head;
 
 /* Parse a head message of `len` bytes (len <= CDT__UCX_HEAD_MAX; only those bytes are read).

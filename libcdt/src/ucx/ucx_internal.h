@@ -13,6 +13,7 @@
 
 #include <pthread.h>
 #include <stdbool.h>
+#include <sys/uio.h>
 #include <ucp/api/ucp.h>
 
 #define CDT__UCX_HIDDEN __attribute__((visibility("hidden")))
@@ -22,6 +23,9 @@
 /* on an endpoint with a lane, regions below this go in the lane's stream instead of zero-copy
  * (measured: docs/TRANSPORT.md §10.3, Regions); CDT_UCX_LANE_REGION_THRESHOLD overrides it */
 #define CDT__UCX_LANE_REGION_THRESHOLD ((cdt_count)1 << 62)
+/* on a lane that splits, where no threshold was named, regions from this size on are copied by
+ * both processes (docs/TRANSPORT.md §10.3, Regions moved by both cores; ucx_lane_split.c) */
+#define CDT__UCX_LANE_SPLIT_MIN ((cdt_count)65536)
 /* how often UCX checks that the peers of a context's endpoints are alive, unless
  * UCX_KEEPALIVE_INTERVAL says otherwise (cdt_ucx_context_create) */
 #define CDT__UCX_KEEPALIVE_INTERVAL "1s"
@@ -88,10 +92,12 @@ struct cdt_ucx_worker_s {
     int hello_waiting;
     /* the lane (ucx_lane.c): offered and accepted by this worker; consumer lanes mapped */
     bool lane_on;
+    bool lane_split; /* CDT_UCX_LANE_SPLIT: large regions copied by both processes */
     int lanes_mapped;
-    int lanes_made;                    /* producer lanes this worker's endpoints hold */
-    uint64_t lane_sent, lane_received; /* objects whose stream went whole (stats) */
-    unsigned lane_polls;               /* progress calls (the offer's stream poll) */
+    int lanes_made;                                /* producer lanes this worker's endpoints hold */
+    uint64_t lane_sent, lane_received;             /* objects whose stream went whole (stats) */
+    uint64_t lane_split_sent, lane_split_received; /* of them, SPLIT objects (stats) */
+    unsigned lane_polls;                           /* progress calls (the offer's stream poll) */
     int lane_owed;      /* endpoints whose peer's offer or no-lane record is still to come */
     bool lane_waiting;  /* the last progress left lane objects in flight (no sleep then) */
     unsigned lane_idle; /* progress calls in a row that waited for the lane and saw nothing move */
@@ -211,6 +217,9 @@ struct cdt_ucx_ep_s {
     unsigned char lane_wire[4 + 40];
     const char *lane_why;
     bool lane_ready;
+    /* its lane splits large regions (docs/TRANSPORT.md §10.3, Regions moved by both cores): set
+     * once, before lane_ready, read without the lock */
+    bool lane_split;
     /* the peer's id came and its offer or no-lane record not yet (counted in w->lane_owed,
      * since lane_owed_since, ms); why the peer has no lane, from its no-lane record ("" none) */
     bool lane_owed;
@@ -369,6 +378,15 @@ struct cdt_ucx_request_s {
      * data ring, not a message (docs/TRANSPORT.md §10.3, Commit in the ring); recv: its bytes
      * are copied into `trailer` as they come out of the ring */
     bool lane_word;
+    /* send, SPLIT (docs/TRANSPORT.md §10.3, Regions moved by both cores; ucx_lane_split.c): its
+     * large regions (address and length in its memory, region order; owned) and where its lane
+     * part stands after the stream: 0 the record to take, 1 the word to publish, 2 the release
+     * to see */
+    bool lane_split;
+    int split_phase;
+    int split_status; /* send: its push's outcome, in the word; judged at the release */
+    cdt_count split_n;
+    struct iovec *split_iov;
     /* recv: the head message lands here; send: the head message is built here */
     _Alignas(16) unsigned char head[CDT__UCX_HEAD_MAX];
 };

@@ -17,17 +17,22 @@
 _Static_assert(sizeof(((struct cdt_ucx_ep_s *)0)->lane_wire) == CDT__UCX_LANE_RECORD_SIZE,
                "the offer record's buffer");
 
-int cdt__ucx_lane_env(bool *on)
+int cdt__ucx_env_switch(const char *name, bool dflt, bool *on)
 {
-    const char *env = getenv("CDT_UCX_LANE");
-    *on = true; /* the default (docs/TRANSPORT.md §10) */
-    if (env == NULL || *env == '\0' || strcmp(env, "on") == 0)
+    const char *env = getenv(name);
+    *on = dflt;
+    if (env == NULL || *env == '\0')
         return CDT_SUCCESS;
-    if (strcmp(env, "off") == 0) {
-        *on = false;
+    if (strcmp(env, "on") == 0 || strcmp(env, "off") == 0) {
+        *on = env[1] == 'n';
         return CDT_SUCCESS;
     }
-    return CDT_ERR_INVALID_ARG;
+    return CDT_ERR_INVALID_ARG; /* a misspelt setting must not pass unnoticed */
+}
+
+int cdt__ucx_lane_env(bool *on)
+{
+    return cdt__ucx_env_switch("CDT_UCX_LANE", true, on); /* the default (§10) */
 }
 
 static cdt__ucx_lane_ep *lane_of(struct cdt_ucx_ep_s *ep)
@@ -152,7 +157,8 @@ static void attach(struct cdt_ucx_ep_s *ep, cdt__ucx_lane_ep *l)
     /* heads through the ring where this worker takes them; the commit in the data ring unless
      * the test hook makes this consumer one of an earlier release */
     uint32_t extra = cdt__ucx_lane_heads_features(w) |
-                     (w->test_no_ring_commit ? 0u : CDT__LANE_FEATURE_RING_COMMIT);
+                     (w->test_no_ring_commit ? 0u : CDT__LANE_FEATURE_RING_COMMIT) |
+                     (w->lane_split ? CDT__LANE_FEATURE_SPLIT : 0u);
     uint32_t heads = extra & CDT__LANE_FEATURE_HEADS;
     int rc =
         l->bounce == NULL ? CDT_ERR_NO_MEMORY : cdt__lane_attach_features(&offer, &l->rx, extra);
@@ -251,6 +257,7 @@ void cdt__ucx_lane_ep_end(struct cdt_ucx_ep_s *ep, int status)
             cdt__ucx_recv_failed_by(e->r, CDT_UCX_RECV_FAILURE_ENDPOINT, ep->peer_id);
         if (e->r != NULL)
             cdt__ucx_recv_fail(e->r, CDT_ERR_PEER); /* detaches it: e->r = NULL */
+        cdt__ucx_lane_split_free(e);                /* and a receive held for the split, let go */
         free(e);
     }
     if (l->rx_attached)
@@ -312,6 +319,7 @@ static int ep_progress(struct cdt_ucx_ep_s *ep, cdt__ucx_lane_ep *l, bool *moved
             ep->lane_why = "attach-failed";
         } else if (rc == 1) {
             l->tx_attached = true;
+            __atomic_store_n(&ep->lane_split, l->tx.split && ep->w->lane_split, __ATOMIC_RELAXED);
             __atomic_store_n(&ep->lane_ready, true, __ATOMIC_RELEASE);
             cdt__ucx_lane_heads_switch(ep); /* when the consumer takes heads from the ring */
             if (ep->lane != l)
@@ -410,6 +418,9 @@ void cdt__ucx_lane_progress(cdt_ucx_worker w, unsigned ucx_events)
         any_shared |= !moved && waiting(l) && here;
         w->lane_sent += l->sends_done;
         w->lane_received += l->recvs_done;
+        w->lane_split_sent += l->splits_sent;
+        w->lane_split_received += l->splits_received;
+        l->splits_sent = l->splits_received = 0;
         l->sends_done = l->recvs_done = 0;
     }
     w->ring_first = any_ring;

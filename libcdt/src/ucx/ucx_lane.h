@@ -41,6 +41,20 @@ typedef struct cdt__ucx_lane_in {
     struct cdt_ucx_request_s *r;
     uint64_t key, len, off;
     bool granted;
+    /* a SPLIT object (docs/TRANSPORT.md §10.3, Regions moved by both cores; ucx_lane_split.c):
+     * its destination record is ready to post (the list, or none: address 0) and posted; the
+     * source table from its head; the destination list (address, length per large region) and
+     * each one's region index and staging buffer (NULL: the destination is one piece of the
+     * object's memory), all private memory owned here; a receive that failed after its record
+     * went, held (its memory may still be written by the sender) until the word is in */
+    bool split, split_ready, split_posted;
+    int split_status; /* the receiver's read of its share: judged when the word is in */
+    cdt_count split_n;
+    uint64_t *split_src;
+    uint64_t *split_list;
+    cdt_count *split_index;
+    void **split_tmp;
+    struct cdt_ucx_request_s *split_held;
 } cdt__ucx_lane_in;
 
 /* an endpoint's lanes: the one it produces into (its sends) and the one its peer produces
@@ -78,6 +92,7 @@ typedef struct cdt__ucx_lane_ep {
     unsigned char *bounce;           /* frag_bytes of private memory: custom types read a copy */
     int64_t idle_since;              /* ms: pending work and no progress since then (0: moving) */
     uint64_t sends_done, recvs_done; /* objects moved whole, added to the worker's stats */
+    uint64_t splits_sent, splits_received; /* of them, SPLIT objects (the same way) */
     /* the head ring (ucx_lane_heads.c). Producer: the switch went (heads_tx); heads held for a
      * full ring, in send order. Consumer: the switch's receive, the switch came (heads_rx:
      * records are read), asleep on the doorbell */
@@ -89,6 +104,9 @@ typedef struct cdt__ucx_lane_ep {
 } cdt__ucx_lane_ep;
 
 /* ucx_lane.c */
+/* an on/off setting of the environment: unset or empty gives dflt, "on" true, "off" false;
+ * CDT_ERR_INVALID_ARG for another value */
+CDT__LANE_HIDDEN int cdt__ucx_env_switch(const char *name, bool dflt, bool *on);
 /* the environment's setting: CDT_UCX_LANE "on" or "off" (unset or empty: on, the default);
  * CDT_ERR_INVALID_ARG for another value */
 CDT__LANE_HIDDEN int cdt__ucx_lane_env(bool *on);
@@ -247,5 +265,40 @@ CDT__LANE_HIDDEN void cdt__ucx_lane_detach(struct cdt_ucx_request_s *r);
 /* ucx_lane_recv.c: grant and unpack what came on ep's consumer lane: 0, or the lane's error.
  * The endpoint can end inside (ep->lane no longer l, l freed), as in cdt__ucx_lane_pump_send */
 CDT__LANE_HIDDEN int cdt__ucx_lane_pump_recv(cdt__ucx_lane_ep *l);
+
+/* ucx_lane_split.c: the large regions of a SPLIT object, copied by both processes
+ * (docs/TRANSPORT.md §10.3, Regions moved by both cores) */
+/* whether the worker's environment leaves the split on: CDT_UCX_LANE_SPLIT "on" or "off" (unset
+ * or empty: on); CDT_ERR_INVALID_ARG for another value */
+CDT__LANE_HIDDEN int cdt__ucx_lane_split_env(bool *on);
+/* send: after lane_plan chose regions at the split's threshold, whether r goes SPLIT on lane l
+ * (lock held): its large regions' addresses and lengths noted (r->split_iov), and the source
+ * table written after its header in r->head. CDT_SUCCESS and *split; an error of the frame. */
+CDT__LANE_HIDDEN int cdt__ucx_lane_split_plan(struct cdt_ucx_request_s *r, cdt_count nsep,
+                                              cdt_count table_room, bool *split);
+/* send, producer's pump: r's stream is out; its record taken, its share pushed, its word
+ * published, the consumer's release of it seen. 1: done; 0: call again; else the lane's error */
+CDT__LANE_HIDDEN int cdt__ucx_lane_split_send(cdt__ucx_lane_ep *l, struct cdt_ucx_request_s *r,
+                                              cdt__lane_pack_fn *pack);
+/* recv: a SPLIT head's checks and its table, copied into e (lock held). CDT_SUCCESS or the
+ * receive's error; e's record is then ready with address 0 */
+CDT__LANE_HIDDEN int cdt__ucx_lane_split_head(cdt__ucx_lane_ep *l, cdt__ucx_lane_in *e,
+                                              const struct cdt__ucx_head *h, cdt_count nsep);
+/* recv: the packed stream is in: the destination list of e's live receive (its failure fails
+ * the receive, whose record then goes with address 0) */
+CDT__LANE_HIDDEN void cdt__ucx_lane_split_dest(cdt__ucx_lane_in *e);
+/* recv: post e's record where it is ready, then pull the receive's share. 1: posted (or
+ * nothing to post); 0: the grant ring is full; else the lane's error */
+CDT__LANE_HIDDEN int cdt__ucx_lane_split_record(cdt__ucx_lane_ep *l, cdt__ucx_lane_in *e);
+/* recv: e's object is whole (its word in; its live receive, if any, no longer on the lane):
+ * the staging buffers written through the decoder and the regions marked done (a live receive
+ * whose word said success; a write that fails fails it), a held receive let go, e's memory
+ * freed */
+CDT__LANE_HIDDEN void cdt__ucx_lane_split_end(cdt__ucx_lane_in *e);
+/* recv: r fails while it holds a place on a SPLIT object: true when it is held (its record
+ * went with its memory's addresses), false when not (the record will go with address 0) */
+CDT__LANE_HIDDEN bool cdt__ucx_lane_split_detach(cdt__ucx_lane_in *e, struct cdt_ucx_request_s *r);
+/* e's split memory freed (and a held receive let go: the lane ended) */
+CDT__LANE_HIDDEN void cdt__ucx_lane_split_free(cdt__ucx_lane_in *e);
 
 #endif

@@ -25,30 +25,17 @@ _Static_assert(CDT__UCX_RING_HEAD_MAX >= CDT__LANE_HEAD_LARGE_MAX, "ring head bo
 
 int cdt__ucx_lane_heads_env(bool *on)
 {
-    const char *env = getenv("CDT_UCX_LANE_HEADS");
-    *on = true; /* the default (docs/TRANSPORT.md §10.6) */
-    if (env == NULL || *env == '\0' || strcmp(env, "on") == 0)
-        return CDT_SUCCESS;
-    if (strcmp(env, "off") == 0) { /* every head over UCX, as before lane version 2 */
-        *on = false;
-        return CDT_SUCCESS;
-    }
-    return CDT_ERR_INVALID_ARG;
+    /* on by default (docs/TRANSPORT.md §10.6); off: every head over UCX, as before lane
+     * version 2 */
+    return cdt__ucx_env_switch("CDT_UCX_LANE_HEADS", true, on);
 }
 
 int cdt__ucx_lane_large_env(bool *on)
 {
-    const char *env = getenv("CDT_UCX_LANE_LARGE");
     /* off by default: since a LANE object's commit goes in the data ring, the LANE way is as
-     * fast or faster at 32-64 KiB (docs/TRANSPORT.md §10.6, Large records) */
-    *on = false;
-    if (env == NULL || *env == '\0' || strcmp(env, "off") == 0)
-        return CDT_SUCCESS;
-    if (strcmp(env, "on") == 0) { /* 32-64 KiB objects whole as one head ring record */
-        *on = true;
-        return CDT_SUCCESS;
-    }
-    return CDT_ERR_INVALID_ARG;
+     * fast or faster at 32-64 KiB (docs/TRANSPORT.md §10.6, Large records); on: 32-64 KiB
+     * objects whole as one head ring record */
+    return cdt__ucx_env_switch("CDT_UCX_LANE_LARGE", false, on);
 }
 
 /* the switch's tag: private(lane_key, 0xFFFFD), lane_key the nonce's first 8 bytes mod 2^43 */

@@ -86,8 +86,13 @@ static uint64_t stream_bytes(cdt_ucx_request r)
 void cdt__ucx_lane_discard(cdt_ucx_worker w, const cdt__ucx_head *h)
 {
     struct cdt_ucx_ep_s *ep = lane_ep(w, h->lane_id);
-    if (ep != NULL && ep->peer_id == h->sender)
-        enqueue(ep->lane, h->key, head_lane_bytes(ep->lane, h));
+    if (ep == NULL || ep->peer_id != h->sender)
+        return;
+    cdt__ucx_lane_in *e = enqueue(ep->lane, h->key, head_lane_bytes(ep->lane, h));
+    if (e != NULL && h->split) { /* its record goes with address 0: the sender pushes nothing */
+        e->split = true;
+        e->split_ready = true;
+    }
 }
 
 void cdt__ucx_lane_detach(cdt_ucx_request r)
@@ -95,6 +100,12 @@ void cdt__ucx_lane_detach(cdt_ucx_request r)
     cdt__ucx_lane_in *e = r->lane_in;
     r->lane_in = NULL;
     e->r = NULL;
+    if (e->split) {
+        /* no region message to discard; held while the sender may write into its memory */
+        if (!cdt__ucx_lane_split_detach(e, r))
+            r->outstanding--;
+        return;
+    }
     r->outstanding--; /* the caller (cdt__ucx_recv_fail) holds the request meanwhile */
     if (!r->lane_regions && r->lane_header > 0) {
         /* failed before its large regions were posted: their messages are discarded, so that
@@ -208,7 +219,8 @@ void cdt__ucx_lane_head(cdt_ucx_request r, const cdt__ucx_head *h)
     /* the lane belongs to the endpoint its offer came through: a head that names another
      * endpoint's lane is not that sender's */
     if (ep == NULL || ep->peer_id != h->sender) {
-        cdt__ucx_recv_drain_regions(r, h->part, h->part_len, 0);
+        if (!h->split) /* a SPLIT object sends no region message */
+            cdt__ucx_recv_drain_regions(r, h->part, h->part_len, 0);
         int rc = lane_missing(r->w, h->sender);
         if (rc == CDT_ERR_PEER) /* the sender's endpoint here failed or was closed */
             cdt__ucx_recv_failed_by(r, CDT_UCX_RECV_FAILURE_ENDPOINT, h->sender);
@@ -218,10 +230,12 @@ void cdt__ucx_lane_head(cdt_ucx_request r, const cdt__ucx_head *h)
     const uint64_t lane_len = (uint64_t)(h->stream_len - h->part_len);
     cdt__ucx_lane_in *e = enqueue(ep->lane, h->key, head_lane_bytes(ep->lane, h));
     if (e == NULL) {
-        cdt__ucx_recv_drain_regions(r, h->part, h->part_len, 0);
+        if (!h->split)
+            cdt__ucx_recv_drain_regions(r, h->part, h->part_len, 0);
         cdt__ucx_recv_fail(r, CDT_ERR_NO_MEMORY);
         return;
     }
+    e->split = h->split; /* until its record is ready, later grants wait (pump_recv) */
     e->r = r;
     r->lane_in = e;
     r->lane_word = head_word(ep->lane, h);
@@ -244,17 +258,25 @@ void cdt__ucx_lane_head(cdt_ucx_request r, const cdt__ucx_head *h)
     /* what the lane carries is the packed stream and the small regions, nothing else */
     if (rc == CDT_SUCCESS && (uint64_t)in.packed_size + (uint64_t)inline_bytes != lane_len)
         rc = CDT_ERR_FRAME_MALFORMED;
-    /* a large region completes over UCX: its object ends with a commit message, never a word */
-    if (rc == CDT_SUCCESS && nsep > 0 && r->lane_word)
+    /* a large region completes over UCX: its object ends with a commit message, never a word;
+     * a SPLIT object's are copied by both processes and it always ends with a word */
+    if (h->split) {
+        if (rc == CDT_SUCCESS)
+            rc = cdt__ucx_lane_split_head(ep->lane, e, h, nsep);
+        if (rc == CDT_SUCCESS && !r->lane_word)
+            rc = CDT_ERR_FRAME_MALFORMED;
+    } else if (rc == CDT_SUCCESS && nsep > 0 && r->lane_word) {
         rc = CDT_ERR_FRAME_MALFORMED;
-    if (rc == CDT_SUCCESS && nsep > 0) {
+    }
+    if (rc == CDT_SUCCESS && nsep > 0 && !h->split) {
         r->subs = calloc((size_t)nsep, sizeof(*r->subs));
         if (r->subs == NULL)
             rc = CDT_ERR_NO_MEMORY;
     }
     if (rc != CDT_SUCCESS) {
-        cdt__ucx_recv_drain_regions(r, h->part, h->part_len, 0);
-        cdt__ucx_recv_fail(r, rc); /* its stream is released unread */
+        if (!h->split)
+            cdt__ucx_recv_drain_regions(r, h->part, h->part_len, 0);
+        cdt__ucx_recv_fail(r, rc); /* its stream is released unread (a record of address 0) */
         return;
     }
     r->lane_header = in.header_size;
@@ -309,11 +331,17 @@ static int unpack(void *state, uint64_t offset, const unsigned char *src, size_t
  * its regions go only then (its region callback reads what it unpacked), as in version 6, where
  * the whole inline stream is written before the regions are posted. Their senders' messages
  * wait in UCX meanwhile. The header is the head's part, still in r->head. */
-static void post_regions(cdt_ucx_request r, const cdt__ucx_lane_in *e)
+static void post_regions(cdt__ucx_lane_ep *l, cdt_ucx_request r, cdt__ucx_lane_in *e)
 {
     if (r->lane_regions || e->off < (uint64_t)(r->lane_header - r->lane_base + r->lane_packed))
         return;
     r->lane_regions = true;
+    if (e->split) { /* their destinations to the sender, then this side's share (§10.3) */
+        cdt__ucx_lane_split_dest(e);
+        if (cdt__ucx_lane_split_record(l, e) < 0)
+            l->rx.error = l->rx.error != CDT_SUCCESS ? l->rx.error : CDT_ERR_PEER;
+        return;
+    }
     cdt_frame_info in = {.field_mask = CDT_FRAME_INFO_ALL};
     const unsigned char *S = r->head + CDT__UCX_PREFIX_SIZE + CDT__UCX_LANE_EXT_SIZE;
     int rc = cdt_decoder_info(r->dec, &in);
@@ -365,15 +393,22 @@ int cdt__ucx_lane_pump_recv(cdt__ucx_lane_ep *l)
 {
     struct cdt_ucx_ep_s *ep = l->ep; /* read while l is alive */
     for (cdt__ucx_lane_in *e = l->in_head; e != NULL; e = e->next) {
-        if (e->granted)
-            continue;
-        uint64_t start;
-        int rc = cdt__lane_post_grant(&l->rx, e->key, e->len, &start);
-        if (rc == CDT_ERR_BUSY)
-            break; /* the grant ring is full: again once the producer took some */
-        if (rc != CDT_SUCCESS)
+        if (!e->granted) {
+            uint64_t start;
+            int rc = cdt__lane_post_grant(&l->rx, e->key, e->len, &start);
+            if (rc == CDT_ERR_BUSY)
+                break; /* the grant ring is full: again once the producer took some */
+            if (rc != CDT_SUCCESS)
+                return rc;
+            e->granted = true;
+        }
+        /* a SPLIT object's destination record goes before any later grant: the producer takes
+         * it as the next grant after the object's stream (ucx_lane_split.c) */
+        int rc = cdt__ucx_lane_split_record(l, e);
+        if (rc < 0)
             return rc;
-        e->granted = true;
+        if (rc == 0)
+            break;
     }
     cdt__ucx_lane_in *e;
     while ((e = l->in_head) != NULL && e->granted) {
@@ -386,17 +421,26 @@ int cdt__ucx_lane_pump_recv(cdt__ucx_lane_ep *l)
             continue;
         }
         if (r != NULL) {
-            post_regions(r, e); /* the packed stream is in: the regions' places are known */
-            r = e->r;           /* NULL: their posting failed the receive */
+            post_regions(l, r, e); /* the packed stream is in: the regions' places are known */
+            r = e->r;              /* NULL: their posting failed the receive */
+            if (l->rx.error != CDT_SUCCESS)
+                return l->rx.error;
         }
         if (rc == 0)
             return 0;
         l->in_head = e->next;
         if (l->in_head == NULL)
             l->in_tail = NULL;
+        const bool split = e->split;
+        if (split) {
+            if (r != NULL)
+                r->lane_in = NULL;
+            cdt__ucx_lane_split_end(e); /* staging written, a held receive let go */
+        }
         free(e);
         if (r != NULL) {
             l->recvs_done++;
+            l->splits_received += split;
             r->lane_in = NULL;
             if (r->lane_word && r->status == CDT_SUCCESS) {
                 /* the sender's status, from the word's private copy: its error (a pack that

@@ -141,7 +141,9 @@ static int pack(void *state, uint64_t offset, unsigned char *dst, size_t n, size
          * packed before it, so the status is final: a pack that failed part-way, or a send
          * ended meanwhile */
         unsigned char word[CDT__LANE_WORD_SIZE];
-        cdt__ucx_put_commit(word, r->detached ? CDT_ERR_CANCELED : r->status);
+        cdt__ucx_put_commit(word, r->detached                ? CDT_ERR_CANCELED
+                                  : r->status != CDT_SUCCESS ? r->status
+                                                             : r->split_status);
         *used = cdt__lane_word_put(word, r->lane_len, offset, dst, n);
         return CDT_SUCCESS;
     }
@@ -204,11 +206,16 @@ int cdt__ucx_lane_pump_send(cdt__ucx_lane_ep *l)
             l->cur = r;
         }
         cdt_ucx_request r = l->cur;
-        int rc = cdt__lane_pump_out(&l->tx, pack, r, &r->lane_off, lane_granted(r));
+        /* a SPLIT object's word goes only after its regions' share (ucx_lane_split.c) */
+        uint64_t upto = r->lane_split ? r->lane_len : lane_granted(r);
+        int rc = r->lane_off < upto ? cdt__lane_pump_out(&l->tx, pack, r, &r->lane_off, upto) : 1;
+        if (rc == 1 && r->lane_split)
+            rc = cdt__ucx_lane_split_send(l, r, pack);
         if (rc <= 0)
             return rc;
         l->cur = NULL;
         l->sends_done++;
+        l->splits_sent += r->lane_split;
         cdt__ucx_send_part_end(r, CDT_SUCCESS); /* may free r's frame: done with it */
         cdt__ucx_test_end(ep, CDT__UCX_END_PUMP_SEND);
         if (ep->lane != l)
@@ -221,7 +228,7 @@ int cdt__ucx_lane_pump_send(cdt__ucx_lane_ep *l)
  * message and a region is large: a receiver that failed before the whole table came could not
  * name the regions to discard). Whether the receiver takes a header through the lane is asked
  * under the lock (cdt__ucx_lane_isend). */
-static bool lane_plan(cdt_ucx_request r, cdt_count threshold, cdt_count *nsep, int *rc)
+static bool lane_plan(cdt_ucx_request r, cdt_count threshold, bool split, cdt_count *nsep, int *rc)
 {
     cdt_count n;
     *rc = cdt_frame_region_count(r->frame, &n);
@@ -261,8 +268,10 @@ static bool lane_plan(cdt_ucx_request r, cdt_count threshold, cdt_count *nsep, i
             return false;
         (*nsep)++;
     }
-    if (inline_len <= CDT__UCX_HEAD_MAX - CDT__UCX_PREFIX_SIZE)
-        return false; /* one head message carries it: no grant to wait for */
+    /* one head message carries it: no grant to wait for; a SPLIT object's large regions are
+     * copied by both processes whatever its stream's size (§10.3, Regions moved by both cores) */
+    if (inline_len <= CDT__UCX_HEAD_MAX - CDT__UCX_PREFIX_SIZE && !(split && *nsep > 0))
+        return false;
     r->lane_header = header;
     r->lane_packed = (cdt_count)cdt__get_u64(h + CDT__OFF_PACKED_SIZE);
     r->lane_base = in_lane ? CDT_FRAME_FIXED_HEADER_SIZE : header;
@@ -309,7 +318,22 @@ int cdt__ucx_lane_isend(struct cdt_ucx_ep_s *ep, cdt_ucx_request r, cdt_count th
     cdt_ucx_worker w = ep->w;
     cdt_count nsep = 0;
     int rc = CDT_SUCCESS;
-    if (!lane_plan(r, threshold, &nsep, &rc)) {
+    /* where the lane splits and the application named no threshold, regions from
+     * CDT__UCX_LANE_SPLIT_MIN on are moved by both processes (§10.3, Regions moved by both
+     * cores); an object that cannot go SPLIT is planned again with the lane's threshold */
+    const cdt_count room = CDT__UCX_HEAD_MAX - CDT__UCX_PREFIX_SIZE - CDT__UCX_LANE_EXT_SIZE;
+    bool split = threshold == CDT__UCX_LANE_REGION_THRESHOLD &&
+                 __atomic_load_n(&ep->lane_split, __ATOMIC_ACQUIRE);
+    bool planned = split && lane_plan(r, CDT__UCX_LANE_SPLIT_MIN, true, &nsep, &rc);
+    if (planned && (nsep < 1 || nsep > CDT__UCX_SPLIT_MAX || r->lane_base != r->lane_header ||
+                    r->lane_header + 8 * nsep > room))
+        planned = false;
+    split = planned;
+    if (split)
+        threshold = CDT__UCX_LANE_SPLIT_MIN;
+    if (rc == CDT_SUCCESS && !planned)
+        planned = lane_plan(r, threshold, false, &nsep, &rc);
+    if (!planned) {
         if (rc == CDT_SUCCESS)
             return CDT__UCX_LANE_DECLINED;
         cdt_frame_free(r->frame);
@@ -317,7 +341,16 @@ int cdt__ucx_lane_isend(struct cdt_ucx_ep_s *ep, cdt_ucx_request r, cdt_count th
         cdt__ucx_request_release(r);
         return rc;
     }
-    if (nsep > 0) {
+    if (split) {
+        rc = cdt__ucx_lane_split_plan(r, nsep, room, &split);
+        if (rc != CDT_SUCCESS) {
+            cdt_frame_free(r->frame);
+            r->frame = NULL;
+            cdt__ucx_request_release(r);
+            return rc;
+        }
+    }
+    if (nsep > 0 && !split) {
         r->subs = calloc((size_t)nsep, sizeof(*r->subs));
         if (r->subs == NULL) {
             cdt_frame_free(r->frame);
@@ -342,6 +375,10 @@ int cdt__ucx_lane_isend(struct cdt_ucx_ep_s *ep, cdt_ucx_request r, cdt_count th
         free(r->subs);
         r->subs = NULL;
         r->nsubs = 0;
+        free(r->split_iov); /* the version 6 way, with the caller's threshold */
+        r->split_iov = NULL;
+        r->split_n = 0;
+        r->lane_split = false;
         return CDT__UCX_LANE_DECLINED;
     }
     uint64_t key = cdt__ucx_next_key(w);
@@ -366,17 +403,20 @@ int cdt__ucx_lane_isend(struct cdt_ucx_ep_s *ep, cdt_ucx_request r, cdt_count th
      * failed part-way, whose stream was filled up) and, over cma, the large regions' end. With
      * no large region, to a consumer that takes it, the commit is a word in the data ring after
      * the stream (no message: §10.3, Commit in the ring); else a message after every part */
-    r->lane_word = (nsep == 0 || w->test_word_regions) &&
+    r->lane_word = (nsep == 0 || split || w->test_word_regions) &&
                    (l->tx.peer_features & CDT__LANE_FEATURE_RING_COMMIT) != 0;
     r->commit = !r->lane_word;
     unsigned flags = CDT__UCX_FLAG_LANE | (r->commit ? CDT__UCX_FLAG_COMMIT : 0u);
     if (r->lane_base < r->lane_header)
         flags |= CDT__UCX_FLAG_HEADER;
+    if (split)
+        flags |= CDT__UCX_FLAG_SPLIT; /* the source table follows the header (split_plan) */
     cdt__ucx_put_prefix(r->head, key, threshold, 0, flags, ep->id);
     uint64_t lane_id = cdt__get_u64(l->tx.nonce);
     cdt__ucx_put_lane_ext(r->head + CDT__UCX_PREFIX_SIZE, lane_id,
                           r->lane_base + (cdt_count)r->lane_len);
-    size_t msg_len = CDT__UCX_PREFIX_SIZE + CDT__UCX_LANE_EXT_SIZE + (size_t)r->lane_base;
+    size_t msg_len = CDT__UCX_PREFIX_SIZE + CDT__UCX_LANE_EXT_SIZE + (size_t)r->lane_base +
+                     (split ? 8 * (size_t)nsep : 0);
     r->head_exposed = ep->peer_accesses_memory && msg_len > CDT__UCX_EAGER_SURE;
     r->q_ep = ep->id;
     r->outstanding = 1;   /* held while posting */
@@ -387,10 +427,11 @@ int cdt__ucx_lane_isend(struct cdt_ucx_ep_s *ep, cdt_ucx_request r, cdt_count th
         cdt__ucx_send_unposted(r);
         return rc;
     }
-    /* the large regions, each its own message straight from the object's memory (§4) */
+    /* the large regions, each its own message straight from the object's memory (§4); a SPLIT
+     * object's are copied by both processes once its stream is out (ucx_lane_split.c) */
     cdt_count regions = 0;
     cdt_frame_region_count(r->frame, &regions);
-    for (cdt_count i = 0, k = 0; i < regions && k < nsep; i++) {
+    for (cdt_count i = 0, k = 0; !split && i < regions && k < nsep; i++) {
         cdt_count len = 0;
         cdt_frame_region_info(r->frame, i, &len, NULL, NULL);
         if (!cdt__ucx_separate(len, threshold, i))

@@ -218,4 +218,7 @@ void cdt__ucx_send_release(cdt_ucx_request r)
     free(r->subs);
     r->subs = NULL;
     r->nsubs = 0;
+    free(r->split_iov);
+    r->split_iov = NULL;
+    r->split_n = 0;
 }

@@ -117,6 +117,9 @@ int cdt_ucx_worker_create(cdt_ucx_context context, const cdt_ucx_worker_params *
     long end_at = 0;
     if (cdt__ucx_test_end_env(&end_point, &end_at) != CDT_SUCCESS)
         return CDT_ERR_INVALID_ARG; /* a misspelt setting must not pass unnoticed */
+    bool lane_split = true;         /* large regions copied by both processes (§10.3) */
+    if (cdt__ucx_lane_split_env(&lane_split) != CDT_SUCCESS)
+        return CDT_ERR_INVALID_ARG; /* a misspelt setting must not pass unnoticed */
     bool no_ring_commit = false;
     if (cdt__ucx_test_ring_commit_env(&no_ring_commit) != CDT_SUCCESS)
         return CDT_ERR_INVALID_ARG;
@@ -134,6 +137,7 @@ int cdt_ucx_worker_create(cdt_ucx_context context, const cdt_ucx_worker_params *
     w->lane_heads = lane_on && lane_heads;
     w->lane_large = w->lane_heads && lane_large;
     w->lane_threshold = lane_threshold;
+    w->lane_split = lane_on && lane_split;
     w->fifo_stall_ms = stall_ms < 0 ? -1 : stall_ms;
     if (pthread_mutex_init(&w->lock, NULL) != 0) {
         free(w);
@@ -297,6 +301,10 @@ int cdt_ucx_worker_stats_get(cdt_ucx_worker worker, cdt_ucx_worker_stats *stats)
         stats->lane_sent = worker->lane_sent;
     if (stats->field_mask & CDT_UCX_WORKER_STATS_LANE_RECEIVED)
         stats->lane_received = worker->lane_received;
+    if (stats->field_mask & CDT_UCX_WORKER_STATS_LANE_SPLIT_SENT)
+        stats->lane_split_sent = worker->lane_split_sent;
+    if (stats->field_mask & CDT_UCX_WORKER_STATS_LANE_SPLIT_RECEIVED)
+        stats->lane_split_received = worker->lane_split_received;
     pthread_mutex_unlock(&worker->lock);
     return CDT_SUCCESS;
 }

@@ -1,0 +1,205 @@
+/*
+ * cases_lane_split.c - large regions copied by both processes (docs/TRANSPORT.md §10.3, Regions
+ * moved by both cores): on a lane that splits, objects of 1 to 64 regions of 64 KiB and more
+ * arrive byte for byte with both sides' split counters at one per object, a region count above
+ * the table's bound goes through the stream instead, small regions beside large ones stay in
+ * the stream; a receive refused by its limits, and objects whose sender's own region cannot be
+ * read (in the sender's share, and in the receiver's), fail cleanly while the endpoint's next
+ * object arrives whole; CDT_UCX_LANE_SPLIT=off moves the same objects through the stream, and
+ * a misspelt value is refused.
+ */
+#include "cases.h"
+
+#include <sys/mman.h>
+
+/* 1: the lane splits (both counters move); 0: CDT_UCX_LANE_SPLIT=off */
+static int expect_split;
+
+/* double_vec objects: a count of arrays of int32 each, or the lengths of each */
+typedef struct shape {
+    cdt_count n, len;
+    const cdt_count *lens; /* NULL: n arrays of len */
+    int split;             /* 1: goes SPLIT where the lane splits */
+} shape;
+static const cdt_count mixed[] = {25, 16384, 7, 300000}; /* 100 B, 64 KiB, 28 B, 1.2 MB */
+static const shape shapes[] = {
+    {1, 16384, NULL, 1},  /* one region of 64 KiB: the split's minimum */
+    {8, 32768, NULL, 1},  /* 128 KiB regions: the demo's double_vec_128k */
+    {3, 100003, NULL, 1}, /* 400,012 bytes each: no page multiple */
+    {64, 16384, NULL, 1}, /* the source table's bound */
+    {65, 16384, NULL, 0}, /* one more: through the stream */
+    {4, 0, mixed, 1},     /* small regions in the stream, large ones split */
+    {2, 524288, NULL, 1}, /* 2 MiB regions */
+};
+enum {
+    NSHAPES = sizeof(shapes) / sizeof(shapes[0]),
+    LIMITED = 60,
+    SHARE_SENDER = 61,
+    SHARE_RECEIVER = 62,
+    AFTER = 63
+};
+
+static int make(double_vec *v, const shape *s, int seed)
+{
+    if (s->lens == NULL)
+        return double_vec_init(v, s->n, s->len, seed);
+    v->n = s->n;
+    v->lens = calloc((size_t)s->n, sizeof(cdt_count));
+    v->data = calloc((size_t)s->n, sizeof(int32_t *));
+    CHECK(v->lens != NULL && v->data != NULL);
+    for (cdt_count i = 0; i < s->n; i++) {
+        v->lens[i] = s->lens[i];
+        v->data[i] = malloc((size_t)s->lens[i] * sizeof(int32_t));
+        CHECK(v->data[i] != NULL);
+        for (cdt_count j = 0; j < s->lens[i]; j++)
+            v->data[i][j] = (int32_t)(seed * 7919 + i * 131 + j);
+    }
+    return CDT_SUCCESS;
+}
+
+static uint64_t stat_of(peer *p, uint64_t field)
+{
+    cdt_ucx_worker_stats st = {.field_mask = field};
+    CHECK_RC(cdt_ucx_worker_stats_get(p->w, &st));
+    return field == CDT_UCX_WORKER_STATS_LANE_SPLIT_SENT ? st.lane_split_sent
+                                                         : st.lane_split_received;
+}
+
+/* two regions of 1 MiB in one mapping, one of them unreadable: the first is the sender's share
+ * (it pushes it), the second the receiver's (it pulls it) */
+static void unreadable(double_vec *v, int which)
+{
+    v->n = 2;
+    v->lens = calloc(2, sizeof(cdt_count));
+    v->data = calloc(2, sizeof(int32_t *));
+    int32_t *base =
+        mmap(NULL, 2u << 20, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    CHECK(v->lens != NULL && v->data != NULL && base != MAP_FAILED);
+    memset(base, 0x11, 2u << 20);
+    for (int i = 0; i < 2; i++) {
+        v->lens[i] = (1 << 20) / 4;
+        v->data[i] = base + (size_t)i * ((1 << 20) / 4);
+    }
+    CHECK(mprotect(v->data[which], 1 << 20, PROT_NONE) == 0);
+}
+
+static void split_client(peer *p)
+{
+    int64_t one = 1;
+    CHECK_RC(cdt_ucx_send(p->ep, &one, 1, CDT_INT64, 1, T_TIMEOUT_MS)); /* offers the lane */
+    wait_lane(p);
+    for (int k = 0; k < NSHAPES; k++) {
+        double_vec v;
+        CHECK_RC(make(&v, &shapes[k], 20 + k));
+        uint64_t sent = lane_stat(p, CDT_UCX_WORKER_STATS_LANE_SENT),
+                 split = stat_of(p, CDT_UCX_WORKER_STATS_LANE_SPLIT_SENT);
+        CHECK_RC(cdt_ucx_send(p->ep, &v, 1, double_vec_type(), 10 + k, T_TIMEOUT_MS));
+        lane_ack_recv(p); /* the receiver checked it */
+        uint64_t ds = stat_of(p, CDT_UCX_WORKER_STATS_LANE_SPLIT_SENT) - split;
+        fprintf(stderr, "%lld regions: %s\n", (long long)shapes[k].n,
+                ds ? "split" : "through the stream");
+        CHECK(lane_stat(p, CDT_UCX_WORKER_STATS_LANE_SENT) - sent == 1);
+        CHECK(ds == (uint64_t)(expect_split && shapes[k].split));
+        double_vec_clear(&v);
+    }
+    if (!expect_split)
+        return;
+    /* refused by the receiver's limits: this side completes all the same */
+    double_vec v;
+    CHECK_RC(double_vec_init(&v, 4, 32768, 5));
+    CHECK_RC(cdt_ucx_send(p->ep, &v, 1, double_vec_type(), LIMITED, T_TIMEOUT_MS));
+    double_vec_clear(&v);
+    /* the sender's own region unreadable in its share: its push fails, so does its send, and
+     * the word tells the receiver; in the receiver's share: the receiver's read fails, the
+     * send completes (its own memory was read by the peer, as a send buffer must be readable) */
+    double_vec bad;
+    unreadable(&bad, 0);
+    int rc = cdt_ucx_send(p->ep, &bad, 1, double_vec_type(), SHARE_SENDER, T_TIMEOUT_MS);
+    fprintf(stderr, "unreadable region in the sender's share: the send %s\n", cdt_err_name(rc));
+    CHECK(rc == CDT_ERR_INVALID_ARG);
+    CHECK(munmap(bad.data[0], 2u << 20) == 0);
+    free(bad.lens);
+    free(bad.data);
+    unreadable(&bad, 1);
+    CHECK_RC(cdt_ucx_send(p->ep, &bad, 1, double_vec_type(), SHARE_RECEIVER, T_TIMEOUT_MS));
+    CHECK(munmap(bad.data[0], 2u << 20) == 0);
+    free(bad.lens);
+    free(bad.data);
+    CHECK_RC(double_vec_init(&v, 2, 65536, 6));
+    CHECK_RC(cdt_ucx_send(p->ep, &v, 1, double_vec_type(), AFTER, T_TIMEOUT_MS));
+    double_vec_clear(&v);
+    lane_ack_recv(p);
+}
+
+static void split_server(peer *p)
+{
+    int64_t one = 0;
+    CHECK_RC(
+        cdt_ucx_recv(p->w, &one, 1, CDT_INT64, 1, CDT_UCX_TAG_MASK_FULL, NULL, NULL, T_TIMEOUT_MS));
+    for (int k = 0; k < NSHAPES; k++) {
+        uint64_t split = stat_of(p, CDT_UCX_WORKER_STATS_LANE_SPLIT_RECEIVED);
+        double_vec v = {0}, want;
+        CHECK_RC(cdt_ucx_recv(p->w, &v, 1, double_vec_type(), 10 + k, CDT_UCX_TAG_MASK_FULL, NULL,
+                              NULL, T_TIMEOUT_MS));
+        CHECK_RC(make(&want, &shapes[k], 20 + k));
+        CHECK(double_vec_equal(&v, &want));
+        CHECK(stat_of(p, CDT_UCX_WORKER_STATS_LANE_SPLIT_RECEIVED) - split ==
+              (uint64_t)(expect_split && shapes[k].split));
+        double_vec_clear(&v);
+        double_vec_clear(&want);
+        lane_ack_send(p);
+    }
+    if (!expect_split)
+        return;
+    double_vec v = {0};
+    cdt_ucx_recv_params rp = {.field_mask = CDT_UCX_RECV_PARAM_MAX_FRAME_BYTES,
+                              .max_frame_bytes = 4096};
+    int rc = cdt_ucx_recv(p->w, &v, 1, double_vec_type(), LIMITED, CDT_UCX_TAG_MASK_FULL, &rp, NULL,
+                          T_TIMEOUT_MS);
+    fprintf(stderr, "512 KiB against max_frame_bytes 4096: %s\n", cdt_err_name(rc));
+    CHECK(rc == CDT_ERR_LIMIT && v.n == 0);
+    rc = cdt_ucx_recv(p->w, &v, 1, double_vec_type(), SHARE_SENDER, CDT_UCX_TAG_MASK_FULL, NULL,
+                      NULL, T_TIMEOUT_MS);
+    fprintf(stderr, "its sender's share unreadable: the receive %s\n", cdt_err_name(rc));
+    CHECK(rc == CDT_ERR_FRAME_TRUNCATED);
+    double_vec_clear(&v);
+    v = (double_vec){0};
+    rc = cdt_ucx_recv(p->w, &v, 1, double_vec_type(), SHARE_RECEIVER, CDT_UCX_TAG_MASK_FULL, NULL,
+                      NULL, T_TIMEOUT_MS);
+    fprintf(stderr, "the receiver's share unreadable: the receive %s\n", cdt_err_name(rc));
+    CHECK(rc == CDT_ERR_FRAME_MALFORMED);
+    double_vec_clear(&v);
+    v = (double_vec){0};
+    double_vec want;
+    CHECK_RC(cdt_ucx_recv(p->w, &v, 1, double_vec_type(), AFTER, CDT_UCX_TAG_MASK_FULL, NULL, NULL,
+                          T_TIMEOUT_MS));
+    CHECK_RC(double_vec_init(&want, 2, 65536, 6));
+    CHECK(double_vec_equal(&v, &want));
+    double_vec_clear(&v);
+    double_vec_clear(&want);
+    lane_ack_send(p);
+}
+
+int lane_split_case(void)
+{
+    /* a misspelt CDT_UCX_LANE_SPLIT is refused */
+    cdt_ucx_context c = NULL;
+    CHECK_RC(cdt_ucx_context_create(NULL, &c));
+    cdt_ucx_worker w = NULL;
+    setenv("CDT_UCX_LANE_SPLIT", "yes", 1);
+    CHECK(cdt_ucx_worker_create(c, NULL, &w) == CDT_ERR_INVALID_ARG && w == NULL);
+    unsetenv("CDT_UCX_LANE_SPLIT");
+    cdt_ucx_context_destroy(c);
+
+    static const cdt_ucx_worker_params lane = {.field_mask = CDT_UCX_WORKER_PARAM_LANE, .lane = 1};
+    expect_split = 1;
+    int rc = run_pair(split_server, split_client, &lane, &lane, 0);
+    if (rc != 0)
+        return rc;
+    /* off: the same objects through the lane's stream */
+    expect_split = 0;
+    setenv("CDT_UCX_LANE_SPLIT", "off", 1);
+    rc = run_pair(split_server, split_client, &lane, &lane, 0);
+    unsetenv("CDT_UCX_LANE_SPLIT");
+    return rc;
+}
