@@ -155,6 +155,8 @@ typedef struct stats {
     /* gauges from the worker (cdt_ucx_worker_stats_get): objects whose stream went through an
      * endpoint's lane (docs/TRANSPORT.md §10), so that the report shows the lane ran */
     uint64_t lane_sent, lane_received;
+    /* of them, those whose large regions both processes copied (TRANSPORT.md §10.3) */
+    uint64_t lane_split_sent, lane_split_received;
     /* gauges of the allocator's own view (glibc mallinfo2, every second): bytes the heap's
      * arenas hold (arena), of them in use by the program and free in its bins (uordblks,
      * fordblks), bytes in chunks mmapped one each (hblkhd, in use), the arenas (malloc_info,

@@ -241,12 +241,15 @@ static void send_stats(int type)
     m->peer = g_me;
     m->gen = g_gen;
     memcpy(&m->st, &g_st, sizeof(g_st));
-    cdt_ucx_worker_stats ws = {.field_mask = CDT_UCX_WORKER_STATS_LANE_SENT |
-                                             CDT_UCX_WORKER_STATS_LANE_RECEIVED |
-                                             CDT_UCX_WORKER_STATS_QUARANTINED};
+    cdt_ucx_worker_stats ws = {
+        .field_mask = CDT_UCX_WORKER_STATS_LANE_SENT | CDT_UCX_WORKER_STATS_LANE_RECEIVED |
+                      CDT_UCX_WORKER_STATS_LANE_SPLIT_SENT |
+                      CDT_UCX_WORKER_STATS_LANE_SPLIT_RECEIVED | CDT_UCX_WORKER_STATS_QUARANTINED};
     if (g_w != NULL && cdt_ucx_worker_stats_get(g_w, &ws) == CDT_SUCCESS) {
         m->st.lane_sent = ws.lane_sent;
         m->st.lane_received = ws.lane_received;
+        m->st.lane_split_sent = ws.lane_split_sent;
+        m->st.lane_split_received = ws.lane_split_received;
         m->st.worker_quarantined = ws.quarantined;
     }
     heap_gauges(&m->st);

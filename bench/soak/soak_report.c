@@ -190,6 +190,11 @@ void write_report(FILE *f, int pass, double secs, const char *cmdline)
             "| objects whose stream went through an endpoint's lane, sent / received "
             "(docs/TRANSPORT.md §10) | %" PRIu64 " / %" PRIu64 " |\n",
             t.lane_sent, t.lane_received);
+    fprintf(f,
+            "| of them, objects whose large regions both processes copied, sent / received "
+            "(docs/TRANSPORT.md §10.3, Regions moved by both cores) | %" PRIu64 " / %" PRIu64
+            " |\n",
+            t.lane_split_sent, t.lane_split_received);
     fprintf(
         f, "| connections (reconnections) / accepted | %" PRIu64 " (%" PRIu64 ") / %" PRIu64 " |\n",
         t.connects, t.reconnects, t.accepts);

@@ -225,10 +225,12 @@ class cdt_ucx_worker_stats(ctypes.Structure):
         ("quarantine_dropped", ctypes.c_uint64),
         ("lane_sent", ctypes.c_uint64),
         ("lane_received", ctypes.c_uint64),
+        ("lane_split_sent", ctypes.c_uint64),
+        ("lane_split_received", ctypes.c_uint64),
     ]
 
 
-CDT_UCX_WORKER_STATS_ALL = 0x1F
+CDT_UCX_WORKER_STATS_ALL = 0x7F
 
 
 class cdt_ucx_listener_params(ctypes.Structure):

@@ -167,7 +167,8 @@ class Worker:
         """The worker's counters (cdt_ucx_worker_stats_get) as a dict: lane_sent and
         lane_received, the objects whose stream this worker packed into / unpacked from an
         endpoint's lane whole (docs/TRANSPORT.md §10: they say whether objects go through it);
-        quarantined, quarantine_released and quarantine_dropped, the head buffers of sends
+        lane_split_sent and lane_split_received, those of them whose large regions both
+        processes copied (docs/TRANSPORT.md §10.3, Regions moved by both cores); quarantined, quarantine_released and quarantine_dropped, the head buffers of sends
         over cross-memory attach kept while a peer may still read them."""
         s = _lib.cdt_ucx_worker_stats(field_mask=_lib.CDT_UCX_WORKER_STATS_ALL)
         check(lib.cdt_ucx_worker_stats_get(self._handle(), ctypes.byref(s)),

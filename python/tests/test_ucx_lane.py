@@ -55,8 +55,9 @@ def test_stats_fields():
     with ucx.Worker() as w:
         s = w.stats()
     assert set(s) == {"quarantined", "quarantine_released", "quarantine_dropped",
-                      "lane_sent", "lane_received"}
+                      "lane_sent", "lane_received", "lane_split_sent", "lane_split_received"}
     assert s["lane_sent"] == s["lane_received"] == 0
+    assert s["lane_split_sent"] == s["lane_split_received"] == 0
 
 
 @pytest.mark.parametrize("lane", ["on", "off"])

@@ -1,7 +1,8 @@
 /*
  * cases_lane_regions.c - regions in the lane's stream (docs/TRANSPORT.md §10.3, Regions): with
  * the lane, regions of 64 KiB to 8 MiB, which version 6 sends zero-copy one rendezvous each,
- * are copied through the lane with the rest of the stream, and arrive byte for byte; a
+ * are copied through the lane with the rest of the stream (CDT_UCX_LANE_SPLIT=off; on the
+ * default, where the lane splits them, as lane objects too), and arrive byte for byte; a
  * threshold named by the worker's parameters, by the send's, or by
  * CDT_UCX_LANE_REGION_THRESHOLD sends them zero-copy again; a misspelt variable is refused.
  */
@@ -105,9 +106,15 @@ int lane_regions_case(void)
     unsetenv("CDT_UCX_LANE_REGION_THRESHOLD");
 
     static const cdt_ucx_worker_params lane = {.field_mask = CDT_UCX_WORKER_PARAM_LANE, .lane = 1};
-    /* the library's threshold on a lane: every region through the lane's stream */
+    /* the library's threshold on a lane that does not split: every region through the lane's
+     * stream; then on the default, where this machine's lanes split regions of 64 KiB and more
+     * (copied by both processes, still lane objects: transport.lane_split checks that way) */
     expect_stream = 1;
+    setenv("CDT_UCX_LANE_SPLIT", "off", 1);
     int rc = run_pair(regions_server, regions_client, &lane, &lane, 0);
+    unsetenv("CDT_UCX_LANE_SPLIT");
+    if (rc == 0)
+        rc = run_pair(regions_server, regions_client, &lane, &lane, 0);
     if (rc != 0)
         return rc;
     /* the variable names one: regions of 64 KiB and more go zero-copy */

@@ -87,6 +87,11 @@ pub struct WorkerStats {
     pub lane_sent: u64,
     /// Objects whose stream this worker unpacked from an endpoint's lane whole.
     pub lane_received: u64,
+    /// Of `lane_sent`, the objects whose large regions both processes copied
+    /// (docs/TRANSPORT.md §10.3, Regions moved by both cores).
+    pub lane_split_sent: u64,
+    /// Of `lane_received`, the same.
+    pub lane_split_received: u64,
     /// Head buffers of sends over cross-memory attach held now for a peer that may still read
     /// them.
     pub quarantined: u64,
@@ -165,6 +170,8 @@ impl Worker {
         Ok(WorkerStats {
             lane_sent: s.lane_sent,
             lane_received: s.lane_received,
+            lane_split_sent: s.lane_split_sent,
+            lane_split_received: s.lane_split_received,
             quarantined: s.quarantined,
             quarantine_released: s.quarantine_released,
             quarantine_dropped: s.quarantine_dropped,
