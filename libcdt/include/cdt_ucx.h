@@ -298,9 +298,10 @@ typedef struct cdt_ucx_worker_stats {
     uint64_t quarantine_dropped;  /*!< freed at the bound (the oldest), a reader maybe left */
     uint64_t lane_sent;           /*!< objects whose stream this worker packed into a lane whole */
     uint64_t lane_received; /*!< objects whose stream this worker unpacked from a lane whole */
-    /*! of lane_sent / lane_received, the objects whose large regions both processes copied
-     *  (docs/TRANSPORT.md §10.3, Regions moved by both cores) */
+    /*! of lane_sent, the objects whose large regions both processes copied (docs/TRANSPORT.md
+     *  §10.3, Regions moved by both cores) */
     uint64_t lane_split_sent;
+    /*! of lane_received, the objects whose large regions both processes copied */
     uint64_t lane_split_received;
 } cdt_ucx_worker_stats;
 /*! cdt_ucx_worker_stats_get() : fill the fields stats->field_mask asks for. Errors:
