@@ -5,13 +5,13 @@
 /* X(struct, size, may_grow: a params struct with field_mask first) */
 #define CDT_PINNED_STRUCTS(X) \
     X(cdt_iov, 16, 0) \
-    X(cdt_custom_params, 88, 1) \
+    X(cdt_custom_params, 96, 1) \
     X(cdt_frame_params, 40, 1) \
     X(cdt_frame_info, 64, 1) \
     X(cdt_decoder_params, 24, 1) \
     X(cdt_ucx_context_params, 24, 1) \
     X(cdt_ucx_worker_params, 56, 1) \
-    X(cdt_ucx_worker_stats, 48, 1) \
+    X(cdt_ucx_worker_stats, 64, 1) \
     X(cdt_ucx_listener_params, 24, 1) \
     X(cdt_ucx_connect_params, 24, 1) \
     X(cdt_ucx_recv_info, 72, 1) \
@@ -38,6 +38,7 @@
     X(cdt_custom_params, context, 64, 8) \
     X(cdt_custom_params, context_free_fn, 72, 8) \
     X(cdt_custom_params, inorder, 80, 4) \
+    X(cdt_custom_params, flags, 88, 8) \
     X(cdt_frame_params, field_mask, 0, 8) \
     X(cdt_frame_params, region_threshold, 8, 8) \
     X(cdt_frame_params, head_alloc, 16, 8) \
@@ -72,6 +73,8 @@
     X(cdt_ucx_worker_stats, quarantine_dropped, 24, 8) \
     X(cdt_ucx_worker_stats, lane_sent, 32, 8) \
     X(cdt_ucx_worker_stats, lane_received, 40, 8) \
+    X(cdt_ucx_worker_stats, lane_split_sent, 48, 8) \
+    X(cdt_ucx_worker_stats, lane_split_received, 56, 8) \
     X(cdt_ucx_listener_params, field_mask, 0, 8) \
     X(cdt_ucx_listener_params, host, 8, 8) \
     X(cdt_ucx_listener_params, port, 16, 2) \
@@ -160,6 +163,8 @@
     X(CDT_CUSTOM_PARAM_CONTEXT, 64) \
     X(CDT_CUSTOM_PARAM_CONTEXT_FREE, 128) \
     X(CDT_CUSTOM_PARAM_INORDER, 256) \
+    X(CDT_CUSTOM_PARAM_FLAGS, 512) \
+    X(CDT_CUSTOM_FLAG_UNPACK_READS_ONCE, 1) \
     X(CDT_FRAME_PARAM_REGION_THRESHOLD, 1) \
     X(CDT_FRAME_PARAM_HEAD_ALLOCATOR, 2) \
     X(CDT_FRAME_INFO_VERSION, 1) \
@@ -194,6 +199,8 @@
     X(CDT_UCX_WORKER_STATS_QUARANTINE_DROPPED, 4) \
     X(CDT_UCX_WORKER_STATS_LANE_SENT, 8) \
     X(CDT_UCX_WORKER_STATS_LANE_RECEIVED, 16) \
+    X(CDT_UCX_WORKER_STATS_LANE_SPLIT_SENT, 32) \
+    X(CDT_UCX_WORKER_STATS_LANE_SPLIT_RECEIVED, 64) \
     X(CDT_UCX_LISTENER_PARAM_HOST, 1) \
     X(CDT_UCX_LISTENER_PARAM_PORT, 2) \
     X(CDT_UCX_CONNECT_PARAM_TIMEOUT, 1) \
