@@ -1,6 +1,6 @@
 /*
  * cases_lane_split.c - large regions copied by both processes (docs/TRANSPORT.md §10.3, Regions
- * moved by both cores): on a lane that splits, objects of 1 to 64 regions of 64 KiB and more
+ * moved by both cores): on a lane that splits, objects of 1 to 1,024 regions of 64 KiB and more
  * arrive byte for byte with both sides' split counters at one per object, a region count above
  * the table's bound goes through the stream instead, small regions beside large ones stay in
  * the stream; a receive refused by its limits, and objects whose sender's own region cannot be
@@ -23,13 +23,14 @@ typedef struct shape {
 } shape;
 static const cdt_count mixed[] = {25, 16384, 7, 300000}; /* 100 B, 64 KiB, 28 B, 1.2 MB */
 static const shape shapes[] = {
-    {1, 16384, NULL, 1},  /* one region of 64 KiB: the split's minimum */
-    {8, 32768, NULL, 1},  /* 128 KiB regions: the demo's double_vec_128k */
-    {3, 100003, NULL, 1}, /* 400,012 bytes each: no page multiple */
-    {64, 16384, NULL, 1}, /* the source table's bound */
-    {65, 16384, NULL, 0}, /* one more: through the stream */
-    {4, 0, mixed, 1},     /* small regions in the stream, large ones split */
-    {2, 524288, NULL, 1}, /* 2 MiB regions */
+    {1, 16384, NULL, 1},    /* one region of 64 KiB: the split's minimum */
+    {8, 32768, NULL, 1},    /* 128 KiB regions: the demo's double_vec_128k */
+    {3, 100003, NULL, 1},   /* 400,012 bytes each: no page multiple */
+    {64, 16384, NULL, 1},   /* 4 MiB in 64 regions */
+    {1024, 16384, NULL, 1}, /* the source table's bound (IOV_MAX), 64 MiB */
+    {1025, 16384, NULL, 0}, /* one more: through the stream */
+    {4, 0, mixed, 1},       /* small regions in the stream, large ones split */
+    {2, 524288, NULL, 1},   /* 2 MiB regions */
 };
 enum {
     NSHAPES = sizeof(shapes) / sizeof(shapes[0]),

@@ -54,7 +54,8 @@
  * 1 to CDT__UCX_SPLIT_MAX of them); both processes copy those regions with cross-memory attach
  * (docs/TRANSPORT.md §10.3, Regions moved by both cores) */
 #define CDT__UCX_FLAG_SPLIT 0x10
-#define CDT__UCX_SPLIT_MAX 64
+/* at most IOV_MAX regions: each side's share is one cross-memory call */
+#define CDT__UCX_SPLIT_MAX 1024
 #define CDT__UCX_LANE_EXT_SIZE 16
 
 /* the commit message: magic, then the sender's status (int32): CDT_SUCCESS when every large

@@ -137,14 +137,14 @@ int cdt__ucx_lane_split_plan(cdt_ucx_request r, cdt_count nsep, cdt_count table_
 
 /* the receiver's destination list at `addr` in its memory, read once; then the sender's share
  * written there. CDT_SUCCESS or the send's error (the word carries it to the receiver). */
-static int push(cdt__ucx_lane_ep *l, cdt_ucx_request r, uint64_t addr)
+static int push_with(cdt__ucx_lane_ep *l, cdt_ucx_request r, uint64_t addr, uint64_t *list,
+                     uint64_t *src, uint64_t *len, struct iovec *mine, struct iovec *theirs)
 {
     const cdt_count n = r->split_n;
-    uint64_t list[2 * CDT__UCX_SPLIT_MAX];
     struct iovec local = {list, 16 * (size_t)n}, remote = {(void *)(uintptr_t)addr, local.iov_len};
     if (process_vm_readv((pid_t)l->tx.peer_pid, &local, 1, &remote, 1, 0) != (ssize_t)local.iov_len)
         return copy_status();
-    uint64_t total = 0, src[CDT__UCX_SPLIT_MAX], len[CDT__UCX_SPLIT_MAX];
+    uint64_t total = 0;
     for (cdt_count k = 0; k < n; k++) {
         if (list[2 * k + 1] != (uint64_t)r->split_iov[k].iov_len)
             return CDT_ERR_FRAME_MISMATCH; /* the receiver's region is not the sender's */
@@ -153,12 +153,24 @@ static int push(cdt__ucx_lane_ep *l, cdt_ucx_request r, uint64_t addr)
         total += len[k];
     }
     const uint64_t share = split_point(total);
-    struct iovec mine[CDT__UCX_SPLIT_MAX], theirs[CDT__UCX_SPLIT_MAX];
     int m = share_iov(n, src, 1, list, 2, len, 1, 0, share, mine, theirs);
     if (m > 0 && process_vm_writev((pid_t)l->tx.peer_pid, mine, (unsigned long)m, theirs,
                                    (unsigned long)m, 0) != (ssize_t)share)
         return own_readable(mine, m) ? copy_status() : CDT_ERR_INVALID_ARG;
     return CDT_SUCCESS;
+}
+
+static int push(cdt__ucx_lane_ep *l, cdt_ucx_request r, uint64_t addr)
+{
+    /* the list (2 words a region), the sources and lengths, both sides' iovecs: one block */
+    const size_t n = (size_t)r->split_n;
+    uint64_t *w = malloc(n * (4 * sizeof(uint64_t) + 2 * sizeof(struct iovec)));
+    if (w == NULL)
+        return CDT_ERR_NO_MEMORY;
+    struct iovec *iov = (struct iovec *)(void *)(w + 4 * n);
+    int rc = push_with(l, r, addr, w, w + 2 * n, w + 3 * n, iov, iov + n);
+    free(w);
+    return rc;
 }
 
 int cdt__ucx_lane_split_send(cdt__ucx_lane_ep *l, cdt_ucx_request r, cdt__lane_pack_fn *pack)
@@ -297,14 +309,18 @@ static int pull(cdt__ucx_lane_ep *l, cdt__ucx_lane_in *e)
     uint64_t total = 0;
     for (cdt_count k = 0; k < n; k++)
         total += e->split_list[2 * k + 1];
-    struct iovec mine[CDT__UCX_SPLIT_MAX], theirs[CDT__UCX_SPLIT_MAX];
+    struct iovec *mine = malloc(2 * (size_t)n * sizeof(struct iovec)), *theirs = mine + n;
+    if (mine == NULL)
+        return CDT_ERR_NO_MEMORY;
     const uint64_t from = split_point(total);
     int m = share_iov(n, e->split_list, 2, e->split_src, 1, e->split_list + 1, 2, from, total, mine,
                       theirs);
+    int rc = CDT_SUCCESS;
     if (m > 0 && process_vm_readv((pid_t)l->rx.peer_pid, mine, (unsigned long)m, theirs,
                                   (unsigned long)m, 0) != (ssize_t)(total - from))
-        return copy_status();
-    return CDT_SUCCESS;
+        rc = copy_status();
+    free(mine);
+    return rc;
 }
 
 int cdt__ucx_lane_split_record(cdt__ucx_lane_ep *l, cdt__ucx_lane_in *e)
