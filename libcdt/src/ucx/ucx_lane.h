@@ -271,11 +271,11 @@ CDT__LANE_HIDDEN int cdt__ucx_lane_pump_recv(cdt__ucx_lane_ep *l);
 /* whether the worker's environment leaves the split on: CDT_UCX_LANE_SPLIT "on" or "off" (unset
  * or empty: on); CDT_ERR_INVALID_ARG for another value */
 CDT__LANE_HIDDEN int cdt__ucx_lane_split_env(bool *on);
-/* send: after lane_plan chose regions at the split's threshold, whether r goes SPLIT on lane l
- * (lock held): its large regions' addresses and lengths noted (r->split_iov), and the source
- * table written after its header in r->head. CDT_SUCCESS and *split; an error of the frame. */
-CDT__LANE_HIDDEN int cdt__ucx_lane_split_plan(struct cdt_ucx_request_s *r, cdt_count nsep,
-                                              cdt_count table_room, bool *split);
+/* send: r goes SPLIT (lane_plan chose its nsep large regions at the split's threshold, and
+ * cdt__ucx_lane_isend checked they fit the source table and the head): their addresses and
+ * lengths noted (r->split_iov), the source table written after its header in r->head.
+ * CDT_SUCCESS, or an error of the frame. */
+CDT__LANE_HIDDEN int cdt__ucx_lane_split_plan(struct cdt_ucx_request_s *r, cdt_count nsep);
 /* send, producer's pump: r's stream is out; its record taken, its share pushed, its word
  * published, the consumer's release of it seen. 1: done; 0: call again; else the lane's error */
 CDT__LANE_HIDDEN int cdt__ucx_lane_split_send(cdt__ucx_lane_ep *l, struct cdt_ucx_request_s *r,

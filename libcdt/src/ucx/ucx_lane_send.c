@@ -342,7 +342,7 @@ int cdt__ucx_lane_isend(struct cdt_ucx_ep_s *ep, cdt_ucx_request r, cdt_count th
         return rc;
     }
     if (split) {
-        rc = cdt__ucx_lane_split_plan(r, nsep, room, &split);
+        rc = cdt__ucx_lane_split_plan(r, nsep);
         if (rc != CDT_SUCCESS) {
             cdt_frame_free(r->frame);
             r->frame = NULL;

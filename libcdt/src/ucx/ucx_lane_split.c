@@ -64,13 +64,9 @@ static int share_iov(cdt_count n, const uint64_t *a_base, size_t a_step, const u
     return m;
 }
 
-/* a cross-memory call that moved fewer bytes than asked: judged once the peer showed it lives
- * (its word came, or it released the word): an address it named was refused. A peer that died
- * fails the lane first (CDT_ERR_PEER). */
-static int copy_status(void)
-{
-    return CDT_ERR_FRAME_MALFORMED;
-}
+/* A cross-memory call that moved fewer bytes than asked is CDT_ERR_FRAME_MALFORMED (an address
+ * the peer named was refused), judged once the peer showed it lives (its word came, or it
+ * released the word): a peer that died fails the lane first (CDT_ERR_PEER). */
 
 /* ---- the sender ---- */
 
@@ -89,12 +85,8 @@ static bool own_readable(const struct iovec *v, int m)
     return true;
 }
 
-int cdt__ucx_lane_split_plan(cdt_ucx_request r, cdt_count nsep, cdt_count table_room, bool *split)
+int cdt__ucx_lane_split_plan(cdt_ucx_request r, cdt_count nsep)
 {
-    *split = false;
-    if (nsep < 1 || nsep > CDT__UCX_SPLIT_MAX || r->lane_base != r->lane_header ||
-        r->lane_header + 8 * nsep > table_room)
-        return CDT_SUCCESS;
     cdt_count regions = 0;
     int rc = cdt_frame_region_count(r->frame, &regions);
     if (rc != CDT_SUCCESS)
@@ -131,7 +123,6 @@ int cdt__ucx_lane_split_plan(cdt_ucx_request r, cdt_count nsep, cdt_count table_
     r->split_n = nsep;
     r->lane_split = true;
     r->split_phase = 0;
-    *split = true;
     return CDT_SUCCESS;
 }
 
@@ -143,7 +134,7 @@ static int push_with(cdt__ucx_lane_ep *l, cdt_ucx_request r, uint64_t addr, uint
     const cdt_count n = r->split_n;
     struct iovec local = {list, 16 * (size_t)n}, remote = {(void *)(uintptr_t)addr, local.iov_len};
     if (process_vm_readv((pid_t)l->tx.peer_pid, &local, 1, &remote, 1, 0) != (ssize_t)local.iov_len)
-        return copy_status();
+        return CDT_ERR_FRAME_MALFORMED;
     uint64_t total = 0;
     for (cdt_count k = 0; k < n; k++) {
         if (list[2 * k + 1] != (uint64_t)r->split_iov[k].iov_len)
@@ -156,7 +147,7 @@ static int push_with(cdt__ucx_lane_ep *l, cdt_ucx_request r, uint64_t addr, uint
     int m = share_iov(n, src, 1, list, 2, len, 1, 0, share, mine, theirs);
     if (m > 0 && process_vm_writev((pid_t)l->tx.peer_pid, mine, (unsigned long)m, theirs,
                                    (unsigned long)m, 0) != (ssize_t)share)
-        return own_readable(mine, m) ? copy_status() : CDT_ERR_INVALID_ARG;
+        return own_readable(mine, m) ? CDT_ERR_FRAME_MALFORMED : CDT_ERR_INVALID_ARG;
     return CDT_SUCCESS;
 }
 
@@ -318,7 +309,7 @@ static int pull(cdt__ucx_lane_ep *l, cdt__ucx_lane_in *e)
     int rc = CDT_SUCCESS;
     if (m > 0 && process_vm_readv((pid_t)l->rx.peer_pid, mine, (unsigned long)m, theirs,
                                   (unsigned long)m, 0) != (ssize_t)(total - from))
-        rc = copy_status();
+        rc = CDT_ERR_FRAME_MALFORMED;
     free(mine);
     return rc;
 }
