@@ -384,6 +384,82 @@ static void case_cpu(void)
     free(mem);
 }
 
+/* A SPLIT destination record's claim and revocation (docs/TRANSPORT.md §10.3, Regions moved by
+ * both cores, rule 6): whoever swaps the slot first decides whether the producer writes into
+ * the consumer's memory; a revocation tells "under way" from "over"; a slot the peer scribbled
+ * over breaks the producer's lane and never holds the consumer */
+static void case_record_claim(void)
+{
+    cdt__lane_offer o = {
+        .pid = 1, .fd = 0, .ring_bytes = 1 << 16, .grant_slots = 16, .frag_bytes = 4096};
+    size_t total = cdt__lane_data_offset(o.grant_slots) + (size_t)o.ring_bytes;
+    unsigned char *mem = calloc(1, total);
+    cdt__lane p, c;
+    cdt__lane_grant g;
+    const uint64_t key = (UINT64_C(1) << 63) | 77;
+    uint64_t pos = 0, value = 0, start;
+
+    /* claimed, written, done: a revocation after it finds the writes over */
+    CHECK(fresh(mem, total, &o, &p, &c));
+    CHECK(cdt__lane_claim_record(&p, key, &value) == 0); /* nothing posted yet */
+    CHECK_RC(cdt__lane_post_record(&c, key, 0x1000, &pos), CDT_SUCCESS);
+    CHECK(pos == 0);
+    CHECK(cdt__lane_claim_record(&p, key, &value) == 1 && value == 0x1000);
+    CHECK(cdt__lane_revoke_record(&c, pos, key) == 0); /* under way: the consumer must wait */
+    CHECK(cdt__lane_revoke_record(&c, pos, key) == 0); /* repeatable */
+    CHECK_RC(cdt__lane_record_done(&p), CDT_SUCCESS);
+    CHECK(cdt__lane_revoke_record(&c, pos, key) == 1);
+    CHECK(p.error == CDT_SUCCESS && c.error == CDT_SUCCESS);
+    /* the grant ring goes on after it */
+    CHECK_RC(cdt__lane_post_grant(&c, 5, 10, &start), CDT_SUCCESS);
+    CHECK(cdt__lane_take_grant(&p, &g) == 1 && g.key == 5 && g.stream_len == 10);
+
+    /* revoked before the claim: the producer takes it, writes nothing, and goes on */
+    CHECK(fresh(mem, total, &o, &p, &c));
+    CHECK_RC(cdt__lane_post_record(&c, key, 0x2000, &pos), CDT_SUCCESS);
+    CHECK(cdt__lane_revoke_record(&c, pos, key) == 1);
+    CHECK(cdt__lane_revoke_record(&c, pos, key) == 1);
+    CHECK(cdt__lane_claim_record(&p, key, &value) == 2);
+    CHECK_RC(cdt__lane_post_grant(&c, 6, 20, &start), CDT_SUCCESS);
+    CHECK(cdt__lane_take_grant(&p, &g) == 1 && g.key == 6 && g.stream_len == 20);
+    CHECK(p.error == CDT_SUCCESS && c.error == CDT_SUCCESS);
+
+    /* a record at another position than the first: positions are the consumer's own count */
+    CHECK(fresh(mem, total, &o, &p, &c));
+    for (int k = 0; k < 20; k++) { /* past the ring's wrap */
+        CHECK_RC(cdt__lane_post_grant(&c, (uint64_t)k, 1, &start), CDT_SUCCESS);
+        CHECK(cdt__lane_take_grant(&p, &g) == 1 && g.key == (uint64_t)k);
+    }
+    CHECK_RC(cdt__lane_post_record(&c, key, 0x3000, &pos), CDT_SUCCESS);
+    CHECK(pos == 20);
+    CHECK(cdt__lane_claim_record(&p, key, &value) == 1 && value == 0x3000);
+    CHECK(cdt__lane_revoke_record(&c, pos, key) == 0);
+    CHECK_RC(cdt__lane_record_done(&p), CDT_SUCCESS);
+    CHECK(cdt__lane_revoke_record(&c, pos, key) == 1);
+    /* a position never posted, a key with the swapped bits */
+    CHECK_RC(cdt__lane_revoke_record(&c, 21, key), CDT_ERR_INVALID_ARG);
+    CHECK_RC(cdt__lane_post_record(&c, key | CDT__LANE_RECORD_CLAIMED, 1, &pos),
+             CDT_ERR_INVALID_ARG);
+
+    /* the producer expects another record, or the slot was scribbled over: the lane breaks,
+     * and the consumer's revocation does not wait on it */
+    CHECK(fresh(mem, total, &o, &p, &c));
+    CHECK_RC(cdt__lane_post_record(&c, key, 0x4000, &pos), CDT_SUCCESS);
+    CHECK_RC(cdt__lane_claim_record(&p, key + 1, &value), CDT_ERR_PEER);
+    CHECK(fresh(mem, total, &o, &p, &c));
+    CHECK_RC(cdt__lane_post_record(&c, key, 0x4000, &pos), CDT_SUCCESS);
+    set_u64(&c, CDT__LANE_OFF_GRANTS, key | CDT__LANE_RECORD_CLAIMED | 0x55);
+    CHECK_RC(cdt__lane_claim_record(&p, key, &value), CDT_ERR_PEER);
+    CHECK(cdt__lane_revoke_record(&c, pos, key) == 1);
+    /* a producer that swapped CLAIMED and died: the consumer sees "under way" (its pidfd, not
+     * the slot, ends the wait: ucx_lane_split.c) */
+    CHECK(fresh(mem, total, &o, &p, &c));
+    CHECK_RC(cdt__lane_post_record(&c, key, 0x4000, &pos), CDT_SUCCESS);
+    CHECK(cdt__lane_claim_record(&p, key, &value) == 1);
+    CHECK(cdt__lane_revoke_record(&c, pos, key) == 0);
+    free(mem);
+}
+
 /* the record after an endpoint's id: an offer, or a no-lane record and why; anything else is
  * malformed */
 static void case_record(void)
@@ -1216,6 +1292,7 @@ int main(int argc, char **argv)
     } cases[] = {
         {"offer", case_offer},
         {"record", case_record},
+        {"record_claim", case_record_claim},
         {"bounds", case_bounds},
         {"local", case_local},
         {"pump", case_pump},

@@ -84,6 +84,7 @@ uint64_t lane_stat(peer *p, uint64_t field); /* CDT_UCX_WORKER_STATS_LANE_SENT o
  * worker's parameter, a send's or CDT_UCX_LANE_REGION_THRESHOLD names instead */
 int lane_regions_case(void);
 int lane_split_case(void);
+int lane_split_revoke_case(void);
 int lane_headers_case(void); /* headers of more than 2,041 regions through the lane */
 int lane_case(void);
 int lane_kill_case(int where);

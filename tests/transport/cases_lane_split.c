@@ -6,7 +6,8 @@
  * the stream; a receive refused by its limits, and objects whose sender's own region cannot be
  * read (in the sender's share, and in the receiver's), fail cleanly while the endpoint's next
  * object arrives whole; CDT_UCX_LANE_SPLIT=off moves the same objects through the stream, and
- * a misspelt value is refused.
+ * a misspelt value is refused. lane_split_revoke: a receive canceled, and one whose endpoint
+ * closes, while the sender holds its claim (below).
  */
 #include "cases.h"
 
@@ -286,6 +287,140 @@ static void split_server(peer *p)
     lane_ack_send(p);
     cdt_type_free(&t);
     cdt_type_free(&so_vector);
+}
+
+/* ---- a receive that ends while its sender holds its claim (docs/TRANSPORT.md §10.3, Regions
+ * moved by both cores, rule 6). The sender's worker has CDT_UCX_TEST_SPLIT_HOLD_MS: it claims
+ * each record HOLD_MS after the object's stream, the window in which the receiver cancels
+ * (the cancel completes before the send does: the record was revoked, not waited for) and then
+ * closes its endpoint (the receive completes; nothing is written into its memory later; here
+ * the sender also learns of the close through UCX before its claim, so the window the
+ * revocation closes for a lane's end, a sender that learns later, is lane.record_claim's). ---- */
+enum { HOLD_MS = 1500, RV_CANCEL = 70, RV_CANCELED = 71, RV_CLOSE = 72, RV_WORDS = 262144 };
+
+/* progress until q completes, or `other` does first (then 1, q still pending) */
+static int spin_until(peer *p, cdt_ucx_request q, cdt_ucx_request other)
+{
+    for (;;) {
+        if (other != NULL && cdt_ucx_request_test(other) != CDT_INPROGRESS)
+            return 1;
+        if (cdt_ucx_request_test(q) != CDT_INPROGRESS)
+            return 0;
+        cdt_ucx_worker_progress(p->w);
+    }
+}
+
+static void revoke_client(peer *p)
+{
+    int64_t one = 1;
+    CHECK_RC(cdt_ucx_send(p->ep, &one, 1, CDT_INT64, 1, T_TIMEOUT_MS));
+    wait_lane(p);
+    double_vec v;
+    CHECK_RC(double_vec_init(&v, 2, RV_WORDS, 9)); /* 2 x 1 MiB: SPLIT */
+    uint64_t split = stat_of(p, CDT_UCX_WORKER_STATS_LANE_SPLIT_SENT);
+    cdt_ucx_request q, canceled;
+    int64_t word = 0;
+    CHECK_RC(cdt_ucx_irecv(p->w, &word, 1, CDT_INT64, RV_CANCELED, CDT_UCX_TAG_MASK_FULL, NULL,
+                           &canceled));
+    CHECK_RC(cdt_ucx_isend(p->ep, &v, 1, double_vec_type(), RV_CANCEL, &q));
+    /* the receiver's word that its cancel completed comes while this send still holds */
+    int first = spin_until(p, q, canceled);
+    fprintf(stderr, "the receiver's cancel completed %s this send\n", first ? "before" : "after");
+    CHECK(first == 1);
+    CHECK_RC(cdt_ucx_request_wait(canceled, T_TIMEOUT_MS));
+    CHECK_RC(cdt_ucx_request_free(canceled));
+    /* the claim finds the record revoked: nothing pushed, the send completes */
+    CHECK_RC(cdt_ucx_request_wait(q, T_TIMEOUT_MS));
+    CHECK_RC(cdt_ucx_request_free(q));
+    CHECK(stat_of(p, CDT_UCX_WORKER_STATS_LANE_SPLIT_SENT) - split == 1);
+    /* the receiver closes its endpoint while this side holds the next claim */
+    CHECK_RC(cdt_ucx_isend(p->ep, &v, 1, double_vec_type(), RV_CLOSE, &q));
+    int rc = cdt_ucx_request_wait(q, T_TIMEOUT_MS);
+    fprintf(stderr, "the send whose receiver closed: %s\n", cdt_err_name(rc));
+    CHECK(rc == CDT_SUCCESS || rc == CDT_ERR_PEER);
+    CHECK_RC(cdt_ucx_request_free(q));
+    double_vec_clear(&v);
+}
+
+/* the receive's arrays, written by this side after the receive completed */
+static void overwrite(double_vec *v)
+{
+    for (cdt_count i = 0; i < v->n; i++)
+        if (v->data != NULL && v->data[i] != NULL)
+            memset(v->data[i], 0x5a, (size_t)v->lens[i] * sizeof(int32_t));
+}
+
+static int overwritten_still(const double_vec *v)
+{
+    int arrays = 0;
+    for (cdt_count i = 0; i < v->n; i++) {
+        if (v->data == NULL || v->data[i] == NULL)
+            continue;
+        arrays++;
+        for (cdt_count j = 0; j < v->lens[i]; j++)
+            if (v->data[i][j] != 0x5a5a5a5a)
+                return -1;
+    }
+    return arrays;
+}
+
+static void revoke_server(peer *p)
+{
+    int64_t one = 0;
+    CHECK_RC(
+        cdt_ucx_recv(p->w, &one, 1, CDT_INT64, 1, CDT_UCX_TAG_MASK_FULL, NULL, NULL, T_TIMEOUT_MS));
+    for (int round = 0; round < 2; round++) {
+        double_vec v = {0};
+        cdt_ucx_request r;
+        CHECK_RC(cdt_ucx_irecv(p->w, &v, 1, double_vec_type(), round == 0 ? RV_CANCEL : RV_CLOSE,
+                               CDT_UCX_TAG_MASK_FULL, NULL, &r));
+        /* the stream comes and the record goes (the arrays exist once the stream is in); the
+         * sender then holds its claim for HOLD_MS */
+        int64_t t0 = now_ms();
+        while ((v.data == NULL || v.data[v.n - 1] == NULL) && now_ms() - t0 < T_TIMEOUT_MS)
+            cdt_ucx_worker_progress(p->w);
+        CHECK(v.data != NULL && v.data[v.n - 1] != NULL);
+        for (int64_t t1 = now_ms(); now_ms() - t1 < 50;)
+            cdt_ucx_worker_progress(p->w); /* the record posted */
+        int rc;
+        if (round == 0) {
+            CHECK_RC(cdt_ucx_request_cancel(r));
+            rc = cdt_ucx_request_wait(r, T_TIMEOUT_MS);
+        } else {
+            cdt_ucx_ep_close(p->ep, 2000);
+            p->ep = NULL;
+            rc = cdt_ucx_request_wait(r, T_TIMEOUT_MS);
+        }
+        fprintf(stderr, "%s: the receive %s\n", round == 0 ? "canceled" : "endpoint closed",
+                cdt_err_name(rc));
+        CHECK(rc == (round == 0 ? CDT_ERR_CANCELED : CDT_ERR_PEER));
+        CHECK_RC(cdt_ucx_request_free(r));
+        /* the memory is this program's again: written, and never written by the sender */
+        overwrite(&v);
+        if (round == 0) {
+            int64_t word = 1;
+            CHECK_RC(cdt_ucx_send(p->ep, &word, 1, CDT_INT64, RV_CANCELED, T_TIMEOUT_MS));
+        }
+        /* past the sender's claim (it holds HOLD_MS from its stream's end) */
+        for (int64_t t1 = now_ms(); now_ms() - t1 < HOLD_MS + 1000;)
+            cdt_ucx_worker_progress(p->w);
+        int arrays = overwritten_still(&v);
+        fprintf(stderr, "%d arrays after the sender's claim: %s\n", arrays,
+                arrays > 0 ? "as this side wrote them" : "WRITTEN BY THE SENDER");
+        CHECK(arrays == v.n);
+        double_vec_clear(&v);
+    }
+}
+
+int lane_split_revoke_case(void)
+{
+    static const cdt_ucx_worker_params lane = {.field_mask = CDT_UCX_WORKER_PARAM_LANE, .lane = 1};
+    char hold[16];
+    snprintf(hold, sizeof hold, "%d", (int)HOLD_MS);
+    setenv("CDT_UCX_TEST_SPLIT_HOLD_MS", hold, 1); /* the sender's: the receiver sends no SPLIT */
+    int rc = run_pair(revoke_server, revoke_client, &lane, &lane, 0);
+    unsetenv("CDT_UCX_TEST_SPLIT_HOLD_MS");
+    return rc;
 }
 
 int lane_split_case(void)

@@ -63,6 +63,8 @@ int main(int argc, char **argv)
         return lane_regions_case();
     if (strcmp(c, "lane_split") == 0)
         return lane_split_case();
+    if (strcmp(c, "lane_split_revoke") == 0)
+        return lane_split_revoke_case();
     if (strcmp(c, "lane_headers") == 0)
         return lane_headers_case();
     if (strcmp(c, "lane_kill_sender") == 0)

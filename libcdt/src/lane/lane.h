@@ -246,8 +246,29 @@ CDT__LANE_HIDDEN int cdt__lane_publish(cdt__lane *lane, size_t len);
 CDT__LANE_HIDDEN int cdt__lane_post_grant(cdt__lane *lane, uint64_t key, uint64_t stream_len,
                                           uint64_t *start);
 /* Consumer: post a grant ring entry that asks for no stream bytes (a SPLIT object's destination
- * record: docs/TRANSPORT.md §10.3, Regions moved by both cores). CDT_ERR_BUSY as above. */
-CDT__LANE_HIDDEN int cdt__lane_post_record(cdt__lane *lane, uint64_t key, uint64_t value);
+ * record: docs/TRANSPORT.md §10.3, Regions moved by both cores); *pos is its position (this
+ * side's own count), for cdt__lane_revoke_record. CDT_ERR_BUSY as above. */
+CDT__LANE_HIDDEN int cdt__lane_post_record(cdt__lane *lane, uint64_t key, uint64_t value,
+                                           uint64_t *pos);
+
+/* A record's key bits that the two sides swap (§10.3, Regions moved by both cores, rule 6): the
+ * producer's claim before it writes into the consumer's memory, its push done, and the
+ * consumer's revocation. A record's own key never has them (the transport's keys are below). */
+#define CDT__LANE_RECORD_CLAIMED (UINT64_C(1) << 62)
+#define CDT__LANE_RECORD_DONE (UINT64_C(1) << 61)
+#define CDT__LANE_RECORD_REVOKED (UINT64_C(1) << 60)
+/* Producer: the next grant must be the record `key`: 1 claimed (*value: the record's value; the
+ * grant stays untaken until cdt__lane_record_done), 2 revoked by the consumer (taken already:
+ * nothing to do for it), 0 none posted yet. Any other slot breaks the lane (CDT_ERR_PEER). */
+CDT__LANE_HIDDEN int cdt__lane_claim_record(cdt__lane *lane, uint64_t key, uint64_t *value);
+/* Producer: the claimed record's writes are over: DONE stored in its slot, then the grant
+ * taken. */
+CDT__LANE_HIDDEN int cdt__lane_record_done(cdt__lane *lane);
+/* Consumer: revoke the record `key` posted at `pos`: 1 when the producer writes nothing more
+ * for it (revoked before its claim, or its writes done), 0 while they are under way (claimed,
+ * not done). Repeatable: a later call tells when they ended. Works on a lane that broke (a
+ * slot the peer scribbled over counts as done: a hostile peer could write anyway). */
+CDT__LANE_HIDDEN int cdt__lane_revoke_record(cdt__lane *lane, uint64_t pos, uint64_t key);
 /* Consumer: the published bytes at cons_pos: *src, *len (never across the ring's end, never
  * past what was granted; 0 when none). A prod_pos out of its bounds breaks the lane. */
 CDT__LANE_HIDDEN int cdt__lane_read_span(cdt__lane *lane, const unsigned char **src, size_t *len);

@@ -57,6 +57,72 @@ int cdt__lane_take_grant(cdt__lane *lane, cdt__lane_grant *g)
     return 1;
 }
 
+static size_t grant_off(const cdt__lane *lane, uint64_t pos)
+{
+    return CDT__LANE_OFF_GRANTS + (size_t)(pos & (lane->grant_slots - 1)) * CDT__LANE_GRANT_SIZE;
+}
+
+int cdt__lane_claim_record(cdt__lane *lane, uint64_t key, uint64_t *value)
+{
+    int rc = cdt__lane_usable(lane, CDT__LANE_PRODUCER);
+    if (rc != CDT_SUCCESS)
+        return rc;
+    if (value == NULL)
+        return CDT_ERR_INVALID_ARG;
+    uint64_t posted = load_acquire(lane, CDT__LANE_OFF_GRANTS_POSTED);
+    if (posted == lane->grants_taken)
+        return 0;
+    if (posted < lane->grants_taken || posted - lane->grants_taken > lane->grant_slots)
+        return cdt__lane_broken(lane);
+    size_t off = grant_off(lane, lane->grants_taken);
+    /* the swap both processes agree on: CLAIMED before any write into the consumer's memory,
+     * or the consumer's REVOKED first (§10.3, rule 6) */
+    uint64_t seen = key;
+    if (__atomic_compare_exchange_n(field(lane, off), &seen, key | CDT__LANE_RECORD_CLAIMED, 0,
+                                    __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+        *value = __atomic_load_n(field(lane, off + 8), __ATOMIC_RELAXED);
+        return 1; /* taken by cdt__lane_record_done, after the writes */
+    }
+    if (seen != (key | CDT__LANE_RECORD_REVOKED))
+        return cdt__lane_broken(lane); /* not the record this object's stream calls for */
+    lane->grants_taken++;
+    store_release(lane, CDT__LANE_OFF_GRANTS_TAKEN, lane->grants_taken);
+    return 2;
+}
+
+int cdt__lane_record_done(cdt__lane *lane)
+{
+    /* also on a lane that broke meanwhile: the consumer may be waiting for DONE */
+    if (lane == NULL || lane->base == NULL || lane->role != CDT__LANE_PRODUCER)
+        return CDT_ERR_INVALID_ARG;
+    size_t off = grant_off(lane, lane->grants_taken);
+    uint64_t key = __atomic_load_n(field(lane, off), __ATOMIC_RELAXED);
+    /* the slot is this side's until grants_taken passes it: the consumer only swapped it, and
+     * a swap fails against CLAIMED; release: the writes happen before DONE is seen */
+    __atomic_store_n(field(lane, off), key | CDT__LANE_RECORD_DONE, __ATOMIC_RELEASE);
+    lane->grants_taken++;
+    store_release(lane, CDT__LANE_OFF_GRANTS_TAKEN, lane->grants_taken);
+    return CDT_SUCCESS;
+}
+
+int cdt__lane_revoke_record(cdt__lane *lane, uint64_t pos, uint64_t key)
+{
+    if (lane == NULL || lane->base == NULL || lane->role != CDT__LANE_CONSUMER)
+        return CDT_ERR_INVALID_ARG;
+    if (pos >= lane->grants_posted)
+        return CDT_ERR_INVALID_ARG; /* a position this side never posted */
+    uint64_t taken = load_acquire(lane, CDT__LANE_OFF_GRANTS_TAKEN);
+    if (taken > pos)
+        return 1; /* taken: DONE or REVOKED was in the slot first (or the peer lies: it could
+                   * write anyway) */
+    size_t off = grant_off(lane, pos);
+    uint64_t seen = key;
+    if (__atomic_compare_exchange_n(field(lane, off), &seen, key | CDT__LANE_RECORD_REVOKED, 0,
+                                    __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+        return 1;
+    return seen == (key | CDT__LANE_RECORD_CLAIMED) ? 0 : 1;
+}
+
 int cdt__lane_unreleased(cdt__lane *lane, uint64_t *bytes)
 {
     int rc = cdt__lane_usable(lane, CDT__LANE_PRODUCER);
@@ -142,14 +208,18 @@ int cdt__lane_post_grant(cdt__lane *lane, uint64_t key, uint64_t stream_len, uin
     return CDT_SUCCESS;
 }
 
-int cdt__lane_post_record(cdt__lane *lane, uint64_t key, uint64_t value)
+int cdt__lane_post_record(cdt__lane *lane, uint64_t key, uint64_t value, uint64_t *pos)
 {
     int rc = cdt__lane_usable(lane, CDT__LANE_CONSUMER);
     if (rc != CDT_SUCCESS)
         return rc;
+    if (pos == NULL ||
+        (key & (CDT__LANE_RECORD_CLAIMED | CDT__LANE_RECORD_DONE | CDT__LANE_RECORD_REVOKED)) != 0)
+        return CDT_ERR_INVALID_ARG;
     rc = post_slot(lane, key, value);
     if (rc != CDT_SUCCESS)
         return rc;
+    *pos = lane->grants_posted;
     lane->grants_posted++; /* no stream bytes: the places of the objects after it hold */
     store_release(lane, CDT__LANE_OFF_GRANTS_POSTED, lane->grants_posted);
     return CDT_SUCCESS;

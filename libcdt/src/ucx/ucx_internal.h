@@ -26,6 +26,9 @@
 /* on a lane that splits, where no threshold was named, regions from this size on are copied by
  * both processes (docs/TRANSPORT.md §10.3, Regions moved by both cores; ucx_lane_split.c) */
 #define CDT__UCX_LANE_SPLIT_MIN ((cdt_count)65536)
+/* how long a lane's end waits for a SPLIT sender's push under way into a receive's memory
+ * (docs/TRANSPORT.md §10.3, Regions moved by both cores, rule 6): one process_vm_writev */
+#define CDT__UCX_SPLIT_DRAIN_MS 2000
 /* how often UCX checks that the peers of a context's endpoints are alive, unless
  * UCX_KEEPALIVE_INTERVAL says otherwise (cdt_ucx_context_create) */
 #define CDT__UCX_KEEPALIVE_INTERVAL "1s"
@@ -126,6 +129,9 @@ struct cdt_ucx_worker_s {
     /* the test hook CDT_UCX_TEST_WORD_REGIONS: its producers send objects with large regions
      * with a commit word too, the lie a consumer must refuse */
     bool test_word_regions;
+    /* the test hook CDT_UCX_TEST_SPLIT_HOLD_MS: its producers claim a SPLIT object's record
+     * only this many ms after its stream (0: at once) */
+    int64_t test_split_hold_ms;
     /* ring heads parked for the receive their descriptor matches (ucx_lane_park.c): slots,
      * the free ones' list (UINT32_MAX: none), how many are parked, and the secret every
      * descriptor carries (random, never sent to a peer) */
@@ -384,7 +390,8 @@ struct cdt_ucx_request_s {
      * to see */
     bool lane_split;
     int split_phase;
-    int split_status; /* send: its push's outcome, in the word; judged at the release */
+    int split_status;         /* send: its push's outcome, in the word; judged at the release */
+    int64_t split_hold_until; /* send: the test hook's claim time (ms; 0: not set yet) */
     cdt_count split_n;
     struct iovec *split_iov;
     /* recv: the head message lands here; send: the head message is built here */

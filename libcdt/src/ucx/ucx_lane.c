@@ -248,6 +248,9 @@ void cdt__ucx_lane_ep_end(struct cdt_ucx_ep_s *ep, int status)
         cdt__ucx_send_part_end(q, status);
         q = next;
     }
+    /* a SPLIT sender's push under way into a receive's memory ends before the receive does */
+    if (l->rx_attached)
+        cdt__ucx_lane_split_drain(l);
     /* receives: their stream will never come; named by this endpoint (its failure or close),
      * as cdt__ucx_fail_body_recvs names the receives it fails, so that a caller can tell them
      * from another peer's doing (cdt_ucx_recv_info's failure, failed_by) */

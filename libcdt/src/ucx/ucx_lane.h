@@ -55,6 +55,9 @@ typedef struct cdt__ucx_lane_in {
     cdt_count *split_index;
     void **split_tmp;
     struct cdt_ucx_request_s *split_held;
+    /* the posted record's lane and position, for its revocation (§10.3, rule 6) */
+    cdt__lane *split_rx;
+    uint64_t split_pos;
 } cdt__ucx_lane_in;
 
 /* an endpoint's lanes: the one it produces into (its sends) and the one its peer produces
@@ -220,6 +223,9 @@ CDT__LANE_HIDDEN int cdt__ucx_test_ring_commit_env(bool *off);
 /* CDT_UCX_TEST_WORD_REGIONS: *on true for "1", false unset, empty or "0";
  * CDT_ERR_INVALID_ARG for another value */
 CDT__LANE_HIDDEN int cdt__ucx_test_word_regions_env(bool *on);
+/* CDT_UCX_TEST_SPLIT_HOLD_MS: *ms, 0 unset or empty; CDT_ERR_INVALID_ARG for anything but a
+ * whole number of milliseconds from 0 to 600000 */
+CDT__LANE_HIDDEN int cdt__ucx_test_split_hold_env(int64_t *ms);
 /* lock held: the hook's point `point` passed on ep */
 CDT__LANE_HIDDEN void cdt__ucx_test_end(struct cdt_ucx_ep_s *ep, int point);
 
@@ -296,9 +302,14 @@ CDT__LANE_HIDDEN int cdt__ucx_lane_split_record(cdt__ucx_lane_ep *l, cdt__ucx_la
  * freed */
 CDT__LANE_HIDDEN void cdt__ucx_lane_split_end(cdt__ucx_lane_in *e);
 /* recv: r fails while it holds a place on a SPLIT object: true when it is held (its record
- * went with its memory's addresses), false when not (the record will go with address 0) */
+ * went with its memory's addresses and the sender's push is under way: revoked too late),
+ * false when not (the record will go with address 0, or was revoked before the sender claimed
+ * it, or the push is done) */
 CDT__LANE_HIDDEN bool cdt__ucx_lane_split_detach(cdt__ucx_lane_in *e, struct cdt_ucx_request_s *r);
 /* e's split memory freed (and a held receive let go: the lane ended) */
 CDT__LANE_HIDDEN void cdt__ucx_lane_split_free(cdt__ucx_lane_in *e);
+/* the lane ends: every record of l still out revoked, and for one whose push is under way, DONE
+ * awaited for at most CDT__UCX_SPLIT_DRAIN_MS or until the peer's process is gone */
+CDT__LANE_HIDDEN void cdt__ucx_lane_split_drain(cdt__ucx_lane_ep *l);
 
 #endif

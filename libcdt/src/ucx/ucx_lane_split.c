@@ -22,6 +22,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <sched.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -123,6 +124,7 @@ int cdt__ucx_lane_split_plan(cdt_ucx_request r, cdt_count nsep)
     r->split_n = nsep;
     r->lane_split = true;
     r->split_phase = 0;
+    r->split_hold_until = 0;
     return CDT_SUCCESS;
 }
 
@@ -169,19 +171,27 @@ int cdt__ucx_lane_split_send(cdt__ucx_lane_ep *l, cdt_ucx_request r, cdt__lane_p
     if (r->split_phase == 0) {
         /* the next grant must be this object's record: the receiver posts no later grant
          * before it (§10.3, Regions moved by both cores, step 4) */
-        cdt__lane_grant g;
-        int rc = cdt__lane_take_grant(&l->tx, &g);
-        if (rc <= 0)
-            return rc;
-        if (g.key != (r->key | SPLIT_RECORD_BIT)) {
-            l->tx.error = CDT_ERR_PEER;
-            return CDT_ERR_PEER;
+        const int64_t hold = l->ep->w->test_split_hold_ms; /* the test hook: 0 unset */
+        if (hold > 0) {
+            if (r->split_hold_until == 0)
+                r->split_hold_until = cdt__ucx_now_ms() + hold;
+            if (cdt__ucx_now_ms() < r->split_hold_until)
+                return 0;
         }
-        /* a push that fails is judged only once the receiver released the word: a receiver
+        uint64_t addr = 0;
+        int rc = cdt__lane_claim_record(&l->tx, r->key | SPLIT_RECORD_BIT, &addr);
+        if (rc <= 0)
+            return rc; /* not posted yet, or another grant: the lane broke */
+        /* claimed (1): push, then DONE; revoked (2): the receive ended, nothing to write.
+         * A push that fails is judged only once the receiver released the word: a receiver
          * that died fails the lane (CDT_ERR_PEER) before that, one that lives named a bad
          * destination; the word tells it either way */
-        if (g.stream_len != 0 && !r->detached && r->status == CDT_SUCCESS)
-            r->split_status = push(l, r, g.stream_len);
+        if (rc == 1) {
+            if (addr != 0 && !r->detached && r->status == CDT_SUCCESS)
+                r->split_status = push(l, r, addr);
+            if ((rc = cdt__lane_record_done(&l->tx)) != CDT_SUCCESS)
+                return rc;
+        }
         r->split_phase = 1;
     }
     if (r->split_phase == 1) {
@@ -321,12 +331,13 @@ int cdt__ucx_lane_split_record(cdt__ucx_lane_ep *l, cdt__ucx_lane_in *e)
     if (!e->split_ready)
         return 0;
     uint64_t addr = e->split_list != NULL ? (uint64_t)(uintptr_t)e->split_list : 0;
-    int rc = cdt__lane_post_record(&l->rx, e->key | SPLIT_RECORD_BIT, addr);
+    int rc = cdt__lane_post_record(&l->rx, e->key | SPLIT_RECORD_BIT, addr, &e->split_pos);
     if (rc == CDT_ERR_BUSY)
         return 0;
     if (rc != CDT_SUCCESS)
         return rc;
     e->split_posted = true;
+    e->split_rx = &l->rx;
     /* the sender writes its share now: this side reads its own meanwhile. A read that fails
      * fails the receive once the word is in (the sender lived); a sender that died fails the
      * lane before that, and the receive with CDT_ERR_PEER */
@@ -335,10 +346,20 @@ int cdt__ucx_lane_split_record(cdt__ucx_lane_ep *l, cdt__ucx_lane_in *e)
     return 1;
 }
 
+/* 1: the sender writes nothing more for e's record (revoked before its claim, or its push
+ * done); 0: its push is under way */
+static int record_revoke(cdt__ucx_lane_in *e)
+{
+    int rc = cdt__lane_revoke_record(e->split_rx, e->split_pos, e->key | SPLIT_RECORD_BIT);
+    return rc == 0 ? 0 : 1;
+}
+
 bool cdt__ucx_lane_split_detach(cdt__ucx_lane_in *e, cdt_ucx_request r)
 {
     if (e->split_posted && e->split_list != NULL) {
-        e->split_held = r; /* the sender may still write into r's memory */
+        if (record_revoke(e) == 1)
+            return false;  /* its memory is the application's again; the word still comes */
+        e->split_held = r; /* the sender is writing into r's memory */
         return true;
     }
     free_dest(e); /* the record, still to post, goes with address 0 */
@@ -377,4 +398,17 @@ void cdt__ucx_lane_split_free(cdt__ucx_lane_in *e)
     e->split_held = NULL;
     if (held != NULL && --held->outstanding == 0)
         cdt__ucx_recv_done(held);
+}
+
+void cdt__ucx_lane_split_drain(cdt__ucx_lane_ep *l)
+{
+    const int64_t deadline = cdt__ucx_now_ms() + CDT__UCX_SPLIT_DRAIN_MS;
+    for (cdt__ucx_lane_in *e = l->in_head; e != NULL; e = e->next) {
+        if (!e->split_posted || e->split_list == NULL || (e->r == NULL && e->split_held == NULL))
+            continue; /* no memory of a receive named in its record */
+        /* revoked (or done), the sender's process gone, or the bound: the receive may end */
+        while (record_revoke(e) == 0 && cdt__lane_peer_alive(&l->rx) == 1 &&
+               cdt__ucx_now_ms() < deadline)
+            sched_yield();
+    }
 }

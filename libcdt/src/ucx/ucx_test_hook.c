@@ -10,6 +10,9 @@
  * CDT_UCX_TEST_WORD_REGIONS=1 makes the worker's producers lie as a hostile peer would: an
  * object with large regions gets its commit as a ring word too (a LANE head without COMMIT that
  * names a large region), which a consumer refuses (transport.lane_ring_commit_forged).
+ * CDT_UCX_TEST_SPLIT_HOLD_MS=N makes the worker's producers claim a SPLIT object's destination
+ * record only N ms after its stream's last byte (the window in which a receive may end first:
+ * transport.lane_split_revoke).
  */
 #include "ucx_internal.h"
 
@@ -71,6 +74,20 @@ int cdt__ucx_test_ring_commit_env(bool *off)
 int cdt__ucx_test_word_regions_env(bool *on)
 {
     return flag_env("CDT_UCX_TEST_WORD_REGIONS", on);
+}
+
+int cdt__ucx_test_split_hold_env(int64_t *ms)
+{
+    const char *env = getenv("CDT_UCX_TEST_SPLIT_HOLD_MS");
+    *ms = 0;
+    if (env == NULL || *env == '\0')
+        return CDT_SUCCESS;
+    char *end;
+    long v = strtol(env, &end, 10);
+    if (end == env || *end != '\0' || v < 0 || v > 600000)
+        return CDT_ERR_INVALID_ARG;
+    *ms = v;
+    return CDT_SUCCESS;
 }
 
 void cdt__ucx_test_end(struct cdt_ucx_ep_s *ep, int point)
