@@ -34,6 +34,24 @@ static uint64_t min_u64(uint64_t a, uint64_t b)
 
 /* ---- producer ---- */
 
+static size_t grant_off(const cdt__lane *lane, uint64_t pos)
+{
+    return CDT__LANE_OFF_GRANTS + (size_t)(pos & (lane->grant_slots - 1)) * CDT__LANE_GRANT_SIZE;
+}
+
+/* the producer's next grant slot: 1 and *off, 0 none posted, or the lane broken */
+static int next_grant(cdt__lane *lane, size_t *off)
+{
+    uint64_t posted = load_acquire(lane, CDT__LANE_OFF_GRANTS_POSTED);
+    if (posted == lane->grants_taken)
+        return 0;
+    /* a consumer cannot post more grants than the ring holds, nor take some back */
+    if (posted < lane->grants_taken || posted - lane->grants_taken > lane->grant_slots)
+        return cdt__lane_broken(lane);
+    *off = grant_off(lane, lane->grants_taken);
+    return 1;
+}
+
 int cdt__lane_take_grant(cdt__lane *lane, cdt__lane_grant *g)
 {
     int rc = cdt__lane_usable(lane, CDT__LANE_PRODUCER);
@@ -41,25 +59,15 @@ int cdt__lane_take_grant(cdt__lane *lane, cdt__lane_grant *g)
         return rc;
     if (g == NULL)
         return CDT_ERR_INVALID_ARG;
-    uint64_t posted = load_acquire(lane, CDT__LANE_OFF_GRANTS_POSTED);
-    if (posted == lane->grants_taken)
-        return 0;
-    /* a consumer cannot post more grants than the ring holds, nor take some back */
-    if (posted < lane->grants_taken || posted - lane->grants_taken > lane->grant_slots)
-        return cdt__lane_broken(lane);
-    size_t slot = (size_t)(lane->grants_taken & (lane->grant_slots - 1));
-    size_t off = CDT__LANE_OFF_GRANTS + slot * CDT__LANE_GRANT_SIZE;
+    size_t off = 0;
+    if ((rc = next_grant(lane, &off)) != 1)
+        return rc;
     g->key = __atomic_load_n(field(lane, off), __ATOMIC_RELAXED);
     g->stream_len = __atomic_load_n(field(lane, off + 8), __ATOMIC_RELAXED);
     /* copied: the slot may be reused from now on */
     lane->grants_taken++;
     store_release(lane, CDT__LANE_OFF_GRANTS_TAKEN, lane->grants_taken);
     return 1;
-}
-
-static size_t grant_off(const cdt__lane *lane, uint64_t pos)
-{
-    return CDT__LANE_OFF_GRANTS + (size_t)(pos & (lane->grant_slots - 1)) * CDT__LANE_GRANT_SIZE;
 }
 
 int cdt__lane_claim_record(cdt__lane *lane, uint64_t key, uint64_t *value)
@@ -69,12 +77,9 @@ int cdt__lane_claim_record(cdt__lane *lane, uint64_t key, uint64_t *value)
         return rc;
     if (value == NULL)
         return CDT_ERR_INVALID_ARG;
-    uint64_t posted = load_acquire(lane, CDT__LANE_OFF_GRANTS_POSTED);
-    if (posted == lane->grants_taken)
-        return 0;
-    if (posted < lane->grants_taken || posted - lane->grants_taken > lane->grant_slots)
-        return cdt__lane_broken(lane);
-    size_t off = grant_off(lane, lane->grants_taken);
+    size_t off = 0;
+    if ((rc = next_grant(lane, &off)) != 1)
+        return rc;
     /* the swap both processes agree on: CLAIMED before any write into the consumer's memory,
      * or the consumer's REVOKED first (§10.3, rule 6) */
     uint64_t seen = key;
