@@ -217,26 +217,38 @@ int main(int argc, char **argv)
          * row). Bandwidth only */
         {"double_vec_1k_reused", K_DOUBLEVEC, 1024, 1},
         {"double_vec_128k_reused", K_DOUBLEVEC, 131072, 1},
+        /* reused arrays of the sizes between, where the lane's split may start (docs/TRANSPORT.md
+         * §10.3, Regions moved by both cores): run when named */
+        {"double_vec_4k_reused", K_DOUBLEVEC, 4096, 1},
+        {"double_vec_8k_reused", K_DOUBLEVEC, 8192, 1},
+        {"double_vec_16k_reused", K_DOUBLEVEC, 16384, 1},
+        {"double_vec_32k_reused", K_DOUBLEVEC, 32768, 1},
     };
     const cdt_count lat_max = quick ? 65536 : 1 << 20;
     const cdt_count bw_min = 1024, bw_max = quick ? (cdt_count)64 << 20 : (cdt_count)256 << 20;
     for (size_t ki = 0; ki < sizeof(kases) / sizeof(kases[0]); ki++) {
         const kase_desc *kd = &kases[ki];
-        if (!listed(only, kd->name) || (only == NULL && kd->k == K_DOUBLEVEC && kd->sub != 1024 &&
-                                        kd->sub != 131072 && kd->sub != 64 && kd->sub != 4096))
+        const int by_default =
+            kd->k != K_DOUBLEVEC ||
+            (kd->reuse ? kd->sub == 1024 || kd->sub == 131072
+                       : kd->sub == 1024 || kd->sub == 131072 || kd->sub == 64 || kd->sub == 4096);
+        if (!listed(only, kd->name) || (only == NULL && !by_default))
             continue;
         /* how many of the case's objects went through the lane (none with the lane off) */
         cdt_ucx_worker_stats st0 = {.field_mask = CDT_UCX_WORKER_STATS_LANE_SENT};
         OK(cdt_ucx_worker_stats_get(e.w, &st0));
         for (int pass = 0; pass < 2; pass++) { /* 0 latency, 1 bandwidth */
-            if (pass == 0 && kd->k == K_DOUBLEVEC && (kd->sub > 131072 || kd->reuse))
-                continue; /* the region sizes and the reused rows: bandwidth only */
+            if (pass == 0 && kd->k == K_DOUBLEVEC && (kd->sub > 131072 || kd->reuse) &&
+                only_size <= 0)
+                continue; /* the region sizes and the reused rows: bandwidth only (but at a
+                           * size named with --size) */
             if (quick && pass == 0 && kd->k == K_DOUBLEVEC && kd->sub != 1024)
                 continue;
             if ((bandwidth_only && pass == 0) || (latency_only && pass == 1))
                 continue;
-            if (pass == 1 && kd->k == K_DOUBLEVEC && kd->sub != 1024 && kd->sub < 65536)
-                continue; /* bandwidth at 1 KiB sub-vectors (the seed) and from 64 KiB */
+            if (pass == 1 && kd->k == K_DOUBLEVEC && kd->sub != 1024 && kd->sub < 65536 &&
+                !kd->reuse)
+                continue; /* bandwidth at 1 KiB sub-vectors (the seed), from 64 KiB, reused */
             if (!e.server) {
                 printf("# %s %s (MB = 10^6 bytes)\n# Size", kd->name,
                        pass == 0 ? "latency" : "bandwidth");

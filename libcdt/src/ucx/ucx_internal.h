@@ -24,8 +24,11 @@
  * (measured: docs/TRANSPORT.md §10.3, Regions); CDT_UCX_LANE_REGION_THRESHOLD overrides it */
 #define CDT__UCX_LANE_REGION_THRESHOLD ((cdt_count)1 << 62)
 /* on a lane that splits, where no threshold was named, regions from this size on are copied by
- * both processes (docs/TRANSPORT.md §10.3, Regions moved by both cores; ucx_lane_split.c) */
-#define CDT__UCX_LANE_SPLIT_MIN ((cdt_count)65536)
+ * both processes (docs/TRANSPORT.md §10.3, Regions moved by both cores; ucx_lane_split.c), in
+ * an object whose such regions hold at least CDT__UCX_LANE_SPLIT_TOTAL bytes (below it, the
+ * grant, the record and the word cost more than the copies gain: measured there) */
+#define CDT__UCX_LANE_SPLIT_MIN ((cdt_count)8192)
+#define CDT__UCX_LANE_SPLIT_TOTAL ((cdt_count)32768)
 /* how long a lane's end waits for a SPLIT sender's push under way into a receive's memory
  * (docs/TRANSPORT.md §10.3, Regions moved by both cores, rule 6): one process_vm_writev */
 #define CDT__UCX_SPLIT_DRAIN_MS 2000

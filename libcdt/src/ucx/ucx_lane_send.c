@@ -228,7 +228,8 @@ int cdt__ucx_lane_pump_send(cdt__ucx_lane_ep *l)
  * message and a region is large: a receiver that failed before the whole table came could not
  * name the regions to discard). Whether the receiver takes a header through the lane is asked
  * under the lock (cdt__ucx_lane_isend). */
-static bool lane_plan(cdt_ucx_request r, cdt_count threshold, bool split, cdt_count *nsep, int *rc)
+static bool lane_plan(cdt_ucx_request r, cdt_count threshold, bool split, cdt_count *nsep,
+                      cdt_count *sep_bytes, int *rc)
 {
     cdt_count n;
     *rc = cdt_frame_region_count(r->frame, &n);
@@ -243,6 +244,7 @@ static bool lane_plan(cdt_ucx_request r, cdt_count threshold, bool split, cdt_co
         return false;
     cdt_count inline_len = header + (cdt_count)cdt__get_u64(h + CDT__OFF_PACKED_SIZE);
     *nsep = 0;
+    *sep_bytes = 0;
     /* none is large (the table's longest, taken when the frame was laid out): all travel in
      * the lane, with no look at each */
     cdt__region_shape shape;
@@ -267,6 +269,7 @@ static bool lane_plan(cdt_ucx_request r, cdt_count threshold, bool split, cdt_co
         if (*rc != CDT_SUCCESS || pieces != 1)
             return false;
         (*nsep)++;
+        *sep_bytes += len;
     }
     /* one head message carries it: no grant to wait for; a SPLIT object's large regions are
      * copied by both processes whatever its stream's size (§10.3, Regions moved by both cores) */
@@ -316,7 +319,7 @@ int cdt__ucx_lane_isend(struct cdt_ucx_ep_s *ep, cdt_ucx_request r, cdt_count th
                         uint64_t tag, cdt_ucx_request *request)
 {
     cdt_ucx_worker w = ep->w;
-    cdt_count nsep = 0;
+    cdt_count nsep = 0, sep_bytes = 0;
     int rc = CDT_SUCCESS;
     /* where the lane splits and the application named no threshold, regions from
      * CDT__UCX_LANE_SPLIT_MIN on are moved by both processes (§10.3, Regions moved by both
@@ -324,15 +327,19 @@ int cdt__ucx_lane_isend(struct cdt_ucx_ep_s *ep, cdt_ucx_request r, cdt_count th
     const cdt_count room = CDT__UCX_HEAD_MAX - CDT__UCX_PREFIX_SIZE - CDT__UCX_LANE_EXT_SIZE;
     bool split = threshold == CDT__UCX_LANE_REGION_THRESHOLD &&
                  __atomic_load_n(&ep->lane_split, __ATOMIC_ACQUIRE);
-    bool planned = split && lane_plan(r, CDT__UCX_LANE_SPLIT_MIN, true, &nsep, &rc);
+    bool planned = split && lane_plan(r, CDT__UCX_LANE_SPLIT_MIN, true, &nsep, &sep_bytes, &rc);
     if (planned && (nsep < 1 || nsep > CDT__UCX_SPLIT_MAX || r->lane_base != r->lane_header ||
-                    r->lane_header + 8 * nsep > room))
+                    r->lane_header + 8 * nsep > room || sep_bytes < CDT__UCX_LANE_SPLIT_TOTAL))
+        planned = false;
+    /* a worker that writes large records (§10.6) keeps the objects one would hold as one */
+    if (planned && w->lane_large &&
+        (uint64_t)r->lane_header + r->lane_len + (uint64_t)sep_bytes <= CDT__LANE_HEAD_LARGE_MAX)
         planned = false;
     split = planned;
     if (split)
         threshold = CDT__UCX_LANE_SPLIT_MIN;
     if (rc == CDT_SUCCESS && !planned)
-        planned = lane_plan(r, threshold, false, &nsep, &rc);
+        planned = lane_plan(r, threshold, false, &nsep, &sep_bytes, &rc);
     if (!planned) {
         if (rc == CDT_SUCCESS)
             return CDT__UCX_LANE_DECLINED;
