@@ -227,6 +227,8 @@ typedef struct rctx {
     cdt_count stream;
     cdt_sobj so;
     int prepared, so_prepared;
+    /* the matched frame as the prepare callback saw it: a stuck receive's report names it */
+    cdt_frame_info frame;
 } rctx;
 
 cdt_count verify(rctx *x, double_vec *dv, cdt_ucx_tag tag);

@@ -24,6 +24,9 @@ static int prepare_cb(void *arg, cdt_decoder d)
 {
     rctx *x = arg;
     x->prepared = 1;
+    x->frame = (cdt_frame_info){.field_mask = CDT_FRAME_INFO_ALL};
+    if (cdt_decoder_info(d, &x->frame) != CDT_SUCCESS)
+        x->frame.field_mask = 0;
     if (x->fam == FAM_SOBJ) {
         memset(&x->so, 0, sizeof(x->so));
         int rc = cdt_sobj_recv_prepare(&x->so, d);
@@ -195,9 +198,15 @@ void *receiver_main(void *arg)
             rc = wait_req(q, more, th);
             if (rc == CDT_ERR_TIMEOUT) {
                 ADD(g_st.stuck, 1);
-                report("%s receive still pending %" PRId64 " ms after cancel (%s); request and "
-                       "buffers leaked",
-                       fam_name[fam], more, c == CDT_ERR_BUSY ? "matched" : "not matched");
+                /* whether a message had matched it (its prepare callback ran) and that frame's
+                 * shape: which of the transport's paths the object took */
+                report("%s receive still pending %" PRId64 " ms after cancel (cancel %s; %s: "
+                       "frame %lld B, packed stream %lld B, %lld regions of %lld B); request "
+                       "and buffers leaked",
+                       fam_name[fam], more, cdt_err_name(c),
+                       x->prepared ? "matched" : "no message matched",
+                       (long long)x->frame.frame_size, (long long)x->frame.packed_size,
+                       (long long)x->frame.region_count, (long long)x->frame.region_bytes);
                 continue;
             }
             idle = rc == CDT_ERR_CANCELED && !x->prepared;
