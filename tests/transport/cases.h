@@ -85,6 +85,9 @@ uint64_t lane_stat(peer *p, uint64_t field); /* CDT_UCX_WORKER_STATS_LANE_SENT o
 int lane_regions_case(void);
 int lane_split_case(void);
 int lane_split_revoke_case(void);
+int lane_split_held_case(void); /* a receive canceled inside the sender's push is held */
+/* cases_lane_split_cancel.c: SPLIT receives canceled at random points (CDT_TEST_STRESS_S) */
+int lane_split_cancel_case(void);
 int lane_headers_case(void); /* headers of more than 2,041 regions through the lane */
 int lane_case(void);
 int lane_kill_case(int where);

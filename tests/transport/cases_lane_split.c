@@ -427,6 +427,72 @@ int lane_split_revoke_case(void)
     return rc;
 }
 
+/* ---- a receive that ends while the sender pushes (rule 6): the sender's worker has
+ * CDT_UCX_TEST_SPLIT_HOLD_MS=push:HOLD_MS, it claims each record at once and pushes HOLD_MS
+ * later. The receiver cancels inside that window: its receive is held until the push returned
+ * (the arrays hold the sender's bytes, its share included, when the cancel completes), and
+ * the sender writes nothing into them afterwards. ---- */
+enum { HELD = 73 };
+
+static void held_client(peer *p)
+{
+    int64_t one = 1;
+    CHECK_RC(cdt_ucx_send(p->ep, &one, 1, CDT_INT64, 1, T_TIMEOUT_MS));
+    wait_lane(p);
+    double_vec v;
+    CHECK_RC(double_vec_init(&v, 2, RV_WORDS, 10)); /* 2 x 1 MiB: SPLIT */
+    uint64_t split = stat_of(p, CDT_UCX_WORKER_STATS_LANE_SPLIT_SENT);
+    /* the claim succeeded, the push happened: the send completes as any */
+    CHECK_RC(cdt_ucx_send(p->ep, &v, 1, double_vec_type(), HELD, T_TIMEOUT_MS));
+    CHECK(stat_of(p, CDT_UCX_WORKER_STATS_LANE_SPLIT_SENT) - split == 1);
+    double_vec_clear(&v);
+    lane_ack_recv(p);
+}
+
+static void held_server(peer *p)
+{
+    int64_t one = 0;
+    CHECK_RC(
+        cdt_ucx_recv(p->w, &one, 1, CDT_INT64, 1, CDT_UCX_TAG_MASK_FULL, NULL, NULL, T_TIMEOUT_MS));
+    double_vec v = {0}, want;
+    cdt_ucx_request r;
+    CHECK_RC(cdt_ucx_irecv(p->w, &v, 1, double_vec_type(), HELD, CDT_UCX_TAG_MASK_FULL, NULL, &r));
+    int64_t t0 = now_ms();
+    while ((v.data == NULL || v.data[v.n - 1] == NULL) && now_ms() - t0 < T_TIMEOUT_MS)
+        cdt_ucx_worker_progress(p->w);
+    CHECK(v.data != NULL && v.data[v.n - 1] != NULL);
+    for (int64_t t1 = now_ms(); now_ms() - t1 < 50;)
+        cdt_ucx_worker_progress(p->w); /* the record posted, claimed, this side's share read */
+    CHECK_RC(cdt_ucx_request_cancel(r));
+    int rc = cdt_ucx_request_wait(r, T_TIMEOUT_MS);
+    CHECK_RC(double_vec_init(&want, 2, RV_WORDS, 10));
+    int whole = double_vec_equal(&v, &want);
+    fprintf(stderr, "canceled inside the sender's push: the receive %s, its arrays %s\n",
+            cdt_err_name(rc), whole ? "hold the sender's object" : "DO NOT HOLD THE PUSH");
+    CHECK(rc == CDT_ERR_CANCELED && whole);
+    CHECK_RC(cdt_ucx_request_free(r));
+    overwrite(&v);
+    progress_for(p, 300); /* the word comes and goes */
+    int arrays = overwritten_still(&v);
+    fprintf(stderr, "%d arrays after the word: %s\n", arrays,
+            arrays > 0 ? "as this side wrote them" : "WRITTEN BY THE SENDER");
+    CHECK(arrays == v.n);
+    double_vec_clear(&v);
+    double_vec_clear(&want);
+    lane_ack_send(p);
+}
+
+int lane_split_held_case(void)
+{
+    static const cdt_ucx_worker_params lane = {.field_mask = CDT_UCX_WORKER_PARAM_LANE, .lane = 1};
+    char hold[24];
+    snprintf(hold, sizeof hold, "push:%d", (int)HOLD_MS);
+    setenv("CDT_UCX_TEST_SPLIT_HOLD_MS", hold, 1);
+    int rc = run_pair(held_server, held_client, &lane, &lane, 0);
+    unsetenv("CDT_UCX_TEST_SPLIT_HOLD_MS");
+    return rc;
+}
+
 int lane_split_case(void)
 {
     /* a misspelt CDT_UCX_LANE_SPLIT is refused */

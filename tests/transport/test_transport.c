@@ -65,6 +65,10 @@ int main(int argc, char **argv)
         return lane_split_case();
     if (strcmp(c, "lane_split_revoke") == 0)
         return lane_split_revoke_case();
+    if (strcmp(c, "lane_split_held") == 0)
+        return lane_split_held_case();
+    if (strcmp(c, "lane_split_cancel") == 0)
+        return lane_split_cancel_case();
     if (strcmp(c, "lane_headers") == 0)
         return lane_headers_case();
     if (strcmp(c, "lane_kill_sender") == 0)

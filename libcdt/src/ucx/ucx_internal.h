@@ -133,8 +133,10 @@ struct cdt_ucx_worker_s {
      * with a commit word too, the lie a consumer must refuse */
     bool test_word_regions;
     /* the test hook CDT_UCX_TEST_SPLIT_HOLD_MS: its producers claim a SPLIT object's record
-     * only this many ms after its stream (0: at once) */
+     * only this many ms after its stream (0: at once), or claim it at once and wait this long
+     * before the push (test_split_hold_in_push) */
     int64_t test_split_hold_ms;
+    bool test_split_hold_in_push;
     /* ring heads parked for the receive their descriptor matches (ucx_lane_park.c): slots,
      * the free ones' list (UINT32_MAX: none), how many are parked, and the secret every
      * descriptor carries (random, never sent to a peer) */

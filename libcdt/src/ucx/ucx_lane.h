@@ -223,9 +223,9 @@ CDT__LANE_HIDDEN int cdt__ucx_test_ring_commit_env(bool *off);
 /* CDT_UCX_TEST_WORD_REGIONS: *on true for "1", false unset, empty or "0";
  * CDT_ERR_INVALID_ARG for another value */
 CDT__LANE_HIDDEN int cdt__ucx_test_word_regions_env(bool *on);
-/* CDT_UCX_TEST_SPLIT_HOLD_MS: *ms, 0 unset or empty; CDT_ERR_INVALID_ARG for anything but a
- * whole number of milliseconds from 0 to 600000 */
-CDT__LANE_HIDDEN int cdt__ucx_test_split_hold_env(int64_t *ms);
+/* CDT_UCX_TEST_SPLIT_HOLD_MS: *ms, 0 unset or empty, *in_push for a "push:" prefix;
+ * CDT_ERR_INVALID_ARG for anything but a whole number of milliseconds from 0 to 600000 */
+CDT__LANE_HIDDEN int cdt__ucx_test_split_hold_env(int64_t *ms, bool *in_push);
 /* lock held: the hook's point `point` passed on ep */
 CDT__LANE_HIDDEN void cdt__ucx_test_end(struct cdt_ucx_ep_s *ep, int point);
 
@@ -308,6 +308,8 @@ CDT__LANE_HIDDEN void cdt__ucx_lane_split_end(cdt__ucx_lane_in *e);
 CDT__LANE_HIDDEN bool cdt__ucx_lane_split_detach(cdt__ucx_lane_in *e, struct cdt_ucx_request_s *r);
 /* e's split memory freed (and a held receive let go: the lane ended) */
 CDT__LANE_HIDDEN void cdt__ucx_lane_split_free(cdt__ucx_lane_in *e);
+/* recv: every receive held for a push under way whose slot now shows DONE completes */
+CDT__LANE_HIDDEN void cdt__ucx_lane_split_poll_held(cdt__ucx_lane_ep *l);
 /* the lane ends: every record of l still out revoked, and for one whose push is under way, DONE
  * awaited for at most CDT__UCX_SPLIT_DRAIN_MS or until the peer's process is gone */
 CDT__LANE_HIDDEN void cdt__ucx_lane_split_drain(cdt__ucx_lane_ep *l);

@@ -392,6 +392,7 @@ static int pump_object(cdt__ucx_lane_ep *l, cdt__ucx_lane_in *e)
 int cdt__ucx_lane_pump_recv(cdt__ucx_lane_ep *l)
 {
     struct cdt_ucx_ep_s *ep = l->ep; /* read while l is alive */
+    cdt__ucx_lane_split_poll_held(l);
     for (cdt__ucx_lane_in *e = l->in_head; e != NULL; e = e->next) {
         if (!e->granted) {
             uint64_t start;

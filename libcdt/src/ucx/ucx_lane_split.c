@@ -172,7 +172,8 @@ int cdt__ucx_lane_split_send(cdt__ucx_lane_ep *l, cdt_ucx_request r, cdt__lane_p
         /* the next grant must be this object's record: the receiver posts no later grant
          * before it (§10.3, Regions moved by both cores, step 4) */
         const int64_t hold = l->ep->w->test_split_hold_ms; /* the test hook: 0 unset */
-        if (hold > 0) {
+        const bool hold_in_push = l->ep->w->test_split_hold_in_push;
+        if (hold > 0 && !hold_in_push) {
             if (r->split_hold_until == 0)
                 r->split_hold_until = cdt__ucx_now_ms() + hold;
             if (cdt__ucx_now_ms() < r->split_hold_until)
@@ -187,6 +188,9 @@ int cdt__ucx_lane_split_send(cdt__ucx_lane_ep *l, cdt_ucx_request r, cdt__lane_p
          * that died fails the lane (CDT_ERR_PEER) before that, one that lives named a bad
          * destination; the word tells it either way */
         if (rc == 1) {
+            for (int64_t until = cdt__ucx_now_ms() + (hold_in_push ? hold : 0);
+                 cdt__ucx_now_ms() < until;)
+                sched_yield(); /* the test hook: a push that takes this long */
             if (addr != 0 && !r->detached && r->status == CDT_SUCCESS)
                 r->split_status = push(l, r, addr);
             if ((rc = cdt__lane_record_done(&l->tx)) != CDT_SUCCESS)
@@ -389,15 +393,31 @@ void cdt__ucx_lane_split_end(cdt__ucx_lane_in *e)
     cdt__ucx_lane_split_free(e); /* and a receive held past its failure, let go */
 }
 
+/* a receive held past its end (its sender's push was under way) completes */
+static void release_held(cdt__ucx_lane_in *e)
+{
+    cdt_ucx_request held = e->split_held;
+    e->split_held = NULL;
+    if (held != NULL && --held->outstanding == 0)
+        cdt__ucx_recv_done(held);
+}
+
 void cdt__ucx_lane_split_free(cdt__ucx_lane_in *e)
 {
     free_dest(e);
     free(e->split_src);
     e->split_src = NULL;
-    cdt_ucx_request held = e->split_held;
-    e->split_held = NULL;
-    if (held != NULL && --held->outstanding == 0)
-        cdt__ucx_recv_done(held);
+    release_held(e);
+}
+
+void cdt__ucx_lane_split_poll_held(cdt__ucx_lane_ep *l)
+{
+    /* the slot's DONE says the push returned (rule 6): the receive completes then, not at the
+     * word, which a sender whose send ended after its push (its endpoint closed or failed)
+     * never publishes */
+    for (cdt__ucx_lane_in *e = l->in_head; e != NULL; e = e->next)
+        if (e->split_held != NULL && record_revoke(e) == 1)
+            release_held(e);
 }
 
 void cdt__ucx_lane_split_drain(cdt__ucx_lane_ep *l)

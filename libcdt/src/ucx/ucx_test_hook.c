@@ -12,7 +12,9 @@
  * names a large region), which a consumer refuses (transport.lane_ring_commit_forged).
  * CDT_UCX_TEST_SPLIT_HOLD_MS=N makes the worker's producers claim a SPLIT object's destination
  * record only N ms after its stream's last byte (the window in which a receive may end first:
- * transport.lane_split_revoke).
+ * transport.lane_split_revoke); CDT_UCX_TEST_SPLIT_HOLD_MS=push:N claims it at once and then
+ * waits N ms before the push (the window in which a receive that ends is held:
+ * transport.lane_split_held).
  */
 #include "ucx_internal.h"
 
@@ -76,12 +78,17 @@ int cdt__ucx_test_word_regions_env(bool *on)
     return flag_env("CDT_UCX_TEST_WORD_REGIONS", on);
 }
 
-int cdt__ucx_test_split_hold_env(int64_t *ms)
+int cdt__ucx_test_split_hold_env(int64_t *ms, bool *in_push)
 {
     const char *env = getenv("CDT_UCX_TEST_SPLIT_HOLD_MS");
     *ms = 0;
+    *in_push = false;
     if (env == NULL || *env == '\0')
         return CDT_SUCCESS;
+    if (strncmp(env, "push:", 5) == 0) {
+        *in_push = true;
+        env += 5;
+    }
     char *end;
     long v = strtol(env, &end, 10);
     if (end == env || *end != '\0' || v < 0 || v > 600000)

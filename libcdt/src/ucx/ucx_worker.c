@@ -127,12 +127,14 @@ int cdt_ucx_worker_create(cdt_ucx_context context, const cdt_ucx_worker_params *
     if (cdt__ucx_test_word_regions_env(&word_regions) != CDT_SUCCESS)
         return CDT_ERR_INVALID_ARG;
     int64_t split_hold_ms = 0;
-    if (cdt__ucx_test_split_hold_env(&split_hold_ms) != CDT_SUCCESS)
+    bool split_hold_in_push = false;
+    if (cdt__ucx_test_split_hold_env(&split_hold_ms, &split_hold_in_push) != CDT_SUCCESS)
         return CDT_ERR_INVALID_ARG;
     cdt_ucx_worker w = calloc(1, sizeof(*w));
     if (w == NULL)
         return CDT_ERR_NO_MEMORY;
     w->test_split_hold_ms = split_hold_ms;
+    w->test_split_hold_in_push = split_hold_in_push;
     w->test_end_point = end_point;
     w->test_end_at = end_at;
     w->test_no_ring_commit = no_ring_commit;
