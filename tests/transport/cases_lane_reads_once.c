@@ -2,14 +2,28 @@
  * cases_lane_reads_once.c - where a custom type's unpack callback reads a lane's bytes
  * (docs/TRANSPORT.md §10.4): a type that promises to read each byte once
  * (CDT_CUSTOM_FLAG_UNPACK_READS_ONCE) is handed fragments straight out of the segment; a type
- * that does not is handed a private copy of each, never the segment. Both arrive byte for byte.
+ * that does not is handed a private copy of each, never the segment, also where a prepare
+ * callback bound the type. Both arrive byte for byte.
  */
 #include "cases.h"
 
 #include <inttypes.h>
 #include <stdint.h>
 
-enum { RO_WORDS = 64 * 1024, RO_OBJECTS = 6, RO_MAX_CALLS = 4096 };
+/* the second half of the objects is received through a prepare callback that binds the type:
+ * the bound type decides there too */
+enum { RO_WORDS = 64 * 1024, RO_OBJECTS = 12, RO_MAX_CALLS = 4096 };
+
+typedef struct ro_bind {
+    int64_t *v;
+    cdt_type type;
+} ro_bind;
+
+static int ro_prepare(void *arg, cdt_decoder d)
+{
+    const ro_bind *b = arg;
+    return cdt_decoder_bind(d, b->v, RO_WORDS, b->type);
+}
 
 /* the unpack calls of one type: where each fragment it was handed lay */
 typedef struct ro_probe {
@@ -131,8 +145,16 @@ static void ro_server(peer *p)
     uint64_t through_lane = lane_stat(p, CDT_UCX_WORKER_STATS_LANE_RECEIVED);
     for (int k = 0; k < RO_OBJECTS; k++) {
         memset(v, 0xee, RO_WORDS * sizeof(*v));
-        CHECK_RC(cdt_ucx_recv(p->w, v, RO_WORDS, types[k % 2], 2, CDT_UCX_TAG_MASK_FULL, NULL, NULL,
-                              T_TIMEOUT_MS));
+        if (k < RO_OBJECTS / 2) {
+            CHECK_RC(cdt_ucx_recv(p->w, v, RO_WORDS, types[k % 2], 2, CDT_UCX_TAG_MASK_FULL, NULL,
+                                  NULL, T_TIMEOUT_MS));
+        } else {
+            ro_bind b = {v, types[k % 2]};
+            cdt_ucx_recv_params rp = {
+                .field_mask = CDT_UCX_RECV_PARAM_PREPARE, .prepare = ro_prepare, .prepare_arg = &b};
+            CHECK_RC(cdt_ucx_recv(p->w, NULL, 0, NULL, 2, CDT_UCX_TAG_MASK_FULL, &rp, NULL,
+                                  T_TIMEOUT_MS));
+        }
         ro_fill(ref, k);
         CHECK(memcmp(v, ref, RO_WORDS * sizeof(*v)) == 0);
     }

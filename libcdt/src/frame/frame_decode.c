@@ -148,6 +148,15 @@ void cdt__decoder_region_shape(cdt_decoder d, cdt__region_shape *out)
     out->gapless = in->frame_size - in->header_size - in->packed_size == in->region_bytes;
 }
 
+bool cdt__decoder_reads_once(cdt_decoder d)
+{
+    if (d == NULL || d->op == NULL)
+        return false; /* not bound: what will read the bytes is not known */
+    const cdt_type t = d->op->type;
+    return t->cls != CDT__CLASS_CUSTOM ||
+           (t->custom->flags & CDT_CUSTOM_FLAG_UNPACK_READS_ONCE) != 0;
+}
+
 int cdt_decoder_bind(cdt_decoder d, void *buf, cdt_count count, cdt_type type)
 {
     if (d == NULL)

@@ -161,6 +161,10 @@ typedef struct cdt__region_shape {
 } cdt__region_shape;
 CDT__TRANSPORT_SHARED void cdt__frame_region_shape(cdt_frame f, cdt__region_shape *out);
 CDT__TRANSPORT_SHARED void cdt__decoder_region_shape(cdt_decoder d, cdt__region_shape *out);
+/* whether the decoder is bound to a type that reads each packed-stream byte once: the
+ * engine's (predefined and derived types) or a custom type that says so
+ * (CDT_CUSTOM_FLAG_UNPACK_READS_ONCE). False before cdt_decoder_bind. */
+CDT__TRANSPORT_SHARED bool cdt__decoder_reads_once(cdt_decoder d);
 
 /* cdt_frame_encode(), except that the packed stream is not packed now: cdt_frame_gather()
  * packs the part of it that is asked for, straight into the caller's memory (the transport's

@@ -353,17 +353,15 @@ static void post_regions(cdt__ucx_lane_ep *l, cdt_ucx_request r, cdt__ucx_lane_i
     cdt__ucx_recv_post_regions(r, S, r->lane_header, &in); /* fails r itself */
 }
 
-/* a custom type's callbacks (and a prepare callback's decoder, which may bind one) read a
- * private copy of each fragment of the packed stream: bytes they checked cannot change under
- * them (§10.4). A type whose unpack callback reads each byte once
- * (CDT_CUSTOM_FLAG_UNPACK_READS_ONCE) reads the segment itself, as the engine does for the
- * small regions after the stream (a region's type is a layout: each byte read once). */
+/* a custom type's callbacks read a private copy of each fragment of the packed stream: bytes
+ * they checked cannot change under them (§10.4). The type the decoder is bound to decides,
+ * also where a prepare callback bound it: one whose unpack callback reads each byte once
+ * (CDT_CUSTOM_FLAG_UNPACK_READS_ONCE), or a predefined or derived type, reads the segment
+ * itself, as the engine does for the small regions after the stream (a region's type is a
+ * layout: each byte read once). A decoder not bound yet gets the copy. */
 static bool needs_copy(cdt_ucx_request r)
 {
-    if (r->prepare != NULL)
-        return true;
-    return r->type != NULL && r->type->cls == CDT__CLASS_CUSTOM &&
-           !(r->type->custom->flags & CDT_CUSTOM_FLAG_UNPACK_READS_ONCE);
+    return !cdt__decoder_reads_once(r->dec);
 }
 
 /* the object's published bytes, unpacked: the packed stream through the bounce buffer where
