@@ -198,6 +198,8 @@ fn expand(mut input: DeriveInput, pack: bool) -> syn::Result<Tokens> {
                     const FIXED_SIZE: ::std::option::Option<usize> =
                         ::cdtypes::__fixed_sum(&[#(<#tys as ::cdtypes::Unpack>::FIXED_SIZE),*]);
                     #[doc(hidden)]
+                    const ANY_BYTES: bool = true #(&& <#tys as ::cdtypes::Unpack>::ANY_BYTES)*;
+                    #[doc(hidden)]
                     #[allow(unused_variables, unused_mut)]
                     #[inline]
                     fn unpack_fixed(bytes: &[u8]) -> ::cdtypes::Result<Self> {

@@ -426,3 +426,25 @@ proptest! {
         prop_assert_eq!(back, v);
     }
 }
+
+/// Which element types are unpacked straight out of memory a peer may write (a local lane's
+/// segment): those whose every byte pattern is a value; a bool, a char or anything holding one
+/// is checked, so its bytes are copied first.
+#[test]
+#[allow(clippy::assertions_on_constants)] // the constants are what is checked
+fn any_bytes_says_which_elements_check_their_bytes() {
+    assert!(<i32 as Unpack>::ANY_BYTES && <f64 as Unpack>::ANY_BYTES);
+    assert!(<u128 as Unpack>::ANY_BYTES && <() as Unpack>::ANY_BYTES);
+    assert!(<[i32; 4] as Unpack>::ANY_BYTES && <(u8, f32) as Unpack>::ANY_BYTES);
+    assert!(!<bool as Unpack>::ANY_BYTES && !<char as Unpack>::ANY_BYTES);
+    assert!(!<[bool; 2] as Unpack>::ANY_BYTES && !<(i32, bool) as Unpack>::ANY_BYTES);
+    assert!(
+        !<Rec as Unpack>::ANY_BYTES,
+        "a derived struct with a bool and a char"
+    );
+    assert!(
+        <Small as Unpack>::ANY_BYTES,
+        "a derived struct of integers and a tuple"
+    );
+    assert!(!<String as Unpack>::ANY_BYTES && !<Vec<i32> as Unpack>::ANY_BYTES);
+}

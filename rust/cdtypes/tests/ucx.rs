@@ -89,6 +89,19 @@ fn child_main() {
             }
             ep.send(&true, 1, LONG).unwrap();
         }
+        "lane_cells" => {
+            // echo Vecs of fixed-size structs (tag + 1) until the tag 0 object
+            loop {
+                let (c, info): (Vec<Cell>, _) = worker.recv_matching(0, 0, LONG).unwrap();
+                if info.tag == 0 {
+                    break;
+                }
+                ep.send(&c, info.tag + 1, LONG).unwrap();
+                let p: Vec<PlainCell> = worker.recv(info.tag + 2, LONG).unwrap();
+                ep.send(&p, info.tag + 3, LONG).unwrap();
+            }
+            ep.send(&true, 1, LONG).unwrap();
+        }
         "vanish" => {
             // tell the parent we are up and wait for its answer (a send completes once its
             // bytes are handed to the transport, not once they arrived: exiting right after
@@ -483,6 +496,73 @@ struct Mesh {
     name: String,
     cells: Vec<Cell>,
     points: Vec<(f32, f32)>,
+}
+
+/// Cell without its bool: every byte pattern of it is a value (`Unpack::ANY_BYTES`).
+#[derive(Pack, Unpack, Debug, PartialEq, Clone)]
+struct PlainCell {
+    id: u32,
+    w: f64,
+    data: [i32; 2048],
+}
+
+fn plain_cells(n: usize) -> Vec<PlainCell> {
+    cells(n)
+        .into_iter()
+        .map(|c| PlainCell {
+            id: c.id,
+            w: c.w,
+            data: c.data,
+        })
+        .collect()
+}
+
+/// Vecs of fixed-size structs through the lane, whose receiving type reads each byte once
+/// (docs/TRANSPORT.md §10.4): elements whose every byte pattern is a value straight out of
+/// the segment, elements with a bool (checked) through a private copy; both arrive whole,
+/// one lane object each way per send.
+#[test]
+fn fixed_size_structs_through_the_lane() {
+    const { assert!(<PlainCell as Unpack>::ANY_BYTES && !<Cell as Unpack>::ANY_BYTES) };
+    let worker = Worker::with_options(&cdtypes::ucx::WorkerOptions {
+        lane: Some(true),
+        ..Default::default()
+    })
+    .unwrap();
+    let listener = worker.listen("127.0.0.1", 0).unwrap();
+    let port = listener.port().unwrap();
+    let mut child = spawn_child_env("lane_cells", port, Some("on"));
+    let ep = listener.accept(LONG).unwrap();
+    // a round trip first: the lane is offered and mapped while the endpoint wires up
+    ep.send(&cells(1), 10, LONG).unwrap();
+    let _: Vec<Cell> = worker.recv(11, LONG).unwrap();
+    ep.send(&plain_cells(1), 12, LONG).unwrap();
+    let _: Vec<PlainCell> = worker.recv(13, LONG).unwrap();
+    for (i, n) in [130usize, 1000].into_iter().enumerate() {
+        let tag = 20 + 4 * i as u64;
+        let before = worker.stats().unwrap();
+        ep.send(&cells(n), tag, LONG).unwrap();
+        let back: Vec<Cell> = worker.recv(tag + 1, LONG).unwrap();
+        assert!(back == cells(n), "{n} cells with a bool");
+        ep.send(&plain_cells(n), tag + 2, LONG).unwrap();
+        let back: Vec<PlainCell> = worker.recv(tag + 3, LONG).unwrap();
+        assert!(back == plain_cells(n), "{n} plain cells");
+        worker.progress();
+        let after = worker.stats().unwrap();
+        assert_eq!(
+            (
+                after.lane_sent - before.lane_sent,
+                after.lane_received - before.lane_received
+            ),
+            (2, 2),
+            "{n} cells"
+        );
+    }
+    ep.send(&cells(1), 0, LONG).unwrap();
+    let done: bool = worker.recv(1, LONG).unwrap();
+    assert!(done);
+    assert!(wait_progressing(&worker, &mut child).success());
+    drop(ep);
 }
 
 fn cells(n: usize) -> Vec<Cell> {

@@ -71,7 +71,9 @@ pub(crate) fn send_type() -> Result<sys::cdt_type> {
 
 /// The custom type of a value being received (buf: a [`RecvState`]). In order: the plan reads
 /// the stream front to back (the engine holds early fragments, which a transport rarely
-/// delivers).
+/// delivers). It reads each byte once (`CDT_CUSTOM_FLAG_UNPACK_READS_ONCE`): a local lane
+/// hands it fragments straight out of its segment, and [`RecvState`] copies what it checks
+/// (docs/TRANSPORT.md §10.4).
 pub(crate) fn recv_type() -> Result<sys::cdt_type> {
     static T: OnceLock<Option<TypeHandle>> = OnceLock::new();
     or_no_memory(T.get_or_init(|| {
@@ -80,13 +82,15 @@ pub(crate) fn recv_type() -> Result<sys::cdt_type> {
                 | sys::CDT_CUSTOM_PARAM_PACK
                 | sys::CDT_CUSTOM_PARAM_UNPACK
                 | sys::CDT_CUSTOM_PARAM_REGIONS
-                | sys::CDT_CUSTOM_PARAM_INORDER) as u64,
+                | sys::CDT_CUSTOM_PARAM_INORDER
+                | sys::CDT_CUSTOM_PARAM_FLAGS) as u64,
             query_fn: Some(recv_query),
             pack_fn: Some(recv_pack),
             unpack_fn: Some(recv_unpack),
             region_count_fn: Some(recv_region_count),
             region_fn: Some(recv_regions),
             inorder: 1,
+            flags: sys::CDT_CUSTOM_FLAG_UNPACK_READS_ONCE as u64,
             ..Default::default()
         })
     }))

@@ -85,6 +85,14 @@ pub(crate) struct RecvState {
     step: Step,
     /// Sequences unpacked on arrival, each with the in-line offset where its elements were.
     done: VecDeque<(usize, Box<dyn Any + Send>)>,
+    /// Whether a fragment is read where the library hands it (perhaps a local lane's segment,
+    /// which the sending process may write meanwhile: the receiving type says it reads each
+    /// byte once, CDT_CUSTOM_FLAG_UNPACK_READS_ONCE). True unless a sequence unpacked on
+    /// arrival has elements that check their bytes (`Unpack::ANY_BYTES` false): those
+    /// fragments are copied into `scratch` first. Everything else is copied before it is
+    /// interpreted anyway: fixed bytes and lengths into `inline`, a cut element into `carry`.
+    direct: bool,
+    scratch: Vec<u8>,
     pub(crate) error: Option<Error>,
 }
 
@@ -106,6 +114,8 @@ impl RecvState {
             carry: Vec::new(),
             step: Step::Rest,
             done: VecDeque::new(),
+            direct: true,
+            scratch: Vec::new(),
             error: None,
         })
     }
@@ -129,6 +139,15 @@ impl RecvState {
             let mut plan = Plan::default();
             (self.plan_fn)(&mut plan);
             self.plan = plan.into_items();
+            self.direct = self.plan.iter().all(|it| {
+                !matches!(
+                    it,
+                    PlanItem::Seq {
+                        any_bytes: false,
+                        ..
+                    }
+                )
+            });
             self.step = Step::Item { item: 0, done: 0 };
             // the in-line part is about what the plan does not unpack on arrival
             let _ = self.inline.try_reserve(PLAN_MIN_STREAM);
@@ -269,7 +288,7 @@ impl RecvState {
                 return Ok(Step::Rest);
             }
         }
-        let PlanItem::Seq { size, make } = self.plan[item] else {
+        let PlanItem::Seq { size, make, .. } = self.plan[item] else {
             return Ok(Step::Item {
                 item: item + 1,
                 done: 0,
@@ -390,12 +409,28 @@ pub(super) unsafe extern "C" fn recv_unpack(
     let bytes: &[u8] = if src_size == 0 {
         &[]
     } else {
-        // SAFETY: the library gives src_size readable bytes at src
+        // SAFETY: the library gives src_size readable bytes at src. They may be a local lane's
+        // segment (recv_type says it reads each byte once): every byte is copied once into
+        // this side's memory (inline, carry, scratch) or into an element whose every byte
+        // pattern is a value (RecvState::direct), and nothing is decided on a byte read twice
         std::slice::from_raw_parts(src.cast(), src_size as usize)
     };
     // a panic in an Unpack impl must not unwind into C
     let r = catch_unwind(AssertUnwindSafe(|| {
-        st.unpack_fragment(offset as usize, bytes)
+        if st.direct {
+            return st.unpack_fragment(offset as usize, bytes);
+        }
+        // elements that check their bytes read a private copy: the value checked is the value
+        // used
+        let mut scratch = std::mem::take(&mut st.scratch);
+        scratch.clear();
+        if scratch.try_reserve(bytes.len()).is_err() {
+            return Err(Error::from_code(sys::CDT_ERR_NO_MEMORY));
+        }
+        scratch.extend_from_slice(bytes);
+        let r = st.unpack_fragment(offset as usize, &scratch);
+        st.scratch = scratch;
+        r
     }));
     match r {
         Ok(Ok(())) => sys::CDT_SUCCESS,

@@ -47,6 +47,7 @@ impl<T: Unpack, const N: usize> Unpack for [T; N] {
         Some(n) => n.checked_mul(N),
         None => None,
     };
+    const ANY_BYTES: bool = <T as Unpack>::ANY_BYTES;
     #[inline]
     fn unpack_fixed(bytes: &[u8]) -> Result<Self> {
         T::unpack_fixed_array::<N>(bytes)
@@ -146,6 +147,7 @@ macro_rules! tuple {
             }
             const FIXED_SIZE: Option<usize> =
                 __fixed_sum(&[$(<$name as Unpack>::FIXED_SIZE),+]);
+            const ANY_BYTES: bool = true $(&& <$name as Unpack>::ANY_BYTES)+;
             #[inline]
             fn unpack_fixed(bytes: &[u8]) -> Result<Self> {
                 let mut at = 0;

@@ -13,6 +13,8 @@ pub(crate) enum PlanItem {
     Seq {
         size: usize,
         make: fn(usize) -> Result<Box<dyn SeqSink>>,
+        /// the element type's [`Unpack::ANY_BYTES`](super::Unpack::ANY_BYTES)
+        any_bytes: bool,
     },
 }
 

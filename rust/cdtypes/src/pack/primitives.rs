@@ -13,7 +13,7 @@ use super::unpacker::{read_plain, read_plain_array_from, Unpacker};
 /// Pack and Unpack of a primitive: fixed-size bytes in the stream, a slice as one region
 /// (kinds with invalid bit patterns, bool and char, are checked on receive: PlainData::valid).
 macro_rules! plain_checked {
-    ($($t:ty, $name:literal;)*) => {$(
+    ($($t:ty, $name:literal, $any:expr;)*) => {$(
         impl Pack for $t {
             fn pack<'a>(&'a self, p: &mut Packer<'a>) {
                 p.write(*self);
@@ -74,6 +74,7 @@ macro_rules! plain_checked {
                 u.read_plain_array()
             }
             const FIXED_SIZE: Option<usize> = Some(size_of::<$t>());
+            const ANY_BYTES: bool = $any;
             #[inline]
             fn unpack_fixed(bytes: &[u8]) -> Result<Self> {
                 read_plain(bytes)
@@ -109,7 +110,7 @@ macro_rules! plain {
         unsafe impl PlainData for $t {
             const KIND: Kind = $kind;
         }
-        plain_checked! { $t, $name; }
+        plain_checked! { $t, $name, true; }
     )*};
 }
 
@@ -152,8 +153,8 @@ unsafe impl PlainData for char {
 }
 
 plain_checked! {
-    bool, "bool";
-    char, "char";
+    bool, "bool", false;
+    char, "char", false;
 }
 
 // SAFETY: an array of plain data has no padding and the element's alignment
@@ -187,6 +188,7 @@ macro_rules! wide {
                 Self::unpack_fixed(b)
             }
             const FIXED_SIZE: Option<usize> = Some(16);
+            const ANY_BYTES: bool = true;
             #[inline]
             fn unpack_fixed(b: &[u8]) -> Result<Self> {
                 let b: [u8; 16] = b
@@ -219,6 +221,7 @@ impl Unpack for () {
         Ok(())
     }
     const FIXED_SIZE: Option<usize> = Some(0);
+    const ANY_BYTES: bool = true;
     #[inline]
     fn unpack_fixed(_bytes: &[u8]) -> Result<Self> {
         Ok(())

@@ -55,6 +55,7 @@ pub fn __plan_fixed_vec<T: Unpack + Send + 'static>(p: &mut __Plan) {
         Some(size) if size > 0 => p.push(PlanItem::Seq {
             size,
             make: make_sink::<T>,
+            any_bytes: T::ANY_BYTES,
         }),
         _ => p.rest(),
     }

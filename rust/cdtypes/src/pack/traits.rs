@@ -208,6 +208,17 @@ pub trait Unpack: Sized {
     #[doc(hidden)]
     const FIXED_SIZE: Option<usize> = None;
 
+    /// Whether every byte pattern of this type's fixed-size form is a value, and
+    /// [`unpack_fixed_into`](Unpack::unpack_fixed_into) checks none of its bytes (integers,
+    /// floats, and arrays, tuples and derived structs of them). Elements of such a type are
+    /// unpacked straight out of memory another process may write while they are read (a local
+    /// lane's segment, docs/TRANSPORT.md §10.4): a byte changed meanwhile changes only that
+    /// element's value. A type that checks its bytes (bool, char, enums) keeps the default,
+    /// false: its bytes are copied into private memory first, so the value checked is the
+    /// value used.
+    #[doc(hidden)]
+    const ANY_BYTES: bool = false;
+
     /// Read N values, one after another, from their fixed-size forms in `bytes` (what
     /// [`Pack::pack_fixed_array`] wrote): by default each element; plain-data types override
     /// it with one check and one copy.
