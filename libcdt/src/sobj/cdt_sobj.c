@@ -91,9 +91,20 @@ static pthread_once_t sobj_once = PTHREAD_ONCE_INIT;
 
 static void sobj_type_create(void)
 {
+    /* sobj_unpack copies each in-band byte once and checks nothing in them (the object is
+     * read from that private copy once whole): a local lane may hand it the segment's bytes
+     * (CDT_CUSTOM_FLAG_UNPACK_READS_ONCE, docs/TRANSPORT.md §10.4), one pass fewer */
+    const cdt_custom_params p = {.field_mask = CDT_CUSTOM_PARAM_QUERY | CDT_CUSTOM_PARAM_PACK |
+                                               CDT_CUSTOM_PARAM_UNPACK | CDT_CUSTOM_PARAM_REGIONS |
+                                               CDT_CUSTOM_PARAM_FLAGS,
+                                 .query_fn = sobj_query,
+                                 .pack_fn = sobj_pack,
+                                 .unpack_fn = sobj_unpack,
+                                 .region_count_fn = sobj_region_count,
+                                 .region_fn = sobj_regions,
+                                 .flags = CDT_CUSTOM_FLAG_UNPACK_READS_ONCE};
     /* only fails without memory; callers then see NULL and report CDT_ERR_NO_MEMORY */
-    if (cdt_type_create_custom(NULL, NULL, sobj_query, sobj_pack, sobj_unpack, sobj_region_count,
-                               sobj_regions, NULL, 0, &sobj_type) != CDT_SUCCESS)
+    if (cdt_type_create_custom_advanced(&p, &sobj_type) != CDT_SUCCESS)
         sobj_type = NULL;
 }
 
