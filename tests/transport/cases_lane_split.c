@@ -416,15 +416,22 @@ static void revoke_server(peer *p)
     }
 }
 
-int lane_split_revoke_case(void)
+/* a pair on lanes whose workers have CDT_UCX_TEST_SPLIT_HOLD_MS=<prefix>HOLD_MS (the sender's
+ * hold: the receiver sends no SPLIT object) */
+static int run_with_split_hold(const char *prefix, side_fn *server, side_fn *client)
 {
     static const cdt_ucx_worker_params lane = {.field_mask = CDT_UCX_WORKER_PARAM_LANE, .lane = 1};
-    char hold[16];
-    snprintf(hold, sizeof hold, "%d", (int)HOLD_MS);
-    setenv("CDT_UCX_TEST_SPLIT_HOLD_MS", hold, 1); /* the sender's: the receiver sends no SPLIT */
-    int rc = run_pair(revoke_server, revoke_client, &lane, &lane, 0);
+    char hold[24];
+    snprintf(hold, sizeof hold, "%s%d", prefix, (int)HOLD_MS);
+    setenv("CDT_UCX_TEST_SPLIT_HOLD_MS", hold, 1);
+    int rc = run_pair(server, client, &lane, &lane, 0);
     unsetenv("CDT_UCX_TEST_SPLIT_HOLD_MS");
     return rc;
+}
+
+int lane_split_revoke_case(void)
+{
+    return run_with_split_hold("", revoke_server, revoke_client);
 }
 
 /* ---- a receive that ends while the sender pushes (rule 6): the sender's worker has
@@ -484,13 +491,7 @@ static void held_server(peer *p)
 
 int lane_split_held_case(void)
 {
-    static const cdt_ucx_worker_params lane = {.field_mask = CDT_UCX_WORKER_PARAM_LANE, .lane = 1};
-    char hold[24];
-    snprintf(hold, sizeof hold, "push:%d", (int)HOLD_MS);
-    setenv("CDT_UCX_TEST_SPLIT_HOLD_MS", hold, 1);
-    int rc = run_pair(held_server, held_client, &lane, &lane, 0);
-    unsetenv("CDT_UCX_TEST_SPLIT_HOLD_MS");
-    return rc;
+    return run_with_split_hold("push:", held_server, held_client);
 }
 
 int lane_split_case(void)

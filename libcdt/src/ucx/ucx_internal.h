@@ -100,7 +100,8 @@ struct cdt_ucx_worker_s {
     bool lane_on;
     bool lane_split; /* CDT_UCX_LANE_SPLIT: large regions copied by both processes */
     int lanes_mapped;
-    int lanes_made;                                /* producer lanes this worker's endpoints hold */
+    int lanes_made;  /* producer lanes this worker's endpoints hold */
+    int split_holds; /* SPLIT receives held for a sender's push under way (ucx_lane_split.c) */
     uint64_t lane_sent, lane_received;             /* objects whose stream went whole (stats) */
     uint64_t lane_split_sent, lane_split_received; /* of them, SPLIT objects (stats) */
     unsigned lane_polls;                           /* progress calls (the offer's stream poll) */

@@ -364,6 +364,7 @@ bool cdt__ucx_lane_split_detach(cdt__ucx_lane_in *e, cdt_ucx_request r)
         if (record_revoke(e) == 1)
             return false;  /* its memory is the application's again; the word still comes */
         e->split_held = r; /* the sender is writing into r's memory */
+        r->w->split_holds++;
         return true;
     }
     free_dest(e); /* the record, still to post, goes with address 0 */
@@ -398,7 +399,10 @@ static void release_held(cdt__ucx_lane_in *e)
 {
     cdt_ucx_request held = e->split_held;
     e->split_held = NULL;
-    if (held != NULL && --held->outstanding == 0)
+    if (held == NULL)
+        return;
+    held->w->split_holds--;
+    if (--held->outstanding == 0)
         cdt__ucx_recv_done(held);
 }
 
@@ -414,7 +418,9 @@ void cdt__ucx_lane_split_poll_held(cdt__ucx_lane_ep *l)
 {
     /* the slot's DONE says the push returned (rule 6): the receive completes then, not at the
      * word, which a sender whose send ended after its push (its endpoint closed or failed)
-     * never publishes */
+     * never publishes. No walk of the queue while the worker holds none (the usual case). */
+    if (l->ep->w->split_holds == 0)
+        return;
     for (cdt__ucx_lane_in *e = l->in_head; e != NULL; e = e->next)
         if (e->split_held != NULL && record_revoke(e) == 1)
             release_held(e);
