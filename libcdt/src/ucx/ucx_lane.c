@@ -419,12 +419,6 @@ void cdt__ucx_lane_progress(cdt_ucx_worker w, unsigned ucx_events)
         bool here = peer_shares(l, cpu);
         peer_here |= here;
         any_shared |= !moved && waiting(l) && here;
-        w->lane_sent += l->sends_done;
-        w->lane_received += l->recvs_done;
-        w->lane_split_sent += l->splits_sent;
-        w->lane_split_received += l->splits_received;
-        l->splits_sent = l->splits_received = 0;
-        l->sends_done = l->recvs_done = 0;
     }
     w->ring_first = any_ring;
     /* a wait does not sleep on the event fd meanwhile: the peer's writes into the lane signal

@@ -92,10 +92,8 @@ typedef struct cdt__ucx_lane_ep {
     unsigned char record[CDT__UCX_LANE_RECORD_SIZE]; /* the peer's offer as it arrives */
     unsigned record_got;
     cdt__ucx_lane_in *in_head, *in_tail;
-    unsigned char *bounce;           /* frag_bytes of private memory: custom types read a copy */
-    int64_t idle_since;              /* ms: pending work and no progress since then (0: moving) */
-    uint64_t sends_done, recvs_done; /* objects moved whole, added to the worker's stats */
-    uint64_t splits_sent, splits_received; /* of them, SPLIT objects (the same way) */
+    unsigned char *bounce; /* frag_bytes of private memory: custom types read a copy */
+    int64_t idle_since;    /* ms: pending work and no progress since then (0: moving) */
     /* the head ring (ucx_lane_heads.c). Producer: the switch went (heads_tx); heads held for a
      * full ring, in send order. Consumer: the switch's receive, the switch came (heads_rx:
      * records are read), asleep on the doorbell */

@@ -438,8 +438,10 @@ int cdt__ucx_lane_pump_recv(cdt__ucx_lane_ep *l)
         }
         free(e);
         if (r != NULL) {
-            l->recvs_done++;
-            l->splits_received += split;
+            /* counted now, before the request completes: a caller that reads the stats after
+             * its wait sees this object (a pump outside the worker's progress runs too) */
+            ep->w->lane_received++;
+            ep->w->lane_split_received += split;
             r->lane_in = NULL;
             if (r->lane_word && r->status == CDT_SUCCESS) {
                 /* the sender's status, from the word's private copy: its error (a pack that

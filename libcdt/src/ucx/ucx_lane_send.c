@@ -214,8 +214,8 @@ int cdt__ucx_lane_pump_send(cdt__ucx_lane_ep *l)
         if (rc <= 0)
             return rc;
         l->cur = NULL;
-        l->sends_done++;
-        l->splits_sent += r->lane_split;
+        ep->w->lane_sent++; /* before the request completes, as for receives */
+        ep->w->lane_split_sent += r->lane_split;
         cdt__ucx_send_part_end(r, CDT_SUCCESS); /* may free r's frame: done with it */
         cdt__ucx_test_end(ep, CDT__UCX_END_PUMP_SEND);
         if (ep->lane != l)
