@@ -58,6 +58,8 @@ typedef struct obj {
      * message allocates them), as raw receives every message into one buffer and the struct
      * cases every object into one array, not into an empty double_vec */
     int reuse;
+    /* struct_simple: sent with its gap declared padding (cdt_type_padded), 24 bytes a record */
+    int padded;
     int window;
     unsigned char *pack; /* raw's bytes (double_vec) */
     /* manual_pack's buffers, one per message of a window: a hand-written sender cannot reuse

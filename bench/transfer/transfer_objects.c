@@ -87,11 +87,21 @@ void obj_free(obj *o)
     free(o->fields);
 }
 
+/* struct_simple with its gap declared padding, made once */
+static cdt_type padded_simple_type(void)
+{
+    static cdt_type t;
+    if (t == NULL) {
+        OK(struct_simple_padded_type_create(&t));
+    }
+    return t;
+}
+
 cdt_type obj_type(const obj *o)
 {
     switch (o->k) {
     case K_SIMPLE:
-        return struct_simple_type();
+        return o->padded ? padded_simple_type() : struct_simple_type();
     case K_NOGAP:
         return struct_simple_no_gap_type();
     case K_STRUCTVEC:

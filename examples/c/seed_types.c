@@ -415,6 +415,24 @@ cdt_type double_vec_type(void)
     return types[3];
 }
 
+int struct_simple_padded_type_create(cdt_type *out)
+{
+    const cdt_count blocks[2] = {3, 1}; /* a, b, c; d */
+    const cdt_count at[2] = {offsetof(struct_simple, a), offsetof(struct_simple, d)};
+    const cdt_type kinds[2] = {CDT_INT32, CDT_DOUBLE};
+    cdt_type fields = NULL, record = NULL;
+    int rc = cdt_type_struct(2, blocks, at, kinds, &fields);
+    if (rc == CDT_SUCCESS)
+        rc = cdt_type_resized(fields, 0, sizeof(struct_simple), &record);
+    if (rc == CDT_SUCCESS)
+        rc = cdt_type_padded(record, out);
+    if (rc == CDT_SUCCESS && (rc = cdt_type_commit(out)) != CDT_SUCCESS)
+        cdt_type_free(out);
+    cdt_type_free(&record);
+    cdt_type_free(&fields);
+    return rc;
+}
+
 /* ---- helpers for examples and tests ---- */
 
 int double_vec_init(double_vec *v, cdt_count n, cdt_count len, int seed)

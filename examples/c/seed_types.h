@@ -46,6 +46,11 @@ cdt_type struct_simple_type(void);
 cdt_type struct_simple_no_gap_type(void);
 cdt_type double_vec_type(void);
 
+/* struct_simple as a derived type, field by field (cdt_type_struct over offsetof, resized to
+ * its sizeof), with its 4-byte gap declared padding (cdt_type_padded): its records travel as
+ * their memory, 24 bytes each, one region for an array. Committed; the caller frees it. */
+int struct_simple_padded_type_create(cdt_type *out);
+
 /* Make a double_vec of n arrays of len ints with a recognisable pattern; 0 or CDT_ERR_NO_MEMORY. */
 int double_vec_init(double_vec *v, cdt_count n, cdt_count len, int seed);
 void double_vec_clear(double_vec *v);

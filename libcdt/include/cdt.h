@@ -290,6 +290,23 @@ CDT_API int cdt_type_resized(cdt_type oldtype, cdt_count lb, cdt_count extent, c
 /*! A new handle to the same layout; committed if oldtype is. */
 CDT_API int cdt_type_dup(cdt_type oldtype, cdt_type *newtype);
 
+/*! cdt_type_padded() : oldtype's elements moved as their memory, gaps included. For element
+ *  types whose gaps are padding: a C struct described field by field (offsetof) and resized to
+ *  its sizeof. The new type's typemap is the bytes of [lb, lb + extent) of oldtype (same lb and
+ *  extent; kind CDT_KIND_BYTE; size = extent): a pack reads the gaps and an unpack writes them,
+ *  so every byte of [lb, lb + count * extent) of the buffer must belong to it. An array of such
+ *  elements is one contiguous block: it packs as one memcpy, and a frame sends it as one
+ *  region (zero-copy from the region threshold on; between two processes of one host, both
+ *  cores copy it: docs/TRANSPORT.md §10.3). Both ends use the padded type: its packed form
+ *  (extent bytes an element) is not oldtype's, and as between any two types of different
+ *  signatures (MPI's rule) nothing checks it: a receiver of oldtype gets a longer stream than
+ *  its buffer holds (CDT_ERR_TRUNCATED); a padded receiver of oldtype's stream gets a short
+ *  message and reads it as memory. Uncommitted, as every constructor's result.
+ *  Errors: CDT_ERR_INVALID_ARG (NULL, custom oldtype, negative extent, a byte of oldtype
+ *  outside the element's span), CDT_ERR_OVERFLOW, CDT_ERR_NO_MEMORY. See docs/ENGINE.md,
+ *  Padding declared. */
+CDT_API int cdt_type_padded(cdt_type oldtype, cdt_type *newtype);
+
 /*! cdt_type_commit() : compile *type to its canonical form and pick its pack kernels. Must be
  *  called before a derived type is used in an operation. Idempotent; a no-op on predefined and
  *  custom types. *type is not changed (the pointer is MPI's signature): the same handle is

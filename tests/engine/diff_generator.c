@@ -131,6 +131,13 @@ td *gen(int depth, int64_t budget)
     if (t->ctor == T_SUB && k->extent <= 0) { /* subarray needs a positive extent */
         t->ctor = T_CONTIG;
     }
+    if (t->ctor == T_PADDED) { /* only over an element whose bytes lie within its extent */
+        int inside = k->extent >= 0;
+        for (int64_t b = 0; b < k->nmap && inside; b++)
+            inside = k->map[b] >= k->lb && k->map[b] < k->lb + k->extent;
+        if (!inside)
+            t->ctor = T_DUP;
+    }
     reference(t);
     if (t->nmap > 8192) { /* keep it small: replace by a predefined type */
         free_td(t);

@@ -114,6 +114,13 @@ void reference(td *t)
         m.ub = t->ctor == T_RESIZED ? t->rlb + t->rext : k->lb + k->extent;
         m.any = 1;
         break;
+    case T_PADDED:
+        for (int64_t b = 0; b < k->extent; b++)
+            mb_push(&m, k->lb + b);
+        m.lb = k->lb;
+        m.ub = k->lb + k->extent;
+        m.any = 1;
+        break;
     }
     t->map = m.v;
     t->nmap = m.n;

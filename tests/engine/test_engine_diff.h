@@ -29,6 +29,7 @@ enum {
     T_SUB,
     T_RESIZED,
     T_DUP,
+    T_PADDED, /* cdt_type_padded: the bytes of [lb, lb + extent) */
     T_NCTOR
 };
 

@@ -4,6 +4,7 @@
  */
 #include "../core/check.h"
 
+#include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -455,6 +456,105 @@ static void test_pack_whole(void)
     cdt_type_free(&v);
 }
 
+/* cdt_type_padded: a C struct's records as their memory, gaps included; one block for many */
+typedef struct {
+    int32_t a; /* 4 bytes of padding after it */
+    double b;
+    int16_t c; /* 6 after it */
+} padded_rec;
+
+static void test_padded(void)
+{
+    cdt_type fields, rec, p, bad, custom_like;
+    cdt_count bl[3] = {1, 1, 1};
+    cdt_count disp[3] = {offsetof(padded_rec, a), offsetof(padded_rec, b), offsetof(padded_rec, c)};
+    cdt_type kinds[3] = {CDT_INT32, CDT_DOUBLE, CDT_INT16};
+    CHECK_OK(cdt_type_struct(3, bl, disp, kinds, &fields));
+    CHECK_OK(cdt_type_resized(fields, 0, sizeof(padded_rec), &rec));
+    CHECK_OK(cdt_type_commit(&rec));
+    CHECK_OK(cdt_type_padded(rec, &p));
+    CHECK_OK(cdt_type_commit(&p));
+    cdt_count size, lb, extent;
+    cdt_kind kind;
+    CHECK_OK(cdt_type_size(p, &size));
+    CHECK_OK(cdt_type_extent(p, &lb, &extent));
+    CHECK_OK(cdt_type_kind(p, &kind));
+    CHECK(size == (cdt_count)sizeof(padded_rec) && lb == 0 && extent == size);
+    CHECK(kind == CDT_KIND_BYTE);
+    CHECK_FORM(mk(cdt_type_padded(rec, &bad), &bad), "contig(24)"); /* one block */
+
+    /* the pack is the records' memory, the gaps' bytes included; the unpack writes them */
+    enum { N = 1000 };
+    padded_rec *src = malloc(N * sizeof(*src)), *dst = malloc(N * sizeof(*dst));
+    unsigned char *packed = malloc(N * sizeof(*src));
+    CHECK(src != NULL && dst != NULL && packed != NULL);
+    for (size_t i = 0; i < N * sizeof(*src); i++)
+        ((unsigned char *)src)[i] = (unsigned char)(i * 7 + 3);
+    memset(dst, 0, N * sizeof(*dst));
+    cdt_count pos = 0;
+    CHECK_OK(cdt_pack(src, N, p, packed, N * sizeof(*src), &pos));
+    CHECK(pos == N * (cdt_count)sizeof(*src));
+    CHECK(memcmp(packed, src, N * sizeof(*src)) == 0);
+    cdt_count rpos = 0;
+    CHECK_OK(cdt_unpack(packed, pos, &rpos, dst, N, p));
+    CHECK(memcmp(dst, src, N * sizeof(*src)) == 0);
+    /* a frame sends a large array of them as one region, taken in place */
+    cdt_frame f;
+    cdt_count regions = 0, frame_size = 0;
+    CHECK_OK(cdt_frame_encode(src, N, p, NULL, &f));
+    CHECK_OK(cdt_frame_region_count(f, &regions));
+    CHECK(regions == 1);
+    /* the unpadded type's receiver gets a longer stream than it holds: an error */
+    CHECK_OK(cdt_frame_size(f, &frame_size));
+    unsigned char *wire = malloc((size_t)frame_size);
+    CHECK(wire != NULL);
+    CHECK_OK(cdt_frame_gather(f, 0, wire, frame_size));
+    cdt_decoder d;
+    CHECK_OK(cdt_decoder_create(wire, frame_size, &d));
+    CHECK_RC(cdt_decoder_bind(d, dst, N, rec), CDT_ERR_TRUNCATED);
+    cdt_decoder_free(d);
+    free(wire);
+    cdt_frame_free(f);
+
+    /* a negative lb: the element's bytes [lb, lb + extent) around its origin */
+    cdt_type shifted, ps;
+    CHECK_OK(cdt_type_resized(rec, -8, 40, &shifted));
+    CHECK_OK(cdt_type_padded(shifted, &ps));
+    CHECK_OK(cdt_type_commit(&ps));
+    pos = 0;
+    CHECK_OK(cdt_pack((unsigned char *)src + 8, 2, ps, packed, 80, &pos));
+    CHECK(pos == 80 && memcmp(packed, src, 80) == 0);
+    cdt_type_free(&ps);
+    cdt_type_free(&shifted);
+
+    /* refused: bytes outside the extent (elements would overlap), a negative extent, NULL */
+    CHECK_OK(cdt_type_resized(rec, 0, 16, &bad)); /* c at 16 lies outside [0, 16) */
+    CHECK_RC(cdt_type_padded(bad, &custom_like), CDT_ERR_INVALID_ARG);
+    cdt_type_free(&bad);
+    CHECK_OK(cdt_type_resized(rec, 4, 24, &bad)); /* a at 0 lies before lb */
+    CHECK_RC(cdt_type_padded(bad, &custom_like), CDT_ERR_INVALID_ARG);
+    cdt_type_free(&bad);
+    CHECK_OK(cdt_type_resized(rec, 24, -24, &bad));
+    CHECK_RC(cdt_type_padded(bad, &custom_like), CDT_ERR_INVALID_ARG);
+    cdt_type_free(&bad);
+    CHECK_RC(cdt_type_padded(NULL, &custom_like), CDT_ERR_INVALID_ARG);
+    CHECK_RC(cdt_type_padded(rec, NULL), CDT_ERR_INVALID_ARG);
+    /* an empty element of extent 0 is empty padded too */
+    CHECK_OK(cdt_type_contiguous(0, CDT_INT32, &bad));
+    CHECK_OK(cdt_type_padded(bad, &custom_like));
+    CHECK_OK(cdt_type_size(custom_like, &size));
+    CHECK(size == 0);
+    cdt_type_free(&custom_like);
+    cdt_type_free(&bad);
+
+    free(src);
+    free(dst);
+    free(packed);
+    cdt_type_free(&p);
+    cdt_type_free(&rec);
+    cdt_type_free(&fields);
+}
+
 int main(void)
 {
     test_errors();
@@ -465,5 +565,6 @@ int main(void)
     test_split_offsets();
     test_fuzz_regressions();
     test_bottom();
+    test_padded();
     return check_report("test_engine_units");
 }

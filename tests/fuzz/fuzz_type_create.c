@@ -490,6 +490,22 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             b = num(&r);
             x = num(&r);
             rc = cdt_type_resized(pick(&s, &r), b, x, &nt);
+            if (rc == CDT_SUCCESS && (op & 0x40)) {
+                /* its elements as their memory: same bounds, one byte of data for each byte of
+                 * extent; refused only for a negative extent or bytes outside it */
+                cdt_type p = NULL;
+                cdt_count lb0 = 0, ext0 = 0, lb1 = 0, ext1 = 0, size = 0;
+                if (cdt_type_padded(nt, &p) == CDT_SUCCESS) {
+                    must(cdt_type_extent(nt, &lb0, &ext0) == CDT_SUCCESS &&
+                         cdt_type_extent(p, &lb1, &ext1) == CDT_SUCCESS &&
+                         cdt_type_size(p, &size) == CDT_SUCCESS);
+                    must(lb0 == lb1 && ext0 == ext1 && size == ext1);
+                    check_new(&p, 1, &r);
+                    must(cdt_type_free(&p) == CDT_SUCCESS);
+                } else {
+                    must(p == NULL);
+                }
+            }
             break;
         case 11:
             old = pick(&s, &r);

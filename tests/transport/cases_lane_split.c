@@ -7,7 +7,8 @@
  * the stream; a receive refused by its limits, and objects whose sender's own region cannot be
  * read (in the sender's share, and in the receiver's), fail cleanly while the endpoint's next
  * object arrives whole; CDT_UCX_LANE_SPLIT=off moves the same objects through the stream, and
- * a misspelt value is refused. lane_split_revoke: a receive canceled, and one whose endpoint
+ * a misspelt value is refused; a derived type's records as their memory (cdt_type_padded) split
+ * as one region, gaps included. lane_split_revoke: a receive canceled, and one whose endpoint
  * closes, while the sender holds its claim (below).
  */
 #include "cases.h"
@@ -44,8 +45,23 @@ enum {
     SHARE_SENDER = 61,
     SHARE_RECEIVER = 62,
     AFTER = 63,
-    STRIDED = 64
+    STRIDED = 64,
+    PADDED = 65
 };
+
+/* A derived type's records as their memory (cdt_type_padded): 65,536 struct_simple, one
+ * contiguous region of 1.5 MiB that splits like a custom type's, gaps included */
+enum { PADDED_N = 65536 };
+static cdt_type padded_type(void)
+{
+    cdt_type t;
+    CHECK_RC(struct_simple_padded_type_create(&t));
+    return t;
+}
+static unsigned char padded_byte(size_t i)
+{
+    return (unsigned char)(i * 13 + 5);
+}
 
 /* An object of one region of SO_N int32 that the sender keeps contiguous and the receiver
  * takes every other int32 of a twice longer array (a vector type: more than one piece), so the
@@ -186,6 +202,17 @@ static void split_client(peer *p)
         CHECK(ds == (uint64_t)(expect_split && shapes[k].split));
         double_vec_clear(&v);
     }
+    cdt_type pt = padded_type();
+    unsigned char *recs = malloc(PADDED_N * sizeof(struct_simple));
+    CHECK(recs != NULL);
+    for (size_t i = 0; i < PADDED_N * sizeof(struct_simple); i++)
+        recs[i] = padded_byte(i);
+    uint64_t psplit = stat_of(p, CDT_UCX_WORKER_STATS_LANE_SPLIT_SENT);
+    CHECK_RC(cdt_ucx_send(p->ep, recs, PADDED_N, pt, PADDED, T_TIMEOUT_MS));
+    lane_ack_recv(p);
+    CHECK(stat_of(p, CDT_UCX_WORKER_STATS_LANE_SPLIT_SENT) - psplit == (uint64_t)expect_split);
+    free(recs);
+    cdt_type_free(&pt);
     if (!expect_split)
         return;
     /* refused by the receiver's limits: this side completes all the same */
@@ -246,6 +273,22 @@ static void split_server(peer *p)
         double_vec_clear(&want);
         lane_ack_send(p);
     }
+    cdt_type pt = padded_type();
+    unsigned char *recs = calloc(PADDED_N, sizeof(struct_simple));
+    CHECK(recs != NULL);
+    uint64_t psplit = stat_of(p, CDT_UCX_WORKER_STATS_LANE_SPLIT_RECEIVED);
+    CHECK_RC(cdt_ucx_recv(p->w, recs, PADDED_N, pt, PADDED, CDT_UCX_TAG_MASK_FULL, NULL, NULL,
+                          T_TIMEOUT_MS));
+    size_t wrong = 0;
+    for (size_t i = 0; i < PADDED_N * sizeof(struct_simple); i++)
+        wrong += recs[i] != padded_byte(i);
+    fprintf(stderr, "%d records as their memory: %zu bytes wrong, %s\n", PADDED_N, wrong,
+            stat_of(p, CDT_UCX_WORKER_STATS_LANE_SPLIT_RECEIVED) > psplit ? "split" : "not split");
+    CHECK(wrong == 0);
+    CHECK(stat_of(p, CDT_UCX_WORKER_STATS_LANE_SPLIT_RECEIVED) - psplit == (uint64_t)expect_split);
+    free(recs);
+    cdt_type_free(&pt);
+    lane_ack_send(p);
     if (!expect_split)
         return;
     double_vec v = {0};

@@ -347,6 +347,33 @@ int cdt_type_dup(cdt_type oldtype, cdt_type *newtype)
     return CDT_SUCCESS;
 }
 
+/* The elements of oldtype as their memory: one block of bytes over [lb, lb + extent), so that
+ * elements one after another are one contiguous block (commit makes it one memcpy, the frame one
+ * region). Refused where a byte of oldtype lies outside that span: its elements would overlap,
+ * or bytes outside an element would be read and written as its own. */
+int cdt_type_padded(cdt_type oldtype, cdt_type *newtype)
+{
+    if (newtype == NULL || !layout_arg(oldtype) || oldtype->extent < 0)
+        return CDT_ERR_INVALID_ARG;
+    cdt_count lb = oldtype->lb, extent = oldtype->extent, ub, true_ub;
+    if (cdt__add_overflows(lb, extent, &ub))
+        return CDT_ERR_OVERFLOW;
+    if (oldtype->size > 0 &&
+        (cdt__add_overflows(oldtype->true_lb, oldtype->true_extent, &true_ub) ||
+         oldtype->true_lb < lb || true_ub > ub))
+        return CDT_ERR_INVALID_ARG;
+    cdt_type block, t;
+    int rc = cdt_type_hindexed_block(1, extent, &lb, CDT_BYTE, &block);
+    if (rc != CDT_SUCCESS)
+        return rc;
+    rc = make_alias(block, lb, extent, &t); /* the bounds of oldtype, also where extent is 0 */
+    cdt__type_release(block);
+    if (rc != CDT_SUCCESS)
+        return rc;
+    *newtype = t;
+    return CDT_SUCCESS;
+}
+
 /* MPI-4.1 5.1.3: the subarray is the nested hvector of the sub-block, moved to its start and
  * resized to lb 0, extent = product of sizes * extent(oldtype). */
 int cdt_type_subarray(int ndims, const cdt_count sizes[], const cdt_count subsizes[],

@@ -370,6 +370,16 @@ impl TypeBuilder {
         make(|out| unsafe { sys::cdt_type_resized(old.as_raw(), lb, extent, out) })
     }
 
+    /// `old`'s elements moved as their memory, gaps included (`cdt_type_padded`): for an
+    /// element whose gaps are padding (a `#[repr(C)]` struct described field by field and
+    /// resized to its size). Its packed form is the bytes of `[lb, lb + extent)` of each
+    /// element, so an array of them packs as one copy and travels as one region. Both ends
+    /// use it; every byte of the buffer's `count * extent` belongs to it.
+    pub fn padded(old: &impl AsType) -> Result<Self> {
+        // SAFETY: valid handle and output pointer
+        make(|out| unsafe { sys::cdt_type_padded(old.as_raw(), out) })
+    }
+
     /// A new handle to the same layout (`cdt_type_dup`).
     pub fn dup(old: &impl AsType) -> Result<Self> {
         // SAFETY: valid handle and output pointer

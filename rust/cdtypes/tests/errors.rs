@@ -225,6 +225,23 @@ fn derived_datatypes() {
     assert_eq!(rs.extent().unwrap(), (0, 8));
     let dup = TypeBuilder::dup(&vec).unwrap().commit().unwrap();
     assert_eq!(dup.pack_size(3).unwrap(), 24);
+    // the struct of an int and a double, its 4 bytes of padding declared: 16 bytes an element
+    let rec = TypeBuilder::resized(&st, 0, 16).unwrap().commit().unwrap();
+    let padded = TypeBuilder::padded(&rec).unwrap().commit().unwrap();
+    assert_eq!(padded.size().unwrap(), 16);
+    assert_eq!(padded.pack_size(3).unwrap(), 48);
+    assert_eq!(padded.kind().unwrap(), Some(Kind::Byte));
+    let recs: Vec<u8> = (0..48u8).collect();
+    let frame = Frame::encode_typed(&recs, 3, &padded).unwrap();
+    let mut back = vec![0u8; 48];
+    decode_typed(&frame.to_vec().unwrap(), &mut back, 3, &padded).unwrap();
+    assert_eq!(back, recs); // the padding's bytes too
+    assert_eq!(
+        name(TypeBuilder::padded(
+            &TypeBuilder::resized(&st, 0, 8).unwrap()
+        )),
+        "CDT_ERR_INVALID_ARG"
+    );
     assert_eq!(format!("{:?}", vec.clone()), format!("{vec:?}"));
     assert_eq!(
         name(TypeBuilder::indexed(&[1], &[0, 1], &int)),
