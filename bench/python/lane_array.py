@@ -8,9 +8,11 @@ round by round. Per mode: MB/s of one way (bytes / half the round trip, median a
 rounds' medians), and each process's CPU time per object (time.process_time: user + system, so
 a side that spins shows it). --reuse: the receives go into one buffer per process (recv's
 ``alloc``), so no new memory is faulted in per object; without it each receive allocates its
-array as cdtypes does by default.
+array as cdtypes does by default. --bytes: a Python bytes object of the size instead, which
+pickle keeps in band: the packed stream of one large object, not a region (--reuse has no
+effect there: the receiver makes a new bytes object).
 
-  lane_array.py [--size BYTES] [--iters N] [--rounds R] [--reuse] [--lane off|on]
+  lane_array.py [--size BYTES] [--iters N] [--rounds R] [--reuse] [--bytes] [--lane off|on]
   (--lane: that mode alone, e.g. under a profiler)
 """
 import argparse
@@ -27,6 +29,7 @@ def main():
     ap.add_argument("--iters", type=int, default=50)
     ap.add_argument("--rounds", type=int, default=7)
     ap.add_argument("--reuse", action="store_true")
+    ap.add_argument("--bytes", action="store_true", help="a bytes object (in band), not an array")
     ap.add_argument("--lane", choices=["off", "on"], help="that mode alone (default: both)")
     a = ap.parse_args()
     port_r, port_w = os.pipe()
@@ -51,7 +54,7 @@ def main():
             ep = ucx.connect("127.0.0.1", port, timeout=60)
             ep.send("hello", tag=0, timeout=60)
             eps[m] = (ep, None)
-    obj = np.ones(a.size, dtype=np.uint8)
+    obj = bytes(range(256)) * (a.size // 256) if a.bytes else np.ones(a.size, dtype=np.uint8)
     keep = np.empty(a.size + 64, dtype=np.uint8) if a.reuse else None
     alloc = (lambda n: keep[:n]) if a.reuse else None
     out = {m: [] for m in modes}
@@ -87,9 +90,11 @@ def main():
     n = len(modes) * a.rounds
     peer = struct.unpack("%dd" % n, os.read(res_r, 8 * n))
     os.waitpid(kid, 0)
-    print("# one %d-byte array, %s receiver memory, %d round trips x %d rounds alternated, "
-          "load %s" % (a.size, "reused" if a.reuse else "fresh (cdtypes' default)", a.iters,
-                       a.rounds, open("/proc/loadavg").read().split()[0]))
+    what = "bytes object (in band)" if a.bytes else "array"
+    print("# one %d-byte %s, %s receiver memory, %d round trips x %d rounds alternated, "
+          "load %s" % (a.size, what, "reused" if a.reuse and not a.bytes
+                       else "fresh (cdtypes' default)", a.iters, a.rounds,
+                       open("/proc/loadavg").read().split()[0]))
     print("| lane | min MB/s | median MB/s | CPU us / object, process 0 (median) | "
           "CPU us / object, process 1 (median) |")
     print("|---|---:|---:|---:|---:|")
