@@ -63,6 +63,8 @@ function _outgoing(inband::Vector{UInt8}, arrays::Vector{Any})
         Int64(length(bufs)),
         C_NULL,
         C_NULL,
+        Ptr{CdtIov}(C_NULL),
+        Int64(0),
     ))
     return so, bufs
 end
@@ -206,7 +208,7 @@ _RecvState(mode::Symbol, arrays::Vector{Any} = Any[]) = _RecvState(
     Int64[],
     Cint[],
     nothing,
-    Ref(CdtSobj(0, C_NULL, 0, C_NULL, 0, C_NULL, C_NULL)),
+    Ref(CdtSobj(0, C_NULL, 0, C_NULL, 0, C_NULL, C_NULL, C_NULL, 0)),
     false,
 )
 
@@ -268,6 +270,8 @@ function _prepare_bind(st::_RecvState, dec::Ptr{Cvoid})::Cint
         0,
         _alloc_cfunc(),
         pointer_from_objref(st),
+        C_NULL,
+        0,
     )
     rc = ccall(cfn(:cdt_sobj_recv_prepare), Cint, (Ref{CdtSobj}, Ptr{Cvoid}), st.sobj, dec)
     rc == 0 || return rc

@@ -263,6 +263,9 @@ struct CdtSobj
     nbuffers::Int64
     alloc::Ptr{Cvoid}
     alloc_user::Ptr{Cvoid}
+    # CDT_SOBJ_FIELD_INBAND_PARTS (send): the in-band bytes in pieces
+    inband_parts::Ptr{CdtIov}
+    inband_nparts::Int64
 end
 
 "`cdt_ucx_context_params` (cdt_ucx.h)."

@@ -36,7 +36,8 @@ typedef int(cdt_sobj_alloc_func_t)(void *user, cdt_count index, cdt_count len, c
 
 /*! Fields of cdt_sobj that are optional, for its field_mask. */
 enum cdt_sobj_field {
-    CDT_SOBJ_FIELD_ALLOC = 1u << 0, /*!< alloc and alloc_user are set */
+    CDT_SOBJ_FIELD_ALLOC = 1u << 0,        /*!< alloc and alloc_user are set */
+    CDT_SOBJ_FIELD_INBAND_PARTS = 1u << 1, /*!< inband_parts and inband_nparts are set (send) */
 };
 /*! Bits from here up belong to the library: cdt_sobj_recv_prepare() sets them to record what
  * it allocated, and cdt_sobj_release() reads them. Leave them as recv_prepare left them. */
@@ -58,6 +59,13 @@ typedef struct cdt_sobj {
      * block, released by cdt_sobj_release) */
     cdt_sobj_alloc_func_t *alloc;
     void *alloc_user; /*!< the first argument of alloc */
+    /*! CDT_SOBJ_FIELD_INBAND_PARTS, send: the in-band bytes as pieces, in order (inband is then
+     * not read; inband_len is the pieces' total, or the send fails with CDT_ERR_INVALID_ARG).
+     * A serializer that writes its stream in chunks, handing over a large payload by reference
+     * (pickle's large bytes objects), sends them as they are instead of joining them into one
+     * copy first. Not copied: the pieces stay valid and unchanged while the object is sent. */
+    const cdt_iov *inband_parts;
+    cdt_count inband_nparts; /*!< entries of inband_parts */
 } cdt_sobj;
 
 /*! cdt_sobj_type() : the custom type of one cdt_sobj (use count 1). Lives for the whole

@@ -13,7 +13,10 @@ from cdtypes import _backend
 HERE = os.path.dirname(os.path.abspath(__file__))
 MAKE_FRAME = (
     "import sys, numpy as np, cdtypes\n"
-    "obj = {'a': np.arange(1000.0), 'b': [np.ones(70000, np.uint8), b'x' * 100], 's': 'text'}\n"
+    # 'big': a bytes payload the C backend's pickler hands over by reference, sent in pieces
+    # (cdt_sobj's inband_parts) where cffi joins the stream: the frames must still be the same
+    "obj = {'a': np.arange(1000.0), 'b': [np.ones(70000, np.uint8), b'x' * 100], 's': 'text',\n"
+    "       'big': bytes(range(256)) * 800}\n"
     "with cdtypes.dumps(obj) as f:\n"
     "    sys.stdout.buffer.write(f.tobytes())\n"
 )
@@ -54,6 +57,7 @@ def test_backends_make_the_same_frames_and_read_each_other():
     assert frames["c"] == frames["cffi"]
     out = cdtypes.loads(frames["c" if cdtypes.backend == "cffi" else "cffi"])
     assert out["s"] == "text" and out["a"][999] == 999.0 and out["b"][0].sum() == 70000
+    assert out["big"] == bytes(range(256)) * 800
 
 
 def test_both_backends_call_the_same_functions():

@@ -78,3 +78,22 @@ def test_large_objects_through_the_lane(monkeypatch, lane):
                 assert (sent - sent0, received - received0) == (1, 1), (name, ucx._lanes(ep._handle()))
             else:
                 assert (sent, received) == (0, 0), name
+
+
+@pytest.mark.parametrize("lane", ["on", "off"])
+def test_large_inband_objects_one_after_another(monkeypatch, lane):
+    """Large objects pickle keeps in band (bytes, str): the C extension sends the pickler's
+    pieces without joining them and receives streams of the same length into memory it reuses
+    once nothing holds it. Every object of a run of same-sized ones arrives whole, and the ones
+    received before are unchanged by the ones after."""
+    monkeypatch.setenv("CDT_UCX_LANE", lane)
+    sent = [bytes([i]) * MIB for i in range(6)]
+    sent += [{"k": bytes([i]) * (MIB // 2), "s": chr(0x3b1 + i) * 70000, "n": i} for i in range(3)]
+    sent += [bytes([7]) * (3 * MIB), bytes(range(256)) * 300]
+    got = []
+    with echo_peer(env={"CDT_UCX_LANE": lane}) as ep:
+        for i, obj in enumerate(sent):
+            ep.send(obj, tag=100 + 2 * i, timeout=30)
+            got.append(ep.recv(tag=101 + 2 * i, timeout=30))
+            assert got[-1] == obj, i
+    assert got == sent

@@ -18,7 +18,7 @@
     X(cdt_ucx_recv_params, 48, 1) \
     X(cdt_ucx_send_params, 24, 1) \
     X(cdt_sobj_buffer, 24, 0) \
-    X(cdt_sobj, 56, 1)
+    X(cdt_sobj, 72, 1)
 
 /* the ABI these numbers are (docs/ABI.md: MAJOR.MINOR before 1.0, MAJOR from 1.0) */
 #define CDT_PINNED_ABI "0.2"
@@ -108,7 +108,9 @@
     X(cdt_sobj, buffers, 24, 8) \
     X(cdt_sobj, nbuffers, 32, 8) \
     X(cdt_sobj, alloc, 40, 8) \
-    X(cdt_sobj, alloc_user, 48, 8)
+    X(cdt_sobj, alloc_user, 48, 8) \
+    X(cdt_sobj, inband_parts, 56, 8) \
+    X(cdt_sobj, inband_nparts, 64, 8)
 
 /* X(constant, value) */
 #define CDT_PINNED_VALUES(X) \
@@ -222,6 +224,7 @@
     X(CDT_UCX_RECV_PARAM_REST_TIMEOUT, 8) \
     X(CDT_UCX_SEND_PARAM_PROTOCOL, 1) \
     X(CDT_UCX_SEND_PARAM_ZCOPY_THRESHOLD, 2) \
-    X(CDT_SOBJ_FIELD_ALLOC, 1)
+    X(CDT_SOBJ_FIELD_ALLOC, 1) \
+    X(CDT_SOBJ_FIELD_INBAND_PARTS, 2)
 
 // clang-format on

@@ -90,7 +90,7 @@ void test_growable_structs(void)
     CHECK(f2 == NULL);
 
     /* an unknown caller bit: refused on receive and on send */
-    cdt_sobj in = {.field_mask = CDT_SOBJ_FIELD_ALLOC << 1};
+    cdt_sobj in = {.field_mask = CDT_SOBJ_FIELD_INBAND_PARTS << 1};
     CHECK_RC(cdt_sobj_recv_prepare(&in, d), CDT_ERR_INVALID_ARG);
     CHECK(in.buffers == NULL && in.inband == NULL);
     cdt_sobj bad = out;

@@ -20,6 +20,7 @@ int main(void)
     test_strided_regions();
     test_region_iov_windows();
     test_sobj();
+    test_sobj_parts();
     test_growable_structs();
     test_region_before_head();
     test_empty_regions();

@@ -39,6 +39,7 @@ void test_region_runs(void);
 /* frame_sobj.c: the serialized-object adapter and its allocator hook; region bytes that come
  * before the packed stream */
 void test_sobj(void);
+void test_sobj_parts(void);
 void test_region_before_head(void);
 
 /* frame_params.c: the caller's head allocator; structs that can grow (field masks) */

@@ -13,11 +13,49 @@
 #define SOBJ_OWNS_ARRAY (CDT_SOBJ_FIELD_LIBRARY_ << 0)
 #define SOBJ_OWNS_DATA (CDT_SOBJ_FIELD_LIBRARY_ << 1)
 #define SOBJ_CALLER_BITS (CDT_SOBJ_FIELD_LIBRARY_ - 1)
-#define SOBJ_KNOWN_BITS ((uint64_t)CDT_SOBJ_FIELD_ALLOC)
+#define SOBJ_KNOWN_BITS ((uint64_t)(CDT_SOBJ_FIELD_ALLOC | CDT_SOBJ_FIELD_INBAND_PARTS))
 
 static bool mask_valid(const cdt_sobj *obj)
 {
     return (obj->field_mask & SOBJ_CALLER_BITS & ~SOBJ_KNOWN_BITS) == 0;
+}
+
+static bool has_parts(const cdt_sobj *obj)
+{
+    return (obj->field_mask & CDT_SOBJ_FIELD_INBAND_PARTS) != 0;
+}
+
+/* the pieces of a send in parts name inband_len bytes in all, each piece a valid (base, len) */
+static bool parts_valid(const cdt_sobj *obj)
+{
+    if (obj->inband_nparts < 0 || (obj->inband_nparts > 0 && obj->inband_parts == NULL))
+        return false;
+    cdt_count total = 0;
+    for (cdt_count i = 0; i < obj->inband_nparts; i++) {
+        const cdt_iov *p = &obj->inband_parts[i];
+        if (p->len < 0 || (p->len > 0 && p->base == NULL) || p->len > INT64_MAX - total)
+            return false;
+        total += p->len;
+    }
+    return total == obj->inband_len;
+}
+
+/* bytes [offset, offset + n) of the in-band pieces into dst. The pieces are few (a pickle
+ * stream's frames around its large payloads), so each call walks them from the first. */
+static void copy_from_parts(const cdt_sobj *obj, cdt_count offset, unsigned char *dst, cdt_count n)
+{
+    cdt_count at = 0;
+    for (cdt_count i = 0; i < obj->inband_nparts && n > 0; i++) {
+        const cdt_iov *p = &obj->inband_parts[i];
+        if (offset < at + p->len) {
+            cdt_count from = offset - at, k = p->len - from < n ? p->len - from : n;
+            memcpy(dst, (const unsigned char *)p->base + from, (size_t)k);
+            dst += k;
+            offset += k;
+            n -= k;
+        }
+        at += p->len;
+    }
 }
 
 static cdt_sobj_alloc_func_t *alloc_hook(const cdt_sobj *obj)
@@ -30,7 +68,10 @@ static int sobj_query(void *state, const void *buf, cdt_count count, cdt_count *
     (void)state;
     if (count != 1 || !mask_valid(buf))
         return CDT_ERR_INVALID_ARG;
-    *packed_size = ((const cdt_sobj *)buf)->inband_len;
+    const cdt_sobj *obj = buf;
+    if (obj->inband_len < 0 || (has_parts(obj) && !parts_valid(obj)))
+        return CDT_ERR_INVALID_ARG;
+    *packed_size = obj->inband_len;
     return CDT_SUCCESS;
 }
 
@@ -41,7 +82,10 @@ static int sobj_pack(void *state, const void *buf, cdt_count count, cdt_count of
     (void)count;
     const cdt_sobj *obj = buf;
     cdt_count n = obj->inband_len - offset < dst_size ? obj->inband_len - offset : dst_size;
-    memcpy(dst, (const char *)obj->inband + offset, (size_t)n);
+    if (has_parts(obj))
+        copy_from_parts(obj, offset, dst, n);
+    else
+        memcpy(dst, (const char *)obj->inband + offset, (size_t)n);
     *used = n;
     return CDT_SUCCESS;
 }
@@ -176,7 +220,13 @@ int cdt_sobj_recv_prepare(cdt_sobj *obj, cdt_decoder decoder)
     int rc = cdt_decoder_info(decoder, &info);
     if (rc != CDT_SUCCESS)
         return rc;
-    cdt_sobj tmp = *obj;
+    /* the caller's struct may be an older, shorter one (cdt_sobj.h: it grows at its end):
+     * only the fields every version has are read and written here, one by one */
+    cdt_sobj tmp = {.field_mask = obj->field_mask};
+    if (obj->field_mask & CDT_SOBJ_FIELD_ALLOC) {
+        tmp.alloc = obj->alloc;
+        tmp.alloc_user = obj->alloc_user;
+    }
     cdt_sobj_alloc_func_t *hook = alloc_hook(obj);
     /* the buffers array is ours; without a hook the data is too, one block at inband */
     tmp.field_mask = (obj->field_mask & SOBJ_CALLER_BITS) | SOBJ_OWNS_ARRAY |
@@ -208,7 +258,11 @@ int cdt_sobj_recv_prepare(cdt_sobj *obj, cdt_decoder decoder)
         cdt_sobj_release(&tmp);
         return rc;
     }
-    *obj = tmp;
+    obj->field_mask = tmp.field_mask;
+    obj->inband = tmp.inband;
+    obj->inband_len = tmp.inband_len;
+    obj->buffers = tmp.buffers;
+    obj->nbuffers = tmp.nbuffers;
     return CDT_SUCCESS;
 }
 

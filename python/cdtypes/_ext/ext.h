@@ -113,11 +113,13 @@ int numpy_found(int import_it);
 extern PyTypeObject SinkType;
 
 int arrays_ready(void);
-PyObject *arrays_dumps(PyObject *obj, int protocol, PyObject **pbufs);
+PyObject *arrays_dumps(PyObject *obj, int protocol, PyObject **pbufs, PyObject **parts);
 
 /* send.c: an object as a filled cdt_sobj */
 typedef struct {
-    PyObject *stream;  /* bytes: the pickle stream */
+    PyObject *stream;  /* bytes: the pickle stream, or NULL when it is in parts */
+    PyObject *parts;   /* list of bytes: the pickle stream in the pickler's pieces, or NULL */
+    cdt_iov *iov;      /* the pieces of parts, the sobj's inband_parts */
     PyObject *pbufs;   /* list of PickleBuffer */
     Py_buffer *views;  /* one export per PickleBuffer */
     Py_ssize_t nviews; /* exports held */

@@ -383,6 +383,16 @@ PyObject *encode_keep(PyObject *obj, int protocol, PyObject **keep)
     }
     PyObject *stream = out.stream; /* copied into the frame's head */
     out.stream = NULL;
+    if (stream == NULL && keep != NULL) { /* in parts: the root's own copy needs it whole */
+        PyObject *empty = PyBytes_FromStringAndSize(NULL, 0);
+        stream = empty != NULL ? PyObject_CallMethod(empty, "join", "(O)", out.parts) : NULL;
+        Py_XDECREF(empty);
+        if (stream == NULL) {
+            C.cdt_frame_free(h);
+            out_release(&out);
+            return NULL;
+        }
+    }
     PyObject *f = frame_new_from(h, &out, NULL);
     if (f == NULL) {
         C.cdt_frame_free(h);
@@ -391,7 +401,7 @@ PyObject *encode_keep(PyObject *obj, int protocol, PyObject **keep)
     if (f != NULL && keep != NULL)
         *keep = stream;
     else
-        Py_DECREF(stream);
+        Py_XDECREF(stream);
     return f;
 }
 

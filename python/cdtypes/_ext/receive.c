@@ -27,15 +27,42 @@ void rx_clear(receiver *rx)
     Py_CLEAR(rx->inplace_owner);
 }
 
+/* The pickle stream of a large object (a large bytes or str in it) is read once, by
+ * pickle.loads, and dropped. Its memory is kept for the next stream of the same length: a
+ * bytearray that this module holds (stream_spare) is handed out again when nothing else holds
+ * it (its reference count is this module's one), so a run of large objects does not fault a
+ * fresh stream's pages in every time (1 MiB: about 250 us of page faults an object where
+ * malloc gave the last one back to the kernel). Every reader of a stream takes any buffer
+ * (pickle.loads, the stream checks); a stream someone still holds (an exception's traceback)
+ * is never reused, and a bytearray carries no cached hash to go stale. Smaller streams are
+ * bytes objects, as before. */
+#define STREAM_REUSE_MIN 65536
+static PyObject *stream_spare;
+
+static PyObject *rx_stream_new(cdt_count nbytes)
+{
+    if (nbytes < STREAM_REUSE_MIN)
+        return PyBytes_FromStringAndSize(NULL, (Py_ssize_t)nbytes);
+    if (stream_spare != NULL && Py_REFCNT(stream_spare) == 1 &&
+        PyByteArray_GET_SIZE(stream_spare) == (Py_ssize_t)nbytes)
+        return Py_NewRef(stream_spare);
+    PyObject *b = PyByteArray_FromStringAndSize(NULL, (Py_ssize_t)nbytes);
+    if (b != NULL)
+        Py_XSETREF(stream_spare, Py_NewRef(b));
+    return b;
+}
+
 /* one part's memory; 0 or -1 with an exception set */
 static int rx_alloc_part(receiver *rx, cdt_count index, cdt_count nbytes, void **base)
 {
-    if (index < 0) { /* the pickle stream: small, copied by the decoder */
+    if (index < 0) { /* the pickle stream, copied by the decoder */
         Py_CLEAR(rx->stream);
-        rx->stream = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)nbytes);
+        rx->stream = rx_stream_new(nbytes);
         if (rx->stream == NULL)
             return -1;
-        *base = nbytes > 0 ? PyBytes_AS_STRING(rx->stream) : NULL;
+        *base = nbytes == 0                 ? NULL
+                : PyBytes_Check(rx->stream) ? (void *)PyBytes_AS_STRING(rx->stream)
+                                            : (void *)PyByteArray_AS_STRING(rx->stream);
         return 0;
     }
     if (rx->buffers == NULL && (rx->buffers = PyList_New(0)) == NULL)

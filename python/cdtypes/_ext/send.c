@@ -17,6 +17,9 @@ void out_release(outgoing *o)
      * go with the list, and their exports with them */
     Py_CLEAR(o->pbufs);
     Py_CLEAR(o->stream);
+    Py_CLEAR(o->parts);
+    PyMem_Free(o->iov);
+    o->iov = NULL;
     memset(&o->so, 0, sizeof o->so);
 }
 
@@ -33,8 +36,8 @@ int out_fill(outgoing *o, PyObject *obj, int protocol)
         return -1;
     }
     if (arrays_ready()) { /* numpy is imported: its arrays through reduce / rebuild */
-        o->stream = arrays_dumps(obj, protocol, &o->pbufs);
-        if (o->stream == NULL)
+        o->stream = arrays_dumps(obj, protocol, &o->pbufs, &o->parts);
+        if (o->stream == NULL && o->parts == NULL)
             goto fail;
         goto pickled;
     }
@@ -55,7 +58,7 @@ int out_fill(outgoing *o, PyObject *obj, int protocol)
     if (o->stream == NULL)
         goto fail;
 pickled:
-    if (!PyBytes_Check(o->stream)) {
+    if (o->stream != NULL && !PyBytes_Check(o->stream)) {
         PyErr_SetString(PyExc_TypeError, "pickle.dumps did not return bytes");
         goto fail;
     }
@@ -92,8 +95,27 @@ pickled:
         o->sbufs[i].len = pv->len;
         o->sbufs[i].kind = CDT_KIND_BYTE;
     }
-    o->so.inband = PyBytes_AS_STRING(o->stream);
-    o->so.inband_len = PyBytes_GET_SIZE(o->stream);
+    if (o->parts != NULL) {
+        /* the pickler's pieces as they are: a large bytes payload by reference, not joined
+         * into one copy first (cdt_sobj.h, CDT_SOBJ_FIELD_INBAND_PARTS) */
+        Py_ssize_t np = PyList_GET_SIZE(o->parts);
+        if ((o->iov = PyMem_Calloc((size_t)np, sizeof(cdt_iov))) == NULL) {
+            PyErr_NoMemory();
+            goto fail;
+        }
+        for (Py_ssize_t i = 0; i < np; i++) {
+            PyObject *b = PyList_GET_ITEM(o->parts, i);
+            o->iov[i].base = PyBytes_AS_STRING(b);
+            o->iov[i].len = PyBytes_GET_SIZE(b);
+            o->so.inband_len += o->iov[i].len;
+        }
+        o->so.field_mask |= CDT_SOBJ_FIELD_INBAND_PARTS;
+        o->so.inband_parts = o->iov;
+        o->so.inband_nparts = np;
+    } else {
+        o->so.inband = PyBytes_AS_STRING(o->stream);
+        o->so.inband_len = PyBytes_GET_SIZE(o->stream);
+    }
     o->so.buffers = o->sbufs;
     o->so.nbuffers = n;
     return 0;
