@@ -222,7 +222,7 @@ int cdt_sobj_recv_prepare(cdt_sobj *obj, cdt_decoder decoder)
         return rc;
     /* the caller's struct may be an older, shorter one (cdt_sobj.h: it grows at its end):
      * only the fields every version has are read and written here, one by one */
-    cdt_sobj tmp = {.field_mask = obj->field_mask};
+    cdt_sobj tmp = {0};
     if (obj->field_mask & CDT_SOBJ_FIELD_ALLOC) {
         tmp.alloc = obj->alloc;
         tmp.alloc_user = obj->alloc_user;

@@ -114,6 +114,8 @@ extern PyTypeObject SinkType;
 
 int arrays_ready(void);
 PyObject *arrays_dumps(PyObject *obj, int protocol, PyObject **pbufs, PyObject **parts);
+/* b"".join(pieces): a new bytes object, or NULL with an exception set */
+PyObject *bytes_join(PyObject *pieces);
 
 /* send.c: an object as a filled cdt_sobj */
 typedef struct {

@@ -384,10 +384,7 @@ PyObject *encode_keep(PyObject *obj, int protocol, PyObject **keep)
     PyObject *stream = out.stream; /* copied into the frame's head */
     out.stream = NULL;
     if (stream == NULL && keep != NULL) { /* in parts: the root's own copy needs it whole */
-        PyObject *empty = PyBytes_FromStringAndSize(NULL, 0);
-        stream = empty != NULL ? PyObject_CallMethod(empty, "join", "(O)", out.parts) : NULL;
-        Py_XDECREF(empty);
-        if (stream == NULL) {
+        if ((stream = bytes_join(out.parts)) == NULL) {
             C.cdt_frame_free(h);
             out_release(&out);
             return NULL;

@@ -94,8 +94,13 @@ static PyObject *sink_stream(SinkObject *s)
         return Py_NewRef(s->first);
     if (PyList_Insert(s->more, 0, s->first) < 0)
         return NULL;
+    return bytes_join(s->more);
+}
+
+PyObject *bytes_join(PyObject *pieces)
+{
     PyObject *empty = PyBytes_FromStringAndSize(NULL, 0);
-    PyObject *all = empty != NULL ? PyObject_CallMethod(empty, "join", "(O)", s->more) : NULL;
+    PyObject *all = empty != NULL ? PyObject_CallMethod(empty, "join", "(O)", pieces) : NULL;
     Py_XDECREF(empty);
     return all;
 }
