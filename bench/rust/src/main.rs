@@ -4,7 +4,9 @@
 //!
 //! Types: `Vec<Vec<i32>>` with sub-vectors of 64 B, 1 KiB, 4 KiB or 128 KiB (double-vec),
 //! `Vec<StructVec>`, `Vec<StructSimple>`, `Vec<StructSimpleNoGap>` (all `#[repr(C)]`, as the
-//! seed's Listings 6-8). Methods:
+//! seed's Listings 6-8), and `struct_vec_padded` / `struct_simple_padded`: the same records as
+//! `#[cdtypes(padded)]` structs, whose Vec travels as its memory (one region; their C twin is
+//! the same C custom type as the unpadded case's). Methods:
 //!   cdtypes        `Endpoint::isend` / `Worker::irecv` of the value (Pack / Unpack, derived)
 //!   cdtypes-recycle  as cdtypes, each received value handed back with `cdtypes::recycle` once
 //!                  checked, so the next receive lands in its memory (as c-transport receives
@@ -41,7 +43,9 @@ use cdtypes::ucx::Worker;
 
 use crate::ffi::{bench_raw_irecv, bench_raw_isend, raw_wait, TAG_ACK};
 use crate::plan::{run_case, Kind, Opts, Out, CASES};
-use crate::types::{StructSimple, StructSimpleNoGap, StructVec};
+use crate::types::{
+    StructSimple, StructSimpleNoGap, StructSimplePadded, StructVec, StructVecPadded,
+};
 
 fn main() {
     let mut o = Opts {
@@ -133,6 +137,12 @@ fn main() {
             Kind::Simple => run_case::<Vec<StructSimple>>(&o, &worker, &ep, &mut out, case, 0),
             Kind::NoGap => run_case::<Vec<StructSimpleNoGap>>(&o, &worker, &ep, &mut out, case, 0),
             Kind::StructVec => run_case::<Vec<StructVec>>(&o, &worker, &ep, &mut out, case, 0),
+            Kind::SimplePadded => {
+                run_case::<Vec<StructSimplePadded>>(&o, &worker, &ep, &mut out, case, 0)
+            }
+            Kind::StructVecPadded => {
+                run_case::<Vec<StructVecPadded>>(&o, &worker, &ep, &mut out, case, 0)
+            }
             Kind::DoubleVec(sub) => {
                 run_case::<Vec<Vec<i32>>>(&o, &worker, &ep, &mut out, case, sub)
             }

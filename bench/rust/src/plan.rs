@@ -12,6 +12,9 @@ pub(crate) enum Kind {
     Simple,
     NoGap,
     StructVec,
+    /// the same records as `#[cdtypes(padded)]` structs (their C twin is the same C type)
+    SimplePadded,
+    StructVecPadded,
     DoubleVec(usize),
 }
 
@@ -22,7 +25,7 @@ pub(crate) struct CaseDesc {
     bandwidth: bool,
 }
 
-pub(crate) const CASES: [CaseDesc; 7] = [
+pub(crate) const CASES: [CaseDesc; 9] = [
     CaseDesc {
         name: "double_vec_64",
         kind: Kind::DoubleVec(64),
@@ -57,6 +60,18 @@ pub(crate) const CASES: [CaseDesc; 7] = [
         name: "struct_simple",
         kind: Kind::Simple,
         latency: true,
+        bandwidth: true,
+    },
+    CaseDesc {
+        name: "struct_vec_padded",
+        kind: Kind::StructVecPadded,
+        latency: false,
+        bandwidth: true,
+    },
+    CaseDesc {
+        name: "struct_simple_padded",
+        kind: Kind::SimplePadded,
+        latency: false,
         bandwidth: true,
     },
     CaseDesc {

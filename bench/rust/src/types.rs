@@ -37,6 +37,31 @@ pub(crate) struct StructVec {
     data: [i32; STRUCT_VEC_LEN],
 }
 
+/// StructSimple as its memory (`#[cdtypes(padded)]`): a Vec of it is one region of 24 bytes an
+/// element, the Rust side of C's `cdt_type_padded` (docs/ENGINE.md, Padding declared).
+#[repr(C)]
+#[derive(cdtypes::Pack, cdtypes::Unpack, Serialize, Deserialize, Clone, Copy, PartialEq, Debug)]
+#[cdtypes(padded)]
+pub(crate) struct StructSimplePadded {
+    a: i32,
+    b: i32,
+    c: i32,
+    d: f64,
+}
+
+/// StructVec as its memory: a Vec of it is one region of 8,216 bytes an element.
+#[repr(C)]
+#[derive(cdtypes::Pack, cdtypes::Unpack, Serialize, Deserialize, Clone, PartialEq, Debug)]
+#[cdtypes(padded)]
+pub(crate) struct StructVecPadded {
+    a: i32,
+    b: i32,
+    c: i32,
+    d: f64,
+    #[serde(with = "big_array")]
+    data: [i32; STRUCT_VEC_LEN],
+}
+
 /// serde derives arrays up to 32 elements: a longer one as a tuple (what serde-big-array does).
 mod big_array {
     use super::*;
@@ -103,36 +128,43 @@ fn f64_at(b: &[u8], at: usize) -> f64 {
     f64::from_ne_bytes(b[at..at + 8].try_into().expect("8 bytes"))
 }
 
-impl Elem for StructSimple {
-    const PACKED: usize = 20;
-    fn c_type() -> sys::cdt_type {
-        // SAFETY: created once by the C side
-        unsafe { struct_simple_type() }
-    }
-    fn fill(i: usize) -> Self {
-        let i = i as i32;
-        StructSimple {
-            a: i,
-            b: i + 1,
-            c: i + 2,
-            d: f64::from(i) * 0.5,
+/// The Elem of a struct_simple twin (the plain and the padded struct).
+macro_rules! struct_simple_elem {
+    ($t:ident) => {
+        impl Elem for $t {
+            const PACKED: usize = 20;
+            fn c_type() -> sys::cdt_type {
+                // SAFETY: created once by the C side
+                unsafe { struct_simple_type() }
+            }
+            fn fill(i: usize) -> Self {
+                let i = i as i32;
+                $t {
+                    a: i,
+                    b: i + 1,
+                    c: i + 2,
+                    d: f64::from(i) * 0.5,
+                }
+            }
+            fn pack_into(&self, o: &mut [u8]) {
+                o[0..4].copy_from_slice(&self.a.to_ne_bytes());
+                o[4..8].copy_from_slice(&self.b.to_ne_bytes());
+                o[8..12].copy_from_slice(&self.c.to_ne_bytes());
+                o[12..20].copy_from_slice(&self.d.to_ne_bytes());
+            }
+            fn unpack_from(b: &[u8]) -> Self {
+                $t {
+                    a: i32_at(b, 0),
+                    b: i32_at(b, 4),
+                    c: i32_at(b, 8),
+                    d: f64_at(b, 12),
+                }
+            }
         }
-    }
-    fn pack_into(&self, o: &mut [u8]) {
-        o[0..4].copy_from_slice(&self.a.to_ne_bytes());
-        o[4..8].copy_from_slice(&self.b.to_ne_bytes());
-        o[8..12].copy_from_slice(&self.c.to_ne_bytes());
-        o[12..20].copy_from_slice(&self.d.to_ne_bytes());
-    }
-    fn unpack_from(b: &[u8]) -> Self {
-        StructSimple {
-            a: i32_at(b, 0),
-            b: i32_at(b, 4),
-            c: i32_at(b, 8),
-            d: f64_at(b, 12),
-        }
-    }
+    };
 }
+struct_simple_elem!(StructSimple);
+struct_simple_elem!(StructSimplePadded);
 
 impl Elem for StructSimpleNoGap {
     const PACKED: usize = 16;
@@ -162,42 +194,49 @@ impl Elem for StructSimpleNoGap {
     }
 }
 
-impl Elem for StructVec {
-    const PACKED: usize = 20 + 4 * STRUCT_VEC_LEN;
-    fn c_type() -> sys::cdt_type {
-        // SAFETY: created once by the C side
-        unsafe { struct_vec_type() }
-    }
-    fn fill(i: usize) -> Self {
-        let k = i as i32;
-        let mut data = [0i32; STRUCT_VEC_LEN];
-        for (j, x) in data.iter_mut().enumerate() {
-            *x = k.wrapping_mul(31).wrapping_add(j as i32);
+/// The Elem of a struct_vec twin (the plain and the padded struct).
+macro_rules! struct_vec_elem {
+    ($t:ident) => {
+        impl Elem for $t {
+            const PACKED: usize = 20 + 4 * STRUCT_VEC_LEN;
+            fn c_type() -> sys::cdt_type {
+                // SAFETY: created once by the C side
+                unsafe { struct_vec_type() }
+            }
+            fn fill(i: usize) -> Self {
+                let k = i as i32;
+                let mut data = [0i32; STRUCT_VEC_LEN];
+                for (j, x) in data.iter_mut().enumerate() {
+                    *x = k.wrapping_mul(31).wrapping_add(j as i32);
+                }
+                $t {
+                    a: k,
+                    b: k + 1,
+                    c: k + 2,
+                    d: f64::from(k) * 0.5,
+                    data,
+                }
+            }
+            fn pack_into(&self, o: &mut [u8]) {
+                o[0..4].copy_from_slice(&self.a.to_ne_bytes());
+                o[4..8].copy_from_slice(&self.b.to_ne_bytes());
+                o[8..12].copy_from_slice(&self.c.to_ne_bytes());
+                o[12..20].copy_from_slice(&self.d.to_ne_bytes());
+                o[20..].copy_from_slice(bytes_of(&self.data));
+            }
+            fn unpack_from(b: &[u8]) -> Self {
+                let mut v = $t {
+                    a: i32_at(b, 0),
+                    b: i32_at(b, 4),
+                    c: i32_at(b, 8),
+                    d: f64_at(b, 12),
+                    data: [0; STRUCT_VEC_LEN],
+                };
+                bytes_of_mut(&mut v.data).copy_from_slice(&b[20..Self::PACKED]);
+                v
+            }
         }
-        StructVec {
-            a: k,
-            b: k + 1,
-            c: k + 2,
-            d: f64::from(k) * 0.5,
-            data,
-        }
-    }
-    fn pack_into(&self, o: &mut [u8]) {
-        o[0..4].copy_from_slice(&self.a.to_ne_bytes());
-        o[4..8].copy_from_slice(&self.b.to_ne_bytes());
-        o[8..12].copy_from_slice(&self.c.to_ne_bytes());
-        o[12..20].copy_from_slice(&self.d.to_ne_bytes());
-        o[20..].copy_from_slice(bytes_of(&self.data));
-    }
-    fn unpack_from(b: &[u8]) -> Self {
-        let mut v = StructVec {
-            a: i32_at(b, 0),
-            b: i32_at(b, 4),
-            c: i32_at(b, 8),
-            d: f64_at(b, 12),
-            data: [0; STRUCT_VEC_LEN],
-        };
-        bytes_of_mut(&mut v.data).copy_from_slice(&b[20..Self::PACKED]);
-        v
-    }
+    };
 }
+struct_vec_elem!(StructVec);
+struct_vec_elem!(StructVecPadded);

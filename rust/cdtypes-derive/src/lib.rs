@@ -4,6 +4,11 @@
 //! Structs pack their fields in declaration order; enums pack the variant index as `u32` and
 //! then the variant's fields. The type fingerprint covers the type's name, its field (and
 //! variant) names, the field types as written, and the fingerprints of its type parameters.
+//!
+//! `#[cdtypes(padded)]` on a `#[repr(C)]` struct (no generics, every field an integer, a
+//! float, an array of them or another padded struct, aligned to at most 8) makes a `Vec` of it
+//! travel as its memory, padding included, as one region; its fingerprint then also covers its
+//! size, alignment and field offsets.
 #![deny(missing_docs)]
 
 use proc_macro::TokenStream;
@@ -12,7 +17,7 @@ use quote::{format_ident, quote, ToTokens};
 use syn::{parse_macro_input, parse_quote, Data, DeriveInput, Fields, GenericParam, Ident, Index};
 
 /// Derive `cdtypes::Pack`.
-#[proc_macro_derive(Pack)]
+#[proc_macro_derive(Pack, attributes(cdtypes))]
 pub fn derive_pack(input: TokenStream) -> TokenStream {
     let input = parse_macro_input!(input as DeriveInput);
     expand(input, true)
@@ -21,7 +26,7 @@ pub fn derive_pack(input: TokenStream) -> TokenStream {
 }
 
 /// Derive `cdtypes::Unpack`.
-#[proc_macro_derive(Unpack)]
+#[proc_macro_derive(Unpack, attributes(cdtypes))]
 pub fn derive_unpack(input: TokenStream) -> TokenStream {
     let input = parse_macro_input!(input as DeriveInput);
     expand(input, false)
@@ -59,6 +64,7 @@ fn fields_text(fields: &Fields) -> String {
 }
 
 fn expand(mut input: DeriveInput, pack: bool) -> syn::Result<Tokens> {
+    let padded = padded_attribute(&input)?;
     let name = &input.ident;
     let trait_path: syn::Path = if pack {
         parse_quote!(::cdtypes::Pack)
@@ -105,7 +111,21 @@ fn expand(mut input: DeriveInput, pack: bool) -> syn::Result<Tokens> {
                     })
                     .collect();
                 let accesses2 = &accesses;
+                let slice = if padded {
+                    quote!(
+                        #[doc(hidden)]
+                        fn pack_slice<'cdt_a>(
+                            items: &'cdt_a [Self],
+                            p: &mut ::cdtypes::Packer<'cdt_a>,
+                        ) {
+                            ::cdtypes::__pack_padded_slice(items, p)
+                        }
+                    )
+                } else {
+                    quote!()
+                };
                 quote!(
+                    #slice
                     #[doc(hidden)]
                     const FIXED_SIZE: ::std::option::Option<usize> =
                         ::cdtypes::__fixed_sum(&[#(<#tys as ::cdtypes::Pack>::FIXED_SIZE),*]);
@@ -141,7 +161,21 @@ fn expand(mut input: DeriveInput, pack: bool) -> syn::Result<Tokens> {
                 };
                 // a Vec of a fixed-size struct is unpacked into the receiving Vec as its bytes
                 // arrive (the type must be 'static for that: structs without generics)
-                let vec_on_arrival = if input.generics.params.is_empty() {
+                let vec_on_arrival = if padded {
+                    // the length in the stream, the memory one region (no element unpacked)
+                    quote!(
+                        #[doc(hidden)]
+                        fn vec_plan(p: &mut ::cdtypes::__Plan) {
+                            p.fixed(8)
+                        }
+                        #[doc(hidden)]
+                        fn unpack_vec(
+                            u: &mut ::cdtypes::Unpacker,
+                        ) -> ::cdtypes::Result<::std::vec::Vec<Self>> {
+                            ::cdtypes::__unpack_padded_vec::<Self>(u)
+                        }
+                    )
+                } else if input.generics.params.is_empty() {
                     quote!(
                         #[doc(hidden)]
                         fn vec_plan(p: &mut ::cdtypes::__Plan) {
@@ -283,9 +317,15 @@ fn expand(mut input: DeriveInput, pack: bool) -> syn::Result<Tokens> {
             ))
         }
     }
+    let (layout, memory) = if padded {
+        padded_parts(&input, pack)?
+    } else {
+        (quote!(), quote!())
+    };
     let describe = quote!(
         fn describe(s: &mut ::cdtypes::Schema) {
             s.push(#text);
+            #layout
             #(<#type_params as #trait_path>::describe(s);)*
         }
     );
@@ -299,6 +339,7 @@ fn expand(mut input: DeriveInput, pack: bool) -> syn::Result<Tokens> {
                 #describe
                 #fixed
             }
+            #memory
         )
     } else {
         quote!(
@@ -310,8 +351,97 @@ fn expand(mut input: DeriveInput, pack: bool) -> syn::Result<Tokens> {
                 #describe
                 #fixed
             }
+            #memory
         )
     })
+}
+
+/// Whether the item says `#[cdtypes(padded)]` (the only `cdtypes` attribute); refuses others.
+fn padded_attribute(input: &DeriveInput) -> syn::Result<bool> {
+    let mut padded = false;
+    for attr in input.attrs.iter().filter(|a| a.path().is_ident("cdtypes")) {
+        attr.parse_nested_meta(|meta| {
+            if meta.path.is_ident("padded") {
+                padded = true;
+                Ok(())
+            } else {
+                Err(meta.error("cdtypes: unknown attribute (the one there is: `padded`)"))
+            }
+        })?;
+    }
+    Ok(padded)
+}
+
+/// A padded struct's additions: the layout its fingerprint covers, and the checks that its
+/// memory is its value (`#[repr(C)]`, no generics, every field `__PlainMemory`, an alignment
+/// the receiver can allocate with) followed by its own `__PlainMemory` for this side.
+fn padded_parts(input: &DeriveInput, pack: bool) -> syn::Result<(Tokens, Tokens)> {
+    let name = &input.ident;
+    let err = |msg: &str| syn::Error::new_spanned(name, format!("cdtypes(padded): {msg}"));
+    let Data::Struct(s) = &input.data else {
+        return Err(err("only a struct travels as its memory"));
+    };
+    if s.fields.is_empty() {
+        return Err(err("a struct without fields has no memory to send"));
+    }
+    if !input.generics.params.is_empty() {
+        return Err(err("a generic struct cannot be padded"));
+    }
+    let mut repr_c = false;
+    for attr in input.attrs.iter().filter(|a| a.path().is_ident("repr")) {
+        let list = attr.parse_args_with(
+            syn::punctuated::Punctuated::<syn::Meta, syn::Token![,]>::parse_terminated,
+        )?;
+        repr_c |= list.iter().any(|m| m.path().is_ident("C"));
+    }
+    if !repr_c {
+        return Err(err(
+            "needs #[repr(C)]: its memory layout is what travels, and the C layout is the one \
+             both ends compute alike",
+        ));
+    }
+    let fields: Vec<Tokens> = s
+        .fields
+        .iter()
+        .enumerate()
+        .map(|(i, f)| match &f.ident {
+            Some(id) => quote!(#id),
+            None => Index::from(i).to_token_stream(),
+        })
+        .collect();
+    let tys: Vec<&syn::Type> = s.fields.iter().map(|f| &f.ty).collect();
+    let side = if pack {
+        quote!(::cdtypes::__ForPack)
+    } else {
+        quote!(::cdtypes::__ForUnpack)
+    };
+    let layout = quote!(
+        s.push(&::cdtypes::__padded_layout_text(
+            ::std::mem::size_of::<#name>(),
+            ::std::mem::align_of::<#name>(),
+            &[#(::std::mem::offset_of!(#name, #fields)),*],
+        ));
+    );
+    let memory = quote!(
+        const _: () = {
+            // every field an integer, a float, an array of them or a padded struct
+            fn plain_memory<T: ::cdtypes::__PlainMemory<#side>>() {}
+            #[allow(dead_code)]
+            fn fields() {
+                #(plain_memory::<#tys>();)*
+            }
+            ::std::assert!(
+                ::cdtypes::__padded_layout_ok(
+                    ::std::mem::size_of::<#name>(),
+                    ::std::mem::align_of::<#name>()
+                ),
+                "cdtypes(padded): the struct must be aligned to 1, 2, 4 or 8 bytes"
+            );
+        };
+        // SAFETY: #[repr(C)], every field __PlainMemory (checked above), aligned to at most 8
+        unsafe impl ::cdtypes::__PlainMemory<#side> for #name {}
+    );
+    Ok((layout, memory))
 }
 
 /// `Path { a: unpack?, .. }`, `Path(unpack?, ..)` or `Path`; fields are read in order.

@@ -28,10 +28,40 @@
 //! layout of [`Pack`]: fingerprint, fields in order, a sequence as its `u64` length and its
 //! elements), so frames stay compatible with the other bindings and earlier versions. Received
 //! `Vec`s and regions of 4 MiB and more are marked for transparent huge pages, and
-//! [`recycle`] hands a `Vec` you are done with to the next receive of that type on the thread.
+//! [`recycle`] hands a `Vec` you are done with to the next receive of that type on the thread
+//! (or, for plain data and padded structs, to the next region of its size).
 //! A fixed-size value's `pack_fixed` may therefore run inside the transport's progress, in the
 //! thread that progresses the worker, while the send is pending (derived code only reads the
 //! fields).
+//!
+//! **A struct as its memory**: `#[cdtypes(padded)]` on a `#[repr(C)]` struct whose fields are
+//! integers, floats, arrays of them or other padded structs makes a `Vec` of it travel as its
+//! memory, padding included: its length in the stream and its `len * size_of::<T>()` bytes as
+//! one region, taken in place on send and, on receive, allocated with the struct's alignment
+//! to become the `Vec` without a copy (between two processes of one host both cores copy it,
+//! where the stream form is packed on one side and unpacked on the other). It is the Rust side
+//! of C's `cdt_type_padded` (docs/ENGINE.md, Padding declared). What it costs: the padding
+//! bytes travel too (whatever the sender's memory holds there), and both ends must use it (the
+//! fingerprint covers the attribute and the struct's size, alignment and field offsets, so a
+//! receiver of the other form, or of another layout, is refused). The derive refuses a struct
+//! that is not `#[repr(C)]`, is generic, is aligned to more than 8 bytes, or has another
+//! field type (a pointer, a `bool`, a `char` or an enum cannot travel as memory). A single
+//! value and a fixed-size array of it still go into the stream.
+//!
+//! ```
+//! use cdtypes::{Pack, Unpack};
+//!
+//! #[repr(C)]
+//! #[derive(Pack, Unpack, Clone, Copy, Debug, PartialEq)]
+//! #[cdtypes(padded)]
+//! struct Record { a: i32, b: i32, c: i32, d: f64 } // 20 bytes of fields, 24 of memory
+//!
+//! let records = vec![Record { a: 1, b: 2, c: 3, d: 4.0 }; 10_000];
+//! let frame = cdtypes::Frame::encode(&records).unwrap();
+//! assert_eq!(frame.region_count(), 1); // 240,000 bytes, zero-copy
+//! let back: Vec<Record> = cdtypes::from_bytes(&frame.to_vec().unwrap()).unwrap();
+//! assert_eq!(back, records);
+//! ```
 //!
 //! Every failure is an [`Error`] with libcdt's status code, name and message. Receiving a
 //! frame as another type, or a truncated or corrupt frame, is an error, never undefined
@@ -85,9 +115,10 @@ pub use frame::{
 pub use object::Limits;
 #[doc(hidden)]
 pub use pack::{
-    __Plan, __fixed_sum, __pack_field, __pack_field_window, __plan_fixed_vec,
+    __ForPack, __ForUnpack, __PlainMemory, __Plan, __fixed_sum, __pack_field, __pack_field_window,
+    __pack_padded_slice, __padded_layout_ok, __padded_layout_text, __plan_fixed_vec,
     __sequences_unpacked_on_arrival, __unpack_field, __unpack_field_into, __unpack_fixed_vec,
-    __unpack_vec_default,
+    __unpack_padded_vec, __unpack_vec_default,
 };
 pub use pack::{recycle, Pack, Packer, PlainData, Schema, Unpack, Unpacker};
 pub use types::{AsType, Datatype, Kind, Order, TypeBuilder};

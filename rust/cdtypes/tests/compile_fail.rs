@@ -9,12 +9,15 @@
 //! - `isend_borrowed`: the request (and, dropped early, its endpoint) outlives the call:
 //!   `V: 'static`.
 //! - `send_request_not_send`: a request of a value that is not `Send` cannot cross threads.
+//! - `padded_not_repr_c`, `padded_field_not_plain`, `padded_misused`: `#[cdtypes(padded)]`
+//!   sends a struct's memory as it is, so the struct must be `#[repr(C)]`, not generic, aligned
+//!   to at most 8, and every field an integer, a float, an array of them or a padded struct.
 //!
 //! The handles themselves are `Send + Sync` and requests `Send` (`handles_cross_threads`).
 use cdtypes::ucx::{Context, Endpoint, Listener, RecvRequest, SendRequest, Worker};
 
 #[test]
-fn transport_bounds_reject_what_is_unsound() {
+fn what_is_unsound_does_not_compile() {
     trybuild::TestCases::new().compile_fail("tests/compile_fail/*.rs");
 }
 

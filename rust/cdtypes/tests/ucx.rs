@@ -99,6 +99,8 @@ fn child_main() {
                 ep.send(&c, info.tag + 1, LONG).unwrap();
                 let p: Vec<PlainCell> = worker.recv(info.tag + 2, LONG).unwrap();
                 ep.send(&p, info.tag + 3, LONG).unwrap();
+                let p: Vec<PaddedCell> = worker.recv(info.tag + 4, LONG).unwrap();
+                ep.send(&p, info.tag + 5, LONG).unwrap();
             }
             ep.send(&true, 1, LONG).unwrap();
         }
@@ -506,6 +508,28 @@ struct PlainCell {
     data: [i32; 2048],
 }
 
+/// PlainCell as its memory (`#[cdtypes(padded)]`): a Vec of it is one region, which the lane
+/// splits between both cores.
+#[repr(C)]
+#[derive(Pack, Unpack, Debug, PartialEq, Clone)]
+#[cdtypes(padded)]
+struct PaddedCell {
+    id: u32,
+    w: f64,
+    data: [i32; 2048],
+}
+
+fn padded_cells(n: usize) -> Vec<PaddedCell> {
+    plain_cells(n)
+        .into_iter()
+        .map(|c| PaddedCell {
+            id: c.id,
+            w: c.w,
+            data: c.data,
+        })
+        .collect()
+}
+
 fn plain_cells(n: usize) -> Vec<PlainCell> {
     cells(n)
         .into_iter()
@@ -519,8 +543,8 @@ fn plain_cells(n: usize) -> Vec<PlainCell> {
 
 /// Vecs of fixed-size structs through the lane, whose receiving type reads each byte once
 /// (docs/TRANSPORT.md §10.4): elements whose every byte pattern is a value straight out of
-/// the segment, elements with a bool (checked) through a private copy; both arrive whole,
-/// one lane object each way per send.
+/// the segment, elements with a bool (checked) through a private copy, and padded elements as
+/// one region that the lane splits; all arrive whole, one lane object each way per send.
 #[test]
 fn fixed_size_structs_through_the_lane() {
     const { assert!(<PlainCell as Unpack>::ANY_BYTES && !<Cell as Unpack>::ANY_BYTES) };
@@ -538,8 +562,10 @@ fn fixed_size_structs_through_the_lane() {
     let _: Vec<Cell> = worker.recv(11, LONG).unwrap();
     ep.send(&plain_cells(1), 12, LONG).unwrap();
     let _: Vec<PlainCell> = worker.recv(13, LONG).unwrap();
+    ep.send(&padded_cells(1), 14, LONG).unwrap();
+    let _: Vec<PaddedCell> = worker.recv(15, LONG).unwrap();
     for (i, n) in [130usize, 1000].into_iter().enumerate() {
-        let tag = 20 + 4 * i as u64;
+        let tag = 20 + 6 * i as u64;
         let before = worker.stats().unwrap();
         ep.send(&cells(n), tag, LONG).unwrap();
         let back: Vec<Cell> = worker.recv(tag + 1, LONG).unwrap();
@@ -547,6 +573,9 @@ fn fixed_size_structs_through_the_lane() {
         ep.send(&plain_cells(n), tag + 2, LONG).unwrap();
         let back: Vec<PlainCell> = worker.recv(tag + 3, LONG).unwrap();
         assert!(back == plain_cells(n), "{n} plain cells");
+        ep.send(&padded_cells(n), tag + 4, LONG).unwrap();
+        let back: Vec<PaddedCell> = worker.recv(tag + 5, LONG).unwrap();
+        assert!(back == padded_cells(n), "{n} padded cells");
         worker.progress();
         let after = worker.stats().unwrap();
         assert_eq!(
@@ -554,7 +583,17 @@ fn fixed_size_structs_through_the_lane() {
                 after.lane_sent - before.lane_sent,
                 after.lane_received - before.lane_received
             ),
-            (2, 2),
+            (3, 3),
+            "{n} cells"
+        );
+        // the padded Vec is one region of 8,208 bytes an element: split both ways; the
+        // other two travel in the stream
+        assert_eq!(
+            (
+                after.lane_split_sent - before.lane_split_sent,
+                after.lane_split_received - before.lane_split_received
+            ),
+            (1, 1),
             "{n} cells"
         );
     }

@@ -22,7 +22,9 @@ thread_local! {
 /// Hand a `Vec` you no longer need to the receives of this thread: the next `Vec<T>` of a
 /// derived fixed-size struct that a receive unpacks as it arrives (see the crate docs) takes
 /// its memory when it holds between `n` and `2n` elements for `n` received ones, instead of
-/// fresh memory. Fresh memory costs a page fault and the kernel's zeroing per 4 KiB on its first
+/// fresh memory. Any other `Vec` whose elements need no drop (plain data, `#[cdtypes(padded)]`
+/// structs) becomes the memory of the next received region of exactly its capacity in bytes
+/// and its alignment (a `Vec<f64>`, a `Vec` of a padded struct: the region is that `Vec`). Fresh memory costs a page fault and the kernel's zeroing per 4 KiB on its first
 /// write, which for an object of a few MiB takes longer than the transfer itself; receiving into
 /// reused memory is what the C transport does with a buffer it receives into again.
 ///
@@ -46,10 +48,20 @@ pub fn recycle<T: Unpack + Send + 'static>(mut v: Vec<T>) {
     if !(RECYCLE_MIN_BYTES..=RECYCLE_MAX_BYTES).contains(&bytes) {
         return;
     }
-    // only types whose Vec a receive unpacks on arrival take recycled memory
+    // types whose Vec a receive unpacks on arrival take it as it is; the memory of others
+    // whose elements need no drop may become a region
     let mut plan = __Plan::empty();
     T::vec_plan(&mut plan);
     if !matches!(plan.items.first(), Some(PlanItem::Seq { .. })) {
+        if !std::mem::needs_drop::<T>() && size_of::<T>() > 0 {
+            v.clear();
+            let v = std::mem::ManuallyDrop::new(v);
+            keep_block(RawBlock {
+                ptr: v.as_ptr() as *mut u8,
+                bytes,
+                align: std::mem::align_of::<T>(),
+            });
+        }
         return;
     }
     v.clear();
@@ -64,6 +76,66 @@ pub fn recycle<T: Unpack + Send + 'static>(mut v: Vec<T>) {
             total -= b;
         }
     });
+}
+
+/// The memory of a recycled `Vec` whose elements need no drop: `bytes` allocated by the global
+/// allocator with alignment `align` (its `Vec`'s layout), freed with it unless taken.
+struct RawBlock {
+    ptr: *mut u8,
+    bytes: usize,
+    align: usize,
+}
+
+impl Drop for RawBlock {
+    fn drop(&mut self) {
+        // SAFETY: the allocation of a Vec of capacity bytes / size with this alignment
+        unsafe {
+            std::alloc::dealloc(
+                self.ptr,
+                std::alloc::Layout::from_size_align_unchecked(self.bytes, self.align),
+            )
+        };
+    }
+}
+
+thread_local! {
+    // memory of recycled Vecs for regions, oldest first
+    static BLOCKS: std::cell::RefCell<VecDeque<RawBlock>> =
+        const { std::cell::RefCell::new(VecDeque::new()) };
+}
+
+fn keep_block(block: RawBlock) {
+    // a thread being torn down frees the block (the closure's drop of it)
+    let _ = BLOCKS.try_with(|b| {
+        let Ok(mut b) = b.try_borrow_mut() else {
+            return;
+        };
+        b.push_back(block);
+        let mut total: usize = b.iter().map(|x| x.bytes).sum();
+        while b.len() > RECYCLE_MAX_COUNT || total > RECYCLE_MAX_BYTES {
+            let Some(x) = b.pop_front() else { break };
+            total -= x.bytes;
+        }
+    });
+}
+
+/// Recycled memory of exactly `bytes` with alignment `align` (a region's), if this thread has
+/// some: the caller owns it, allocated with `Layout(bytes, align)`.
+pub(super) fn take_block(bytes: usize, align: usize) -> Option<std::ptr::NonNull<u8>> {
+    if bytes < RECYCLE_MIN_BYTES {
+        return None;
+    }
+    BLOCKS
+        .try_with(|b| {
+            let mut b = b.try_borrow_mut().ok()?;
+            let i = b
+                .iter()
+                .position(|x| x.bytes == bytes && x.align == align)?;
+            let block = std::mem::ManuallyDrop::new(b.remove(i)?);
+            std::ptr::NonNull::new(block.ptr)
+        })
+        .ok()
+        .flatten()
 }
 
 /// A recycled `Vec<T>` with room for `n` to `2n` elements (`n` > 0), if this thread has one.

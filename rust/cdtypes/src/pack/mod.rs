@@ -11,12 +11,14 @@
 //! Files by job: `traits` (the traits), `schema` (fingerprints), `packer` and `unpacker`
 //! (where values write and read themselves), `plan` and `sequences` (receives that unpack on
 //! arrival), `memory` (recycled and spare memory, huge pages), `derived` (helpers of derived
-//! code), and the impls for std types: `primitives`, `arrays_tuples`, `containers`.
+//! code), `padded` (`Vec`s of `#[cdtypes(padded)]` structs as their memory), and the impls for
+//! std types: `primitives`, `arrays_tuples`, `containers`.
 mod arrays_tuples;
 mod containers;
 mod derived;
 mod memory;
 mod packer;
+mod padded;
 mod plan;
 mod primitives;
 mod schema;
@@ -31,6 +33,10 @@ pub use memory::recycle;
 pub(crate) use memory::{give_buffer, take_buffer};
 pub(crate) use packer::Deferred;
 pub use packer::Packer;
+pub use padded::{
+    __ForPack, __ForUnpack, __PlainMemory, __pack_padded_slice, __padded_layout_ok,
+    __padded_layout_text, __unpack_padded_vec,
+};
 pub use plan::__Plan;
 pub(crate) use plan::{Plan, PlanItem};
 pub use schema::Schema;

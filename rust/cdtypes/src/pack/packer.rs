@@ -160,6 +160,16 @@ impl<'a> Packer<'a> {
         });
     }
 
+    /// Send the memory of `data`, padding included, as one region of `kind` (a padded
+    /// struct's slice: the C library reads the bytes, no Rust reference to them is made).
+    pub(crate) fn region_memory<T>(&mut self, data: &'a [T], kind: Kind) {
+        self.regions.push(sys::cdt_sobj_buffer {
+            base: data.as_ptr() as *mut std::os::raw::c_void,
+            len: std::mem::size_of_val(data) as i64,
+            kind: kind.raw(),
+        });
+    }
+
     /// Send `data` as one region that the packer keeps until the frame is gone (for bytes
     /// that do not live in the value, e.g. a copy made while serializing).
     #[cfg_attr(not(feature = "serde"), allow(dead_code))]

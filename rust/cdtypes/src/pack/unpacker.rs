@@ -10,7 +10,7 @@ use cdtypes_sys as sys;
 use crate::error::{Error, Result};
 use crate::types::Kind;
 
-use super::memory::{advise_huge_pages, give_buffer};
+use super::memory::{advise_huge_pages, give_buffer, take_block};
 use super::schema::Schema;
 use super::traits::{PlainData, Unpack};
 
@@ -34,11 +34,17 @@ impl RegionBuf {
         } else {
             let layout = Layout::from_size_align(len, align)
                 .map_err(|_| Error::from_code(sys::CDT_ERR_NO_MEMORY))?;
-            // SAFETY: non-zero size
-            let p = NonNull::new(unsafe { alloc::alloc(layout) })
-                .ok_or_else(|| Error::from_code(sys::CDT_ERR_NO_MEMORY))?;
-            advise_huge_pages(p.as_ptr(), len);
-            p
+            match take_block(len, align) {
+                // a recycled Vec's memory of this very layout (`recycle`)
+                Some(p) => p,
+                None => {
+                    // SAFETY: non-zero size
+                    let p = NonNull::new(unsafe { alloc::alloc(layout) })
+                        .ok_or_else(|| Error::from_code(sys::CDT_ERR_NO_MEMORY))?;
+                    advise_huge_pages(p.as_ptr(), len);
+                    p
+                }
+            }
         };
         Ok(RegionBuf {
             ptr,
@@ -57,6 +63,22 @@ impl RegionBuf {
     }
 
     fn into_vec<T: PlainData>(self, kind: Kind) -> Result<Vec<T>> {
+        self.check_layout::<T>(kind)?;
+        // SAFETY: len bytes were allocated and written (the decoder finished)
+        let bytes = unsafe { std::slice::from_raw_parts(self.ptr.as_ptr(), self.len) };
+        if !T::valid(bytes) {
+            return Err(Error::mismatch(format!(
+                "region holds values that are not valid {}",
+                std::any::type_name::<T>()
+            )));
+        }
+        // SAFETY: every element is valid (checked above) and plain data holds no pointers
+        unsafe { self.into_memory_vec(kind) }
+    }
+
+    /// Whether the region can be a `Vec<T>` of `kind`: whole elements, `T`'s alignment (the
+    /// allocation's, which the `Vec` frees).
+    fn check_layout<T>(&self, kind: Kind) -> Result<()> {
         let size = size_of::<T>();
         if self.kind != kind || size == 0 || self.len % size != 0 || self.align != align_of::<T>() {
             return Err(Error::mismatch(format!(
@@ -66,22 +88,26 @@ impl RegionBuf {
                 std::any::type_name::<T>()
             )));
         }
+        Ok(())
+    }
+
+    /// The region as a `Vec<T>` of `len / size_of::<T>()` elements, without a copy (plain
+    /// data, or a padded struct's memory, padding included).
+    ///
+    /// # Safety
+    /// Every byte pattern of `T`'s non-padding bytes in the region is a valid `T`, and `T`
+    /// holds no pointers (`__PlainMemory`, or checked `PlainData`).
+    pub(super) unsafe fn into_memory_vec<T>(self, kind: Kind) -> Result<Vec<T>> {
+        self.check_layout::<T>(kind)?;
         if self.len == 0 {
             return Ok(Vec::new());
         }
-        // SAFETY: len bytes were allocated and written (the decoder finished)
-        let bytes = unsafe { std::slice::from_raw_parts(self.ptr.as_ptr(), self.len) };
-        if !T::valid(bytes) {
-            return Err(Error::mismatch(format!(
-                "region holds values that are not valid {}",
-                std::any::type_name::<T>()
-            )));
-        }
-        let n = self.len / size;
+        let n = self.len / size_of::<T>();
         let ptr = self.ptr.as_ptr() as *mut T;
         std::mem::forget(self);
         // SAFETY: allocated by the global allocator with Layout (n * size_of T, align_of T),
-        // which is exactly Layout::array::<T>(n); every element is initialised and valid
+        // exactly Layout::array::<T>(n); its bytes were written by the decoder, and they are
+        // a T (the caller's contract)
         Ok(unsafe { Vec::from_raw_parts(ptr, n, n) })
     }
 }
@@ -253,18 +279,19 @@ impl Unpacker {
     }
 
     pub(crate) fn region_of_kind<T: PlainData>(&mut self, kind: Kind) -> Result<Vec<T>> {
+        self.next_region(std::any::type_name::<T>())?.into_vec(kind)
+    }
+
+    /// The next region, for a `Vec<what>`.
+    pub(super) fn next_region(&mut self, what: &str) -> Result<RegionBuf> {
         let slot = self
             .regions
             .get_mut(self.next_region)
             .and_then(Option::take);
-        let buf = slot.ok_or_else(|| {
-            Error::mismatch(format!(
-                "no region left for a Vec<{}>",
-                std::any::type_name::<T>()
-            ))
-        })?;
+        let buf =
+            slot.ok_or_else(|| Error::mismatch(format!("no region left for a Vec<{what}>")))?;
         self.next_region += 1;
-        buf.into_vec(kind)
+        Ok(buf)
     }
 }
 
