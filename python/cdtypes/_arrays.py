@@ -26,7 +26,7 @@ import pickle
 import re
 import sys
 
-__all__ = ["rebuild", "reduce", "Pickler", "dumps", "PLAIN_DESCR"]
+__all__ = ["rebuild", "reduce", "Pickler", "dumps", "dump_pieces", "PLAIN_DESCR"]
 
 # the descr of a plain dtype as the reducer writes it: byte order, kind, item size
 PLAIN_DESCR = re.compile(r"[<>|=]?[biufcSU][0-9]{1,10}\Z")
@@ -161,32 +161,52 @@ class Pickler(pickle.Pickler):
     reducer_override = staticmethod(reduce)
 
 
-_idle = []  # at most one (pickler, sink) not in use: list.pop / append are atomic
+class _PlainPickler(pickle.Pickler):
+    """pickle.Pickler without the array reducer (numpy is not imported: nothing to reduce,
+    and no call per object to find that out)."""
 
 
-def dumps(obj, protocol, buffer_callback):
-    """pickle.dumps(obj, protocol, buffer_callback=...) with the array reducer, once numpy was
-    imported (without numpy, plain pickle.dumps). A pickler is kept and reused, as in the C
-    extension (a new one costs about 1 us here), unless its memo grew with a large object."""
-    if _numpy() is None:
-        return pickle.dumps(obj, protocol, buffer_callback=buffer_callback)
+# at most one (pickler, sink) not in use of each kind: list.pop / append are atomic
+_idle = []
+_idle_plain = []
+
+
+def dump_pieces(obj, protocol, buffer_callback):
+    """The pickle stream of obj (pickle.dumps(obj, protocol, buffer_callback=...), with the
+    array reducer once numpy was imported) as the pickler wrote it: a list of bytes pieces
+    whose concatenation is the stream. The pickler writes a payload of 64 KiB or more (a large
+    bytes object) as a piece of its own, by reference: a sender that can send pieces
+    (cdt_sobj's inband_parts) does not copy it into a joined stream. A pickler is kept and
+    reused, as in the C extension (a new one costs about 1 us here), unless its memo grew with
+    a large object."""
+    plain = _numpy() is None
+    idle = _idle_plain if plain else _idle
     try:
-        p, sink = _idle.pop() if protocol == 5 else ((), None)
+        p, sink = idle.pop() if protocol == 5 else ((), None)
     except IndexError:
         p = ()
     if not p:
         sink = _Sink()
-        p = Pickler(sink, protocol, buffer_callback=sink.buffer)
+        p = (_PlainPickler if plain else Pickler)(sink, protocol, buffer_callback=sink.buffer)
     sink.callback = buffer_callback
     try:
         p.dump(obj)
-        stream = sink.stream()
+        pieces = sink.parts
     finally:
         p.clear_memo()
         sink.reset()
-    if protocol == 5 and not _idle and len(stream) <= _REUSE_MAX_STREAM:
-        _idle.append((p, sink))
-    return stream
+    if protocol == 5 and not idle and len(pieces) == 1 and len(pieces[0]) <= _REUSE_MAX_STREAM:
+        idle.append((p, sink))
+    return pieces
+
+
+def dumps(obj, protocol, buffer_callback):
+    """pickle.dumps(obj, protocol, buffer_callback=...) with the array reducer, once numpy was
+    imported (without numpy, plain pickle.dumps): dump_pieces joined."""
+    if _numpy() is None:
+        return pickle.dumps(obj, protocol, buffer_callback=buffer_callback)
+    pieces = dump_pieces(obj, protocol, buffer_callback)
+    return pieces[0] if len(pieces) == 1 else b"".join(pieces)
 
 
 _REUSE_MAX_STREAM = 2048  # a pickler that wrote more is not kept (its memo table stays large)
@@ -205,9 +225,6 @@ class _Sink:
     def buffer(self, pb):
         return self.callback(pb)
 
-    def stream(self):
-        return self.parts[0] if len(self.parts) == 1 else b"".join(self.parts)
-
     def reset(self):
-        self.parts = []
+        self.parts = []  # a new list: the one handed out by dump_pieces stays as it is
         self.callback = None

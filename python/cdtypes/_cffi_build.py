@@ -82,6 +82,7 @@ typedef struct cdt_ucx_request_s *cdt_ucx_request;
 #define CDT_FRAME_INFO_ALL ...
 #define CDT_UCX_RECV_INFO_ALL ...
 #define CDT_SOBJ_FIELD_ALLOC ...
+#define CDT_SOBJ_FIELD_INBAND_PARTS ...
 
 typedef struct { void *base; cdt_count len; } cdt_iov;
 typedef struct {
@@ -96,7 +97,8 @@ typedef int(cdt_sobj_alloc_func_t)(void *user, cdt_count index, cdt_count len, c
                                    void **base);
 typedef struct {
     uint64_t field_mask; void *inband; cdt_count inband_len; cdt_sobj_buffer *buffers; cdt_count nbuffers;
-    cdt_sobj_alloc_func_t *alloc; void *alloc_user; ...;
+    cdt_sobj_alloc_func_t *alloc; void *alloc_user; const cdt_iov *inband_parts;
+    cdt_count inband_nparts; ...;
 } cdt_sobj;
 typedef struct { uint64_t field_mask; cdt_ucx_tag tag; cdt_count frame_size; cdt_count packed_size;
                  cdt_count region_count; cdt_count region_bytes; ...; } cdt_ucx_recv_info;

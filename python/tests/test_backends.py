@@ -13,8 +13,8 @@ from cdtypes import _backend
 HERE = os.path.dirname(os.path.abspath(__file__))
 MAKE_FRAME = (
     "import sys, numpy as np, cdtypes\n"
-    # 'big': a bytes payload the C backend's pickler hands over by reference, sent in pieces
-    # (cdt_sobj's inband_parts) where cffi joins the stream: the frames must still be the same
+    # 'big': a bytes payload the pickler hands over by reference, sent in pieces (cdt_sobj's
+    # inband_parts) by both backends: the frames must be the same as of the joined stream
     "obj = {'a': np.arange(1000.0), 'b': [np.ones(70000, np.uint8), b'x' * 100], 's': 'text',\n"
     "       'big': bytes(range(256)) * 800}\n"
     "with cdtypes.dumps(obj) as f:\n"
@@ -44,6 +44,52 @@ def test_unknown_backend_is_an_import_error():
 def test_c_backend_on_pypy_says_why():
     r = run_with("c", "import cdtypes")
     assert r.returncode != 0 and b"CPython only" in r.stderr
+
+
+CFFI_PIECES = (
+    "import sys, cdtypes\n"
+    "from cdtypes._cffi.send import _Out\n"
+    "from cdtypes._cffi import receive\n"
+    "obj = {'big': bytes(range(256)) * 4096, 'n': 1}\n"
+    # the send: the pickler's pieces, the 1 MiB payload one of them (not joined); a small
+    # object's stream joined as before
+    "out = _Out(obj, 5)\n"
+    "assert out.parts is not None and 2 <= len(out.parts) <= 64, len(out.parts or ())\n"
+    "assert any(len(p) == 1 << 20 for p in out.parts)\n"
+    "assert out.so.inband_nparts == len(out.parts) and out.so.inband_len > 1 << 20\n"
+    "out.release()\n"
+    "small = _Out({'n': 1}, 5)\n"
+    "assert small.parts is None and type(small.stream) is bytes\n"
+    "small.release()\n"
+    # the receive: a large stream lands in a bytearray, which pickle reads as it is
+    "f = cdtypes.dumps(obj).tobytes()\n"
+    "s1, bufs = receive.decode(f)\n"
+    "assert type(s1) is bytearray and len(s1) > 1 << 20 and not bufs\n"
+    "ref = bytes(s1)\n"
+    "assert cdtypes.loads(f) == obj\n"
+    "small_stream, _ = receive.decode(cdtypes.dumps({'n': 1}).tobytes())\n"
+    "assert type(small_stream) is bytes\n"
+    # CPython: the last large stream is received into again once nothing else holds it;
+    # never while something does
+    "if hasattr(sys, 'getrefcount'):\n"
+    "    s2, _ = receive.decode(f)\n"
+    "    assert s2 is not s1 and s2 == s1\n"
+    "    last = id(s2)\n"
+    "    del s1, s2\n"
+    "    s3, _ = receive.decode(f)\n"
+    "    assert id(s3) == last and s3 == ref\n"
+    "print('ok')\n"
+)
+
+
+def test_cffi_sends_pieces_and_receives_into_a_bytearray():
+    """The cffi backend as the C extension: a large in-band payload is sent as the pickler's
+    pieces (cdt_sobj's inband_parts) and a large stream received into a bytearray, reused on
+    CPython once nothing holds it."""
+    r = run_with("cffi", CFFI_PIECES)
+    if r.returncode != 0 and b"cffi backend" in r.stderr and b"not" in r.stderr:
+        pytest.skip("the cffi backend is not built here: %s" % r.stderr.decode()[-200:])
+    assert r.returncode == 0 and r.stdout.strip() == b"ok", r.stderr.decode()
 
 
 @pytest.mark.skipif(sys.implementation.name == "pypy", reason="PyPy has the cffi backend only")

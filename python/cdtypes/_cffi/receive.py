@@ -1,10 +1,41 @@
 """The receive side: memory from the header, then the decoder; decode (as _ext/receive.c)."""
+import sys
+
 from .._cffi_ext import ffi, lib
 from . import module
 from .buffer import _new, _writable
 from .module import _HEADER, _NULL, ERR_PY_EXCEPTION, _int, _raise
 
 _ALLOC_DEFAULT = ffi.addressof(lib, "cdtpy_alloc_default")  # a function pointer on every interpreter
+
+# A stream of at least this many bytes is received into a bytearray, handed to pickle as it is
+# (no copy into a bytes object first); on CPython the last one is kept and handed out again
+# when nothing else holds it, so a run of large objects does not fault fresh pages in every
+# time (as _ext/receive.c's rx_stream_new, which says why). Smaller streams are bytes objects.
+_STREAM_REUSE_MIN = 65536
+_spare = [None]
+_getrefcount = getattr(sys, "getrefcount", None)  # CPython; PyPy has no reference counts
+
+
+def _unheld_refs():
+    """What sys.getrefcount says of an object that only a list slot and a local hold."""
+    box = [bytearray(1)]
+    held = box[0]
+    return _getrefcount(held)
+
+
+_UNHELD = _unheld_refs() if _getrefcount is not None else None
+
+
+def _stream_bytearray(nbytes):
+    """A bytearray of nbytes for a large stream: the spare one when nothing else holds it."""
+    held = _spare[0]
+    if held is not None and len(held) == nbytes and _getrefcount(held) == _UNHELD:
+        return held
+    held = bytearray(nbytes)
+    if _UNHELD is not None:
+        _spare[0] = held
+    return held
 
 
 # ---- receive side: memory from the header, then the decoder ---------------------------------
@@ -15,6 +46,8 @@ class _Rx:
 
     __slots__ = ("alloc", "stream", "nstream", "buffers", "pins", "inplace", "inplace_mv",
                  "inplace_len", "decoder", "exc", "max_bytes", "max_regions", "seen")
+    # stream: a char[] (copied into bytes by result()) or, from _STREAM_REUSE_MIN bytes, the
+    # bytearray the decoder writes into (pinned in pins until the receive ends)
 
     def __init__(self, alloc, max_bytes=-1, max_regions=-1):
         self.alloc = alloc
@@ -26,9 +59,11 @@ class _Rx:
 
     def part(self, index, nbytes):
         """One part's memory: its address."""
-        if index < 0:  # the pickle stream: small, copied by the decoder
-            self.stream = _new("char[]", nbytes)
+        if index < 0:  # the pickle stream, copied by the decoder
             self.nstream = nbytes
+            if nbytes >= _STREAM_REUSE_MIN:
+                return self.stream_into(_stream_bytearray(nbytes))
+            self.stream = _new("char[]", nbytes)
             return self.stream
         if self.inplace is not None:  # the region's bytes already lie in the frame
             ln, kind, off = ffi.new("cdt_count *"), ffi.new("cdt_kind *"), ffi.new("cdt_count *")
@@ -52,6 +87,13 @@ class _Rx:
         self.buffers.append(mem)
         return c
 
+    def stream_into(self, held):
+        """The stream goes into the bytearray ``held``: its address (pinned until unpin)."""
+        c = _writable(held)
+        self.pins.append(c)
+        self.stream = held
+        return c
+
     def unpin(self):
         for c in self.pins:
             ffi.release(c)
@@ -69,7 +111,11 @@ class _Rx:
         _raise(code, what)
 
     def result(self):
-        stream = ffi.unpack(self.stream, self.nstream) if self.stream is not None else b""
+        stream = self.stream
+        if stream is None:
+            stream = b""
+        elif type(stream) is not bytearray:
+            stream = ffi.unpack(stream, self.nstream)
         bufs = self.buffers if self.buffers is not None else []
         self.stream = self.buffers = None
         return stream, bufs
@@ -127,8 +173,14 @@ def _prepare_default(rx, so):
             if slots[i] != _NULL:
                 lib.cdtpy_free(slots[i])
         return rc
-    rx.stream, rx.nstream = (ffi.gc(ffi.cast("char *", slots[0]), lib.cdtpy_free, so.inband_len),
-                             so.inband_len)
+    rx.nstream = so.inband_len
+    if so.inband_len >= _STREAM_REUSE_MIN:
+        # the decoder writes the stream into a bytearray instead (memory the caller's, as any
+        # part's: the adapter frees none of it)
+        lib.cdtpy_free(slots[0])
+        so.inband = rx.stream_into(_stream_bytearray(so.inband_len))
+    else:
+        rx.stream = ffi.gc(ffi.cast("char *", slots[0]), lib.cdtpy_free, so.inband_len)
     bufs = so.buffers
     rx.buffers = [ffi.buffer(ffi.gc(ffi.cast("char *", slots[i + 1]), lib.cdtpy_free, bufs[i].len),
                              bufs[i].len) for i in range(so.nbuffers)]
