@@ -578,7 +578,8 @@ CDT_API int cdt_iov_count(const void *buf, cdt_count count, cdt_type type, cdt_c
 CDT_API int cdt_iov_get(const void *buf, cdt_count count, cdt_type type, cdt_count first,
                         cdt_count max, cdt_iov iov[], cdt_count *n_out);
 /*! cdt_copy() : copy the data of (src, scount, stype) into (dst, dcount, dtype) as if packed and
- *  unpacked, without a temporary buffer. CDT_ERR_TRUNCATED when the source holds more bytes
+ *  unpacked, without allocating (a 16 KiB chunk on the stack when both layouts have gaps; one
+ *  pass when either is contiguous). CDT_ERR_TRUNCATED when the source holds more bytes
  *  than the destination; a shorter source fills the destination's leading bytes. The source
  *  and destination memory must not overlap (as MPI requires of its buffers). */
 CDT_API int cdt_copy(const void *src, cdt_count scount, cdt_type stype, void *dst, cdt_count dcount,

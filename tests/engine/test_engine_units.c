@@ -555,9 +555,101 @@ static void test_padded(void)
     cdt_type_free(&fields);
 }
 
+/* cdt_copy between two layouts with gaps goes through 16 KiB chunks: a copy of many of them,
+ * whose chunk edges cut elements (12-byte records; 16384 is no multiple of 12), a shorter
+ * source into a longer destination, and a negative stride, each against pack + unpack */
+static void test_copy_chunks(void)
+{
+    enum { N = 50000 };
+    cdt_type rec = NULL, src_t = NULL, dst_t = NULL, rev = NULL;
+    /* three int32 of every 16 bytes on one side, of every 20 bytes (8 bytes in) on the other */
+    CHECK_OK(cdt_type_vector(N, 3, 4, CDT_INT32, &src_t));
+    CHECK_OK(cdt_type_contiguous(3, CDT_INT32, &rec));
+    CHECK_OK(cdt_type_hvector(N, 1, 20, rec, &dst_t));
+    CHECK_OK(cdt_type_hvector(N, 1, -16, rec, &rev));
+    CHECK_OK(cdt_type_commit(&src_t));
+    CHECK_OK(cdt_type_commit(&dst_t));
+    CHECK_OK(cdt_type_commit(&rev));
+    int32_t *src = malloc(sizeof(int32_t) * 4 * N), *dst = malloc(20 * (size_t)N + 8),
+            *want = malloc(20 * (size_t)N + 8), *packed = malloc(12 * (size_t)N);
+    CHECK(src != NULL && dst != NULL && want != NULL && packed != NULL);
+    for (int i = 0; i < 4 * N; i++)
+        src[i] = i * 7 + 1;
+    cdt_count pos = 0;
+    CHECK_OK(cdt_pack(src, 1, src_t, packed, 12 * (cdt_count)N, &pos));
+    memset(dst, 0x5a, 20 * (size_t)N + 8);
+    memset(want, 0x5a, 20 * (size_t)N + 8);
+    pos = 0;
+    CHECK_OK(cdt_unpack(packed, 12 * (cdt_count)N, &pos, (char *)want + 8, 1, dst_t));
+    CHECK_OK(cdt_copy(src, 1, src_t, (char *)dst + 8, 1, dst_t));
+    CHECK(memcmp(dst, want, 20 * (size_t)N + 8) == 0);
+    /* 1,000 records of the source (12,000 bytes: one chunk) and 30,000 (several) into the
+     * longer destination: its leading records, the rest untouched */
+    cdt_type part = NULL;
+    for (int k = 0; k < 2; k++) {
+        int records = k == 0 ? 1000 : 30000;
+        CHECK_OK(cdt_type_vector(records, 3, 4, CDT_INT32, &part));
+        CHECK_OK(cdt_type_commit(&part));
+        memset(dst, 0x5a, 20 * (size_t)N + 8);
+        CHECK_OK(cdt_copy(src, 1, part, (char *)dst + 8, 1, dst_t));
+        size_t head = 8 + 20 * (size_t)(records - 1) + 12;
+        CHECK(memcmp(dst, want, head) == 0);
+        CHECK(((unsigned char *)dst)[head] == 0x5a &&
+              ((unsigned char *)dst)[20 * (size_t)N + 7] == 0x5a);
+        cdt_type_free(&part);
+    }
+    /* into a negative stride: record i lands at -16 i from the base (the last one first) */
+    int32_t *back = malloc(16 * (size_t)N);
+    CHECK(back != NULL);
+    memset(back, 0, 16 * (size_t)N);
+    CHECK_OK(cdt_copy(src, 1, src_t, (char *)back + 16 * (size_t)(N - 1), 1, rev));
+    int ok = 1;
+    for (int i = 0; i < N && ok; i++)
+        for (int j = 0; j < 3; j++)
+            ok &= back[4 * (N - 1 - i) + j] == src[4 * i + j];
+    CHECK(ok);
+    free(back);
+    /* long runs (8 KiB blocks) on both sides: copied where they lie; long into short: chunks */
+    cdt_type big_src = NULL, big_dst = NULL;
+    CHECK_OK(cdt_type_vector(20, 2048, 3000, CDT_INT32, &big_src));
+    CHECK_OK(cdt_type_hvector(40, 4096, 9000, CDT_BYTE, &big_dst));
+    CHECK_OK(cdt_type_commit(&big_src));
+    CHECK_OK(cdt_type_commit(&big_dst));
+    for (int k = 0; k < 2; k++) {
+        cdt_type to = k == 0 ? big_dst : dst_t;
+        memset(dst, 0x5a, 20 * (size_t)N + 8);
+        memset(want, 0x5a, 20 * (size_t)N + 8);
+        pos = 0;
+        CHECK_OK(cdt_pack(src, 1, big_src, packed, 12 * (cdt_count)N, &pos));
+        cdt_count upos = 0;
+        CHECK_OK(cdt_unpack(packed, pos, &upos, want, k == 0 ? 1 : 0, to));
+        if (k == 1) { /* 163,840 bytes into the 12-byte records: the first 13,653 of them */
+            cdt_type lead = NULL;
+            CHECK_OK(cdt_type_contiguous(pos, CDT_BYTE, &lead));
+            CHECK_OK(cdt_type_commit(&lead));
+            CHECK_OK(cdt_copy(packed, 1, lead, (char *)want + 8, 1, dst_t));
+            cdt_type_free(&lead);
+        }
+        CHECK_OK(
+            cdt_copy(src, 1, big_src, k == 0 ? (void *)dst : (void *)((char *)dst + 8), 1, to));
+        CHECK(memcmp(dst, want, 20 * (size_t)N + 8) == 0);
+    }
+    cdt_type_free(&big_src);
+    cdt_type_free(&big_dst);
+    free(src);
+    free(dst);
+    free(want);
+    free(packed);
+    cdt_type_free(&rec);
+    cdt_type_free(&src_t);
+    cdt_type_free(&dst_t);
+    cdt_type_free(&rev);
+}
+
 int main(void)
 {
     test_errors();
+    test_copy_chunks();
     test_pack_whole();
     test_queries();
     test_canonical();

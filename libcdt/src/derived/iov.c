@@ -224,6 +224,12 @@ int cdt_iov_get(const void *buf, cdt_count count, cdt_type type, cdt_count first
     return walk_pieces(buf, count, type, first, max, iov, n_out);
 }
 
+/* cdt_copy's buffer between two layouts with gaps: small enough for the stack and the L1 cache,
+ * large enough that the two kernel calls a chunk cost little beside its bytes */
+#define CDT__COPY_CHUNK 16384
+/* runs at least this long are copied where they lie, one memmove a run */
+#define CDT__COPY_LONG_RUN 4096
+
 int cdt_copy(const void *src, cdt_count scount, cdt_type stype, void *dst, cdt_count dcount,
              cdt_type dtype)
 {
@@ -245,6 +251,13 @@ int cdt_copy(const void *src, cdt_count scount, cdt_type stype, void *dst, cdt_c
         cdt__layout_unpack(dtype, dst, dcount, 0, sbytes, CDT__AT(src, stype->true_lb));
         return CDT_SUCCESS;
     }
+    /* Both layouts have gaps. Long runs on both sides (the first run of each at least
+     * CDT__COPY_LONG_RUN bytes, as in a vector of large blocks): the runs of both are walked
+     * together and each step copies the longest piece both hold contiguously (foMPI's maximal
+     * block merge, seed 003), one pass over the bytes. Short runs: chunk by chunk through a
+     * small buffer on the stack, packed out of the source and unpacked into the destination by
+     * the engine's kernels. The walk costs ~70 ns a run: on a vector of single doubles (8-byte
+     * runs) it moved 0.11 GB/s where the chunks move 5.8 (bench/lane/strided_bound). */
     cdt__runs si, di;
     rc = cdt__runs_init(&si, src, scount, stype);
     if (rc != CDT_SUCCESS)
@@ -256,21 +269,35 @@ int cdt_copy(const void *src, cdt_count scount, cdt_type stype, void *dst, cdt_c
     }
     char *sa = NULL, *da = NULL;
     cdt_count sl = 0, dl = 0, left = sbytes;
-    while (left > 0) {
-        if (sl == 0)
-            cdt__runs_next(&si, &sa, &sl);
-        if (dl == 0)
-            cdt__runs_next(&di, &da, &dl);
-        cdt_count n = sl < dl ? sl : dl;
-        memmove(da, sa, (size_t)n);
-        sa += n;
-        da += n;
-        sl -= n;
-        dl -= n;
-        left -= n;
+    cdt__runs_next(&si, &sa, &sl);
+    cdt__runs_next(&di, &da, &dl);
+    if (sl >= CDT__COPY_LONG_RUN && dl >= CDT__COPY_LONG_RUN) {
+        while (left > 0) {
+            if (sl == 0)
+                cdt__runs_next(&si, &sa, &sl);
+            if (dl == 0)
+                cdt__runs_next(&di, &da, &dl);
+            cdt_count n = sl < dl ? sl : dl;
+            n = n < left ? n : left;
+            memmove(da, sa, (size_t)n);
+            sa += n;
+            da += n;
+            sl -= n;
+            dl -= n;
+            left -= n;
+        }
     }
     cdt__runs_fini(&si);
     cdt__runs_fini(&di);
+    if (left == 0)
+        return CDT_SUCCESS;
+    char chunk[CDT__COPY_CHUNK] __attribute__((aligned(64)));
+    for (cdt_count off = 0; off < sbytes;) {
+        cdt_count n = sbytes - off < CDT__COPY_CHUNK ? sbytes - off : CDT__COPY_CHUNK;
+        cdt__layout_pack(stype, src, scount, off, n, chunk);
+        cdt__layout_unpack(dtype, dst, dcount, off, n, chunk);
+        off += n;
+    }
     return CDT_SUCCESS;
 }
 
