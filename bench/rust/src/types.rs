@@ -128,6 +128,15 @@ fn f64_at(b: &[u8], at: usize) -> f64 {
     f64::from_ne_bytes(b[at..at + 8].try_into().expect("8 bytes"))
 }
 
+/// The fields a, b, c (i32) and d (f64) packed into 20 bytes, as struct_simple and the head of
+/// struct_vec are.
+fn pack_abcd(a: i32, b: i32, c: i32, d: f64, o: &mut [u8]) {
+    o[0..4].copy_from_slice(&a.to_ne_bytes());
+    o[4..8].copy_from_slice(&b.to_ne_bytes());
+    o[8..12].copy_from_slice(&c.to_ne_bytes());
+    o[12..20].copy_from_slice(&d.to_ne_bytes());
+}
+
 /// The Elem of a struct_simple twin (the plain and the padded struct).
 macro_rules! struct_simple_elem {
     ($t:ident) => {
@@ -147,10 +156,7 @@ macro_rules! struct_simple_elem {
                 }
             }
             fn pack_into(&self, o: &mut [u8]) {
-                o[0..4].copy_from_slice(&self.a.to_ne_bytes());
-                o[4..8].copy_from_slice(&self.b.to_ne_bytes());
-                o[8..12].copy_from_slice(&self.c.to_ne_bytes());
-                o[12..20].copy_from_slice(&self.d.to_ne_bytes());
+                pack_abcd(self.a, self.b, self.c, self.d, o);
             }
             fn unpack_from(b: &[u8]) -> Self {
                 $t {
@@ -218,10 +224,7 @@ macro_rules! struct_vec_elem {
                 }
             }
             fn pack_into(&self, o: &mut [u8]) {
-                o[0..4].copy_from_slice(&self.a.to_ne_bytes());
-                o[4..8].copy_from_slice(&self.b.to_ne_bytes());
-                o[8..12].copy_from_slice(&self.c.to_ne_bytes());
-                o[12..20].copy_from_slice(&self.d.to_ne_bytes());
+                pack_abcd(self.a, self.b, self.c, self.d, o);
                 o[20..].copy_from_slice(bytes_of(&self.data));
             }
             fn unpack_from(b: &[u8]) -> Self {

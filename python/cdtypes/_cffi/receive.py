@@ -173,17 +173,18 @@ def _prepare_default(rx, so):
             if slots[i] != _NULL:
                 lib.cdtpy_free(slots[i])
         return rc
-    rx.nstream = so.inband_len
-    if so.inband_len >= _STREAM_REUSE_MIN:
-        # the decoder writes the stream into a bytearray instead (memory the caller's, as any
-        # part's: the adapter frees none of it)
-        lib.cdtpy_free(slots[0])
-        so.inband = rx.stream_into(_stream_bytearray(so.inband_len))
-    else:
-        rx.stream = ffi.gc(ffi.cast("char *", slots[0]), lib.cdtpy_free, so.inband_len)
+    rx.stream, rx.nstream = (ffi.gc(ffi.cast("char *", slots[0]), lib.cdtpy_free, so.inband_len),
+                             so.inband_len)
     bufs = so.buffers
     rx.buffers = [ffi.buffer(ffi.gc(ffi.cast("char *", slots[i + 1]), lib.cdtpy_free, bufs[i].len),
                              bufs[i].len) for i in range(so.nbuffers)]
+    if so.inband_len >= _STREAM_REUSE_MIN:
+        # every part is owned above, so a failure here leaks nothing; the decoder then writes
+        # the stream into a bytearray (the adapter frees none of the parts), and the C block
+        # goes back to the cache at once (ffi.release runs its destructor)
+        block = rx.stream
+        so.inband = rx.stream_into(_stream_bytearray(so.inband_len))
+        ffi.release(block)
     rc = lib.cdt_decoder_bind(rx.decoder, so, 1, module._sobj_type)
     if rc != 0:
         lib.cdt_sobj_release(so)

@@ -24,8 +24,8 @@ thread_local! {
 /// its memory when it holds between `n` and `2n` elements for `n` received ones, instead of
 /// fresh memory. Any other `Vec` whose elements need no drop (plain data, `#[cdtypes(padded)]`
 /// structs) becomes the memory of the next received region of exactly its capacity in bytes
-/// and its alignment (a `Vec<f64>`, a `Vec` of a padded struct: the region is that `Vec`). Fresh memory costs a page fault and the kernel's zeroing per 4 KiB on its first
-/// write, which for an object of a few MiB takes longer than the transfer itself; receiving into
+/// and its alignment (a `Vec<f64>`, a `Vec` of a padded struct: the region is that `Vec`).
+/// Fresh memory costs a page fault and the kernel's zeroing per 4 KiB on its first write, which for an object of a few MiB takes longer than the transfer itself; receiving into
 /// reused memory is what the C transport does with a buffer it receives into again.
 ///
 /// Kept per thread (the thread whose waits progress the receives), at most 8 `Vec`s and
@@ -65,17 +65,22 @@ pub fn recycle<T: Unpack + Send + 'static>(mut v: Vec<T>) {
         return;
     }
     v.clear();
-    let _ = RECYCLED.try_with(|r| {
-        let Ok(mut r) = r.try_borrow_mut() else {
-            return;
-        };
-        r.push_back((bytes, Box::new(v)));
-        let mut total: usize = r.iter().map(|(b, _)| *b).sum();
-        while r.len() > RECYCLE_MAX_COUNT || total > RECYCLE_MAX_BYTES {
-            let Some((b, _)) = r.pop_front() else { break };
-            total -= b;
-        }
-    });
+    let _ = RECYCLED.try_with(|r| push_bounded(r, (bytes, Box::new(v)), |(b, _)| *b));
+}
+
+/// Append `item` to a thread's pool and drop its oldest entries while it holds more than
+/// RECYCLE_MAX_COUNT of them or RECYCLE_MAX_BYTES in all (`bytes` of each). A pool in use
+/// further up the stack is left alone (the item is dropped).
+fn push_bounded<X>(pool: &std::cell::RefCell<VecDeque<X>>, item: X, bytes: impl Fn(&X) -> usize) {
+    let Ok(mut pool) = pool.try_borrow_mut() else {
+        return;
+    };
+    pool.push_back(item);
+    let mut total: usize = pool.iter().map(&bytes).sum();
+    while pool.len() > RECYCLE_MAX_COUNT || total > RECYCLE_MAX_BYTES {
+        let Some(x) = pool.pop_front() else { break };
+        total -= bytes(&x);
+    }
 }
 
 /// The memory of a recycled `Vec` whose elements need no drop: `bytes` allocated by the global
@@ -106,17 +111,7 @@ thread_local! {
 
 fn keep_block(block: RawBlock) {
     // a thread being torn down frees the block (the closure's drop of it)
-    let _ = BLOCKS.try_with(|b| {
-        let Ok(mut b) = b.try_borrow_mut() else {
-            return;
-        };
-        b.push_back(block);
-        let mut total: usize = b.iter().map(|x| x.bytes).sum();
-        while b.len() > RECYCLE_MAX_COUNT || total > RECYCLE_MAX_BYTES {
-            let Some(x) = b.pop_front() else { break };
-            total -= x.bytes;
-        }
-    });
+    let _ = BLOCKS.try_with(|b| push_bounded(b, block, |x| x.bytes));
 }
 
 /// Recycled memory of exactly `bytes` with alignment `align` (a region's), if this thread has

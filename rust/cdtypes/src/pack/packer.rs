@@ -153,11 +153,7 @@ impl<'a> Packer<'a> {
     }
 
     pub(crate) fn region_of_kind<T: PlainData>(&mut self, data: &'a [T], kind: Kind) {
-        self.regions.push(sys::cdt_sobj_buffer {
-            base: data.as_ptr() as *mut std::os::raw::c_void,
-            len: std::mem::size_of_val(data) as i64,
-            kind: kind.raw(),
-        });
+        self.region_memory(data, kind);
     }
 
     /// Send the memory of `data`, padding included, as one region of `kind` (a padded
